@@ -1,0 +1,275 @@
+//! The command-line surface: clap derive structs only, no I/O.
+//!
+//! Values are checked for form here (counts are numbers); everything that needs the
+//! environment, config files or cross-checks happens in `config.rs`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::validate::{count, positive_count};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rayslurm",
+    version,
+    about = "Run Ray (and other multi-node programs) on a Slurm cluster with one command",
+    propagate_version = true
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+
+    /// Print only results (job id, JSON), no progress.
+    #[arg(long, short, global = true)]
+    pub(crate) quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Render an sbatch script and submit it.
+    Launch(Box<LaunchArgs>),
+    /// Print the built-in sbatch template, to start a custom one from it.
+    Template,
+    /// Print (or follow) the log of a run.
+    Logs(LogsArgs),
+    /// Show runs and their states, newest first.
+    Status(StatusArgs),
+    /// Cancel a run.
+    Cancel(CancelArgs),
+    /// Inside the allocation: start Ray on every node, run the command, stop Ray.
+    #[command(hide = true)]
+    Bootstrap(Box<BootstrapArgs>),
+}
+
+/// How GPUs are requested from Slurm (sites differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum GpuDirective {
+    /// `#SBATCH --gpus-per-task=N` (as Ray's own launcher does).
+    GpusPerTask,
+    /// `#SBATCH --gpus-per-node=N`.
+    GpusPerNode,
+    /// `#SBATCH --gres=gpu:N`.
+    Gres,
+}
+
+/// Which address family the head node's IP is taken from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+pub(crate) enum IpFamily {
+    /// IPv4 if the node has one, else IPv6.
+    Auto,
+    #[value(name = "4")]
+    #[serde(rename = "4")]
+    V4,
+    #[value(name = "6")]
+    #[serde(rename = "6")]
+    V6,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LaunchArgs {
+    /// Experiment name: names the job and the files `{exp-name}_{date}-{time}.sh/.log`.
+    #[arg(long)]
+    pub(crate) exp_name: String,
+
+    /// The command to run on the head node, as you would type it into bash there.
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) command: String,
+
+    /// Number of nodes.
+    #[arg(long, short = 'n', default_value = "1", value_parser = positive_count, allow_hyphen_values = true)]
+    pub(crate) num_nodes: u32,
+
+    /// GPUs per node.
+    #[arg(long, default_value = "0", value_parser = count, allow_hyphen_values = true)]
+    pub(crate) num_gpus: u32,
+
+    /// How GPUs are requested: --gpus-per-task, --gpus-per-node or --gres=gpu:N.
+    #[arg(long, value_enum)]
+    pub(crate) gpu_directive: Option<GpuDirective>,
+
+    /// Nodes to run on, as sinfo prints them (e.g. `node[01-04]`).
+    #[arg(long = "node", short = 'w')]
+    pub(crate) node: Option<String>,
+
+    /// Partition.
+    #[arg(long, short = 'p')]
+    pub(crate) partition: Option<String>,
+
+    /// Account to charge.
+    #[arg(long, short = 'A')]
+    pub(crate) account: Option<String>,
+
+    /// Quality of service.
+    #[arg(long)]
+    pub(crate) qos: Option<String>,
+
+    /// Node features required (Slurm --constraint).
+    #[arg(long, short = 'C')]
+    pub(crate) constraint: Option<String>,
+
+    /// Shell line(s) that set up the environment, e.g. `module load cuda; source venv/bin/activate`.
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) load_env: Option<String>,
+
+    /// Tasks per node.
+    #[arg(long, default_value = "1", value_parser = positive_count, allow_hyphen_values = true)]
+    pub(crate) tasks_per_node: u32,
+
+    /// CPUs per task.
+    #[arg(long, value_parser = positive_count, allow_hyphen_values = true)]
+    pub(crate) cpus_per_task: Option<u32>,
+
+    /// Memory per node (e.g. `16G`).
+    #[arg(long, conflicts_with = "mem_per_cpu")]
+    pub(crate) mem: Option<String>,
+
+    /// Memory per CPU (e.g. `2G`).
+    #[arg(long)]
+    pub(crate) mem_per_cpu: Option<String>,
+
+    /// Time limit (e.g. `30`, `2:00:00`, `1-12:00`).
+    #[arg(long, short = 't')]
+    pub(crate) time: Option<String>,
+
+    /// Ask for whole nodes (the default: Ray manages whole nodes).
+    #[arg(long, overrides_with = "no_exclusive")]
+    pub(crate) exclusive: bool,
+
+    /// Share nodes with other jobs.
+    #[arg(long, overrides_with = "exclusive")]
+    pub(crate) no_exclusive: bool,
+
+    /// Any other sbatch option, e.g. `--sbatch-arg=--mail-type=END` (repeatable).
+    #[arg(long = "sbatch-arg", allow_hyphen_values = true)]
+    pub(crate) sbatch_args: Vec<String>,
+
+    /// An environment variable for the command, `KEY=VALUE` (repeatable).
+    #[arg(long = "env", allow_hyphen_values = true)]
+    pub(crate) env: Vec<String>,
+
+    /// Where the script and log go (default: the current directory). Must be visible from the nodes.
+    #[arg(long)]
+    pub(crate) log_dir: Option<PathBuf>,
+
+    /// A Tera template to render instead of the built-in one (see `rayslurm template`).
+    #[arg(long)]
+    pub(crate) template: Option<PathBuf>,
+
+    /// Write and show the script; submit nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+
+    /// Print the job id, script and log paths as JSON on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// After submitting, show the job's state and stream its log until it ends.
+    #[arg(long)]
+    pub(crate) follow: bool,
+
+    /// With --follow: cancel the job on Ctrl-C.
+    #[arg(long, requires = "follow")]
+    pub(crate) cancel_on_interrupt: bool,
+
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
+}
+
+/// Options the launcher passes on to the bootstrap inside the allocation.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct ClusterArgs {
+    /// Do not start Ray: run the command on the head node with the node list in its environment.
+    #[arg(long)]
+    pub(crate) no_ray: bool,
+
+    /// Network interface the head node's IP is taken from (e.g. `ib0`).
+    #[arg(long)]
+    pub(crate) interface: Option<String>,
+
+    /// Address family of the head node's IP.
+    #[arg(long, value_enum)]
+    pub(crate) ip_family: Option<IpFamily>,
+
+    /// Start the command once this many nodes (head included) have joined (default: all).
+    #[arg(long, value_parser = positive_count, allow_hyphen_values = true)]
+    pub(crate) min_nodes: Option<u32>,
+
+    /// Seconds to wait for the cluster before failing the job.
+    #[arg(long, value_parser = positive_count, allow_hyphen_values = true)]
+    pub(crate) ready_timeout: Option<u32>,
+
+    /// Bytes of Ray object store per node (Ray's --object-store-memory).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_hyphen_values = true)]
+    pub(crate) object_store_memory: Option<u64>,
+
+    /// Extra `ray start` arguments, as one shell-quoted string (e.g. `--include-dashboard=false`).
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) ray_args: Option<String>,
+
+    /// First port of the block of Ray ports (default: chosen per job and checked free).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1024..=65000))]
+    pub(crate) port_base: Option<u16>,
+
+    /// Seconds before the time limit at which Slurm asks the job to stop cleanly.
+    #[arg(long, value_parser = count, allow_hyphen_values = true)]
+    pub(crate) stop_grace: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LogsArgs {
+    /// Experiment name (its latest run) or job id.
+    pub(crate) target: String,
+    /// Follow the log until the job ends.
+    #[arg(long, short)]
+    pub(crate) follow: bool,
+    /// Print only the last N lines.
+    #[arg(long, value_parser = count)]
+    pub(crate) tail: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StatusArgs {
+    /// Experiment name or job id (default: all recent runs).
+    pub(crate) target: Option<String>,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Include older runs.
+    #[arg(long)]
+    pub(crate) all: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CancelArgs {
+    /// Experiment name (its latest run) or job id.
+    pub(crate) target: String,
+}
+
+/// Arguments of the hidden bootstrap, written into the sbatch script by `launch`.
+#[derive(Debug, Args)]
+pub(crate) struct BootstrapArgs {
+    /// The user command, run through bash on the head node.
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) command: Option<String>,
+
+    /// Run as a worker node (started by the head's srun step).
+    #[arg(long)]
+    pub(crate) worker: bool,
+
+    /// The head's GCS address, for workers.
+    #[arg(long)]
+    pub(crate) head_address: Option<String>,
+
+    /// Where to write the run's final state (JSON).
+    #[arg(long)]
+    pub(crate) state_file: Option<PathBuf>,
+
+    /// Seconds the user command gets after SIGTERM before it is killed.
+    #[arg(long, default_value = "10", value_parser = count)]
+    pub(crate) kill_after: u32,
+
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
+}

@@ -1,0 +1,4 @@
+//! One module per subcommand, each with `run`.
+
+pub(crate) mod launch;
+pub(crate) mod template;

@@ -1,0 +1,453 @@
+//! Resolution of `launch` arguments into a validated [`LaunchConfig`].
+//!
+//! Precedence: command line > environment > project file (`./rayslurm.toml`) > user file
+//! (`$XDG_CONFIG_HOME/rayslurm/config.toml`) > built-in default. Resolution is pure: the
+//! environment and files are read once into [`Sources`], so it is table-tested without I/O.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::cli::{ClusterArgs, GpuDirective, IpFamily, LaunchArgs};
+use crate::env_vars;
+use crate::error::UsageError;
+use crate::validate::{self, show};
+
+/// Defaults a config file may set, under `[launch]`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileDefaults {
+    pub(crate) partition: Option<String>,
+    pub(crate) account: Option<String>,
+    pub(crate) qos: Option<String>,
+    pub(crate) constraint: Option<String>,
+    pub(crate) time: Option<String>,
+    pub(crate) log_dir: Option<PathBuf>,
+    pub(crate) load_env: Option<String>,
+    pub(crate) template: Option<PathBuf>,
+    pub(crate) gpu_directive: Option<GpuDirective>,
+    pub(crate) interface: Option<String>,
+    pub(crate) ip_family: Option<IpFamily>,
+    pub(crate) object_store_memory: Option<u64>,
+    pub(crate) ray_args: Option<String>,
+    pub(crate) ready_timeout: Option<u32>,
+    pub(crate) stop_grace: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    launch: FileDefaults,
+}
+
+/// Everything resolution reads besides the arguments.
+#[derive(Debug, Default)]
+pub(crate) struct Sources {
+    pub(crate) env: HashMap<String, String>,
+    pub(crate) project: FileDefaults,
+    pub(crate) user: FileDefaults,
+    pub(crate) cwd: PathBuf,
+}
+
+impl Sources {
+    /// Reads the environment and both config files.
+    pub(crate) fn load() -> Result<Self, UsageError> {
+        let env: HashMap<String, String> = std::env::vars().collect();
+        let cwd = std::env::current_dir()
+            .map_err(|e| UsageError::new(format!("cannot read the current directory: {e}")))?;
+        let user_path = env.get(env_vars::CONFIG).map(PathBuf::from).or_else(|| {
+            let base = env
+                .get(env_vars::XDG_CONFIG_HOME)
+                .map(PathBuf::from)
+                .or_else(|| env.get(env_vars::HOME).map(|h| Path::new(h).join(".config")))?;
+            Some(base.join("rayslurm").join("config.toml"))
+        });
+        let user = match user_path {
+            Some(path) => read_config(&path)?,
+            None => FileDefaults::default(),
+        };
+        let project = read_config(&cwd.join("rayslurm.toml"))?;
+        Ok(Self {
+            env,
+            project,
+            user,
+            cwd,
+        })
+    }
+}
+
+fn read_config(path: &Path) -> Result<FileDefaults, UsageError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FileDefaults::default()),
+        Err(e) => {
+            return Err(UsageError::new(format!(
+                "cannot read config file `{}`: {e}",
+                path.display()
+            )));
+        }
+    };
+    toml::from_str::<ConfigFile>(&text)
+        .map(|c| c.launch)
+        .map_err(|e| {
+            UsageError::new(format!("invalid config file `{}`: {e}", path.display()))
+                .hint("fix or remove the file; keys go under `[launch]`")
+        })
+}
+
+/// How memory is requested.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Memory {
+    PerNode(String),
+    PerCpu(String),
+}
+
+/// What the bootstrap inside the allocation is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ClusterOptions {
+    pub(crate) no_ray: bool,
+    pub(crate) interface: Option<String>,
+    pub(crate) ip_family: IpFamily,
+    pub(crate) min_nodes: Option<u32>,
+    pub(crate) ready_timeout: u32,
+    pub(crate) object_store_memory: Option<u64>,
+    pub(crate) ray_args: Option<String>,
+    pub(crate) port_base: Option<u16>,
+    pub(crate) stop_grace: u32,
+}
+
+pub(crate) const DEFAULT_READY_TIMEOUT: u32 = 180;
+pub(crate) const DEFAULT_STOP_GRACE: u32 = 60;
+
+impl ClusterOptions {
+    /// The bootstrap flags that carry these options into the allocation.
+    pub(crate) fn bootstrap_flags(&self) -> Vec<(&'static str, Option<String>)> {
+        let mut flags = Vec::new();
+        if self.no_ray {
+            flags.push(("--no-ray", None));
+        }
+        if let Some(i) = &self.interface {
+            flags.push(("--interface", Some(i.clone())));
+        }
+        let family = match self.ip_family {
+            IpFamily::Auto => "auto",
+            IpFamily::V4 => "4",
+            IpFamily::V6 => "6",
+        };
+        flags.push(("--ip-family", Some(family.to_owned())));
+        if let Some(n) = self.min_nodes {
+            flags.push(("--min-nodes", Some(n.to_string())));
+        }
+        flags.push(("--ready-timeout", Some(self.ready_timeout.to_string())));
+        if let Some(b) = self.object_store_memory {
+            flags.push(("--object-store-memory", Some(b.to_string())));
+        }
+        if let Some(a) = &self.ray_args {
+            flags.push(("--ray-args", Some(a.clone())));
+        }
+        if let Some(p) = self.port_base {
+            flags.push(("--port-base", Some(p.to_string())));
+        }
+        flags
+    }
+}
+
+/// A launch, resolved and validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LaunchConfig {
+    pub(crate) exp_name: String,
+    pub(crate) command: String,
+    pub(crate) num_nodes: u32,
+    pub(crate) tasks_per_node: u32,
+    pub(crate) cpus_per_task: Option<u32>,
+    pub(crate) num_gpus: u32,
+    pub(crate) gpu_directive: GpuDirective,
+    pub(crate) nodelist: Option<String>,
+    pub(crate) partition: Option<String>,
+    pub(crate) account: Option<String>,
+    pub(crate) qos: Option<String>,
+    pub(crate) constraint: Option<String>,
+    pub(crate) memory: Option<Memory>,
+    pub(crate) time: Option<String>,
+    pub(crate) exclusive: bool,
+    pub(crate) sbatch_args: Vec<String>,
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) load_env: Option<String>,
+    pub(crate) log_dir: PathBuf,
+    pub(crate) template: Option<PathBuf>,
+    pub(crate) dry_run: bool,
+    pub(crate) json: bool,
+    pub(crate) follow: bool,
+    pub(crate) cancel_on_interrupt: bool,
+    pub(crate) cluster: ClusterOptions,
+}
+
+/// Picks the first value present: command line, environment, project file, user file.
+fn layered<T: Clone>(
+    cli: Option<T>,
+    env: Option<T>,
+    project: &Option<T>,
+    user: &Option<T>,
+) -> Option<T> {
+    cli.or(env).or_else(|| project.clone()).or_else(|| user.clone())
+}
+
+impl LaunchConfig {
+    pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<Self, UsageError> {
+        let env = |key: &str| src.env.get(key).filter(|v| !v.is_empty()).cloned();
+        let (p, u) = (&src.project, &src.user);
+
+        validate::exp_name(&args.exp_name)?;
+        if args.command.trim().is_empty() {
+            return Err(UsageError::new("--command is empty")
+                .hint("give the command to run on the head node, e.g. `--command \"python train.py\"`"));
+        }
+
+        let partition = layered(args.partition.clone(), env(env_vars::PARTITION), &p.partition, &u.partition);
+        let account = layered(args.account.clone(), env(env_vars::ACCOUNT), &p.account, &u.account);
+        let qos = layered(args.qos.clone(), env(env_vars::QOS), &p.qos, &u.qos);
+        let constraint = layered(args.constraint.clone(), None, &p.constraint, &u.constraint);
+        let time = layered(args.time.clone(), env(env_vars::TIME), &p.time, &u.time);
+        for (flag, value) in [
+            ("--partition", &partition),
+            ("--account", &account),
+            ("--qos", &qos),
+            ("--constraint", &constraint),
+            ("--node", &args.node),
+            ("--time", &time),
+        ] {
+            if let Some(v) = value {
+                validate::directive(flag, v)?;
+            }
+        }
+        if let Some(t) = &time {
+            validate::time(t)?;
+        }
+        let memory = match (&args.mem, &args.mem_per_cpu) {
+            (Some(m), _) => {
+                validate::memory("--mem", m)?;
+                Some(Memory::PerNode(m.clone()))
+            }
+            (None, Some(m)) => {
+                validate::memory("--mem-per-cpu", m)?;
+                Some(Memory::PerCpu(m.clone()))
+            }
+            (None, None) => None,
+        };
+        for a in &args.sbatch_args {
+            validate::sbatch_arg(a)?;
+        }
+        let env_pairs = args
+            .env
+            .iter()
+            .map(|e| validate::env_pair(e))
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let load_env = layered(args.load_env.clone(), env(env_vars::LOAD_ENV), &p.load_env, &u.load_env)
+            .filter(|l| !l.trim().is_empty());
+        let log_dir = layered(args.log_dir.clone(), env(env_vars::LOG_DIR).map(PathBuf::from), &p.log_dir, &u.log_dir)
+            .map(|d| src.cwd.join(d))
+            .unwrap_or_else(|| src.cwd.clone());
+        check_log_dir_text(&log_dir)?;
+        let template = layered(args.template.clone(), None, &p.template, &u.template).map(|t| src.cwd.join(t));
+
+        let cluster = resolve_cluster(&args.cluster, args.num_nodes, src)?;
+
+        Ok(Self {
+            exp_name: args.exp_name.clone(),
+            command: args.command.clone(),
+            num_nodes: args.num_nodes,
+            tasks_per_node: args.tasks_per_node,
+            cpus_per_task: args.cpus_per_task,
+            num_gpus: args.num_gpus,
+            gpu_directive: layered(args.gpu_directive, None, &p.gpu_directive, &u.gpu_directive)
+                .unwrap_or(GpuDirective::GpusPerTask),
+            nodelist: args.node.clone(),
+            partition,
+            account,
+            qos,
+            constraint,
+            memory,
+            time,
+            exclusive: !args.no_exclusive,
+            sbatch_args: args.sbatch_args.clone(),
+            env: env_pairs,
+            load_env,
+            log_dir,
+            template,
+            dry_run: args.dry_run,
+            json: args.json,
+            follow: args.follow,
+            cancel_on_interrupt: args.cancel_on_interrupt,
+            cluster,
+        })
+    }
+}
+
+fn resolve_cluster(args: &ClusterArgs, num_nodes: u32, src: &Sources) -> Result<ClusterOptions, UsageError> {
+    let (p, u) = (&src.project, &src.user);
+    let env = |key: &str| src.env.get(key).filter(|v| !v.is_empty()).cloned();
+    let interface = layered(args.interface.clone(), env(env_vars::INTERFACE), &p.interface, &u.interface);
+    if let Some(i) = &interface {
+        if i.is_empty() || i.len() > 15 || i.contains(['/', ' ']) || i.chars().any(char::is_control) {
+            return Err(UsageError::new(format!("invalid --interface {}", show(i)))
+                .hint("give a network interface name as `ip link` shows it, e.g. `ib0` or `eth0`"));
+        }
+    }
+    if let Some(m) = args.min_nodes {
+        if m > num_nodes {
+            return Err(UsageError::new(format!(
+                "--min-nodes {m} is more than --num-nodes {num_nodes}"
+            ))
+            .hint("--min-nodes counts the head too and must be at most --num-nodes"));
+        }
+    }
+    let ray_args = layered(args.ray_args.clone(), None, &p.ray_args, &u.ray_args);
+    if let Some(r) = &ray_args {
+        parse_ray_args(r)?;
+    }
+    Ok(ClusterOptions {
+        no_ray: args.no_ray,
+        interface,
+        ip_family: layered(args.ip_family, None, &p.ip_family, &u.ip_family).unwrap_or(IpFamily::Auto),
+        min_nodes: args.min_nodes,
+        ready_timeout: layered(args.ready_timeout, None, &p.ready_timeout, &u.ready_timeout)
+            .unwrap_or(DEFAULT_READY_TIMEOUT),
+        object_store_memory: layered(args.object_store_memory, None, &p.object_store_memory, &u.object_store_memory),
+        ray_args,
+        port_base: args.port_base,
+        stop_grace: layered(args.stop_grace, None, &p.stop_grace, &u.stop_grace).unwrap_or(DEFAULT_STOP_GRACE),
+    })
+}
+
+/// Splits `--ray-args` into words as a shell would.
+pub(crate) fn parse_ray_args(text: &str) -> Result<Vec<String>, UsageError> {
+    let words = shlex::split(text).ok_or_else(|| {
+        UsageError::new(format!("--ray-args {} has an unclosed quote", show(text)))
+            .hint("quote it as you would in a shell, e.g. `--ray-args \"--include-dashboard=false\"`")
+    })?;
+    if let Some(w) = words.iter().find(|w| w.contains('\n')) {
+        return Err(UsageError::new(format!("--ray-args word {} contains a newline", show(w))));
+    }
+    Ok(words)
+}
+
+/// sbatch writes `%` patterns and splits on white space in `#SBATCH --output=`, so the log
+/// directory must be plain text.
+fn check_log_dir_text(dir: &Path) -> Result<(), UsageError> {
+    let text = dir.to_string_lossy();
+    if let Some(c) = text
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control() || "%\\\"'".contains(*c))
+    {
+        return Err(UsageError::new(format!(
+            "the log directory {} contains {}, which an #SBATCH --output line cannot carry",
+            show(&text),
+            show(&c.to_string())
+        ))
+        .hint("choose a --log-dir whose path has no spaces, quotes, `%` or `\\`"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn resolve(argv: &[&str], src: &Sources) -> Result<LaunchConfig, UsageError> {
+        let mut full = vec!["rayslurm", "launch", "--exp-name", "x", "--command", "python f.py"];
+        full.extend_from_slice(argv);
+        let cli = crate::cli::Cli::try_parse_from(full).expect("parses");
+        match cli.command {
+            crate::cli::Command::Launch(args) => LaunchConfig::resolve(&args, src),
+            _ => unreachable!(),
+        }
+    }
+
+    fn src() -> Sources {
+        Sources {
+            cwd: PathBuf::from("/work/proj"),
+            ..Sources::default()
+        }
+    }
+
+    #[test]
+    fn defaults_match_the_seed_launcher() {
+        let c = resolve(&[], &src()).unwrap();
+        assert_eq!(c.num_nodes, 1);
+        assert_eq!(c.num_gpus, 0);
+        assert_eq!(c.tasks_per_node, 1);
+        assert!(c.exclusive);
+        assert_eq!(c.gpu_directive, GpuDirective::GpusPerTask);
+        assert_eq!(c.log_dir, PathBuf::from("/work/proj"));
+        assert_eq!(c.partition, None);
+        assert_eq!(c.cluster.ready_timeout, DEFAULT_READY_TIMEOUT);
+        assert_eq!(c.cluster.ip_family, IpFamily::Auto);
+    }
+
+    #[test]
+    fn precedence_cli_env_project_user() {
+        let mut s = src();
+        s.user.partition = Some("user".into());
+        assert_eq!(resolve(&[], &s).unwrap().partition.as_deref(), Some("user"));
+        s.project.partition = Some("project".into());
+        assert_eq!(resolve(&[], &s).unwrap().partition.as_deref(), Some("project"));
+        s.env.insert(env_vars::PARTITION.into(), "env".into());
+        assert_eq!(resolve(&[], &s).unwrap().partition.as_deref(), Some("env"));
+        assert_eq!(resolve(&["-p", "cli"], &s).unwrap().partition.as_deref(), Some("cli"));
+    }
+
+    #[test]
+    fn table_of_flags() {
+        let s = src();
+        let c = resolve(
+            &[
+                "-n", "3", "--num-gpus", "2", "--gpu-directive", "gres", "--mem-per-cpu", "2G",
+                "--time", "1:00:00", "--no-exclusive", "--env", "A=1", "--log-dir", "logs",
+                "--interface", "ib0", "--ip-family", "6", "--min-nodes", "2",
+            ],
+            &s,
+        )
+        .unwrap();
+        assert_eq!(c.num_nodes, 3);
+        assert_eq!(c.num_gpus, 2);
+        assert_eq!(c.gpu_directive, GpuDirective::Gres);
+        assert_eq!(c.memory, Some(Memory::PerCpu("2G".into())));
+        assert!(!c.exclusive);
+        assert_eq!(c.env, vec![("A".into(), "1".into())]);
+        assert_eq!(c.log_dir, PathBuf::from("/work/proj/logs"));
+        assert_eq!(c.cluster.interface.as_deref(), Some("ib0"));
+        assert_eq!(c.cluster.ip_family, IpFamily::V6);
+        assert_eq!(c.cluster.min_nodes, Some(2));
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors() {
+        let s = src();
+        for argv in [
+            &["--partition", "a\nb"][..],
+            &["--time", "1h"],
+            &["--mem", "lots"],
+            &["--env", "NOEQUALS"],
+            &["--sbatch-arg", "x"],
+            &["--node", "n1\n#SBATCH --x"],
+            &["-n", "2", "--min-nodes", "3"],
+            &["--ray-args", "--x 'unclosed"],
+            &["--log-dir", "my logs"],
+            &["--interface", "a b"],
+        ] {
+            assert!(resolve(argv, &s).is_err(), "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn config_file_keys_are_checked() {
+        let err = toml::from_str::<ConfigFile>("[launch]\nparition = \"x\"\n").unwrap_err();
+        assert!(err.to_string().contains("parition"));
+        let ok = toml::from_str::<ConfigFile>("[launch]\npartition = \"x\"\ngpu_directive = \"gres\"\n").unwrap();
+        assert_eq!(ok.launch.gpu_directive, Some(GpuDirective::Gres));
+    }
+}

@@ -1,0 +1,54 @@
+//! rayslurm: run Ray (and other multi-node programs) on a Slurm cluster with one command.
+
+mod cli;
+mod commands;
+mod config;
+mod env_vars;
+mod error;
+mod hostlist;
+mod job_spec;
+mod node_binary;
+mod printer;
+mod process;
+mod quote;
+mod script_files;
+mod slurm;
+mod template;
+mod validate;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::config::{LaunchConfig, Sources};
+use crate::printer::Printer;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let printer = Printer::new(cli.quiet);
+    match run(cli.command, &printer) {
+        Ok(code) => code,
+        Err(error) => {
+            eprint!("{}", error::report(&error));
+            if error::is_usage(&error) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+fn run(command: Command, printer: &Printer) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Launch(args) => {
+            let config = LaunchConfig::resolve(&args, &Sources::load()?)?;
+            commands::launch::run(&config, printer)
+        }
+        Command::Template => Ok(commands::template::run(printer)),
+        Command::Logs(_) | Command::Status(_) | Command::Cancel(_) | Command::Bootstrap(_) => {
+            anyhow::bail!("not available yet")
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! Talking to Slurm: `sbatch`, `squeue`, `scontrol`, `scancel`, with machine-readable output
+//! parsed in small tested functions. No `sacct`: many sites disable accounting.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::error::WithHint;
+use crate::process::{Cmd, CmdError};
+
+/// A Slurm job id as sbatch prints it.
+pub(crate) type JobId = String;
+
+/// Submits a script with `sbatch --parsable`, from `workdir`.
+pub(crate) fn sbatch(script: &Path) -> Result<JobId> {
+    let cmd = Cmd::new("sbatch").arg("--parsable").arg(script);
+    let out = match cmd.stdout() {
+        Ok(out) => out,
+        Err(e @ CmdError::NotFound { .. }) => {
+            return Err(e).hint("run on a Slurm login node, or pass --dry-run to only write the script");
+        }
+        Err(e) => return Err(e.into()),
+    };
+    parse_parsable(&out).ok_or_else(|| anyhow::anyhow!("`{cmd}` printed no job id: `{}`", out.trim()))
+}
+
+/// `--parsable` prints `jobid` or `jobid;cluster`.
+pub(crate) fn parse_parsable(out: &str) -> Option<JobId> {
+    let line = out.lines().map(str::trim).rfind(|l| !l.is_empty())?;
+    let id = line.split(';').next()?.trim();
+    (!id.is_empty() && id.chars().all(|c| c.is_ascii_digit() || c == '_')).then(|| id.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parsable_forms() {
+        assert_eq!(parse_parsable("42\n").as_deref(), Some("42"));
+        assert_eq!(parse_parsable("42;cluster\n").as_deref(), Some("42"));
+        assert_eq!(parse_parsable("note\n43\n").as_deref(), Some("43"));
+        assert_eq!(parse_parsable("").as_deref(), None);
+        assert_eq!(parse_parsable("Submitted batch job 1").as_deref(), None);
+    }
+}

@@ -1,0 +1,130 @@
+//! The one wrapper around Tera: built-in or user templates, the `shell_quote` filter, and
+//! readable errors that name the template and line.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use tera::{Context, Tera, Value};
+
+use crate::quote::shell_quote;
+
+/// The built-in sbatch template, compiled into the binary.
+pub(crate) const BUILTIN_SBATCH: &str = include_str!("../templates/sbatch.sh.tera");
+const BUILTIN_NAME: &str = "sbatch.sh.tera (built-in)";
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RenderError {
+    #[error("cannot read template `{}`: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("template `{name}` does not parse: {message}")]
+    Parse { name: String, message: String },
+    #[error("template `{name}` failed to render: {message}")]
+    Render { name: String, message: String },
+}
+
+/// A parsed template, ready to render.
+pub(crate) struct Template {
+    tera: Tera,
+    name: String,
+}
+
+impl Template {
+    pub(crate) fn builtin() -> Self {
+        Self::parse(BUILTIN_NAME, BUILTIN_SBATCH).expect("the built-in template parses")
+    }
+
+    pub(crate) fn from_file(path: &Path) -> Result<Self, RenderError> {
+        let text = std::fs::read_to_string(path).map_err(|source| RenderError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&path.display().to_string(), &text)
+    }
+
+    fn parse(name: &str, text: &str) -> Result<Self, RenderError> {
+        let mut tera = Tera::default();
+        tera.autoescape_on(vec![]);
+        tera.register_filter("shell_quote", shell_quote_filter);
+        tera.add_raw_template(name, text)
+            .map_err(|e| RenderError::Parse {
+                name: name.to_owned(),
+                message: flatten(&e),
+            })?;
+        Ok(Self {
+            tera,
+            name: name.to_owned(),
+        })
+    }
+
+    pub(crate) fn render(&self, context: &impl Serialize) -> Result<String, RenderError> {
+        let render_error = |e: tera::Error| RenderError::Render {
+            name: self.name.clone(),
+            message: flatten(&e),
+        };
+        let context = Context::from_serialize(context).map_err(render_error)?;
+        self.tera.render(&self.name, &context).map_err(render_error)
+    }
+}
+
+/// Tera nests its errors; one line with every level reads better.
+fn flatten(error: &tera::Error) -> String {
+    let mut parts = Vec::new();
+    let mut current: Option<&dyn std::error::Error> = Some(error);
+    while let Some(e) = current {
+        let text = e.to_string();
+        if !text.starts_with("Failed to parse") && !text.is_empty() {
+            parts.push(text.trim().replace('\n', " "));
+        }
+        current = e.source();
+    }
+    if parts.is_empty() {
+        error.to_string()
+    } else {
+        parts.join(": ")
+    }
+}
+
+fn shell_quote_filter(value: &Value, _: &HashMap<String, Value>) -> tera::Result<Value> {
+    let text = match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        other => {
+            return Err(tera::Error::msg(format!(
+                "shell_quote takes text, not {other}"
+            )));
+        }
+    };
+    Ok(Value::String(shell_quote(&text)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_error_names_template_and_line() {
+        let err = Template::parse("mine.sh", "line one\n{% if x %}\nunclosed\n").err().unwrap();
+        let text = err.to_string();
+        assert!(text.contains("mine.sh"), "{text}");
+        assert!(text.contains("3:") || text.contains("4:"), "{text}");
+    }
+
+    #[test]
+    fn render_error_names_the_missing_variable() {
+        let t = Template::parse("t", "{{ nope }}").unwrap();
+        let err = t.render(&serde_json::json!({})).unwrap_err().to_string();
+        assert!(err.contains("nope"), "{err}");
+    }
+
+    #[test]
+    fn shell_quote_filter_quotes() {
+        let t = Template::parse("t", "echo {{ v | shell_quote }}").unwrap();
+        let out = t.render(&serde_json::json!({"v": "it's $x"})).unwrap();
+        assert_eq!(out, r"echo 'it'\''s $x'");
+    }
+}

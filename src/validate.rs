@@ -1,0 +1,222 @@
+//! Checks on user values before anything is written or submitted.
+//!
+//! Each check returns a [`UsageError`] that names the flag, shows the value and says how to fix
+//! it. Values that become `#SBATCH` lines must not be able to add a line of their own.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::error::UsageError;
+
+/// Shows a value inside an error message, with control characters made visible.
+pub(crate) fn show(value: &str) -> String {
+    format!("`{}`", value.escape_debug())
+}
+
+/// An experiment name becomes a file name and a Slurm job name.
+pub(crate) fn exp_name(value: &str) -> Result<(), UsageError> {
+    let bad = |why: &str| {
+        Err(UsageError::new(format!("invalid --exp-name {}: {why}", show(value)))
+            .hint("use letters, digits, `_`, `-`, `.` and `+`, starting with a letter or digit, e.g. `--exp-name resnet-sweep`"))
+    };
+    if value.is_empty() {
+        return bad("it is empty");
+    }
+    if value.len() > 100 {
+        return bad("it is longer than 100 characters");
+    }
+    if value.starts_with('-') || value.starts_with('.') {
+        return bad("it starts with `-` or `.`");
+    }
+    if value.contains("..") {
+        return bad("it contains `..`");
+    }
+    if let Some(c) = value
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "_-.+".contains(*c)))
+    {
+        return bad(&format!("it contains {}", show(&c.to_string())));
+    }
+    Ok(())
+}
+
+/// A value written after `#SBATCH --flag=`: one line, no control characters.
+pub(crate) fn directive(flag: &str, value: &str) -> Result<(), UsageError> {
+    if value.is_empty() {
+        return Err(UsageError::new(format!("{flag} is empty"))
+            .hint(format!("give {flag} a value or leave the flag out")));
+    }
+    if let Some(c) = value.chars().find(|c| c.is_control()) {
+        return Err(UsageError::new(format!(
+            "{flag} {} contains the control character {}, which would break the #SBATCH line",
+            show(value),
+            show(&c.to_string())
+        ))
+        .hint("directive values must be a single line of printable text"));
+    }
+    if value.chars().any(char::is_whitespace) && flag != "--sbatch-arg" {
+        return Err(UsageError::new(format!(
+            "{flag} {} contains white space",
+            show(value)
+        ))
+        .hint("Slurm names and lists have no spaces; separate list items with `,`"));
+    }
+    Ok(())
+}
+
+/// `--sbatch-arg` must be one option, e.g. `--mail-type=END`.
+pub(crate) fn sbatch_arg(value: &str) -> Result<(), UsageError> {
+    directive("--sbatch-arg", value)?;
+    if !value.starts_with('-') {
+        return Err(UsageError::new(format!(
+            "--sbatch-arg {} is not an sbatch option",
+            show(value)
+        ))
+        .hint("pass one option a flag, starting with `-`, e.g. `--sbatch-arg=--mail-type=END`"));
+    }
+    Ok(())
+}
+
+static TIME: LazyLock<Regex> = LazyLock::new(|| {
+    // Slurm's accepted forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
+    Regex::new(r"^(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d{1,2}|\d+-\d{1,2}:\d{1,2}|\d+-\d{1,2}:\d{1,2}:\d{1,2})$")
+        .expect("valid regex")
+});
+
+/// `--time` in one of Slurm's formats, or `UNLIMITED`/`INFINITE`.
+pub(crate) fn time(value: &str) -> Result<(), UsageError> {
+    if TIME.is_match(value) || value.eq_ignore_ascii_case("unlimited") || value.eq_ignore_ascii_case("infinite") {
+        return Ok(());
+    }
+    Err(UsageError::new(format!("invalid --time {}", show(value))).hint(
+        "use minutes, `MM:SS`, `HH:MM:SS`, `D-HH`, `D-HH:MM` or `D-HH:MM:SS`, e.g. `--time 2:00:00`",
+    ))
+}
+
+static MEMORY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^\d+[KMGT]?$").expect("valid regex"));
+
+/// `--mem`/`--mem-per-cpu`: a whole number with an optional K, M, G or T suffix.
+pub(crate) fn memory(flag: &str, value: &str) -> Result<(), UsageError> {
+    if MEMORY.is_match(&value.to_ascii_uppercase()) {
+        return Ok(());
+    }
+    Err(UsageError::new(format!("invalid {flag} {}", show(value)))
+        .hint(format!("use a whole number with an optional unit K, M, G or T, e.g. `{flag} 16G`")))
+}
+
+static ENV_NAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[A-Za-z_][A-Za-z0-9_]*$").expect("valid regex"));
+
+/// `--env KEY=VALUE`, split into its name and value.
+pub(crate) fn env_pair(value: &str) -> Result<(String, String), UsageError> {
+    let Some((key, val)) = value.split_once('=') else {
+        return Err(UsageError::new(format!("--env {} has no `=`", show(value)))
+            .hint("write --env NAME=VALUE, e.g. `--env OMP_NUM_THREADS=4`"));
+    };
+    if !ENV_NAME.is_match(key) {
+        return Err(UsageError::new(format!(
+            "--env {}: {} is not a valid variable name",
+            show(value),
+            show(key)
+        ))
+        .hint("names start with a letter or `_` and hold only letters, digits and `_`"));
+    }
+    Ok((key.to_owned(), val.to_owned()))
+}
+
+/// A count that must be at least 1 (clap value parser).
+pub(crate) fn positive_count(value: &str) -> Result<u32, String> {
+    match value.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "`{}` is not a whole number of at least 1 (for example `3`)",
+            value.escape_debug()
+        )),
+    }
+}
+
+/// A count that may be 0 (clap value parser).
+pub(crate) fn count(value: &str) -> Result<u32, String> {
+    value.trim().parse::<u32>().map_err(|_| {
+        format!(
+            "`{}` is not a whole number of 0 or more (for example `2`)",
+            value.escape_debug()
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_names() {
+        for ok in ["x", "resnet-sweep", "a_b.c+1", "A1"] {
+            assert!(exp_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "a/b", "..", "a..b", "a b", "a\nb", "-x", ".x", "x$y", "x'y", "é"] {
+            assert!(exp_name(bad).is_err(), "{bad:?}");
+        }
+        assert!(exp_name(&"x".repeat(101)).is_err());
+    }
+
+    #[test]
+    fn directive_values_cannot_add_a_line() {
+        assert!(directive("--partition", "gpu").is_ok());
+        assert!(directive("--node", "node[01-04,07]").is_ok());
+        for bad in ["gpu\n#SBATCH --x", "a\rb", "a\u{0}b", "a b", "", "a\u{85}b"] {
+            assert!(directive("--partition", bad).is_err(), "{bad:?}");
+        }
+        let err = directive("--account", "x\ny").unwrap_err();
+        assert!(err.message.contains(r"`x\ny`"), "{}", err.message);
+    }
+
+    #[test]
+    fn sbatch_args() {
+        assert!(sbatch_arg("--mail-type=END").is_ok());
+        assert!(sbatch_arg("--comment=two words").is_ok());
+        assert!(sbatch_arg("mail").is_err());
+        assert!(sbatch_arg("--x=1\n#SBATCH --y").is_err());
+    }
+
+    #[test]
+    fn times() {
+        for ok in ["30", "30:00", "2:00:00", "1-0", "1-12:30", "1-12:30:00", "UNLIMITED", "infinite"] {
+            assert!(time(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "1h", "1:2:3:4", "-1", "1-", "abc", "10\n"] {
+            assert!(time(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn memories() {
+        for ok in ["4000", "16G", "512m", "1T"] {
+            assert!(memory("--mem", ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "16GB", "1.5G", "-1", "G"] {
+            assert!(memory("--mem", bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn env_pairs() {
+        assert_eq!(env_pair("A=b=c").unwrap(), ("A".into(), "b=c".into()));
+        assert_eq!(env_pair("_X=").unwrap(), ("_X".into(), String::new()));
+        for bad in ["A", "1A=x", "A-B=x", "=x", "A B=x"] {
+            assert!(env_pair(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn counts() {
+        assert_eq!(positive_count("3"), Ok(3));
+        for bad in ["0", "-1", "x", "", "1.5"] {
+            assert!(positive_count(bad).is_err(), "{bad}");
+        }
+        assert_eq!(count("0"), Ok(0));
+        assert!(count("-2").is_err());
+    }
+}
