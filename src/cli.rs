@@ -262,6 +262,14 @@ pub(crate) struct BootstrapArgs {
     #[arg(long)]
     pub(crate) head_address: Option<String>,
 
+    /// Marks the processes of this run (workers get the head's).
+    #[arg(long)]
+    pub(crate) run_mark: Option<String>,
+
+    /// GPUs per node asked for at launch (used when Slurm does not say).
+    #[arg(long, default_value = "0", value_parser = count)]
+    pub(crate) requested_gpus: u32,
+
     /// Where to write the run's final state (JSON).
     #[arg(long)]
     pub(crate) state_file: Option<PathBuf>,

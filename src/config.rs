@@ -61,7 +61,10 @@ impl Sources {
             let base = env
                 .get(env_vars::XDG_CONFIG_HOME)
                 .map(PathBuf::from)
-                .or_else(|| env.get(env_vars::HOME).map(|h| Path::new(h).join(".config")))?;
+                .or_else(|| {
+                    env.get(env_vars::HOME)
+                        .map(|h| Path::new(h).join(".config"))
+                })?;
             Some(base.join("rayslurm").join("config.toml"))
         });
         let user = match user_path {
@@ -191,7 +194,9 @@ fn layered<T: Clone>(
     project: &Option<T>,
     user: &Option<T>,
 ) -> Option<T> {
-    cli.or(env).or_else(|| project.clone()).or_else(|| user.clone())
+    cli.or(env)
+        .or_else(|| project.clone())
+        .or_else(|| user.clone())
 }
 
 impl LaunchConfig {
@@ -201,12 +206,23 @@ impl LaunchConfig {
 
         validate::exp_name(&args.exp_name)?;
         if args.command.trim().is_empty() {
-            return Err(UsageError::new("--command is empty")
-                .hint("give the command to run on the head node, e.g. `--command \"python train.py\"`"));
+            return Err(UsageError::new("--command is empty").hint(
+                "give the command to run on the head node, e.g. `--command \"python train.py\"`",
+            ));
         }
 
-        let partition = layered(args.partition.clone(), env(env_vars::PARTITION), &p.partition, &u.partition);
-        let account = layered(args.account.clone(), env(env_vars::ACCOUNT), &p.account, &u.account);
+        let partition = layered(
+            args.partition.clone(),
+            env(env_vars::PARTITION),
+            &p.partition,
+            &u.partition,
+        );
+        let account = layered(
+            args.account.clone(),
+            env(env_vars::ACCOUNT),
+            &p.account,
+            &u.account,
+        );
         let qos = layered(args.qos.clone(), env(env_vars::QOS), &p.qos, &u.qos);
         let constraint = layered(args.constraint.clone(), None, &p.constraint, &u.constraint);
         let time = layered(args.time.clone(), env(env_vars::TIME), &p.time, &u.time);
@@ -245,13 +261,24 @@ impl LaunchConfig {
             .map(|e| validate::env_pair(e))
             .collect::<Result<Vec<_>, _>>()?;
 
-        let load_env = layered(args.load_env.clone(), env(env_vars::LOAD_ENV), &p.load_env, &u.load_env)
-            .filter(|l| !l.trim().is_empty());
-        let log_dir = layered(args.log_dir.clone(), env(env_vars::LOG_DIR).map(PathBuf::from), &p.log_dir, &u.log_dir)
-            .map(|d| src.cwd.join(d))
-            .unwrap_or_else(|| src.cwd.clone());
+        let load_env = layered(
+            args.load_env.clone(),
+            env(env_vars::LOAD_ENV),
+            &p.load_env,
+            &u.load_env,
+        )
+        .filter(|l| !l.trim().is_empty());
+        let log_dir = layered(
+            args.log_dir.clone(),
+            env(env_vars::LOG_DIR).map(PathBuf::from),
+            &p.log_dir,
+            &u.log_dir,
+        )
+        .map(|d| src.cwd.join(d))
+        .unwrap_or_else(|| src.cwd.clone());
         check_log_dir_text(&log_dir)?;
-        let template = layered(args.template.clone(), None, &p.template, &u.template).map(|t| src.cwd.join(t));
+        let template =
+            layered(args.template.clone(), None, &p.template, &u.template).map(|t| src.cwd.join(t));
 
         let cluster = resolve_cluster(&args.cluster, args.num_nodes, src)?;
 
@@ -286,14 +313,27 @@ impl LaunchConfig {
     }
 }
 
-fn resolve_cluster(args: &ClusterArgs, num_nodes: u32, src: &Sources) -> Result<ClusterOptions, UsageError> {
+fn resolve_cluster(
+    args: &ClusterArgs,
+    num_nodes: u32,
+    src: &Sources,
+) -> Result<ClusterOptions, UsageError> {
     let (p, u) = (&src.project, &src.user);
     let env = |key: &str| src.env.get(key).filter(|v| !v.is_empty()).cloned();
-    let interface = layered(args.interface.clone(), env(env_vars::INTERFACE), &p.interface, &u.interface);
+    let interface = layered(
+        args.interface.clone(),
+        env(env_vars::INTERFACE),
+        &p.interface,
+        &u.interface,
+    );
     if let Some(i) = &interface {
-        if i.is_empty() || i.len() > 15 || i.contains(['/', ' ']) || i.chars().any(char::is_control) {
-            return Err(UsageError::new(format!("invalid --interface {}", show(i)))
-                .hint("give a network interface name as `ip link` shows it, e.g. `ib0` or `eth0`"));
+        if i.is_empty() || i.len() > 15 || i.contains(['/', ' ']) || i.chars().any(char::is_control)
+        {
+            return Err(
+                UsageError::new(format!("invalid --interface {}", show(i))).hint(
+                    "give a network interface name as `ip link` shows it, e.g. `ib0` or `eth0`",
+                ),
+            );
         }
     }
     if let Some(m) = args.min_nodes {
@@ -311,25 +351,36 @@ fn resolve_cluster(args: &ClusterArgs, num_nodes: u32, src: &Sources) -> Result<
     Ok(ClusterOptions {
         no_ray: args.no_ray,
         interface,
-        ip_family: layered(args.ip_family, None, &p.ip_family, &u.ip_family).unwrap_or(IpFamily::Auto),
+        ip_family: layered(args.ip_family, None, &p.ip_family, &u.ip_family)
+            .unwrap_or(IpFamily::Auto),
         min_nodes: args.min_nodes,
         ready_timeout: layered(args.ready_timeout, None, &p.ready_timeout, &u.ready_timeout)
             .unwrap_or(DEFAULT_READY_TIMEOUT),
-        object_store_memory: layered(args.object_store_memory, None, &p.object_store_memory, &u.object_store_memory),
+        object_store_memory: layered(
+            args.object_store_memory,
+            None,
+            &p.object_store_memory,
+            &u.object_store_memory,
+        ),
         ray_args,
         port_base: args.port_base,
-        stop_grace: layered(args.stop_grace, None, &p.stop_grace, &u.stop_grace).unwrap_or(DEFAULT_STOP_GRACE),
+        stop_grace: layered(args.stop_grace, None, &p.stop_grace, &u.stop_grace)
+            .unwrap_or(DEFAULT_STOP_GRACE),
     })
 }
 
 /// Splits `--ray-args` into words as a shell would.
 pub(crate) fn parse_ray_args(text: &str) -> Result<Vec<String>, UsageError> {
     let words = shlex::split(text).ok_or_else(|| {
-        UsageError::new(format!("--ray-args {} has an unclosed quote", show(text)))
-            .hint("quote it as you would in a shell, e.g. `--ray-args \"--include-dashboard=false\"`")
+        UsageError::new(format!("--ray-args {} has an unclosed quote", show(text))).hint(
+            "quote it as you would in a shell, e.g. `--ray-args \"--include-dashboard=false\"`",
+        )
     })?;
     if let Some(w) = words.iter().find(|w| w.contains('\n')) {
-        return Err(UsageError::new(format!("--ray-args word {} contains a newline", show(w))));
+        return Err(UsageError::new(format!(
+            "--ray-args word {} contains a newline",
+            show(w)
+        )));
     }
     Ok(words)
 }
@@ -358,7 +409,14 @@ mod tests {
     use clap::Parser;
 
     fn resolve(argv: &[&str], src: &Sources) -> Result<LaunchConfig, UsageError> {
-        let mut full = vec!["rayslurm", "launch", "--exp-name", "x", "--command", "python f.py"];
+        let mut full = vec![
+            "rayslurm",
+            "launch",
+            "--exp-name",
+            "x",
+            "--command",
+            "python f.py",
+        ];
         full.extend_from_slice(argv);
         let cli = crate::cli::Cli::try_parse_from(full).expect("parses");
         match cli.command {
@@ -394,10 +452,16 @@ mod tests {
         s.user.partition = Some("user".into());
         assert_eq!(resolve(&[], &s).unwrap().partition.as_deref(), Some("user"));
         s.project.partition = Some("project".into());
-        assert_eq!(resolve(&[], &s).unwrap().partition.as_deref(), Some("project"));
+        assert_eq!(
+            resolve(&[], &s).unwrap().partition.as_deref(),
+            Some("project")
+        );
         s.env.insert(env_vars::PARTITION.into(), "env".into());
         assert_eq!(resolve(&[], &s).unwrap().partition.as_deref(), Some("env"));
-        assert_eq!(resolve(&["-p", "cli"], &s).unwrap().partition.as_deref(), Some("cli"));
+        assert_eq!(
+            resolve(&["-p", "cli"], &s).unwrap().partition.as_deref(),
+            Some("cli")
+        );
     }
 
     #[test]
@@ -405,9 +469,27 @@ mod tests {
         let s = src();
         let c = resolve(
             &[
-                "-n", "3", "--num-gpus", "2", "--gpu-directive", "gres", "--mem-per-cpu", "2G",
-                "--time", "1:00:00", "--no-exclusive", "--env", "A=1", "--log-dir", "logs",
-                "--interface", "ib0", "--ip-family", "6", "--min-nodes", "2",
+                "-n",
+                "3",
+                "--num-gpus",
+                "2",
+                "--gpu-directive",
+                "gres",
+                "--mem-per-cpu",
+                "2G",
+                "--time",
+                "1:00:00",
+                "--no-exclusive",
+                "--env",
+                "A=1",
+                "--log-dir",
+                "logs",
+                "--interface",
+                "ib0",
+                "--ip-family",
+                "6",
+                "--min-nodes",
+                "2",
             ],
             &s,
         )
@@ -447,7 +529,9 @@ mod tests {
     fn config_file_keys_are_checked() {
         let err = toml::from_str::<ConfigFile>("[launch]\nparition = \"x\"\n").unwrap_err();
         assert!(err.to_string().contains("parition"));
-        let ok = toml::from_str::<ConfigFile>("[launch]\npartition = \"x\"\ngpu_directive = \"gres\"\n").unwrap();
+        let ok =
+            toml::from_str::<ConfigFile>("[launch]\npartition = \"x\"\ngpu_directive = \"gres\"\n")
+                .unwrap();
         assert_eq!(ok.launch.gpu_directive, Some(GpuDirective::Gres));
     }
 }

@@ -75,13 +75,11 @@ pub(crate) fn report(error: &anyhow::Error) -> String {
     for cause in error.chain().skip(1) {
         out.push_str(&format!("  caused by: {cause}\n"));
     }
-    let hint = error
-        .chain()
-        .find_map(|e| {
-            e.downcast_ref::<UsageError>()
-                .and_then(|u| u.hint.clone())
-                .or_else(|| e.downcast_ref::<Hinted>().map(|h| h.hint.clone()))
-        });
+    let hint = error.chain().find_map(|e| {
+        e.downcast_ref::<UsageError>()
+            .and_then(|u| u.hint.clone())
+            .or_else(|| e.downcast_ref::<Hinted>().map(|h| h.hint.clone()))
+    });
     if let Some(hint) = hint {
         out.push_str(&format!("  hint: {hint}\n"));
     }
@@ -90,5 +88,7 @@ pub(crate) fn report(error: &anyhow::Error) -> String {
 
 /// Whether the error is the user's usage mistake (exit code 2).
 pub(crate) fn is_usage(error: &anyhow::Error) -> bool {
-    error.chain().any(|e| e.downcast_ref::<UsageError>().is_some())
+    error
+        .chain()
+        .any(|e| e.downcast_ref::<UsageError>().is_some())
 }

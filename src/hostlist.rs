@@ -76,7 +76,10 @@ mod tests {
     fn plain_and_ranges() {
         assert_eq!(ex("node1"), ["node1"]);
         assert_eq!(ex("node[1-3]"), ["node1", "node2", "node3"]);
-        assert_eq!(ex("node[01-04,07]"), ["node01", "node02", "node03", "node04", "node07"]);
+        assert_eq!(
+            ex("node[01-04,07]"),
+            ["node01", "node02", "node03", "node04", "node07"]
+        );
         assert_eq!(ex("a1,b[2-3],c"), ["a1", "b2", "b3", "c"]);
         assert_eq!(ex("n[8-10]"), ["n8", "n9", "n10"]);
     }

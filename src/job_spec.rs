@@ -56,7 +56,12 @@ pub(crate) struct JobSpec {
 }
 
 impl JobSpec {
-    pub(crate) fn new(config: &LaunchConfig, files: &ScriptFiles, rayslurm_bin: &Path, created: String) -> Self {
+    pub(crate) fn new(
+        config: &LaunchConfig,
+        files: &ScriptFiles,
+        rayslurm_bin: &Path,
+        created: String,
+    ) -> Self {
         let (mem, mem_per_cpu) = match &config.memory {
             Some(Memory::PerNode(m)) => (Some(m.clone()), None),
             Some(Memory::PerCpu(m)) => (None, Some(m.clone())),
@@ -66,12 +71,22 @@ impl JobSpec {
             flag: "--state-file".into(),
             value: Some(files.state.display().to_string()),
         }];
-        bootstrap_args.extend(config.cluster.bootstrap_flags().into_iter().map(|(flag, value)| {
-            BootstrapArg {
-                flag: flag.to_owned(),
-                value,
-            }
-        }));
+        if config.num_gpus > 0 {
+            bootstrap_args.push(BootstrapArg {
+                flag: "--requested-gpus".into(),
+                value: Some(config.num_gpus.to_string()),
+            });
+        }
+        bootstrap_args.extend(
+            config
+                .cluster
+                .bootstrap_flags()
+                .into_iter()
+                .map(|(flag, value)| BootstrapArg {
+                    flag: flag.to_owned(),
+                    value,
+                }),
+        );
         let mut spec = Self {
             version: env!("CARGO_PKG_VERSION"),
             created,
@@ -132,7 +147,11 @@ impl JobSpec {
             ("--constraint", self.constraint.clone()),
             ("--nodelist", self.nodelist.clone()),
         ];
-        d.extend(optional.into_iter().filter_map(|(flag, v)| v.map(|v| format!("{flag}={v}"))));
+        d.extend(
+            optional
+                .into_iter()
+                .filter_map(|(flag, v)| v.map(|v| format!("{flag}={v}"))),
+        );
         if self.exclusive {
             d.push("--exclusive".to_owned());
         }

@@ -1,10 +1,12 @@
 //! rayslurm: run Ray (and other multi-node programs) on a Slurm cluster with one command.
 
+mod bootstrap;
 mod cli;
 mod commands;
 mod config;
 mod env_vars;
 mod error;
+mod final_state;
 mod hostlist;
 mod job_spec;
 mod node_binary;
@@ -47,7 +49,8 @@ fn run(command: Command, printer: &Printer) -> anyhow::Result<ExitCode> {
             commands::launch::run(&config, printer)
         }
         Command::Template => Ok(commands::template::run(printer)),
-        Command::Logs(_) | Command::Status(_) | Command::Cancel(_) | Command::Bootstrap(_) => {
+        Command::Bootstrap(args) => bootstrap::run(&args),
+        Command::Logs(_) | Command::Status(_) | Command::Cancel(_) => {
             anyhow::bail!("not available yet")
         }
     }

@@ -16,8 +16,8 @@ const BIN_DIR: &str = ".rayslurm/bin";
 /// Returns the path of this build's copy under `log_dir`, copying it there if it is missing.
 pub(crate) fn node_visible_copy(log_dir: &Path) -> Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot find the running rayslurm executable")?;
-    let meta = std::fs::metadata(&exe)
-        .with_context(|| format!("cannot read `{}`", exe.display()))?;
+    let meta =
+        std::fs::metadata(&exe).with_context(|| format!("cannot read `{}`", exe.display()))?;
     let mtime = meta
         .modified()
         .ok()

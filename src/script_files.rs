@@ -38,7 +38,11 @@ impl ScriptFiles {
 /// The stem for the `n`th try (0 first) at a launch time.
 pub(crate) fn stem(exp_name: &str, time: &DateTime<Local>, n: u32) -> String {
     let base = format!("{exp_name}_{}", time.format("%m%d-%H%M%S"));
-    if n == 0 { base } else { format!("{base}-{}", n + 1) }
+    if n == 0 {
+        base
+    } else {
+        format!("{base}-{}", n + 1)
+    }
 }
 
 /// Renders and writes the script under the first free name.
@@ -101,7 +105,10 @@ mod tests {
         let b = write_new(dir.path(), "x", &at(), |_| Ok("b".into())).unwrap();
         assert_eq!(a.script, dir.path().join("x_1122-093005-2.sh"));
         assert_eq!(b.script, dir.path().join("x_1122-093005-3.sh"));
-        assert_eq!(std::fs::read_to_string(dir.path().join("x_1122-093005.log")).unwrap(), "old log");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("x_1122-093005.log")).unwrap(),
+            "old log"
+        );
         assert_eq!(std::fs::read_to_string(&a.script).unwrap(), "a");
     }
 
@@ -112,7 +119,11 @@ mod tests {
             let handles: Vec<_> = (0..16)
                 .map(|i| {
                     let d = dir.path();
-                    s.spawn(move || write_new(d, "x", &at(), |_| Ok(format!("{i}"))).unwrap().script)
+                    s.spawn(move || {
+                        write_new(d, "x", &at(), |_| Ok(format!("{i}")))
+                            .unwrap()
+                            .script
+                    })
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()

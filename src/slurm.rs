@@ -17,11 +17,13 @@ pub(crate) fn sbatch(script: &Path) -> Result<JobId> {
     let out = match cmd.stdout() {
         Ok(out) => out,
         Err(e @ CmdError::NotFound { .. }) => {
-            return Err(e).hint("run on a Slurm login node, or pass --dry-run to only write the script");
+            return Err(e)
+                .hint("run on a Slurm login node, or pass --dry-run to only write the script");
         }
         Err(e) => return Err(e.into()),
     };
-    parse_parsable(&out).ok_or_else(|| anyhow::anyhow!("`{cmd}` printed no job id: `{}`", out.trim()))
+    parse_parsable(&out)
+        .ok_or_else(|| anyhow::anyhow!("`{cmd}` printed no job id: `{}`", out.trim()))
 }
 
 /// `--parsable` prints `jobid` or `jobid;cluster`.

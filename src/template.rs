@@ -108,7 +108,9 @@ mod tests {
 
     #[test]
     fn parse_error_names_template_and_line() {
-        let err = Template::parse("mine.sh", "line one\n{% if x %}\nunclosed\n").err().unwrap();
+        let err = Template::parse("mine.sh", "line one\n{% if x %}\nunclosed\n")
+            .err()
+            .unwrap();
         let text = err.to_string();
         assert!(text.contains("mine.sh"), "{text}");
         assert!(text.contains("3:") || text.contains("4:"), "{text}");

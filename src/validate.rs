@@ -56,11 +56,10 @@ pub(crate) fn directive(flag: &str, value: &str) -> Result<(), UsageError> {
         .hint("directive values must be a single line of printable text"));
     }
     if value.chars().any(char::is_whitespace) && flag != "--sbatch-arg" {
-        return Err(UsageError::new(format!(
-            "{flag} {} contains white space",
-            show(value)
-        ))
-        .hint("Slurm names and lists have no spaces; separate list items with `,`"));
+        return Err(
+            UsageError::new(format!("{flag} {} contains white space", show(value)))
+                .hint("Slurm names and lists have no spaces; separate list items with `,`"),
+        );
     }
     Ok(())
 }
@@ -86,7 +85,10 @@ static TIME: LazyLock<Regex> = LazyLock::new(|| {
 
 /// `--time` in one of Slurm's formats, or `UNLIMITED`/`INFINITE`.
 pub(crate) fn time(value: &str) -> Result<(), UsageError> {
-    if TIME.is_match(value) || value.eq_ignore_ascii_case("unlimited") || value.eq_ignore_ascii_case("infinite") {
+    if TIME.is_match(value)
+        || value.eq_ignore_ascii_case("unlimited")
+        || value.eq_ignore_ascii_case("infinite")
+    {
         return Ok(());
     }
     Err(UsageError::new(format!("invalid --time {}", show(value))).hint(
@@ -102,8 +104,11 @@ pub(crate) fn memory(flag: &str, value: &str) -> Result<(), UsageError> {
     if MEMORY.is_match(&value.to_ascii_uppercase()) {
         return Ok(());
     }
-    Err(UsageError::new(format!("invalid {flag} {}", show(value)))
-        .hint(format!("use a whole number with an optional unit K, M, G or T, e.g. `{flag} 16G`")))
+    Err(
+        UsageError::new(format!("invalid {flag} {}", show(value))).hint(format!(
+            "use a whole number with an optional unit K, M, G or T, e.g. `{flag} 16G`"
+        )),
+    )
 }
 
 static ENV_NAME: LazyLock<Regex> =
@@ -156,7 +161,9 @@ mod tests {
         for ok in ["x", "resnet-sweep", "a_b.c+1", "A1"] {
             assert!(exp_name(ok).is_ok(), "{ok}");
         }
-        for bad in ["", "a/b", "..", "a..b", "a b", "a\nb", "-x", ".x", "x$y", "x'y", "é"] {
+        for bad in [
+            "", "a/b", "..", "a..b", "a b", "a\nb", "-x", ".x", "x$y", "x'y", "é",
+        ] {
             assert!(exp_name(bad).is_err(), "{bad:?}");
         }
         assert!(exp_name(&"x".repeat(101)).is_err());
@@ -183,7 +190,16 @@ mod tests {
 
     #[test]
     fn times() {
-        for ok in ["30", "30:00", "2:00:00", "1-0", "1-12:30", "1-12:30:00", "UNLIMITED", "infinite"] {
+        for ok in [
+            "30",
+            "30:00",
+            "2:00:00",
+            "1-0",
+            "1-12:30",
+            "1-12:30:00",
+            "UNLIMITED",
+            "infinite",
+        ] {
             assert!(time(ok).is_ok(), "{ok}");
         }
         for bad in ["", "1h", "1:2:3:4", "-1", "1-", "abc", "10\n"] {

@@ -36,16 +36,20 @@ pub(crate) fn run(config: &LaunchConfig, printer: &Printer) -> Result<ExitCode> 
         None => Template::builtin(),
     };
     if !config.dry_run && which::which("sbatch").is_err() {
-        return Err(UsageError::new("`sbatch` was not found on PATH, so nothing can be submitted")
-            .hint("run on a Slurm login node, or pass --dry-run to only write the script")
-            .into());
+        return Err(
+            UsageError::new("`sbatch` was not found on PATH, so nothing can be submitted")
+                .hint("run on a Slurm login node, or pass --dry-run to only write the script")
+                .into(),
+        );
     }
 
     let bin = node_visible_copy(&config.log_dir)?;
     let now = Local::now();
     let files = script_files::write_new(&config.log_dir, &config.exp_name, &now, |files| {
         let spec = JobSpec::new(config, files, &bin, now.to_rfc3339());
-        template.render(&spec).map_err(|e| UsageError::new(e.to_string()).into())
+        template
+            .render(&spec)
+            .map_err(|e| UsageError::new(e.to_string()).into())
     })?;
 
     if config.dry_run {
@@ -105,12 +109,18 @@ fn check_log_dir(config: &LaunchConfig) -> Result<(), UsageError> {
     let dir = &config.log_dir;
     let shown = show(&dir.display().to_string());
     if !dir.is_dir() {
-        return Err(UsageError::new(format!("the log directory {shown} does not exist"))
-            .hint(format!("create it first (`mkdir -p {}`) or pass another --log-dir", dir.display())));
+        return Err(
+            UsageError::new(format!("the log directory {shown} does not exist")).hint(format!(
+                "create it first (`mkdir -p {}`) or pass another --log-dir",
+                dir.display()
+            )),
+        );
     }
     if access(dir, AccessFlags::W_OK | AccessFlags::X_OK).is_err() {
-        return Err(UsageError::new(format!("the log directory {shown} is not writable"))
-            .hint("pass a --log-dir you can write to, on a filesystem the compute nodes share"));
+        return Err(
+            UsageError::new(format!("the log directory {shown} is not writable"))
+                .hint("pass a --log-dir you can write to, on a filesystem the compute nodes share"),
+        );
     }
     Ok(())
 }

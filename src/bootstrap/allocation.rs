@@ -1,0 +1,149 @@
+//! What Slurm gave this job, read from the environment of the batch script or job step.
+
+use std::collections::HashMap;
+
+use anyhow::{Context, Result};
+
+use crate::env_vars;
+use crate::hostlist;
+
+/// The allocation as seen from one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Allocation {
+    pub(crate) job_id: String,
+    /// This node's Slurm name.
+    pub(crate) node: String,
+    /// Every node of the job, in Slurm's order.
+    pub(crate) nodes: Vec<String>,
+    /// CPUs allocated on this node, if Slurm says.
+    pub(crate) cpus_on_node: Option<u32>,
+    /// GPUs this node really has for the job (see [`gpus_on_node`]).
+    pub(crate) gpus_on_node: u32,
+}
+
+impl Allocation {
+    pub(crate) fn from_env(env: &HashMap<String, String>, requested_gpus: u32) -> Result<Self> {
+        let get = |k: &str| env.get(k).filter(|v| !v.is_empty()).cloned();
+        let job_id = get(env_vars::SLURM_JOB_ID)
+            .context("SLURM_JOB_ID is not set: `rayslurm bootstrap` runs inside a Slurm job (started by the script `rayslurm launch` writes)")?;
+        let node = get(env_vars::SLURMD_NODENAME)
+            .or_else(|| {
+                nix::unistd::gethostname()
+                    .ok()
+                    .map(|h| h.to_string_lossy().into_owned())
+            })
+            .context("cannot tell this node's name (SLURMD_NODENAME)")?;
+        let list = get(env_vars::SLURM_JOB_NODELIST).unwrap_or_else(|| node.clone());
+        let nodes = hostlist::expand(&list)
+            .with_context(|| format!("cannot read SLURM_JOB_NODELIST `{list}`"))?;
+        Ok(Self {
+            job_id,
+            node,
+            nodes,
+            cpus_on_node: get(env_vars::SLURM_CPUS_ON_NODE).and_then(|c| leading_number(&c)),
+            gpus_on_node: gpus_on_node(env, requested_gpus),
+        })
+    }
+
+    /// Every node but this one, in order.
+    pub(crate) fn others(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter(|n| **n != self.node)
+            .cloned()
+            .collect()
+    }
+
+    /// A number for this job, to spread jobs over port blocks.
+    pub(crate) fn job_number(&self) -> u64 {
+        leading_number(&self.job_id).map_or(0, u64::from)
+    }
+}
+
+/// `"4(x2)"` → 4, `"gpu:a100:2"` → 2, `"3"` → 3.
+fn leading_number(text: &str) -> Option<u32> {
+    let last = text.rsplit(':').next()?;
+    let digits: String = last.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// The GPUs this node has for the job, in order of trust: the devices actually visible
+/// (`CUDA_VISIBLE_DEVICES`), Slurm's count for the node, Slurm's per-node or per-task request,
+/// then what was asked at launch. Ray is always told a number, so it never takes GPUs the job
+/// was not given.
+pub(crate) fn gpus_on_node(env: &HashMap<String, String>, requested: u32) -> u32 {
+    let get = |k: &str| env.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+    if let Some(devices) = get(env_vars::CUDA_VISIBLE_DEVICES) {
+        if devices == "NoDevFiles" || devices == "-1" {
+            return 0;
+        }
+        return devices.split(',').filter(|d| !d.trim().is_empty()).count() as u32;
+    }
+    [
+        env_vars::SLURM_GPUS_ON_NODE,
+        env_vars::SLURM_GPUS_PER_NODE,
+        env_vars::SLURM_GPUS_PER_TASK,
+    ]
+    .iter()
+    .find_map(|k| get(k).and_then(leading_number))
+    .unwrap_or(requested)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect()
+    }
+
+    #[test]
+    fn reads_the_allocation() {
+        let a = Allocation::from_env(
+            &env(&[
+                ("SLURM_JOB_ID", "42"),
+                ("SLURMD_NODENAME", "node1"),
+                ("SLURM_JOB_NODELIST", "node[1-3]"),
+                ("SLURM_CPUS_ON_NODE", "2"),
+            ]),
+            0,
+        )
+        .unwrap();
+        assert_eq!(a.nodes, ["node1", "node2", "node3"]);
+        assert_eq!(a.others(), ["node2", "node3"]);
+        assert_eq!(a.cpus_on_node, Some(2));
+        assert_eq!(a.job_number(), 42);
+    }
+
+    #[test]
+    fn outside_slurm_is_an_error() {
+        assert!(Allocation::from_env(&env(&[]), 0).is_err());
+    }
+
+    #[test]
+    fn gpu_count_prefers_what_is_visible() {
+        assert_eq!(gpus_on_node(&env(&[]), 0), 0);
+        assert_eq!(gpus_on_node(&env(&[]), 2), 2);
+        assert_eq!(gpus_on_node(&env(&[("SLURM_GPUS_ON_NODE", "4")]), 2), 4);
+        assert_eq!(
+            gpus_on_node(&env(&[("SLURM_GPUS_PER_NODE", "gpu:a100:3")]), 0),
+            3
+        );
+        // SLURM_GPUS_PER_TASK is empty unless --gpus-per-task was used.
+        assert_eq!(gpus_on_node(&env(&[("SLURM_GPUS_PER_TASK", "")]), 1), 1);
+        assert_eq!(
+            gpus_on_node(
+                &env(&[("CUDA_VISIBLE_DEVICES", "0,1"), ("SLURM_GPUS_ON_NODE", "4")]),
+                4
+            ),
+            2
+        );
+        assert_eq!(
+            gpus_on_node(&env(&[("CUDA_VISIBLE_DEVICES", "NoDevFiles")]), 2),
+            0
+        );
+    }
+}

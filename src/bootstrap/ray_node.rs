@@ -1,0 +1,147 @@
+//! One `ray start` on this node: its arguments, its private temp root, and its output.
+//!
+//! `ray start` (without `--block`) returns once the node is registered with the GCS, so its
+//! exit code is the readiness signal: no polling, no sleeps, no Python started twice.
+
+use std::fs::File;
+use std::net::IpAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+
+use anyhow::{Context, Result};
+
+use super::ports::RayPorts;
+use crate::env_vars;
+use crate::process::Cmd;
+
+/// Ray's temp root for this job on this node: short (Unix sockets live below it and must stay
+/// under 107 bytes), private to the user and the job, and removed at the end.
+pub(crate) struct TempRoot {
+    pub(crate) path: PathBuf,
+}
+
+impl TempRoot {
+    pub(crate) fn create(job_id: &str) -> Result<Self> {
+        let uid = nix::unistd::getuid();
+        let path = PathBuf::from(format!("/tmp/rs{uid}-{job_id}"));
+        std::fs::create_dir_all(&path)
+            .with_context(|| format!("cannot create Ray's temp dir `{}`", path.display()))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;
+        Ok(Self { path })
+    }
+
+    pub(crate) fn remove(&self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+
+    fn start_log(&self) -> PathBuf {
+        self.path.join("rayslurm-ray-start.out")
+    }
+}
+
+/// What a node tells Ray about itself.
+pub(crate) struct RayNodeSpec<'a> {
+    pub(crate) head_address: Option<&'a str>,
+    pub(crate) ip: IpAddr,
+    pub(crate) ports: RayPorts,
+    pub(crate) num_cpus: Option<u32>,
+    pub(crate) num_gpus: u32,
+    pub(crate) object_store_memory: Option<u64>,
+    pub(crate) extra: &'a [String],
+}
+
+impl RayNodeSpec<'_> {
+    pub(crate) fn args(&self, temp: &Path) -> Vec<String> {
+        let mut args = vec!["start".to_owned()];
+        match self.head_address {
+            None => args.push("--head".to_owned()),
+            Some(addr) => args.push(format!("--address={addr}")),
+        }
+        args.push(format!("--node-ip-address={}", self.ip));
+        args.extend(self.ports.ray_flags(self.head_address.is_none()));
+        if let Some(c) = self.num_cpus {
+            args.push(format!("--num-cpus={c}"));
+        }
+        args.push(format!("--num-gpus={}", self.num_gpus));
+        if let Some(b) = self.object_store_memory {
+            args.push(format!("--object-store-memory={b}"));
+        }
+        args.push(format!("--temp-dir={}", temp.display()));
+        args.push("--disable-usage-stats".to_owned());
+        args.extend(self.extra.iter().cloned());
+        args
+    }
+}
+
+/// A running `ray start`.
+pub(crate) struct RayStart {
+    pub(crate) child: Child,
+    pub(crate) cmd: Cmd,
+    log: PathBuf,
+}
+
+impl RayStart {
+    /// Starts `ray start`, marked so that teardown finds every process it leaves behind.
+    pub(crate) fn spawn(spec: &RayNodeSpec<'_>, temp: &TempRoot, mark: &str) -> Result<Self> {
+        let cmd = Cmd::new("ray")
+            .args(spec.args(&temp.path))
+            .env(env_vars::RUN_MARK, mark)
+            .env(env_vars::RAY_TMPDIR, &temp.path);
+        let log = temp.start_log();
+        let out =
+            File::create(&log).with_context(|| format!("cannot write `{}`", log.display()))?;
+        let child = cmd
+            .command()
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .process_group(0)
+            .spawn()
+            .map_err(|e| cmd.spawn_error(e))?;
+        Ok(Self { child, cmd, log })
+    }
+
+    /// The last lines `ray start` printed, for an error message.
+    pub(crate) fn output_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_args_point_at_the_head_and_pin_resources() {
+        let extra = vec!["--include-dashboard=false".to_owned()];
+        let spec = RayNodeSpec {
+            head_address: Some("[fd00::1]:12000"),
+            ip: "fd00::2".parse().unwrap(),
+            ports: RayPorts { base: 13000 },
+            num_cpus: Some(2),
+            num_gpus: 0,
+            object_store_memory: Some(100_000_000),
+            extra: &extra,
+        };
+        let args = spec.args(Path::new("/tmp/rs0-5")).join(" ");
+        assert!(
+            args.starts_with("start --address=[fd00::1]:12000 --node-ip-address=fd00::2"),
+            "{args}"
+        );
+        for part in [
+            "--num-cpus=2",
+            "--num-gpus=0",
+            "--object-store-memory=100000000",
+            "--temp-dir=/tmp/rs0-5",
+            "--min-worker-port=13010",
+        ] {
+            assert!(args.contains(part), "{part} in {args}");
+        }
+        assert!(args.ends_with("--include-dashboard=false"));
+        assert!(!args.contains("--head"));
+    }
+}

@@ -1,0 +1,140 @@
+//! A worker node: starts Ray pointing at the head, says when the node has joined, then keeps
+//! watch until the head's step is stopped (SIGTERM from srun) or Ray dies under it.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::marked::{self, RunMark};
+use super::ports;
+use super::ray_node::{RayNodeSpec, RayStart, TempRoot};
+use super::signals;
+use super::{Allocation, LIVENESS_EVERY, RAY_STOP_GRACE, READY_PREFIX, TICK, say};
+use crate::cli::BootstrapArgs;
+use crate::config::parse_ray_args;
+use crate::env_vars;
+use crate::process::describe_status;
+
+/// Runs the worker's part; the exit code tells the head's srun whether this node failed.
+pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String, String>) -> i32 {
+    let node = alloc.node.clone();
+    let rank = env
+        .get(env_vars::SLURM_PROCID)
+        .and_then(|p| p.parse::<u32>().ok())
+        .map_or(1, |p| p + 1);
+    let mark = args
+        .run_mark
+        .clone()
+        .unwrap_or_else(|| format!("{}-worker-{}", alloc.job_id, std::process::id()));
+    let mut temp = None;
+    let started = start(args, alloc, rank, &mark, &mut temp);
+    let run = RunMark {
+        mark,
+        temp_root: temp.as_ref().map(|t: &TempRoot| t.path.clone()),
+    };
+    let code = match started {
+        Ok(()) => watch(args, &node, &run),
+        Err(message) => {
+            say(&node, format!("error: {message}"));
+            1
+        }
+    };
+    marked::stop_all(&run, RAY_STOP_GRACE);
+    if let Some(temp) = temp {
+        temp.remove();
+    }
+    code
+}
+
+/// Starts Ray (unless `--no-ray`) and prints the ready line.
+fn start(
+    args: &BootstrapArgs,
+    alloc: &Allocation,
+    rank: u32,
+    mark: &str,
+    temp_slot: &mut Option<TempRoot>,
+) -> Result<(), String> {
+    let node = &alloc.node;
+    let c = &args.cluster;
+    let ip = super::node_ip(alloc, c).map_err(|e| e.to_string())?;
+    if !c.no_ray {
+        let head = args
+            .head_address
+            .as_deref()
+            .ok_or("no --head-address was given to the worker")?;
+        if which::which("ray").is_err() {
+            return Err(format!(
+                "`ray` was not found on PATH on node {node}; make --load-env put Ray on PATH on every node"
+            ));
+        }
+        super::check_shm(node, c.object_store_memory);
+        let ports = ports::choose(node, alloc.job_number(), c.port_base, ports::is_free)
+            .map_err(|e| e.to_string())?;
+        let extra = match &c.ray_args {
+            Some(r) => parse_ray_args(r).map_err(|e| e.to_string())?,
+            None => Vec::new(),
+        };
+        let temp = temp_slot.insert(TempRoot::create(&alloc.job_id).map_err(|e| format!("{e:#}"))?);
+        let spec = RayNodeSpec {
+            head_address: Some(head),
+            ip,
+            ports,
+            num_cpus: alloc.cpus_on_node,
+            num_gpus: alloc.gpus_on_node,
+            object_store_memory: c.object_store_memory,
+            extra: &extra,
+        };
+        let mut start = RayStart::spawn(&spec, temp, mark).map_err(|e| format!("{e:#}"))?;
+        let status = loop {
+            if signals::take().into_iter().any(signals::stops) {
+                return Err("stopped while Ray was starting".to_owned());
+            }
+            match start.child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) => std::thread::sleep(TICK),
+                Err(e) => return Err(format!("cannot wait for `{}`: {e}", start.cmd)),
+            }
+        };
+        if !status.success() {
+            return Err(format!(
+                "Ray on node {node} failed to start or to join the head at {head} ({}):\n{}",
+                describe_status(status),
+                start.output_tail(15)
+            ));
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{READY_PREFIX} {rank} {node} {ip}")
+        .and_then(|_| out.flush())
+        .map_err(|e| format!("cannot tell the head that node {node} joined: {e}"))
+}
+
+/// Waits until the head says stop (end-of-file on stdin) or a stop signal comes, watching
+/// that Ray stays alive meanwhile.
+fn watch(args: &BootstrapArgs, node: &str, run: &RunMark) -> i32 {
+    let told_to_stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&told_to_stop);
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+        flag.store(true, Ordering::SeqCst);
+    });
+    let mut last_check = Instant::now();
+    loop {
+        if told_to_stop.load(Ordering::SeqCst) || signals::take().into_iter().any(signals::stops) {
+            return 0;
+        }
+        if !args.cluster.no_ray && last_check.elapsed() >= LIVENESS_EVERY {
+            last_check = Instant::now();
+            if !marked::alive_named(run, "raylet") {
+                say(
+                    node,
+                    format!("error: Ray's raylet on node {node} stopped unexpectedly"),
+                );
+                return 1;
+            }
+        }
+        std::thread::sleep(Duration::max(TICK, Duration::from_millis(100)));
+    }
+}

@@ -1,0 +1,429 @@
+//! The state of a run, put together from every source there is, best first: what the run's
+//! record already knows of its end; `squeue` while slurmctld knows the job (one call for all
+//! runs); the bootstrap's final state file once Slurm has forgotten it; `sacct` where
+//! accounting answers. The user command's exit code comes from the final state file when there
+//! is one (it is the command's own code), else from `scontrol`'s `ExitCode`.
+//!
+//! A failing `squeue` is retried with backoff and, if it keeps failing, reported as `UNKNOWN`:
+//! a run is never called finished because Slurm could not be asked.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::DateTime;
+
+use crate::final_state::{Ending, FinalState};
+use crate::run_store::{RecordedEnd, RunStore, StoredRun};
+use crate::slurm_query::{self, Phase, QueryError, QueueEntry, SacctEntry, SlurmExit, SlurmState};
+
+/// Pauses between tries of a one-shot `squeue` (a status or cancel command).
+pub(crate) const ONE_SHOT_RETRIES: [Duration; 3] = [
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(4),
+];
+
+/// A run's state as shown by `status` and at the end of `--follow`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct JobStatus {
+    /// A Slurm state name; `STOPPED` (from the final state file: scancel, time limit or
+    /// SIGTERM), `ENDED` (left Slurm, nothing said how) or `UNKNOWN` (Slurm could not be asked).
+    pub(crate) state: String,
+    /// `None` when the state is unknown.
+    pub(crate) phase: Option<Phase>,
+    pub(crate) reason: Option<String>,
+    pub(crate) elapsed: Option<u64>,
+    pub(crate) nodes: Option<u32>,
+    pub(crate) nodelist: Option<String>,
+    pub(crate) exit_code: Option<i32>,
+    /// Whether the run ended as a success (exit code 0 alone is not enough: a job cancelled
+    /// while pending has `ExitCode=0:0`).
+    pub(crate) succeeded: bool,
+    /// Where the state came from: `squeue`, `final-state`, `sacct`, `record`, `none`.
+    pub(crate) source: String,
+    /// The bootstrap's message, if it left one.
+    pub(crate) message: Option<String>,
+}
+
+impl JobStatus {
+    /// From squeue, with the exit code from the final state file or else from scontrol.
+    pub(crate) fn from_queue(
+        entry: &QueueEntry,
+        final_state: Option<&FinalState>,
+        slurm_exit: Option<SlurmExit>,
+    ) -> Self {
+        let ended = entry.state.phase() == Phase::Ended;
+        let exit_code = final_state
+            .map(|f| f.exit_code)
+            .or_else(|| slurm_exit.filter(|_| ended).map(SlurmExit::shell_code));
+        let succeeded = match final_state {
+            Some(f) => f.ending == Ending::Completed && f.exit_code == 0,
+            None => entry.state.as_str() == "COMPLETED",
+        };
+        Self {
+            state: entry.state.as_str().to_owned(),
+            phase: Some(entry.state.phase()),
+            reason: entry.reason.clone().filter(|_| entry.state.phase() == Phase::Pending),
+            elapsed: entry.elapsed,
+            nodes: entry.nodes,
+            nodelist: entry.nodelist.clone(),
+            exit_code,
+            succeeded,
+            source: "squeue".to_owned(),
+            message: final_state.and_then(|f| f.message.clone()),
+        }
+    }
+
+    /// From the bootstrap's final state alone (Slurm has forgotten the job).
+    pub(crate) fn from_final_state(f: &FinalState) -> Self {
+        let state = match f.ending {
+            Ending::Completed => "COMPLETED",
+            Ending::Failed | Ending::StartupFailed => "FAILED",
+            Ending::NodeFailed => "NODE_FAIL",
+            Ending::Stopped => "STOPPED",
+        };
+        let elapsed = match (
+            DateTime::parse_from_rfc3339(&f.started_at),
+            DateTime::parse_from_rfc3339(&f.ended_at),
+        ) {
+            (Ok(a), Ok(b)) => u64::try_from((b - a).num_seconds()).ok(),
+            _ => None,
+        };
+        Self {
+            state: state.to_owned(),
+            phase: Some(Phase::Ended),
+            reason: None,
+            elapsed,
+            nodes: None,
+            nodelist: Some(f.head_node.clone()).filter(|n| !n.is_empty()),
+            exit_code: Some(f.exit_code),
+            succeeded: f.ending == Ending::Completed && f.exit_code == 0,
+            source: "final-state".to_owned(),
+            message: f.message.clone(),
+        }
+    }
+
+    pub(crate) fn from_sacct(e: &SacctEntry) -> Self {
+        Self {
+            state: e.state.as_str().to_owned(),
+            phase: Some(e.state.phase()),
+            reason: None,
+            elapsed: e.elapsed,
+            nodes: None,
+            nodelist: None,
+            exit_code: e.exit.map(SlurmExit::shell_code),
+            succeeded: e.state.as_str() == "COMPLETED",
+            source: "sacct".to_owned(),
+            message: None,
+        }
+    }
+
+    pub(crate) fn from_record(end: &RecordedEnd) -> Self {
+        let state = SlurmState::new(&end.state);
+        Self {
+            state: end.state.clone(),
+            phase: Some(Phase::Ended),
+            reason: None,
+            elapsed: end.elapsed_seconds,
+            nodes: None,
+            nodelist: end.nodelist.clone(),
+            exit_code: end.exit_code,
+            succeeded: state.as_str() == "COMPLETED" && end.exit_code.is_none_or(|c| c == 0),
+            source: "record".to_owned(),
+            message: None,
+        }
+    }
+
+    /// Slurm no longer knows the job and nothing says how it ended.
+    pub(crate) fn gone() -> Self {
+        Self {
+            state: "ENDED".to_owned(),
+            phase: Some(Phase::Ended),
+            reason: None,
+            elapsed: None,
+            nodes: None,
+            nodelist: None,
+            exit_code: None,
+            succeeded: false,
+            source: "none".to_owned(),
+            message: None,
+        }
+    }
+
+    /// Slurm could not be asked.
+    pub(crate) fn unknown() -> Self {
+        Self {
+            state: "UNKNOWN".to_owned(),
+            phase: None,
+            reason: None,
+            elapsed: None,
+            nodes: None,
+            nodelist: None,
+            exit_code: None,
+            succeeded: false,
+            source: "none".to_owned(),
+            message: None,
+        }
+    }
+
+    /// The state with the pending reason, as a person reads it: `PENDING (Resources)`.
+    pub(crate) fn label(&self) -> String {
+        match &self.reason {
+            Some(reason) => format!("{} ({reason})", self.state),
+            None => self.state.clone(),
+        }
+    }
+
+    /// The exit code rayslurm passes on for an ended run: the job's own code, but never 0 for
+    /// a run that did not succeed, and 1 when the code is unknown or out of range.
+    pub(crate) fn shell_exit_code(&self) -> u8 {
+        match self.exit_code {
+            Some(0) if !self.succeeded => 1,
+            Some(code) => u8::try_from(code).unwrap_or(1),
+            None if self.succeeded => 0,
+            None => 1,
+        }
+    }
+
+    /// What the run's record keeps, once the run has ended.
+    pub(crate) fn recorded_end(&self) -> Option<RecordedEnd> {
+        (self.phase == Some(Phase::Ended) && self.source != "record").then(|| RecordedEnd {
+            state: self.state.clone(),
+            exit_code: self.exit_code,
+            elapsed_seconds: self.elapsed,
+            nodelist: self.nodelist.clone(),
+            source: self.source.clone(),
+        })
+    }
+}
+
+/// Reads a run's final state file; a damaged one is reported and treated as absent.
+pub(crate) fn read_final_state(run: &StoredRun, warn: &dyn Fn(&str)) -> Option<FinalState> {
+    match FinalState::read(&run.record.state_file) {
+        Ok(state) => state,
+        Err(e) => {
+            warn(&format!("{e:#}"));
+            None
+        }
+    }
+}
+
+/// `squeue` for these jobs, retried after each pause in `pauses` while it fails.
+pub(crate) fn squeue_retrying(
+    job_ids: &[&str],
+    pauses: &[Duration],
+    on_retry: &dyn Fn(&QueryError, Duration),
+) -> Result<Vec<QueueEntry>, QueryError> {
+    let mut pauses = pauses.iter();
+    loop {
+        match slurm_query::squeue(job_ids) {
+            Ok(entries) => return Ok(entries),
+            Err(e @ QueryError::Missing(_)) => return Err(e),
+            Err(e) => match pauses.next() {
+                Some(&pause) => {
+                    on_retry(&e, pause);
+                    std::thread::sleep(pause);
+                }
+                None => return Err(e),
+            },
+        }
+    }
+}
+
+/// The statuses of many runs, in their order, with one `squeue` call for all of them.
+/// `Err` only when squeue is not installed; a squeue that keeps failing gives `UNKNOWN`
+/// states and the error in `squeue_error`.
+pub(crate) struct Gathered {
+    pub(crate) statuses: Vec<JobStatus>,
+    pub(crate) squeue_error: Option<QueryError>,
+}
+
+pub(crate) fn gather(
+    runs: &[&StoredRun],
+    pauses: &[Duration],
+    warn: &dyn Fn(&str),
+) -> Result<Gathered, QueryError> {
+    let final_states: Vec<Option<FinalState>> = runs
+        .iter()
+        .map(|r| match r.record.ended {
+            Some(_) => None,
+            None => read_final_state(r, warn),
+        })
+        .collect();
+    let open: Vec<&str> = runs
+        .iter()
+        .filter(|r| r.record.ended.is_none())
+        .map(|r| r.record.job_id.as_str())
+        .collect();
+    let on_retry = |e: &QueryError, pause: Duration| {
+        warn(&format!("{e}; trying again in {} s", pause.as_secs()));
+    };
+    let (queue, squeue_error) = match squeue_retrying(&open, pauses, &on_retry) {
+        Ok(entries) => (Some(entries), None),
+        Err(e @ QueryError::Missing(_)) => return Err(e),
+        Err(e) => (None, Some(e)),
+    };
+    let queue: Option<HashMap<&str, &QueueEntry>> = queue
+        .as_ref()
+        .map(|entries| entries.iter().map(|e| (e.job_id.as_str(), e)).collect());
+
+    let mut statuses: Vec<Option<JobStatus>> = Vec::with_capacity(runs.len());
+    let mut ask_sacct = Vec::new();
+    for (run, final_state) in runs.iter().zip(&final_states) {
+        let id = run.record.job_id.as_str();
+        let status = if let Some(end) = &run.record.ended {
+            Some(JobStatus::from_record(end))
+        } else if let Some(queue) = &queue {
+            match queue.get(id) {
+                Some(entry) => {
+                    let slurm_exit = match (entry.state.phase(), final_state) {
+                        (Phase::Ended, None) => slurm_query::scontrol_job(id)
+                            .ok()
+                            .flatten()
+                            .and_then(|j| j.exit),
+                        _ => None,
+                    };
+                    Some(JobStatus::from_queue(entry, final_state.as_ref(), slurm_exit))
+                }
+                None => match final_state {
+                    Some(f) => Some(JobStatus::from_final_state(f)),
+                    None => {
+                        ask_sacct.push(id);
+                        None
+                    }
+                },
+            }
+        } else {
+            Some(final_state.as_ref().map_or_else(JobStatus::unknown, JobStatus::from_final_state))
+        };
+        statuses.push(status);
+    }
+    let sacct: HashMap<String, SacctEntry> = slurm_query::sacct(&ask_sacct)
+        .into_iter()
+        .map(|e| (e.job_id.clone(), e))
+        .collect();
+    let statuses = runs
+        .iter()
+        .zip(statuses)
+        .map(|(run, status)| {
+            status.unwrap_or_else(|| {
+                sacct
+                    .get(&run.record.job_id)
+                    .map_or_else(JobStatus::gone, JobStatus::from_sacct)
+            })
+        })
+        .collect();
+    Ok(Gathered {
+        statuses,
+        squeue_error,
+    })
+}
+
+/// Keeps an ended run's end in its record, so it outlives Slurm's memory of the job.
+pub(crate) fn remember(store: &RunStore, run: &StoredRun, status: &JobStatus) -> anyhow::Result<()> {
+    let Some(end) = status.recorded_end() else {
+        return Ok(());
+    };
+    if run.record.ended.as_ref() == Some(&end) {
+        return Ok(());
+    }
+    let mut updated = run.clone();
+    updated.record.ended = Some(end);
+    store.update(&updated)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(line: &str) -> QueueEntry {
+        slurm_query::parse_squeue_line(line).unwrap()
+    }
+
+    fn final_state(code: i32, ending: Ending) -> FinalState {
+        FinalState {
+            job_id: "7".into(),
+            exit_code: code,
+            ending,
+            started_at: "2026-11-22T01:00:00+00:00".into(),
+            ended_at: "2026-11-22T01:01:05+00:00".into(),
+            head_node: "node1".into(),
+            message: None,
+        }
+    }
+
+    #[test]
+    fn pending_shows_its_reason() {
+        let s = JobStatus::from_queue(&entry("7|PENDING|Priority|0:00|2|"), None, None);
+        assert_eq!(s.label(), "PENDING (Priority)");
+        assert_eq!(s.exit_code, None);
+        assert_eq!(s.recorded_end(), None);
+    }
+
+    #[test]
+    fn exit_code_prefers_the_final_state() {
+        let e = entry("7|FAILED|NonZeroExitCode|0:03|1|node1");
+        let s = JobStatus::from_queue(&e, None, SlurmExit::parse("3:0"));
+        assert_eq!((s.exit_code, s.shell_exit_code()), (Some(3), 3));
+        let f = final_state(4, Ending::Failed);
+        let s = JobStatus::from_queue(&e, Some(&f), SlurmExit::parse("1:0"));
+        assert_eq!((s.exit_code, s.shell_exit_code()), (Some(4), 4));
+        assert_eq!(s.recorded_end().unwrap().state, "FAILED");
+    }
+
+    #[test]
+    fn signals_become_128_plus() {
+        let e = entry("7|CANCELLED|None|0:03|1|node1");
+        let s = JobStatus::from_queue(&e, None, SlurmExit::parse("0:9"));
+        assert_eq!(s.shell_exit_code(), 137);
+    }
+
+    #[test]
+    fn a_job_cancelled_while_pending_is_not_a_success() {
+        let e = entry("7|CANCELLED|None|0:00|1|");
+        let s = JobStatus::from_queue(&e, None, SlurmExit::parse("0:0"));
+        assert_eq!(s.exit_code, Some(0));
+        assert_eq!(s.shell_exit_code(), 1);
+        let ok = JobStatus::from_queue(&entry("7|COMPLETED|None|0:03|1|n"), None, SlurmExit::parse("0:0"));
+        assert_eq!(ok.shell_exit_code(), 0);
+    }
+
+    #[test]
+    fn running_jobs_have_no_exit_code_yet() {
+        let e = entry("7|RUNNING|None|0:03|1|node1");
+        let s = JobStatus::from_queue(&e, None, SlurmExit::parse("0:0"));
+        assert_eq!(s.exit_code, None);
+        assert_eq!(s.phase, Some(Phase::Running));
+    }
+
+    #[test]
+    fn final_state_alone() {
+        let s = JobStatus::from_final_state(&final_state(0, Ending::Completed));
+        assert_eq!(s.state, "COMPLETED");
+        assert_eq!(s.elapsed, Some(65));
+        assert_eq!(s.shell_exit_code(), 0);
+        let s = JobStatus::from_final_state(&final_state(143, Ending::Stopped));
+        assert_eq!((s.state.as_str(), s.shell_exit_code()), ("STOPPED", 143));
+        let s = JobStatus::from_final_state(&final_state(0, Ending::StartupFailed));
+        assert_eq!((s.state.as_str(), s.shell_exit_code()), ("FAILED", 1));
+    }
+
+    #[test]
+    fn recorded_end_round_trips() {
+        let e = entry("7|CANCELLED|None|0:04|1|node1");
+        let s = JobStatus::from_queue(&e, None, SlurmExit::parse("0:15"));
+        let end = s.recorded_end().unwrap();
+        let again = JobStatus::from_record(&end);
+        assert_eq!(again.state, "CANCELLED");
+        assert_eq!(again.exit_code, Some(143));
+        assert_eq!(again.elapsed, Some(4));
+        assert_eq!(again.recorded_end(), None);
+    }
+
+    #[test]
+    fn unknown_is_never_ended() {
+        assert_eq!(JobStatus::unknown().phase, None);
+        assert_eq!(JobStatus::unknown().recorded_end(), None);
+        assert_eq!(JobStatus::gone().shell_exit_code(), 1);
+    }
+}

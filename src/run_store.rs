@@ -1,0 +1,393 @@
+//! The record of runs: one JSON file per submitted job, under the user's state directory
+//! (`$RAYSLURM_STATE_DIR`, else `$XDG_STATE_HOME/rayslurm`, else `~/.local/state/rayslurm`).
+//!
+//! One file a run, each written to a temporary file and renamed into place, means concurrent
+//! launches from several shells never see or damage each other's records, and no lock is needed.
+//! A damaged file is skipped with a warning and costs nothing but itself. Once a run's end is
+//! known it is kept in its record, so `status` can still say how a job ended after Slurm has
+//! forgotten it (there may be no accounting).
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use chrono::{DateTime, FixedOffset};
+use serde::{Deserialize, Serialize};
+
+use crate::env_vars;
+use crate::error::UsageError;
+
+/// The record format; bumped when a field changes meaning.
+const FORMAT: u32 = 1;
+
+/// One submitted job, as `launch` recorded it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RunRecord {
+    #[serde(default = "format_one")]
+    pub(crate) format: u32,
+    pub(crate) exp_name: String,
+    pub(crate) job_id: String,
+    pub(crate) script: PathBuf,
+    pub(crate) log: PathBuf,
+    /// Where the bootstrap writes the run's [`FinalState`](crate::final_state::FinalState).
+    pub(crate) state_file: PathBuf,
+    /// RFC 3339, with the submitter's offset.
+    pub(crate) submitted_at: String,
+    /// The directory `launch` ran in.
+    pub(crate) workdir: PathBuf,
+    pub(crate) command: String,
+    pub(crate) num_nodes: u32,
+    /// How the run ended, once known for good.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) ended: Option<RecordedEnd>,
+}
+
+fn format_one() -> u32 {
+    FORMAT
+}
+
+/// The end of a run as last learned from Slurm or the final state file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RecordedEnd {
+    /// A Slurm state name (`COMPLETED`, `CANCELLED`, ...), or `ENDED` when the job had left
+    /// Slurm and nothing said how it ended.
+    pub(crate) state: String,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) elapsed_seconds: Option<u64>,
+    pub(crate) nodelist: Option<String>,
+    /// Where the state was learned: `squeue`, `scontrol`, `final-state`, `sacct`, `none`.
+    pub(crate) source: String,
+}
+
+impl RunRecord {
+    pub(crate) fn new(
+        exp_name: &str,
+        job_id: &str,
+        files: &crate::script_files::ScriptFiles,
+        submitted_at: DateTime<FixedOffset>,
+        workdir: &Path,
+        command: &str,
+        num_nodes: u32,
+    ) -> Self {
+        Self {
+            format: FORMAT,
+            exp_name: exp_name.to_owned(),
+            job_id: job_id.to_owned(),
+            script: files.script.clone(),
+            log: files.log.clone(),
+            state_file: files.state.clone(),
+            submitted_at: submitted_at.to_rfc3339(),
+            workdir: workdir.to_owned(),
+            command: command.to_owned(),
+            num_nodes,
+            ended: None,
+        }
+    }
+
+    pub(crate) fn submitted(&self) -> Option<DateTime<FixedOffset>> {
+        DateTime::parse_from_rfc3339(&self.submitted_at).ok()
+    }
+
+    /// Why a record read from disk cannot be used, if it cannot.
+    fn defect(&self) -> Option<String> {
+        if self.job_id.is_empty() || !self.job_id.chars().all(|c| c.is_ascii_digit() || c == '_')
+        {
+            return Some(format!("job id `{}` is not a Slurm job id", self.job_id.escape_debug()));
+        }
+        if self.submitted().is_none() {
+            return Some(format!("submit time `{}` is not RFC 3339", self.submitted_at.escape_debug()));
+        }
+        None
+    }
+}
+
+/// A record together with the file it lives in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoredRun {
+    pub(crate) path: PathBuf,
+    pub(crate) record: RunRecord,
+}
+
+/// What loading the store found.
+#[derive(Debug, Default)]
+pub(crate) struct Loaded {
+    /// Newest first.
+    pub(crate) runs: Vec<StoredRun>,
+    /// Files that could not be read, with the reason.
+    pub(crate) damaged: Vec<(PathBuf, String)>,
+}
+
+/// The directory of run records.
+#[derive(Debug, Clone)]
+pub(crate) struct RunStore {
+    dir: PathBuf,
+}
+
+impl RunStore {
+    pub(crate) fn at(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// The store the environment points at.
+    pub(crate) fn from_env() -> Result<Self, UsageError> {
+        let dir = state_dir(|k| std::env::var_os(k))?;
+        Ok(Self::at(dir.join("runs")))
+    }
+
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Adds a record under a new file name; never replaces another run's record.
+    pub(crate) fn add(&self, record: &RunRecord) -> Result<StoredRun> {
+        std::fs::create_dir_all(&self.dir)
+            .with_context(|| format!("cannot create the run store `{}`", self.dir.display()))?;
+        let stamp = record
+            .submitted()
+            .map_or_else(|| "unknown".to_owned(), |t| t.format("%Y%m%dT%H%M%S").to_string());
+        for n in 0..1000u32 {
+            let name = match n {
+                0 => format!("{}-{}.json", stamp, record.job_id),
+                n => format!("{}-{}-{}.json", stamp, record.job_id, n + 1),
+            };
+            let path = self.dir.join(name);
+            let tmp = self.write_temp(record)?;
+            match tmp.persist_noclobber(&path) {
+                Ok(_) => {
+                    return Ok(StoredRun {
+                        path,
+                        record: record.clone(),
+                    });
+                }
+                Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(e.error)
+                        .with_context(|| format!("cannot write `{}`", path.display()));
+                }
+            }
+        }
+        anyhow::bail!("no free record name for job {} in `{}`", record.job_id, self.dir.display())
+    }
+
+    /// Rewrites a run's record in place (atomically: readers see the old or the new one).
+    pub(crate) fn update(&self, run: &StoredRun) -> Result<()> {
+        let tmp = self.write_temp(&run.record)?;
+        tmp.persist(&run.path)
+            .map_err(|e| e.error)
+            .with_context(|| format!("cannot write `{}`", run.path.display()))?;
+        Ok(())
+    }
+
+    fn write_temp(&self, record: &RunRecord) -> Result<tempfile::NamedTempFile> {
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".run-")
+            .suffix(".tmp")
+            .tempfile_in(&self.dir)
+            .with_context(|| format!("cannot write in the run store `{}`", self.dir.display()))?;
+        serde_json::to_writer_pretty(&mut tmp, record)?;
+        tmp.write_all(b"\n")
+            .and_then(|()| tmp.flush())
+            .with_context(|| format!("cannot write in the run store `{}`", self.dir.display()))?;
+        Ok(tmp)
+    }
+
+    /// Every readable record, newest first; unreadable ones are listed in `damaged`.
+    pub(crate) fn load(&self) -> Result<Loaded> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("cannot read the run store `{}`", self.dir.display()));
+            }
+        };
+        let mut loaded = Loaded::default();
+        for entry in entries {
+            let path = match entry {
+                Ok(entry) => entry.path(),
+                Err(e) => {
+                    loaded.damaged.push((self.dir.clone(), e.to_string()));
+                    continue;
+                }
+            };
+            let is_record = path.extension().is_some_and(|e| e == "json")
+                && path
+                    .file_name()
+                    .is_some_and(|n| !n.to_string_lossy().starts_with('.'));
+            if !is_record {
+                continue;
+            }
+            match read_record(&path) {
+                Ok(record) => loaded.runs.push(StoredRun { path, record }),
+                Err(why) => loaded.damaged.push((path, why)),
+            }
+        }
+        loaded.runs.sort_by(|a, b| newest_first(&a.record, &b.record));
+        Ok(loaded)
+    }
+}
+
+fn read_record(path: &Path) -> Result<RunRecord, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let record: RunRecord = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    match record.defect() {
+        Some(why) => Err(why),
+        None => Ok(record),
+    }
+}
+
+fn newest_first(a: &RunRecord, b: &RunRecord) -> std::cmp::Ordering {
+    let job_number = |r: &RunRecord| {
+        r.job_id
+            .split('_')
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    b.submitted()
+        .cmp(&a.submitted())
+        .then_with(|| job_number(b).cmp(&job_number(a)))
+        .then_with(|| b.job_id.cmp(&a.job_id))
+}
+
+/// The state directory: `$RAYSLURM_STATE_DIR`, `$XDG_STATE_HOME/rayslurm`,
+/// `$HOME/.local/state/rayslurm`. Relative XDG paths are ignored, as the XDG spec says.
+pub(crate) fn state_dir(env: impl Fn(&str) -> Option<OsString>) -> Result<PathBuf, UsageError> {
+    let set = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(dir) = set(env_vars::STATE_DIR) {
+        return Ok(dir);
+    }
+    if let Some(dir) = set(env_vars::XDG_STATE_HOME).filter(|d| d.is_absolute()) {
+        return Ok(dir.join("rayslurm"));
+    }
+    if let Some(home) = set(env_vars::HOME) {
+        return Ok(home.join(".local/state/rayslurm"));
+    }
+    Err(UsageError::new("cannot tell where to keep run records: HOME is not set")
+        .hint(format!("set {} to a directory", env_vars::STATE_DIR)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::script_files::ScriptFiles;
+
+    fn record(exp: &str, job: &str, minute: u32) -> RunRecord {
+        let at = FixedOffset::east_opt(3600)
+            .unwrap()
+            .with_ymd_and_hms(2026, 11, 22, 9, minute, 0)
+            .unwrap();
+        let files = ScriptFiles::for_stem(Path::new("/logs"), &format!("{exp}_{job}"));
+        RunRecord::new(exp, job, &files, at, Path::new("/work"), "python train.py", 2)
+    }
+
+    #[test]
+    fn state_dir_precedence() {
+        let env = |pairs: &[(&str, &str)]| {
+            let map: HashMap<String, OsString> = pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), OsString::from(v)))
+                .collect();
+            move |k: &str| map.get(k).cloned()
+        };
+        let all = [
+            ("RAYSLURM_STATE_DIR", "/s"),
+            ("XDG_STATE_HOME", "/x"),
+            ("HOME", "/h"),
+        ];
+        assert_eq!(state_dir(env(&all)).unwrap(), PathBuf::from("/s"));
+        assert_eq!(state_dir(env(&all[1..])).unwrap(), PathBuf::from("/x/rayslurm"));
+        assert_eq!(
+            state_dir(env(&[("XDG_STATE_HOME", "rel"), ("HOME", "/h")])).unwrap(),
+            PathBuf::from("/h/.local/state/rayslurm")
+        );
+        assert_eq!(
+            state_dir(env(&[("RAYSLURM_STATE_DIR", ""), ("HOME", "/h")])).unwrap(),
+            PathBuf::from("/h/.local/state/rayslurm")
+        );
+        assert!(state_dir(env(&[])).is_err());
+    }
+
+    #[test]
+    fn add_then_load_newest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::at(dir.path().join("runs"));
+        assert!(store.load().unwrap().runs.is_empty());
+        store.add(&record("a", "10", 1)).unwrap();
+        store.add(&record("b", "12", 3)).unwrap();
+        store.add(&record("a", "11", 2)).unwrap();
+        let loaded = store.load().unwrap();
+        let ids: Vec<&str> = loaded.runs.iter().map(|r| r.record.job_id.as_str()).collect();
+        assert_eq!(ids, ["12", "11", "10"]);
+        assert!(loaded.damaged.is_empty());
+        assert_eq!(loaded.runs[0].record, record("b", "12", 3));
+    }
+
+    #[test]
+    fn damaged_entry_is_skipped_and_nothing_else_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::at(dir.path());
+        store.add(&record("a", "10", 1)).unwrap();
+        std::fs::write(dir.path().join("broken.json"), "{\"exp_name\": ").unwrap();
+        let mut bad_id = serde_json::to_value(record("a", "11", 2)).unwrap();
+        bad_id["job_id"] = "11; rm -rf /".into();
+        std::fs::write(dir.path().join("bad-id.json"), bad_id.to_string()).unwrap();
+        std::fs::write(dir.path().join(".run-x.tmp"), "half").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "not a record").unwrap();
+        store.add(&record("a", "12", 3)).unwrap();
+        let loaded = store.load().unwrap();
+        let ids: Vec<&str> = loaded.runs.iter().map(|r| r.record.job_id.as_str()).collect();
+        assert_eq!(ids, ["12", "10"]);
+        let mut damaged: Vec<String> = loaded
+            .damaged
+            .iter()
+            .map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        damaged.sort();
+        assert_eq!(damaged, ["bad-id.json", "broken.json"]);
+    }
+
+    #[test]
+    fn concurrent_writers_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::at(dir.path().join("runs"));
+        std::thread::scope(|s| {
+            for i in 0..32 {
+                let store = store.clone();
+                // Same submit second and some repeated job ids: names must still not collide.
+                s.spawn(move || store.add(&record("x", &format!("{}", 100 + i % 8), 0)).unwrap());
+            }
+        });
+        let loaded = store.load().unwrap();
+        assert_eq!(loaded.runs.len(), 32);
+        assert!(loaded.damaged.is_empty());
+    }
+
+    #[test]
+    fn update_keeps_the_file_and_adds_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::at(dir.path());
+        let mut run = store.add(&record("a", "10", 1)).unwrap();
+        run.record.ended = Some(RecordedEnd {
+            state: "CANCELLED".into(),
+            exit_code: Some(143),
+            elapsed_seconds: Some(4),
+            nodelist: Some("node1".into()),
+            source: "squeue".into(),
+        });
+        store.update(&run).unwrap();
+        let loaded = store.load().unwrap();
+        assert_eq!(loaded.runs, vec![run]);
+    }
+
+    #[test]
+    fn records_without_an_end_do_not_mention_it() {
+        let text = serde_json::to_string(&record("a", "10", 1)).unwrap();
+        assert!(!text.contains("ended"), "{text}");
+    }
+}

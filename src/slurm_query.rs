@@ -1,0 +1,364 @@
+//! Asking Slurm what became of jobs: `squeue` while slurmctld knows a job (`--states=all` also
+//! shows jobs that ended less than MinJobAge ago), `scontrol show job` for an exit code, and
+//! `sacct` only where accounting answers (many sites disable it).
+//!
+//! Each command's machine-readable output is parsed by a small tested function. A failing
+//! `squeue` (a controller restart, a timeout) is [`QueryError::Unavailable`]: callers retry and
+//! never take it to mean the job has ended. "Invalid job id specified" means "not in the queue".
+
+use std::collections::HashMap;
+
+use crate::elapsed;
+use crate::process::{Cmd, CmdError};
+
+/// `squeue -o` fields: id, long state, reason, time used, node count, node list.
+pub(crate) const SQUEUE_FORMAT: &str = "%i|%T|%r|%M|%D|%N";
+
+/// Where a job is in its life, whatever Slurm's exact state name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Phase {
+    /// Waiting for resources (or held, or requeued).
+    Pending,
+    /// Has (or had, if suspended) its nodes.
+    Running,
+    /// The batch script has ended; Slurm is cleaning up (COMPLETING, STAGE_OUT).
+    Ending,
+    /// Gone for good: completed, failed, cancelled, timed out, ...
+    Ended,
+}
+
+/// A Slurm job state name, e.g. `RUNNING` or `OUT_OF_MEMORY`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SlurmState(pub(crate) String);
+
+impl SlurmState {
+    pub(crate) fn new(name: &str) -> Self {
+        // scontrol and sacct may add words: `CANCELLED by 1000`.
+        let word = name.split_whitespace().next().unwrap_or("UNKNOWN");
+        Self(word.trim_end_matches('+').to_ascii_uppercase())
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Unknown names count as running: a state we cannot read must never end a follower.
+    pub(crate) fn phase(&self) -> Phase {
+        match self.0.as_str() {
+            "PENDING" | "REQUEUED" | "REQUEUE_HOLD" | "REQUEUE_FED" | "RESV_DEL_HOLD" => {
+                Phase::Pending
+            }
+            "COMPLETING" | "STAGE_OUT" => Phase::Ending,
+            "COMPLETED" | "CANCELLED" | "FAILED" | "TIMEOUT" | "PREEMPTED" | "NODE_FAIL"
+            | "BOOT_FAIL" | "DEADLINE" | "OUT_OF_MEMORY" | "REVOKED" | "SPECIAL_EXIT" => {
+                Phase::Ended
+            }
+            _ => Phase::Running,
+        }
+    }
+}
+
+/// One line of `squeue -o SQUEUE_FORMAT`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct QueueEntry {
+    pub(crate) job_id: String,
+    pub(crate) state: SlurmState,
+    /// Why a job pends (`Resources`, `Priority`, `BeginTime`, ...); `None` when Slurm says `None`.
+    pub(crate) reason: Option<String>,
+    pub(crate) elapsed: Option<u64>,
+    pub(crate) nodes: Option<u32>,
+    pub(crate) nodelist: Option<String>,
+}
+
+/// Parses one line of `squeue -h -o '%i|%T|%r|%M|%D|%N'`.
+pub(crate) fn parse_squeue_line(line: &str) -> Option<QueueEntry> {
+    let mut fields = line.trim().splitn(6, '|');
+    let job_id = fields.next()?.trim();
+    let state = fields.next()?.trim();
+    if job_id.is_empty() || state.is_empty() {
+        return None;
+    }
+    let reason = fields.next()?.trim();
+    let elapsed = fields.next()?.trim();
+    let nodes = fields.next()?.trim();
+    let nodelist = fields.next().unwrap_or("").trim();
+    Some(QueueEntry {
+        job_id: job_id.to_owned(),
+        state: SlurmState::new(state),
+        reason: known(reason),
+        elapsed: elapsed::parse(elapsed),
+        nodes: nodes.parse().ok(),
+        nodelist: known(nodelist),
+    })
+}
+
+/// `None`, `(null)` and empty fields carry nothing.
+fn known(value: &str) -> Option<String> {
+    match value {
+        "" | "None" | "(null)" | "N/A" | "Unknown" => None,
+        v => Some(v.to_owned()),
+    }
+}
+
+/// Why Slurm could not be asked.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum QueryError {
+    /// The command is not installed: retrying will not help.
+    #[error(transparent)]
+    Missing(CmdError),
+    /// The command ran and failed (controller down or restarting, timeout): try again later.
+    #[error(transparent)]
+    Unavailable(CmdError),
+}
+
+impl QueryError {
+    fn from_cmd(error: CmdError) -> Self {
+        match error {
+            e @ CmdError::NotFound { .. } => Self::Missing(e),
+            e => Self::Unavailable(e),
+        }
+    }
+}
+
+/// What squeue says of these jobs; jobs slurmctld no longer knows are simply absent.
+pub(crate) fn squeue(job_ids: &[&str]) -> Result<Vec<QueueEntry>, QueryError> {
+    if job_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let cmd = Cmd::new("squeue")
+        .args(["--noheader", "--states=all", "--jobs"])
+        .arg(job_ids.join(","))
+        .args(["--format", SQUEUE_FORMAT]);
+    match cmd.stdout() {
+        Ok(out) => Ok(out.lines().filter_map(parse_squeue_line).collect()),
+        Err(e) if is_unknown_job(&e) => Ok(Vec::new()),
+        Err(e) => Err(QueryError::from_cmd(e)),
+    }
+}
+
+/// squeue and scontrol fail this way for a job id slurmctld has forgotten (or never had).
+fn is_unknown_job(error: &CmdError) -> bool {
+    matches!(error, CmdError::Failed { stderr, .. } if stderr.contains("Invalid job id specified"))
+}
+
+/// A Slurm exit code field (`ExitCode=3:0`): the batch script's code and the signal that
+/// ended it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SlurmExit {
+    pub(crate) code: i32,
+    pub(crate) signal: i32,
+}
+
+impl SlurmExit {
+    /// `3:0` -> code 3; `0:9` -> signal 9.
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        let (code, signal) = text.trim().split_once(':')?;
+        Some(Self {
+            code: code.parse().ok()?,
+            signal: signal.parse().ok()?,
+        })
+    }
+
+    /// What a shell would report: the code, or 128 + signal.
+    pub(crate) fn shell_code(self) -> i32 {
+        if self.signal != 0 {
+            128 + self.signal
+        } else {
+            self.code
+        }
+    }
+}
+
+/// The fields of `scontrol show job -o ID` we use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScontrolJob {
+    pub(crate) state: SlurmState,
+    pub(crate) exit: Option<SlurmExit>,
+    pub(crate) elapsed: Option<u64>,
+    pub(crate) nodelist: Option<String>,
+}
+
+/// Splits `scontrol show job -o` output into `Key=Value` fields. A value may hold spaces
+/// (`Command=/x/run.sh a b`): words without `=` belong to the value before them.
+pub(crate) fn parse_scontrol_fields(text: &str) -> HashMap<String, String> {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let mut fields: HashMap<String, String> = HashMap::new();
+    let mut last: Option<String> = None;
+    for word in line.split_whitespace() {
+        match word.split_once('=') {
+            Some((key, value))
+                if !key.is_empty()
+                    && key.chars().all(|c| c.is_ascii_alphanumeric() || "/:_-".contains(c)) =>
+            {
+                fields.insert(key.to_owned(), value.to_owned());
+                last = Some(key.to_owned());
+            }
+            _ => {
+                if let Some(value) = last.as_ref().and_then(|k| fields.get_mut(k)) {
+                    value.push(' ');
+                    value.push_str(word);
+                }
+            }
+        }
+    }
+    fields
+}
+
+pub(crate) fn parse_scontrol_job(text: &str) -> Option<ScontrolJob> {
+    let fields = parse_scontrol_fields(text);
+    let state = fields.get("JobState")?;
+    Some(ScontrolJob {
+        state: SlurmState::new(state),
+        exit: fields.get("ExitCode").and_then(|e| SlurmExit::parse(e)),
+        elapsed: fields.get("RunTime").and_then(|t| elapsed::parse(t)),
+        nodelist: fields.get("NodeList").and_then(|n| known(n)),
+    })
+}
+
+/// `scontrol show job -o ID`; `Ok(None)` once slurmctld has forgotten the job.
+pub(crate) fn scontrol_job(job_id: &str) -> Result<Option<ScontrolJob>, QueryError> {
+    let cmd = Cmd::new("scontrol").args(["show", "job", "-o", job_id]);
+    match cmd.stdout() {
+        Ok(out) => Ok(parse_scontrol_job(&out)),
+        Err(e) if is_unknown_job(&e) => Ok(None),
+        Err(e) => Err(QueryError::from_cmd(e)),
+    }
+}
+
+/// One line of `sacct -n -P -X -o JobID,State,ExitCode,ElapsedRaw`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SacctEntry {
+    pub(crate) job_id: String,
+    pub(crate) state: SlurmState,
+    pub(crate) exit: Option<SlurmExit>,
+    pub(crate) elapsed: Option<u64>,
+}
+
+pub(crate) fn parse_sacct_line(line: &str) -> Option<SacctEntry> {
+    let mut fields = line.trim().split('|');
+    let job_id = fields.next()?.trim();
+    let state = fields.next()?.trim();
+    if job_id.is_empty() || state.is_empty() {
+        return None;
+    }
+    Some(SacctEntry {
+        job_id: job_id.to_owned(),
+        state: SlurmState::new(state),
+        exit: fields.next().and_then(SlurmExit::parse),
+        elapsed: fields.next().and_then(|e| e.trim().parse().ok()),
+    })
+}
+
+/// What accounting says of these jobs, or nothing at all where `sacct` is missing, disabled
+/// ("Slurm accounting storage is disabled") or failing: it is only ever a last resort.
+pub(crate) fn sacct(job_ids: &[&str]) -> Vec<SacctEntry> {
+    if job_ids.is_empty() || which::which("sacct").is_err() {
+        return Vec::new();
+    }
+    let cmd = Cmd::new("sacct")
+        .args(["--noheader", "--parsable2", "--allocations", "--jobs"])
+        .arg(job_ids.join(","))
+        .args(["--format", "JobID,State,ExitCode,ElapsedRaw"]);
+    match cmd.stdout() {
+        Ok(out) => out.lines().filter_map(parse_sacct_line).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn squeue_pending_line() {
+        let e = parse_squeue_line("11|PENDING|Resources|0:00|2|\n").unwrap();
+        assert_eq!(e.job_id, "11");
+        assert_eq!(e.state.as_str(), "PENDING");
+        assert_eq!(e.state.phase(), Phase::Pending);
+        assert_eq!(e.reason.as_deref(), Some("Resources"));
+        assert_eq!(e.elapsed, Some(0));
+        assert_eq!(e.nodes, Some(2));
+        assert_eq!(e.nodelist, None);
+    }
+
+    #[test]
+    fn squeue_running_and_ended_lines() {
+        let e = parse_squeue_line("12|RUNNING|None|1:02:03|3|node[1-3]").unwrap();
+        assert_eq!(e.state.phase(), Phase::Running);
+        assert_eq!(e.reason, None);
+        assert_eq!(e.elapsed, Some(3723));
+        assert_eq!(e.nodelist.as_deref(), Some("node[1-3]"));
+        let e = parse_squeue_line("11|FAILED|NonZeroExitCode|0:03|1|node1").unwrap();
+        assert_eq!(e.state.phase(), Phase::Ended);
+        let e = parse_squeue_line("13|COMPLETING|None|0:09|1|node2").unwrap();
+        assert_eq!(e.state.phase(), Phase::Ending);
+    }
+
+    #[test]
+    fn squeue_garbage_is_skipped() {
+        assert_eq!(parse_squeue_line(""), None);
+        assert_eq!(parse_squeue_line("slurm_load_jobs error"), None);
+        assert_eq!(parse_squeue_line("|RUNNING|None|0:01|1|n"), None);
+    }
+
+    #[test]
+    fn unknown_states_never_end_a_job() {
+        assert_eq!(SlurmState::new("SOMETHING_NEW").phase(), Phase::Running);
+        assert_eq!(SlurmState::new("CANCELLED by 1000").as_str(), "CANCELLED");
+        assert_eq!(SlurmState::new("cancelled+").phase(), Phase::Ended);
+    }
+
+    #[test]
+    fn exit_code_field() {
+        assert_eq!(SlurmExit::parse("3:0").map(SlurmExit::shell_code), Some(3));
+        assert_eq!(SlurmExit::parse("0:9").map(SlurmExit::shell_code), Some(137));
+        assert_eq!(SlurmExit::parse("0:15").map(SlurmExit::shell_code), Some(143));
+        assert_eq!(SlurmExit::parse("0:0").map(SlurmExit::shell_code), Some(0));
+        assert_eq!(SlurmExit::parse("3"), None);
+        assert_eq!(SlurmExit::parse("a:b"), None);
+    }
+
+    #[test]
+    fn scontrol_one_line() {
+        let text = "JobId=11 JobName=a.sh UserId=root(0) JobState=FAILED Reason=NonZeroExitCode \
+            Dependency=(null) ExitCode=3:0 RunTime=00:00:03 TimeLimit=UNLIMITED NodeList=node1 \
+            BatchHost=node1 Command=/srv/my dir/a.sh --flag x=1 WorkDir=/srv/my dir Power= \n";
+        let job = parse_scontrol_job(text).unwrap();
+        assert_eq!(job.state.as_str(), "FAILED");
+        assert_eq!(job.exit, Some(SlurmExit { code: 3, signal: 0 }));
+        assert_eq!(job.elapsed, Some(3));
+        assert_eq!(job.nodelist.as_deref(), Some("node1"));
+        let fields = parse_scontrol_fields(text);
+        assert_eq!(fields["WorkDir"], "/srv/my dir");
+        assert_eq!(fields["Power"], "");
+        assert_eq!(fields["Command"], "/srv/my dir/a.sh --flag");
+        assert_eq!(fields["x"], "1");
+        assert_eq!(parse_scontrol_job(""), None);
+    }
+
+    #[test]
+    fn sacct_lines() {
+        let e = parse_sacct_line("42|CANCELLED by 1000|0:15|7").unwrap();
+        assert_eq!(e.state.as_str(), "CANCELLED");
+        assert_eq!(e.exit.map(SlurmExit::shell_code), Some(143));
+        assert_eq!(e.elapsed, Some(7));
+        assert_eq!(parse_sacct_line(""), None);
+    }
+
+    #[test]
+    fn invalid_job_id_means_not_in_queue() {
+        let e = CmdError::Failed {
+            cmd: "squeue".into(),
+            status: "exit code 1".into(),
+            stderr: "slurm_load_jobs error: Invalid job id specified".into(),
+        };
+        assert!(is_unknown_job(&e));
+        let e = CmdError::Failed {
+            cmd: "squeue".into(),
+            status: "exit code 1".into(),
+            stderr: "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
+                .into(),
+        };
+        assert!(!is_unknown_job(&e));
+    }
+}

@@ -1,0 +1,1 @@
+//! End-to-end tests of the bootstrap on the real test cluster.

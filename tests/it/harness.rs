@@ -1,0 +1,209 @@
+//! A small builder for running the rayslurm binary, and access to the local test cluster.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The rayslurm binary under test.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_rayslurm"))
+}
+
+/// One rayslurm invocation: args, env, working directory, PATH shims.
+pub struct Run {
+    args: Vec<OsString>,
+    env: HashMap<OsString, OsString>,
+    cwd: Option<PathBuf>,
+    shims: Option<PathBuf>,
+}
+
+pub fn rayslurm<I, S>(args: I) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: Into<OsString>,
+{
+    Run {
+        args: args.into_iter().map(Into::into).collect(),
+        env: HashMap::new(),
+        cwd: None,
+        shims: None,
+    }
+}
+
+impl Run {
+    pub fn env(mut self, k: &str, v: impl Into<OsString>) -> Self {
+        self.env.insert(k.into(), v.into());
+        self
+    }
+
+    pub fn cwd(mut self, dir: &Path) -> Self {
+        self.cwd = Some(dir.to_owned());
+        self
+    }
+
+    /// Puts a directory of fake commands first on PATH.
+    pub fn shims(mut self, dir: &Path) -> Self {
+        self.shims = Some(dir.to_owned());
+        self
+    }
+
+    pub fn output(self) -> Output {
+        let mut cmd = Command::new(bin());
+        cmd.args(&self.args);
+        // Tests never read the developer's own config or run records.
+        cmd.env_remove("RAYSLURM_PARTITION")
+            .env("RAYSLURM_CONFIG", "/nonexistent/rayslurm.toml");
+        if let Some(dir) = &self.cwd {
+            cmd.current_dir(dir);
+        }
+        if let Some(shims) = &self.shims {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let mut joined = OsString::from(shims.as_os_str());
+            joined.push(":");
+            joined.push(path);
+            cmd.env("PATH", joined);
+        }
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("rayslurm runs")
+    }
+}
+
+/// stdout and stderr of an output as text.
+pub fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Writes an executable shim script named `name` into `dir`.
+pub fn shim(dir: &Path, name: &str, body: &str) {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/bash\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Replaces run-specific text (times in file names) so output can be compared.
+pub fn filter_stamps(text: &str) -> String {
+    let re = regex::Regex::new(r"_\d{4}-\d{6}(-\d+)?").unwrap();
+    re.replace_all(text, "_[STAMP]").into_owned()
+}
+
+/// The local test cluster, as `tests/cluster/cluster.sh env` describes it.
+pub struct Lab {
+    pub venv: PathBuf,
+    pub shared: PathBuf,
+    pub nodes: Vec<String>,
+    pub node_ips: Vec<String>,
+    pub node_ips6: Vec<String>,
+}
+
+impl Lab {
+    /// A fresh directory on the shared filesystem for one test.
+    pub fn workdir(&self, name: &str) -> PathBuf {
+        let dir = self.shared.join("tests").join(format!(
+            "{name}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// `--load-env` that puts the lab's Ray on PATH.
+    pub fn load_env(&self) -> String {
+        format!("source {}/bin/activate", self.venv.display())
+    }
+}
+
+fn cluster_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/cluster.sh")
+}
+
+/// The test cluster if it is up. When it is not: a loud skip on a developer's machine, a
+/// failure under CI (`CI=true`), never a silent pass.
+pub fn lab(test: &str) -> Option<&'static Lab> {
+    static LAB: OnceLock<Result<Lab, String>> = OnceLock::new();
+    let lab = LAB.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg(cluster_script())
+            .arg("env")
+            .output()
+            .map_err(|e| format!("cannot run cluster.sh env: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let vars: HashMap<&str, &str> = text.lines().filter_map(|l| l.split_once('=')).collect();
+        if vars.get("RAYSLURM_LAB_UP") != Some(&"1") {
+            return Err(
+                "the test cluster is not up (run `bash tests/cluster/cluster.sh up`)".into(),
+            );
+        }
+        let list = |k: &str| -> Vec<String> {
+            vars.get(k)
+                .map(|v| {
+                    v.split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        Ok(Lab {
+            venv: PathBuf::from(vars.get("RAYSLURM_LAB_VENV").copied().unwrap_or_default()),
+            shared: PathBuf::from(vars.get("RAYSLURM_LAB_SHARED").copied().unwrap_or_default()),
+            nodes: list("RAYSLURM_LAB_NODES"),
+            node_ips: list("RAYSLURM_LAB_NODE_IPS"),
+            node_ips6: list("RAYSLURM_LAB_NODE_IPS6"),
+        })
+    });
+    match lab {
+        Ok(lab) => Some(lab),
+        Err(why) if std::env::var("CI").as_deref() == Ok("true") => {
+            panic!("{test}: CI=true but {why}")
+        }
+        Err(why) => {
+            eprintln!("SKIPPED {test}: {why}");
+            None
+        }
+    }
+}
+
+/// `scontrol show job ID` as key=value pairs (the job must still be known to slurmctld).
+pub fn scontrol_job(job_id: &str) -> HashMap<String, String> {
+    let out = Command::new("scontrol")
+        .args(["show", "job", "-o", job_id])
+        .output()
+        .expect("scontrol runs");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// Waits until the job has left the running states; returns its final `scontrol` view.
+pub fn wait_job_end(job_id: &str, limit: std::time::Duration) -> HashMap<String, String> {
+    let start = std::time::Instant::now();
+    loop {
+        let info = scontrol_job(job_id);
+        let state = info.get("JobState").cloned().unwrap_or_default();
+        if !matches!(
+            state.as_str(),
+            "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING" | ""
+        ) {
+            return info;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "job {job_id} still {state} after {limit:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+}

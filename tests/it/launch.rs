@@ -1,0 +1,1 @@
+//! CLI tests of `launch` (with fake sbatch on PATH for error paths).

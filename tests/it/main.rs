@@ -1,0 +1,10 @@
+//! The one integration-test binary: CLI tests (with PATH shims for error paths) and
+//! end-to-end tests against the local test cluster (`tests/cluster/cluster.sh up`).
+
+mod harness;
+
+mod launch;
+mod runs;
+
+mod e2e_bootstrap;
+mod e2e_runs;
