@@ -166,7 +166,11 @@ impl JobSpec {
             // Ask Slurm for SIGTERM before the time limit, so Ray is stopped cleanly in time.
             d.push(format!("--signal=B:TERM@{stop_grace}"));
         }
-        d.extend(self.sbatch_args.iter().cloned());
+        d.extend(
+            self.sbatch_args
+                .iter()
+                .map(|a| crate::validate::sbatch_arg_line(a)),
+        );
         d
     }
 }

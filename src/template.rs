@@ -3,6 +3,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 use serde::Serialize;
 use tera::{Context, Tera, Value};
@@ -77,7 +80,7 @@ fn flatten(error: &tera::Error) -> String {
     while let Some(e) = current {
         let text = e.to_string();
         if !text.starts_with("Failed to parse") && !text.is_empty() {
-            parts.push(text.trim().replace('\n', " "));
+            parts.push(readable_location(&text));
         }
         current = e.source();
     }
@@ -85,6 +88,23 @@ fn flatten(error: &tera::Error) -> String {
         error.to_string()
     } else {
         parts.join(": ")
+    }
+}
+
+/// Tera's parser reports `--> 5:1 | ... = expected tag`; say `line 5, column 1: expected tag`.
+fn readable_location(text: &str) -> String {
+    static LOCATION: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"-->\s*(\d+):(\d+)").expect("valid regex"));
+    match LOCATION.captures(text) {
+        Some(c) => {
+            let what = text
+                .lines()
+                .rev()
+                .find_map(|l| l.trim().strip_prefix("= "))
+                .unwrap_or("syntax error");
+            format!("line {}, column {}: {what}", &c[1], &c[2])
+        }
+        None => text.trim().replace('\n', " "),
     }
 }
 
@@ -113,7 +133,7 @@ mod tests {
             .unwrap();
         let text = err.to_string();
         assert!(text.contains("mine.sh"), "{text}");
-        assert!(text.contains("3:") || text.contains("4:"), "{text}");
+        assert!(text.contains("line 4, column 1: expected"), "{text}");
     }
 
     #[test]

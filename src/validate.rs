@@ -74,7 +74,28 @@ pub(crate) fn sbatch_arg(value: &str) -> Result<(), UsageError> {
         ))
         .hint("pass one option a flag, starting with `-`, e.g. `--sbatch-arg=--mail-type=END`"));
     }
+    if value.chars().any(char::is_whitespace) {
+        // Written as `--opt="a b"`: sbatch splits #SBATCH lines on white space outside quotes.
+        let quotable = value
+            .split_once('=')
+            .is_some_and(|(k, v)| !k.chars().any(char::is_whitespace) && !v.contains('"'));
+        if !quotable {
+            return Err(UsageError::new(format!(
+                "--sbatch-arg {} has white space that an #SBATCH line cannot carry",
+                show(value)
+            ))
+            .hint("write it as `--option=value with spaces` (no `\"` in the value)"));
+        }
+    }
     Ok(())
+}
+
+/// An `--sbatch-arg` as written after `#SBATCH`: a value with white space in double quotes.
+pub(crate) fn sbatch_arg_line(value: &str) -> String {
+    match value.split_once('=') {
+        Some((k, v)) if v.chars().any(char::is_whitespace) => format!("{k}=\"{v}\""),
+        _ => value.to_owned(),
+    }
 }
 
 static TIME: LazyLock<Regex> = LazyLock::new(|| {
@@ -185,6 +206,13 @@ mod tests {
         assert!(sbatch_arg("--mail-type=END").is_ok());
         assert!(sbatch_arg("--comment=two words").is_ok());
         assert!(sbatch_arg("mail").is_err());
+        assert!(sbatch_arg("--comment two").is_err());
+        assert!(sbatch_arg("--comment=say \"hi there\"").is_err());
+        assert_eq!(
+            sbatch_arg_line("--comment=two words"),
+            "--comment=\"two words\""
+        );
+        assert_eq!(sbatch_arg_line("--mail-type=END"), "--mail-type=END");
         assert!(sbatch_arg("--x=1\n#SBATCH --y").is_err());
     }
 

@@ -34,7 +34,7 @@ const TICK: Duration = Duration::from_millis(50);
 /// How often the liveness of Ray's raylet is checked while the command runs.
 const LIVENESS_EVERY: Duration = Duration::from_secs(1);
 /// SIGTERM to SIGKILL for Ray's own processes at teardown.
-const RAY_STOP_GRACE: Duration = Duration::from_secs(2);
+const RAY_STOP_GRACE: Duration = Duration::from_millis(500);
 /// The line a worker prints on stdout once its node has joined.
 const READY_PREFIX: &str = "RAYSLURM-READY";
 

@@ -1,4 +1,5 @@
-//! `rayslurm launch`: config -> job spec -> rendered script -> submission.
+//! `rayslurm launch`: config -> job spec -> rendered script -> submission -> run record
+//! (and, with `--follow`, the job followed until it ends).
 
 use std::process::ExitCode;
 
@@ -8,9 +9,12 @@ use serde::Serialize;
 
 use crate::config::LaunchConfig;
 use crate::error::UsageError;
+use crate::follow;
 use crate::job_spec::JobSpec;
+use crate::log_tail::Start;
 use crate::node_binary::node_visible_copy;
 use crate::printer::Printer;
+use crate::run_store::{RunRecord, RunStore, StoredRun};
 use crate::script_files::{self, ScriptFiles};
 use crate::slurm;
 use crate::template::Template;
@@ -73,6 +77,7 @@ pub(crate) fn run(config: &LaunchConfig, printer: &Printer) -> Result<ExitCode> 
             files.script.display()
         )
     })?;
+    let submitted_at = Local::now().fixed_offset();
     print_result(printer, config, &files, Some(&job_id))?;
     printer.info(&format!(
         "submitted job {job_id} ({})\n  script: {}\n  log:    {}",
@@ -80,7 +85,46 @@ pub(crate) fn run(config: &LaunchConfig, printer: &Printer) -> Result<ExitCode> 
         files.script.display(),
         files.log.display()
     ));
-    Ok(ExitCode::SUCCESS)
+
+    let workdir = std::env::current_dir().unwrap_or_else(|_| config.log_dir.clone());
+    let record = RunRecord::new(
+        &config.exp_name,
+        &job_id,
+        &files,
+        submitted_at,
+        &workdir,
+        &config.command,
+        config.num_nodes,
+    );
+    let stored = record_run(&record, printer);
+    if !config.follow {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let request = follow::Request {
+        record: &record,
+        stored: stored.as_ref().map(|(store, run)| (store, run)),
+        start: Start::Beginning,
+        cancel_on_interrupt: config.cancel_on_interrupt,
+    };
+    follow::follow(&request, printer)
+}
+
+/// Keeps the run in the run store. The job is submitted whatever happens here, so a store that
+/// cannot be written costs a warning, not the launch.
+fn record_run(record: &RunRecord, printer: &Printer) -> Option<(RunStore, StoredRun)> {
+    let stored = RunStore::from_env()
+        .map_err(anyhow::Error::from)
+        .and_then(|store| store.add(record).map(|run| (store, run)));
+    match stored {
+        Ok(stored) => Some(stored),
+        Err(e) => {
+            printer.warn(&format!(
+                "job {} was submitted but not recorded, so `rayslurm status/logs/cancel` will not know it: {e:#}",
+                record.job_id
+            ));
+            None
+        }
+    }
 }
 
 fn print_result(
@@ -105,7 +149,6 @@ fn print_result(
 }
 
 fn check_log_dir(config: &LaunchConfig) -> Result<(), UsageError> {
-    use nix::unistd::{AccessFlags, access};
     let dir = &config.log_dir;
     let shown = show(&dir.display().to_string());
     if !dir.is_dir() {
@@ -116,9 +159,13 @@ fn check_log_dir(config: &LaunchConfig) -> Result<(), UsageError> {
             )),
         );
     }
-    if access(dir, AccessFlags::W_OK | AccessFlags::X_OK).is_err() {
+    // A real write, not access(2): root passes access() even on a read-only filesystem.
+    if let Err(e) = tempfile::Builder::new()
+        .prefix(".rayslurm-probe-")
+        .tempfile_in(dir)
+    {
         return Err(
-            UsageError::new(format!("the log directory {shown} is not writable"))
+            UsageError::new(format!("the log directory {shown} is not writable: {e}"))
                 .hint("pass a --log-dir you can write to, on a filesystem the compute nodes share"),
         );
     }

@@ -1,1 +1,486 @@
-//! CLI tests of `launch` (with fake sbatch on PATH for error paths).
+//! CLI tests of `launch`: rendered scripts (snapshots), bad input, and the sbatch paths
+//! (fake `sbatch` on PATH: a real cluster cannot easily fail on demand).
+
+use std::path::Path;
+
+use crate::harness::{filter_stamps, rayslurm, shim, text};
+
+/// Replaces what changes between runs: the directory, times, the binary's build stamp.
+fn normalise(script: &str, dir: &Path) -> String {
+    let s = script.replace(&dir.display().to_string(), "[DIR]");
+    let s = filter_stamps(&s);
+    let s = regex::Regex::new(r"at \d{4}-\d\d-\d\dT[^ ]+\.")
+        .unwrap()
+        .replace_all(&s, "at [TIME].")
+        .into_owned();
+    regex::Regex::new(r"rayslurm-[0-9.]+-[0-9a-f]+-[0-9a-f]+")
+        .unwrap()
+        .replace_all(&s, "rayslurm-[BUILD]")
+        .into_owned()
+}
+
+/// Runs a dry-run launch in a fresh directory and returns the normalised script.
+fn dry_run(args: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = vec!["launch", "--dry-run", "--exp-name", "exp"];
+    argv.extend_from_slice(args);
+    let out = rayslurm(argv).cwd(dir.path()).output();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    normalise(&stdout, dir.path())
+}
+
+/// Files in a directory, hidden ones (the binary copy) excluded.
+fn visible_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn script_defaults() {
+    insta::assert_snapshot!(dry_run(&["--command", "python train.py"]));
+}
+
+#[test]
+fn script_with_every_directive() {
+    insta::assert_snapshot!(dry_run(&[
+        "--command",
+        "python train.py --lr 0.1",
+        "-n",
+        "4",
+        "--num-gpus",
+        "2",
+        "-w",
+        "node[01-04]",
+        "-p",
+        "gpu",
+        "-A",
+        "proj",
+        "--qos",
+        "high",
+        "-C",
+        "a100",
+        "--tasks-per-node",
+        "1",
+        "--cpus-per-task",
+        "16",
+        "--mem",
+        "64G",
+        "--time",
+        "1-12:00:00",
+        "--sbatch-arg=--mail-type=END",
+        "--sbatch-arg",
+        "--comment=two words",
+        "--stop-grace",
+        "120",
+    ]));
+}
+
+#[test]
+fn script_gpus_as_gres_and_per_node() {
+    insta::assert_snapshot!(
+        "gres",
+        dry_run(&[
+            "--command",
+            "x",
+            "--num-gpus",
+            "4",
+            "--gpu-directive",
+            "gres",
+            "--no-exclusive",
+            "--mem-per-cpu",
+            "2G"
+        ])
+    );
+    insta::assert_snapshot!(
+        "per_node",
+        dry_run(&[
+            "--command",
+            "x",
+            "--num-gpus",
+            "1",
+            "--gpu-directive",
+            "gpus-per-node"
+        ])
+    );
+}
+
+#[test]
+fn script_with_cluster_options() {
+    insta::assert_snapshot!(dry_run(&[
+        "--command",
+        "bash run.sh",
+        "-n",
+        "3",
+        "--interface",
+        "ib0",
+        "--ip-family",
+        "6",
+        "--min-nodes",
+        "2",
+        "--ready-timeout",
+        "60",
+        "--object-store-memory",
+        "100000000",
+        "--ray-args",
+        "--include-dashboard=false --system-config='{\"a\": 1}'",
+        "--port-base",
+        "40000",
+        "--stop-grace",
+        "0",
+    ]));
+}
+
+#[test]
+fn script_quotes_hostile_text() {
+    insta::assert_snapshot!(dry_run(&[
+        "--command",
+        "python -c \"print('it''s $HOME')\"; echo `id` ü\nsecond line",
+        "--load-env",
+        "module load cuda/12; source 'my venv/bin/activate'",
+        "--env",
+        "MSG=it's a \"quote\" $x",
+        "--env",
+        "EMPTY=",
+    ]));
+}
+
+/// What the script hands to bash arrives unchanged: the rendered `--command` word, the
+/// `--env` exports and the `--load-env` text, evaluated by bash, are the original strings.
+#[test]
+fn hostile_text_survives_bash() {
+    let command = "python -c \"print('a')\" ; echo `id` $HOME 'x'\"y\" \\ ü 🚀\nline two";
+    let value = "it's \"q\" $x `y` \\n";
+    let dir = tempfile::tempdir().unwrap();
+    let out = rayslurm([
+        "launch",
+        "--dry-run",
+        "--exp-name",
+        "h",
+        "--command",
+        command,
+        "--env",
+        &format!("V={value}"),
+        "--load-env",
+        "L='keep $this'",
+    ])
+    .cwd(dir.path())
+    .output();
+    assert!(out.status.success());
+    let script = text(&out).0;
+    // Replace the hand-over with printing what it would pass on.
+    let probe = script
+        .replace(
+            "exec \"$rayslurm_bin\" bootstrap",
+            "printf '%s\\0' \"$V\" \"$L\"; shift_args() { :; }; printf '%s\\0'",
+        )
+        .replace("if [ ! -x \"$rayslurm_bin\" ]; then", "if false; then");
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&probe)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let words: Vec<&str> = printed.split('\0').collect();
+    assert_eq!(words[0], value);
+    assert_eq!(words[1], "keep $this");
+    assert_eq!(
+        words[words.len() - 2],
+        command,
+        "the last word is the command"
+    );
+}
+
+#[test]
+fn dry_run_writes_the_script_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rayslurm([
+        "launch",
+        "--dry-run",
+        "--exp-name",
+        "d",
+        "--command",
+        "true",
+    ])
+    .cwd(dir.path())
+    .output();
+    assert!(out.status.success());
+    let files = visible_files(dir.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].starts_with("d_") && files[0].ends_with(".sh"));
+    let (stdout, stderr) = text(&out);
+    assert!(stdout.starts_with("#!/bin/bash\n"));
+    assert!(stderr.contains("dry run: wrote"), "{stderr}");
+}
+
+#[test]
+fn dry_run_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rayslurm([
+        "launch",
+        "--dry-run",
+        "--json",
+        "--exp-name",
+        "d",
+        "--command",
+        "true",
+    ])
+    .cwd(dir.path())
+    .output();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["job_id"], serde_json::Value::Null);
+    assert_eq!(v["submitted"], false);
+    assert!(v["script"].as_str().unwrap().ends_with(".sh"));
+    assert!(v["log"].as_str().unwrap().ends_with(".log"));
+}
+
+#[test]
+fn bad_input_exits_2_and_writes_nothing() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["-n", "0"], "--num-nodes"),
+        (&["-n", "-2"], "--num-nodes"),
+        (&["-n", "three"], "--num-nodes"),
+        (&["--num-gpus", "-1"], "--num-gpus"),
+        (&["--cpus-per-task", "0"], "--cpus-per-task"),
+        (&["--exp-name", "a/b"], "--exp-name"),
+        (&["--exp-name", ".."], "--exp-name"),
+        (&["--exp-name", "a b"], "--exp-name"),
+        (&["--exp-name", "a\nb"], "--exp-name"),
+        (&["--exp-name", "-x"], "--exp-name"),
+        (&["--exp-name", ".x"], "--exp-name"),
+        (&["--command", ""], "--command"),
+        (&["--command", "  \n "], "--command"),
+        (&["-p", "gpu\n#SBATCH --x"], "--partition"),
+        (&["-A", "a\rb"], "--account"),
+        (&["--qos", "q\n"], "--qos"),
+        (&["-C", "c\nd"], "--constraint"),
+        (&["-w", "n1\nn2"], "--node"),
+        (&["--time", "2 hours"], "--time"),
+        (&["--time", "1:2:3:4"], "--time"),
+        (&["--mem", "16GB"], "--mem"),
+        (&["--mem-per-cpu", "lots"], "--mem-per-cpu"),
+        (&["--sbatch-arg", "--x=1\n#SBATCH --y"], "--sbatch-arg"),
+        (&["--sbatch-arg", "mail"], "--sbatch-arg"),
+        (&["--env", "NOVALUE"], "--env"),
+        (&["--env", "1BAD=x"], "--env"),
+        (&["--env", "A-B=x"], "--env"),
+        (&["--log-dir", "/nonexistent/dir"], "log directory"),
+        (&["--log-dir", "/proc"], "not writable"),
+        (&["--template", "/nonexistent/t.sh"], "template"),
+        (&["--ray-args", "--x 'open"], "--ray-args"),
+        (&["--min-nodes", "5"], "--min-nodes"),
+    ];
+    for (args, needle) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let mut argv = vec!["launch", "--exp-name", "x", "--command", "true"];
+        argv.extend_from_slice(args);
+        let out = rayslurm(argv).cwd(dir.path()).output();
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error:"), "{args:?}: {stderr}");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "{args:?} wrote a file"
+        );
+    }
+}
+
+#[test]
+fn a_template_that_does_not_parse_names_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("mine.sh.tera");
+    std::fs::write(
+        &t,
+        "#!/bin/bash\n#SBATCH --nodes={{ num_nodes }}\n{% if load_env %}\nnever closed\n",
+    )
+    .unwrap();
+    let out = rayslurm([
+        "launch",
+        "--dry-run",
+        "--exp-name",
+        "x",
+        "--command",
+        "true",
+        "--template",
+    ])
+    .cwd(dir.path())
+    .output();
+    assert_eq!(out.status.code(), Some(2), "missing value is a usage error");
+    let out = crate::harness::rayslurm(vec![
+        "launch",
+        "--dry-run",
+        "--exp-name",
+        "x",
+        "--command",
+        "true",
+        "--template",
+        t.to_str().unwrap(),
+    ])
+    .cwd(dir.path())
+    .output();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("mine.sh.tera"), "{stderr}");
+    assert!(
+        stderr.contains("line 5, column 1"),
+        "names the line: {stderr}"
+    );
+    assert_eq!(visible_files(dir.path()), ["mine.sh.tera"]);
+}
+
+#[test]
+fn a_user_template_gets_the_documented_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("mine.sh.tera");
+    std::fs::write(&t, "#!/bin/bash\n{% for d in directives %}#SBATCH {{ d }}\n{% endfor %}echo {{ exp_name }} {{ num_nodes }} {{ command | shell_quote }} {{ log_path }}\n").unwrap();
+    let out = rayslurm([
+        "launch",
+        "--dry-run",
+        "--exp-name",
+        "mine",
+        "-n",
+        "2",
+        "--command",
+        "a b",
+        "--template",
+        t.to_str().unwrap(),
+    ])
+    .cwd(dir.path())
+    .output();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("#SBATCH --nodes=2"), "{stdout}");
+    assert!(stdout.contains("echo mine 2 'a b' "), "{stdout}");
+}
+
+#[test]
+fn template_command_prints_the_builtin() {
+    let out = rayslurm(["template"]).output();
+    let (stdout, _) = text(&out);
+    assert!(out.status.success());
+    assert!(
+        stdout.contains("{% for directive in directives"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn submission_prints_only_the_job_id_on_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let shims = tempfile::tempdir().unwrap();
+    shim(
+        shims.path(),
+        "sbatch",
+        "[ \"$1\" = --parsable ] && [ -f \"$2\" ] && echo '4242;lab'",
+    );
+    let out = rayslurm(["launch", "--exp-name", "s", "--command", "true"])
+        .cwd(dir.path())
+        .shims(shims.path())
+        .output();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, "4242\n");
+    assert!(stderr.contains("submitted job 4242"), "{stderr}");
+    assert!(
+        stderr.contains("script: ") && stderr.contains("log: "),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn submission_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let shims = tempfile::tempdir().unwrap();
+    shim(shims.path(), "sbatch", "echo 77");
+    let out = rayslurm(["launch", "--json", "--exp-name", "s", "--command", "true"])
+        .cwd(dir.path())
+        .shims(shims.path())
+        .output();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["job_id"], "77");
+    assert_eq!(v["exp_name"], "s");
+    assert!(Path::new(v["script"].as_str().unwrap()).exists());
+}
+
+#[test]
+fn sbatch_failure_keeps_the_script_and_shows_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let shims = tempfile::tempdir().unwrap();
+    shim(
+        shims.path(),
+        "sbatch",
+        "echo 'sbatch: error: Batch job submission failed: Invalid partition name specified' >&2; exit 1",
+    );
+    let out = rayslurm(["launch", "--exp-name", "f", "--command", "true"])
+        .cwd(dir.path())
+        .shims(shims.path())
+        .output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stdout, "");
+    assert!(
+        stderr.contains("Invalid partition name specified"),
+        "{stderr}"
+    );
+    let files = visible_files(dir.path());
+    assert_eq!(files.len(), 1);
+    assert!(
+        stderr.contains(&files[0]),
+        "names the kept script: {stderr}"
+    );
+}
+
+#[test]
+fn missing_sbatch_suggests_dry_run_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rayslurm(["launch", "--exp-name", "m", "--command", "true"])
+        .cwd(dir.path())
+        .env("PATH", "/nonexistent")
+        .output();
+    let (_, stderr) = text(&out);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr.contains("sbatch") && stderr.contains("--dry-run"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn launches_in_the_same_second_never_overwrite() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("keep.log"), "x").unwrap();
+    let handles: Vec<_> = (0..6)
+        .map(|_| {
+            let d = dir.path().to_owned();
+            std::thread::spawn(move || {
+                rayslurm([
+                    "launch",
+                    "--dry-run",
+                    "--exp-name",
+                    "same",
+                    "--command",
+                    "true",
+                ])
+                .cwd(&d)
+                .output()
+            })
+        })
+        .collect();
+    for h in handles {
+        assert!(h.join().unwrap().status.success());
+    }
+    let scripts: Vec<String> = visible_files(dir.path())
+        .into_iter()
+        .filter(|f| f.ends_with(".sh"))
+        .collect();
+    assert_eq!(scripts.len(), 6, "{scripts:?}");
+}
