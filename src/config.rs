@@ -326,23 +326,22 @@ fn resolve_cluster(
         &p.interface,
         &u.interface,
     );
-    if let Some(i) = &interface {
-        if i.is_empty() || i.len() > 15 || i.contains(['/', ' ']) || i.chars().any(char::is_control)
-        {
-            return Err(
-                UsageError::new(format!("invalid --interface {}", show(i))).hint(
-                    "give a network interface name as `ip link` shows it, e.g. `ib0` or `eth0`",
-                ),
-            );
-        }
+    if let Some(i) = &interface
+        && (i.is_empty()
+            || i.len() > 15
+            || i.contains(['/', ' '])
+            || i.chars().any(char::is_control))
+    {
+        return Err(UsageError::new(format!("invalid --interface {}", show(i)))
+            .hint("give a network interface name as `ip link` shows it, e.g. `ib0` or `eth0`"));
     }
-    if let Some(m) = args.min_nodes {
-        if m > num_nodes {
-            return Err(UsageError::new(format!(
-                "--min-nodes {m} is more than --num-nodes {num_nodes}"
-            ))
-            .hint("--min-nodes counts the head too and must be at most --num-nodes"));
-        }
+    if let Some(m) = args.min_nodes
+        && m > num_nodes
+    {
+        return Err(UsageError::new(format!(
+            "--min-nodes {m} is more than --num-nodes {num_nodes}"
+        ))
+        .hint("--min-nodes counts the head too and must be at most --num-nodes"));
     }
     let ray_args = layered(args.ray_args.clone(), None, &p.ray_args, &u.ray_args);
     if let Some(r) = &ray_args {

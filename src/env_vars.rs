@@ -33,9 +33,7 @@ pub(crate) const RAY_TMPDIR: &str = "RAY_TMPDIR";
 /// Read from Slurm inside the allocation.
 pub(crate) const SLURM_JOB_ID: &str = "SLURM_JOB_ID";
 pub(crate) const SLURM_JOB_NODELIST: &str = "SLURM_JOB_NODELIST";
-pub(crate) const SLURM_JOB_NUM_NODES: &str = "SLURM_JOB_NUM_NODES";
 pub(crate) const SLURMD_NODENAME: &str = "SLURMD_NODENAME";
-pub(crate) const SLURM_NODEID: &str = "SLURM_NODEID";
 /// A task's rank within its step (workers: 0 for the first worker node).
 pub(crate) const SLURM_PROCID: &str = "SLURM_PROCID";
 pub(crate) const SLURM_CPUS_ON_NODE: &str = "SLURM_CPUS_ON_NODE";

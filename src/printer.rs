@@ -36,8 +36,4 @@ impl Printer {
             && std::io::stderr().is_terminal()
             && std::env::var_os(crate::env_vars::NO_COLOR).is_none()
     }
-
-    pub(crate) fn quiet(&self) -> bool {
-        self.quiet
-    }
 }

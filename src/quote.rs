@@ -30,19 +30,6 @@ pub(crate) fn shell_quote(text: &str) -> String {
     quoted
 }
 
-/// Joins words into one command line that bash splits back into exactly those words.
-pub(crate) fn shell_join<I, S>(words: I) -> String
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<str>,
-{
-    words
-        .into_iter()
-        .map(|w| shell_quote(w.as_ref()))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,16 +86,5 @@ mod tests {
     fn single_quote_is_closed_escaped_and_reopened() {
         assert_eq!(shell_quote("it's"), r"'it'\''s'");
         assert_eq!(shell_quote(""), "''");
-    }
-
-    #[test]
-    fn join_keeps_word_boundaries() {
-        let words = ["printf", "%s|", "a b", "c'd", "$x"];
-        let out = Command::new("bash")
-            .arg("-c")
-            .arg(shell_join(words))
-            .output()
-            .expect("bash runs");
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "a b|c'd|$x|");
     }
 }

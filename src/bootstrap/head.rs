@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::net::IpAddr;
 use std::process::{Child, ChildStdin, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, TryRecvError};
+use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use chrono::{Local, SecondsFormat};
@@ -178,20 +178,20 @@ fn check_nodes(
     node: &str,
     last_check: &mut Instant,
 ) -> Option<String> {
-    if let Some(step) = workers {
-        if let Ok(Some(status)) = step.child.try_wait() {
-            return Some(format!(
-                "the worker step ended with {} while the command ran: a worker node failed (its own message is above)",
-                describe_status(status)
-            ));
-        }
+    if let Some(step) = workers
+        && let Ok(Some(status)) = step.child.try_wait()
+    {
+        return Some(format!(
+            "the worker step ended with {} while the command ran: a worker node failed (its own message is above)",
+            describe_status(status)
+        ));
     }
-    if let Some(mark) = ray_mark {
-        if last_check.elapsed() >= LIVENESS_EVERY {
-            *last_check = Instant::now();
-            if !marked::alive_named(mark, "raylet") {
-                return Some(format!("Ray's raylet on the head node {node} is gone"));
-            }
+    if let Some(mark) = ray_mark
+        && last_check.elapsed() >= LIVENESS_EVERY
+    {
+        *last_check = Instant::now();
+        if !marked::alive_named(mark, "raylet") {
+            return Some(format!("Ray's raylet on the head node {node} is gone"));
         }
     }
     None
@@ -234,10 +234,10 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
     if let Some(message) = &outcome.message {
         say(&alloc.node, format!("error: {message}"));
     }
-    if let Some(path) = &args.state_file {
-        if let Err(e) = state.write(path) {
-            say(&alloc.node, format!("warning: {e:#}"));
-        }
+    if let Some(path) = &args.state_file
+        && let Err(e) = state.write(path)
+    {
+        say(&alloc.node, format!("warning: {e:#}"));
     }
     say(
         &alloc.node,
@@ -426,31 +426,26 @@ impl Head<'_> {
                 }
             }
             if let Some(step) = &mut self.workers {
-                loop {
-                    match step.events.try_recv() {
-                        Ok((rank, j)) => {
-                            say(
-                                node,
-                                format!(
-                                    "node {} ({}) joined after {:.1} s",
-                                    j.node,
-                                    j.ip,
-                                    t0.elapsed().as_secs_f64()
-                                ),
-                            );
-                            joined.insert(rank, j);
-                        }
-                        Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
-                    }
+                while let Ok((rank, j)) = step.events.try_recv() {
+                    say(
+                        node,
+                        format!(
+                            "node {} ({}) joined after {:.1} s",
+                            j.node,
+                            j.ip,
+                            t0.elapsed().as_secs_f64()
+                        ),
+                    );
+                    joined.insert(rank, j);
                 }
-                if joined.len() < needed_workers {
-                    if let Ok(Some(status)) = step.child.try_wait() {
-                        return Err(Outcome::startup_failed(format!(
-                            "the worker step (`{}`) ended with {} before every node joined; the worker's own error is above",
-                            step.cmd,
-                            describe_status(status)
-                        )));
-                    }
+                if joined.len() < needed_workers
+                    && let Ok(Some(status)) = step.child.try_wait()
+                {
+                    return Err(Outcome::startup_failed(format!(
+                        "the worker step (`{}`) ended with {} before every node joined; the worker's own error is above",
+                        step.cmd,
+                        describe_status(status)
+                    )));
                 }
             }
             if head_ready && joined.len() >= needed_workers {
@@ -547,17 +542,17 @@ impl Head<'_> {
                     stop = Some((Signal::SIGTERM, Instant::now()));
                 }
             }
-            if let Some((_, since)) = stop {
-                if since.elapsed() > kill_after {
-                    say(
-                        &self.alloc.node,
-                        format!(
-                            "the command is still running {} s after SIGTERM; killing it",
-                            kill_after.as_secs()
-                        ),
-                    );
-                    command.signal(Signal::SIGKILL);
-                }
+            if let Some((_, since)) = stop
+                && since.elapsed() > kill_after
+            {
+                say(
+                    &self.alloc.node,
+                    format!(
+                        "the command is still running {} s after SIGTERM; killing it",
+                        kill_after.as_secs()
+                    ),
+                );
+                command.signal(Signal::SIGKILL);
             }
             std::thread::sleep(TICK);
         };

@@ -60,6 +60,26 @@ pub(crate) fn say(node: &str, message: impl Display) {
     );
 }
 
+/// This process's peak resident memory in KiB (`VmHWM`), for the closing log line.
+fn peak_memory_kib() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The closing log line's note on the bootstrap's own memory.
+fn memory_note() -> String {
+    peak_memory_kib().map_or_else(String::new, |k| {
+        format!(" (bootstrap peak memory {:.1} MB)", k as f64 / 1024.0)
+    })
+}
+
 /// This node's IP, as `--interface`/`--ip-family` ask.
 fn node_ip(alloc: &Allocation, cluster: &ClusterArgs) -> Result<IpAddr, net::NetError> {
     let candidates = net::local_candidates()?;
@@ -81,7 +101,7 @@ fn check_shm(node: &str, object_store_memory: Option<u64>) {
         );
         return;
     };
-    let free = stat.blocks_available() as u64 * stat.fragment_size() as u64;
+    let free = stat.blocks_available() * stat.fragment_size();
     let wanted = object_store_memory.unwrap_or(2 << 30);
     if free < wanted {
         say(

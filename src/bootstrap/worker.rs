@@ -45,6 +45,10 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
     if let Some(temp) = temp {
         temp.remove();
     }
+    say(
+        &node,
+        format!("worker done, exit code {code}{}", super::memory_note()),
+    );
     code
 }
 

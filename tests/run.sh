@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The whole test suite, as README.md gives it: bring the local test cluster up (installing
+# Slurm, tini and a Ray venv when missing), then run every test, end-to-end ones included.
+# Extra arguments go to `cargo test` (e.g. `bash tests/run.sh e2e_bootstrap`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-3}"
+cargo test "$@"
