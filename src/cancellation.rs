@@ -49,11 +49,17 @@ pub(crate) fn cancel(job_id: &str) -> Result<Cancelled> {
         if start.elapsed() >= CONFIRM_WITHIN {
             anyhow::bail!(
                 "`{cmd}` was accepted, but job {job_id} is still {} after {} s",
-                last_seen.as_deref().unwrap_or("not confirmed stopped (squeue did not answer)"),
+                last_seen
+                    .as_deref()
+                    .unwrap_or("not confirmed stopped (squeue did not answer)"),
                 CONFIRM_WITHIN.as_secs()
             );
         }
-        let pause = if start.elapsed() < Duration::from_secs(2) { 250 } else { 1000 };
+        let pause = if start.elapsed() < Duration::from_secs(2) {
+            250
+        } else {
+            1000
+        };
         std::thread::sleep(Duration::from_millis(pause));
     }
 }
@@ -65,7 +71,10 @@ fn current(job_id: &str) -> Option<JobStatus> {
         Ok(entries) => Some(match entries.iter().find(|e| e.job_id == job_id) {
             Some(entry) => {
                 let exit = match entry.state.phase() {
-                    Phase::Ended => slurm_query::scontrol_job(job_id).ok().flatten().and_then(|j| j.exit),
+                    Phase::Ended => slurm_query::scontrol_job(job_id)
+                        .ok()
+                        .flatten()
+                        .and_then(|j| j.exit),
                     _ => None,
                 };
                 JobStatus::from_queue(entry, None, exit)

@@ -63,7 +63,10 @@ impl JobStatus {
         Self {
             state: entry.state.as_str().to_owned(),
             phase: Some(entry.state.phase()),
-            reason: entry.reason.clone().filter(|_| entry.state.phase() == Phase::Pending),
+            reason: entry
+                .reason
+                .clone()
+                .filter(|_| entry.state.phase() == Phase::Pending),
             elapsed: entry.elapsed,
             nodes: entry.nodes,
             nodelist: entry.nodelist.clone(),
@@ -185,9 +188,12 @@ impl JobStatus {
         }
     }
 
-    /// What the run's record keeps, once the run has ended.
+    /// What the run's record keeps, once the run has ended. A state read from the final state
+    /// file is not copied: the file stays, and Slurm may still say more (`CANCELLED` where the
+    /// file says `STOPPED`).
     pub(crate) fn recorded_end(&self) -> Option<RecordedEnd> {
-        (self.phase == Some(Phase::Ended) && self.source != "record").then(|| RecordedEnd {
+        let learned = !matches!(self.source.as_str(), "record" | "final-state");
+        (self.phase == Some(Phase::Ended) && learned).then(|| RecordedEnd {
             state: self.state.clone(),
             exit_code: self.exit_code,
             elapsed_seconds: self.elapsed,
@@ -283,7 +289,11 @@ pub(crate) fn gather(
                             .and_then(|j| j.exit),
                         _ => None,
                     };
-                    Some(JobStatus::from_queue(entry, final_state.as_ref(), slurm_exit))
+                    Some(JobStatus::from_queue(
+                        entry,
+                        final_state.as_ref(),
+                        slurm_exit,
+                    ))
                 }
                 None => match final_state {
                     Some(f) => Some(JobStatus::from_final_state(f)),
@@ -294,7 +304,11 @@ pub(crate) fn gather(
                 },
             }
         } else {
-            Some(final_state.as_ref().map_or_else(JobStatus::unknown, JobStatus::from_final_state))
+            Some(
+                final_state
+                    .as_ref()
+                    .map_or_else(JobStatus::unknown, JobStatus::from_final_state),
+            )
         };
         statuses.push(status);
     }
@@ -320,7 +334,11 @@ pub(crate) fn gather(
 }
 
 /// Keeps an ended run's end in its record, so it outlives Slurm's memory of the job.
-pub(crate) fn remember(store: &RunStore, run: &StoredRun, status: &JobStatus) -> anyhow::Result<()> {
+pub(crate) fn remember(
+    store: &RunStore,
+    run: &StoredRun,
+    status: &JobStatus,
+) -> anyhow::Result<()> {
     let Some(end) = status.recorded_end() else {
         return Ok(());
     };
@@ -384,7 +402,11 @@ mod tests {
         let s = JobStatus::from_queue(&e, None, SlurmExit::parse("0:0"));
         assert_eq!(s.exit_code, Some(0));
         assert_eq!(s.shell_exit_code(), 1);
-        let ok = JobStatus::from_queue(&entry("7|COMPLETED|None|0:03|1|n"), None, SlurmExit::parse("0:0"));
+        let ok = JobStatus::from_queue(
+            &entry("7|COMPLETED|None|0:03|1|n"),
+            None,
+            SlurmExit::parse("0:0"),
+        );
         assert_eq!(ok.shell_exit_code(), 0);
     }
 
@@ -406,6 +428,7 @@ mod tests {
         assert_eq!((s.state.as_str(), s.shell_exit_code()), ("STOPPED", 143));
         let s = JobStatus::from_final_state(&final_state(0, Ending::StartupFailed));
         assert_eq!((s.state.as_str(), s.shell_exit_code()), ("FAILED", 1));
+        assert_eq!(s.recorded_end(), None, "the file itself stays the record");
     }
 
     #[test]

@@ -75,7 +75,8 @@ impl LogTail {
         let mut file = match File::open(&self.path) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let event = (self.identity.is_some() && !self.deleted).then_some(TailEvent::Deleted);
+                let event =
+                    (self.identity.is_some() && !self.deleted).then_some(TailEvent::Deleted);
                 self.deleted |= event.is_some();
                 return Ok(Pumped { bytes: 0, event });
             }
@@ -220,25 +221,37 @@ mod tests {
 
         std::fs::write(&path, "one\ntw").unwrap();
         assert_eq!(pump(&mut tail), ("one\ntw".into(), None));
-        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
         f.write_all(b"o\nthree\n").unwrap();
         assert_eq!(pump(&mut tail), ("o\nthree\n".into(), None));
         assert_eq!(pump(&mut tail), (String::new(), None));
 
         std::fs::write(&path, "new\n").unwrap();
-        assert_eq!(pump(&mut tail), ("new\n".into(), Some(TailEvent::Truncated)));
+        assert_eq!(
+            pump(&mut tail),
+            ("new\n".into(), Some(TailEvent::Truncated))
+        );
 
         let other = dir.path().join("other");
         std::fs::write(&other, "replaced\n").unwrap();
         std::fs::rename(&other, &path).unwrap();
-        assert_eq!(pump(&mut tail), ("replaced\n".into(), Some(TailEvent::Replaced)));
+        assert_eq!(
+            pump(&mut tail),
+            ("replaced\n".into(), Some(TailEvent::Replaced))
+        );
 
         std::fs::remove_file(&path).unwrap();
         assert_eq!(pump(&mut tail), (String::new(), Some(TailEvent::Deleted)));
         assert_eq!(pump(&mut tail), (String::new(), None), "said once");
 
         std::fs::write(&path, "back\n").unwrap();
-        assert_eq!(pump(&mut tail), ("back\n".into(), Some(TailEvent::Reappeared)));
+        assert_eq!(
+            pump(&mut tail),
+            ("back\n".into(), Some(TailEvent::Reappeared))
+        );
     }
 
     #[test]
@@ -248,7 +261,10 @@ mod tests {
         std::fs::write(&path, "1\n2\n3\n").unwrap();
         let mut tail = LogTail::new(&path, Start::LastLines(1));
         assert_eq!(pump(&mut tail), ("3\n".into(), None));
-        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
         f.write_all(b"4\n").unwrap();
         assert_eq!(pump(&mut tail), ("4\n".into(), None));
     }
@@ -267,7 +283,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("job.log");
         std::fs::write(&path, "x\n").unwrap();
-        let err = LogTail::new(&path, Start::Beginning).pump(&mut Closed).unwrap_err();
+        let err = LogTail::new(&path, Start::Beginning)
+            .pump(&mut Closed)
+            .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
     }
 }

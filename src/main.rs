@@ -1,20 +1,29 @@
 //! rayslurm: run Ray (and other multi-node programs) on a Slurm cluster with one command.
 
 mod bootstrap;
+mod cancellation;
 mod cli;
 mod commands;
 mod config;
+mod elapsed;
 mod env_vars;
 mod error;
 mod final_state;
+mod follow;
 mod hostlist;
+mod interrupt;
 mod job_spec;
+mod job_status;
+mod log_tail;
 mod node_binary;
 mod printer;
 mod process;
 mod quote;
+mod run_store;
 mod script_files;
 mod slurm;
+mod slurm_query;
+mod target;
 mod template;
 mod validate;
 
@@ -50,8 +59,8 @@ fn run(command: Command, printer: &Printer) -> anyhow::Result<ExitCode> {
         }
         Command::Template => Ok(commands::template::run(printer)),
         Command::Bootstrap(args) => bootstrap::run(&args),
-        Command::Logs(_) | Command::Status(_) | Command::Cancel(_) => {
-            anyhow::bail!("not available yet")
-        }
+        Command::Logs(args) => commands::logs::run(&args, printer),
+        Command::Status(args) => commands::status::run(&args, printer),
+        Command::Cancel(args) => commands::cancel::run(&args, printer),
     }
 }

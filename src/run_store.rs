@@ -91,12 +91,17 @@ impl RunRecord {
 
     /// Why a record read from disk cannot be used, if it cannot.
     fn defect(&self) -> Option<String> {
-        if self.job_id.is_empty() || !self.job_id.chars().all(|c| c.is_ascii_digit() || c == '_')
-        {
-            return Some(format!("job id `{}` is not a Slurm job id", self.job_id.escape_debug()));
+        if self.job_id.is_empty() || !self.job_id.chars().all(|c| c.is_ascii_digit() || c == '_') {
+            return Some(format!(
+                "job id `{}` is not a Slurm job id",
+                self.job_id.escape_debug()
+            ));
         }
         if self.submitted().is_none() {
-            return Some(format!("submit time `{}` is not RFC 3339", self.submitted_at.escape_debug()));
+            return Some(format!(
+                "submit time `{}` is not RFC 3339",
+                self.submitted_at.escape_debug()
+            ));
         }
         None
     }
@@ -143,9 +148,10 @@ impl RunStore {
     pub(crate) fn add(&self, record: &RunRecord) -> Result<StoredRun> {
         std::fs::create_dir_all(&self.dir)
             .with_context(|| format!("cannot create the run store `{}`", self.dir.display()))?;
-        let stamp = record
-            .submitted()
-            .map_or_else(|| "unknown".to_owned(), |t| t.format("%Y%m%dT%H%M%S").to_string());
+        let stamp = record.submitted().map_or_else(
+            || "unknown".to_owned(),
+            |t| t.format("%Y%m%dT%H%M%S").to_string(),
+        );
         for n in 0..1000u32 {
             let name = match n {
                 0 => format!("{}-{}.json", stamp, record.job_id),
@@ -167,7 +173,11 @@ impl RunStore {
                 }
             }
         }
-        anyhow::bail!("no free record name for job {} in `{}`", record.job_id, self.dir.display())
+        anyhow::bail!(
+            "no free record name for job {} in `{}`",
+            record.job_id,
+            self.dir.display()
+        )
     }
 
     /// Rewrites a run's record in place (atomically: readers see the old or the new one).
@@ -198,8 +208,9 @@ impl RunStore {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
             Err(e) => {
-                return Err(e)
-                    .with_context(|| format!("cannot read the run store `{}`", self.dir.display()));
+                return Err(e).with_context(|| {
+                    format!("cannot read the run store `{}`", self.dir.display())
+                });
             }
         };
         let mut loaded = Loaded::default();
@@ -223,9 +234,26 @@ impl RunStore {
                 Err(why) => loaded.damaged.push((path, why)),
             }
         }
-        loaded.runs.sort_by(|a, b| newest_first(&a.record, &b.record));
+        loaded
+            .runs
+            .sort_by(|a, b| newest_first(&a.record, &b.record));
         Ok(loaded)
     }
+}
+
+/// Loads every record, warning once per damaged file (which is skipped).
+pub(crate) fn load_warning(
+    store: &RunStore,
+    printer: &crate::printer::Printer,
+) -> Result<Vec<StoredRun>> {
+    let loaded = store.load()?;
+    for (path, why) in &loaded.damaged {
+        printer.warn(&format!(
+            "skipping the damaged run record `{}`: {why}",
+            path.display()
+        ));
+    }
+    Ok(loaded.runs)
 }
 
 fn read_record(path: &Path) -> Result<RunRecord, String> {
@@ -264,8 +292,10 @@ pub(crate) fn state_dir(env: impl Fn(&str) -> Option<OsString>) -> Result<PathBu
     if let Some(home) = set(env_vars::HOME) {
         return Ok(home.join(".local/state/rayslurm"));
     }
-    Err(UsageError::new("cannot tell where to keep run records: HOME is not set")
-        .hint(format!("set {} to a directory", env_vars::STATE_DIR)))
+    Err(
+        UsageError::new("cannot tell where to keep run records: HOME is not set")
+            .hint(format!("set {} to a directory", env_vars::STATE_DIR)),
+    )
 }
 
 #[cfg(test)]
@@ -283,7 +313,15 @@ mod tests {
             .with_ymd_and_hms(2026, 11, 22, 9, minute, 0)
             .unwrap();
         let files = ScriptFiles::for_stem(Path::new("/logs"), &format!("{exp}_{job}"));
-        RunRecord::new(exp, job, &files, at, Path::new("/work"), "python train.py", 2)
+        RunRecord::new(
+            exp,
+            job,
+            &files,
+            at,
+            Path::new("/work"),
+            "python train.py",
+            2,
+        )
     }
 
     #[test]
@@ -301,7 +339,10 @@ mod tests {
             ("HOME", "/h"),
         ];
         assert_eq!(state_dir(env(&all)).unwrap(), PathBuf::from("/s"));
-        assert_eq!(state_dir(env(&all[1..])).unwrap(), PathBuf::from("/x/rayslurm"));
+        assert_eq!(
+            state_dir(env(&all[1..])).unwrap(),
+            PathBuf::from("/x/rayslurm")
+        );
         assert_eq!(
             state_dir(env(&[("XDG_STATE_HOME", "rel"), ("HOME", "/h")])).unwrap(),
             PathBuf::from("/h/.local/state/rayslurm")
@@ -322,7 +363,11 @@ mod tests {
         store.add(&record("b", "12", 3)).unwrap();
         store.add(&record("a", "11", 2)).unwrap();
         let loaded = store.load().unwrap();
-        let ids: Vec<&str> = loaded.runs.iter().map(|r| r.record.job_id.as_str()).collect();
+        let ids: Vec<&str> = loaded
+            .runs
+            .iter()
+            .map(|r| r.record.job_id.as_str())
+            .collect();
         assert_eq!(ids, ["12", "11", "10"]);
         assert!(loaded.damaged.is_empty());
         assert_eq!(loaded.runs[0].record, record("b", "12", 3));
@@ -341,7 +386,11 @@ mod tests {
         std::fs::write(dir.path().join("notes.txt"), "not a record").unwrap();
         store.add(&record("a", "12", 3)).unwrap();
         let loaded = store.load().unwrap();
-        let ids: Vec<&str> = loaded.runs.iter().map(|r| r.record.job_id.as_str()).collect();
+        let ids: Vec<&str> = loaded
+            .runs
+            .iter()
+            .map(|r| r.record.job_id.as_str())
+            .collect();
         assert_eq!(ids, ["12", "10"]);
         let mut damaged: Vec<String> = loaded
             .damaged
@@ -360,7 +409,11 @@ mod tests {
             for i in 0..32 {
                 let store = store.clone();
                 // Same submit second and some repeated job ids: names must still not collide.
-                s.spawn(move || store.add(&record("x", &format!("{}", 100 + i % 8), 0)).unwrap());
+                s.spawn(move || {
+                    store
+                        .add(&record("x", &format!("{}", 100 + i % 8), 0))
+                        .unwrap()
+                });
             }
         });
         let loaded = store.load().unwrap();

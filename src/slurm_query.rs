@@ -188,7 +188,9 @@ pub(crate) fn parse_scontrol_fields(text: &str) -> HashMap<String, String> {
         match word.split_once('=') {
             Some((key, value))
                 if !key.is_empty()
-                    && key.chars().all(|c| c.is_ascii_alphanumeric() || "/:_-".contains(c)) =>
+                    && key
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "/:_-".contains(c)) =>
             {
                 fields.insert(key.to_owned(), value.to_owned());
                 last = Some(key.to_owned());
@@ -311,8 +313,14 @@ mod tests {
     #[test]
     fn exit_code_field() {
         assert_eq!(SlurmExit::parse("3:0").map(SlurmExit::shell_code), Some(3));
-        assert_eq!(SlurmExit::parse("0:9").map(SlurmExit::shell_code), Some(137));
-        assert_eq!(SlurmExit::parse("0:15").map(SlurmExit::shell_code), Some(143));
+        assert_eq!(
+            SlurmExit::parse("0:9").map(SlurmExit::shell_code),
+            Some(137)
+        );
+        assert_eq!(
+            SlurmExit::parse("0:15").map(SlurmExit::shell_code),
+            Some(143)
+        );
         assert_eq!(SlurmExit::parse("0:0").map(SlurmExit::shell_code), Some(0));
         assert_eq!(SlurmExit::parse("3"), None);
         assert_eq!(SlurmExit::parse("a:b"), None);

@@ -34,7 +34,10 @@ pub(crate) fn resolve<'a>(
     if !by_job.is_empty() {
         return Ok(Selection { runs: by_job });
     }
-    let by_exp: Vec<&StoredRun> = runs.iter().filter(|r| r.record.exp_name == target).collect();
+    let by_exp: Vec<&StoredRun> = runs
+        .iter()
+        .filter(|r| r.record.exp_name == target)
+        .collect();
     if !by_exp.is_empty() {
         return Ok(Selection { runs: by_exp });
     }
@@ -48,7 +51,9 @@ fn unknown(runs: &[StoredRun], target: &str, store_dir: &Path) -> UsageError {
             show(target),
             store_dir.display()
         ))
-        .hint("runs are recorded by `rayslurm launch`; jobs submitted otherwise are not known here");
+        .hint(
+            "runs are recorded by `rayslurm launch`; jobs submitted otherwise are not known here",
+        );
     }
     let mut candidates: Vec<&str> = runs
         .iter()
@@ -141,7 +146,10 @@ mod tests {
     fn unknown_target_lists_close_matches() {
         let runs = runs();
         let err = resolve(&runs, "resnt", Path::new("/store")).unwrap_err();
-        assert_eq!(err.message, "no run has the experiment name or job id `resnt`");
+        assert_eq!(
+            err.message,
+            "no run has the experiment name or job id `resnt`"
+        );
         let hint = err.hint.unwrap();
         assert!(hint.starts_with("did you mean `resnet`?"), "{hint}");
         let err = resolve(&runs, "bert", Path::new("/store")).unwrap_err();
@@ -155,7 +163,11 @@ mod tests {
     #[test]
     fn empty_store_says_so() {
         let err = resolve(&[], "x", Path::new("/store")).unwrap_err();
-        assert!(err.message.contains("no runs are recorded in `/store`"), "{}", err.message);
+        assert!(
+            err.message.contains("no runs are recorded in `/store`"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

@@ -1,1 +1,737 @@
+//! `status`, `logs`, `cancel` and `launch --follow` against fake `sbatch`/`squeue`/`scontrol`/
+//! `scancel` on PATH: the error paths a real cluster cannot easily produce (a controller that
+//! does not answer, a log deleted under a follower, scancel refusing).
 
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::harness::{Run, bin, rayslurm, shim, text};
+
+/// A scratch world: fake Slurm commands, a run store and a log directory.
+struct Fake {
+    _root: tempfile::TempDir,
+    shims: PathBuf,
+    state: PathBuf,
+    logs: PathBuf,
+}
+
+impl Fake {
+    fn new() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        let shims = root.path().join("bin");
+        let state = root.path().join("state");
+        let logs = root.path().join("logs");
+        for d in [&shims, &state, &logs] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let fake = Self {
+            _root: root,
+            shims,
+            state,
+            logs,
+        };
+        // Anything a test does not fake must not reach a real cluster.
+        for name in ["sbatch", "squeue", "scontrol", "scancel", "sacct"] {
+            fake.shim(
+                name,
+                &format!("echo '{name}: not faked in this test' >&2; exit 99"),
+            );
+        }
+        fake
+    }
+
+    /// A fake command; `$CALLS` is its call log and `$N` the number of this call (from 1).
+    fn shim(&self, name: &str, body: &str) {
+        let calls = self.shims.join(format!("{name}.calls"));
+        shim(
+            &self.shims,
+            name,
+            &format!(
+                "CALLS={calls}\necho \"$*\" >> \"$CALLS\"\nN=$(wc -l < \"$CALLS\")\n{body}",
+                calls = calls.display()
+            ),
+        );
+    }
+
+    /// The arguments of each call of a fake command.
+    fn calls(&self, name: &str) -> Vec<String> {
+        std::fs::read_to_string(self.shims.join(format!("{name}.calls")))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn run<const N: usize>(&self, args: [&str; N]) -> Run {
+        rayslurm(args)
+            .shims(&self.shims)
+            .env("RAYSLURM_STATE_DIR", &self.state)
+            .cwd(&self.logs)
+    }
+
+    /// Records a run as `launch` would, with its log holding `log` (if any).
+    fn seed(&self, exp: &str, job: &str, minute: u32, log: Option<&str>) -> PathBuf {
+        let stem = self.logs.join(format!("{exp}_{job}"));
+        let log_path = stem.with_extension("log");
+        if let Some(text) = log {
+            std::fs::write(&log_path, text).unwrap();
+        }
+        let record = serde_json::json!({
+            "format": 1,
+            "exp_name": exp,
+            "job_id": job,
+            "script": stem.with_extension("sh"),
+            "log": log_path,
+            "state_file": stem.with_extension("state.json"),
+            "submitted_at": format!("{}T09:{minute:02}:00+00:00", chrono::Local::now().format("%Y-%m-%d")),
+            "workdir": self.logs,
+            "command": "python train.py",
+            "num_nodes": 2,
+        });
+        let runs = self.state.join("runs");
+        std::fs::create_dir_all(&runs).unwrap();
+        std::fs::write(runs.join(format!("{job}.json")), record.to_string()).unwrap();
+        log_path
+    }
+
+    /// Writes the bootstrap's final state for a seeded run.
+    fn final_state(&self, exp: &str, job: &str, code: i32, ending: &str) {
+        let state = serde_json::json!({
+            "job_id": job,
+            "exit_code": code,
+            "ending": ending,
+            "started_at": "2026-11-22T09:00:00+00:00",
+            "ended_at": "2026-11-22T09:00:07+00:00",
+            "head_node": "node1",
+            "message": null,
+        });
+        std::fs::write(
+            self.logs.join(format!("{exp}_{job}.state.json")),
+            state.to_string(),
+        )
+        .unwrap();
+    }
+}
+
+/// squeue's answer for job `id` in `state`.
+fn line(id: &str, state: &str) -> String {
+    let nodes = if state == "PENDING" { "" } else { "node[1-2]" };
+    let reason = if state == "PENDING" {
+        "Resources"
+    } else {
+        "None"
+    };
+    format!("echo '{id}|{state}|{reason}|0:07|2|{nodes}'")
+}
+
+const CONTROLLER_DOWN: &str = "echo 'slurm_load_jobs error: Unable to contact slurm controller (connect failure)' >&2; exit 1";
+
+fn json(stdout: &str) -> Vec<serde_json::Value> {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+#[test]
+fn status_json_shape() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, Some("x\n"));
+    fake.seed("bert", "102", 2, None);
+    fake.seed("resnet", "103", 3, None);
+    fake.final_state("resnet", "101", 0, "completed");
+    fake.shim(
+        "squeue",
+        &format!("{}\n{}", line("103", "PENDING"), line("102", "RUNNING")),
+    );
+    let out = fake.run(["status", "--json"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let rows = json(&stdout);
+    let ids: Vec<&str> = rows.iter().map(|r| r["job_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["103", "102", "101"], "newest first");
+    assert_eq!(rows[0]["state"], "PENDING");
+    assert_eq!(rows[0]["reason"], "Resources");
+    assert_eq!(rows[0]["exit_code"], serde_json::Value::Null);
+    assert_eq!(rows[1]["state"], "RUNNING");
+    assert_eq!(rows[1]["nodelist"], "node[1-2]");
+    assert_eq!(rows[1]["elapsed_seconds"], 7);
+    assert_eq!(rows[2]["state"], "COMPLETED");
+    assert_eq!(rows[2]["exit_code"], 0);
+    assert_eq!(rows[2]["source"], "final-state");
+    let keys: Vec<&String> = rows[0].as_object().unwrap().keys().collect();
+    for key in [
+        "exp_name",
+        "job_id",
+        "state",
+        "reason",
+        "nodes",
+        "nodelist",
+        "elapsed_seconds",
+        "exit_code",
+        "log",
+        "script",
+        "state_file",
+        "submitted_at",
+        "workdir",
+        "command",
+        "source",
+        "message",
+    ] {
+        assert!(keys.iter().any(|k| *k == key), "missing {key} in {keys:?}");
+    }
+}
+
+#[test]
+fn status_asks_squeue_once_for_all_runs() {
+    let fake = Fake::new();
+    for (i, job) in ["201", "202", "203"].into_iter().enumerate() {
+        fake.seed("sweep", job, i as u32, None);
+    }
+    fake.shim(
+        "squeue",
+        &format!(
+            "{}\n{}\n{}",
+            line("201", "RUNNING"),
+            line("202", "RUNNING"),
+            line("203", "RUNNING")
+        ),
+    );
+    let out = fake.run(["status"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let calls = fake.calls("squeue");
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(calls[0].contains("203,202,201"), "{calls:?}");
+    assert!(stdout.starts_with("NAME "), "{stdout}");
+    assert_eq!(stdout.matches("RUNNING").count(), 3, "{stdout}");
+}
+
+#[test]
+fn status_retries_a_failing_squeue() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    fake.shim(
+        "squeue",
+        &format!(
+            "if [ \"$N\" -le 2 ]; then {CONTROLLER_DOWN}; fi\n{}",
+            line("101", "RUNNING")
+        ),
+    );
+    let out = fake.run(["status", "--json"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(json(&stdout)[0]["state"], "RUNNING");
+    assert_eq!(fake.calls("squeue").len(), 3);
+    assert_eq!(stderr.matches("trying again").count(), 2, "{stderr}");
+}
+
+#[test]
+fn squeue_that_keeps_failing_never_reports_a_run_finished() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    fake.seed("resnet", "102", 2, None);
+    fake.final_state("resnet", "102", 4, "failed");
+    fake.shim("squeue", CONTROLLER_DOWN);
+    let out = fake.run(["status", "--json"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let rows = json(&stdout);
+    assert_eq!(
+        rows[0]["state"], "FAILED",
+        "the final state file is proof of the end"
+    );
+    assert_eq!(rows[0]["exit_code"], 4);
+    assert_eq!(rows[1]["state"], "UNKNOWN");
+    assert!(
+        stderr.contains("Unable to contact slurm controller"),
+        "{stderr}"
+    );
+    // Nothing was remembered as ended.
+    for job in ["101", "102"] {
+        let record = std::fs::read_to_string(fake.state.join(format!("runs/{job}.json"))).unwrap();
+        assert!(!record.contains("\"ended\""), "{record}");
+    }
+}
+
+#[test]
+fn unknown_target_is_a_usage_error_with_close_matches() {
+    let fake = Fake::new();
+    fake.seed("resnet-sweep", "101", 1, None);
+    fake.seed("bert", "102", 2, None);
+    for cmd in ["logs", "status", "cancel"] {
+        let out = fake.run([cmd, "resnet-swep"]).output();
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {stderr}");
+        assert!(
+            stderr.contains("error: no run has the experiment name or job id `resnet-swep`"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("hint: did you mean `resnet-sweep`?"),
+            "{stderr}"
+        );
+    }
+    assert!(fake.calls("scancel").is_empty());
+    let out = fake.run(["logs", "103"]).output();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).1.contains("`101`"), "{}", text(&out).1);
+}
+
+#[test]
+fn empty_store() {
+    let fake = Fake::new();
+    let out = fake.run(["status", "--json"]).output();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out).0.trim(), "[]");
+    let out = fake.run(["logs", "x"]).output();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).1.contains("no runs are recorded"),
+        "{}",
+        text(&out).1
+    );
+}
+
+#[test]
+fn damaged_record_is_skipped_with_a_warning() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    std::fs::write(
+        fake.state.join("runs/broken.json"),
+        "{\"exp_name\": \"x\", ",
+    )
+    .unwrap();
+    fake.shim("squeue", &line("101", "RUNNING"));
+    let out = fake.run(["status", "--json"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(json(&stdout).len(), 1);
+    assert!(
+        stderr.contains("warning: skipping the damaged run record"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("broken.json"), "{stderr}");
+}
+
+#[test]
+fn logs_prints_the_latest_run_and_its_tail() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, Some("old run\n"));
+    fake.seed("resnet", "102", 2, Some("1\n2\n3\n4\n"));
+    let out = fake.run(["logs", "resnet"]).output();
+    assert_eq!(text(&out).0, "1\n2\n3\n4\n");
+    let out = fake.run(["logs", "resnet", "--tail", "2"]).output();
+    assert_eq!(text(&out).0, "3\n4\n");
+    let out = fake.run(["logs", "101"]).output();
+    assert_eq!(text(&out).0, "old run\n");
+    assert!(
+        fake.calls("squeue").is_empty(),
+        "printing a log asks Slurm nothing"
+    );
+}
+
+#[test]
+fn logs_of_a_pending_job_says_it_has_not_started() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    fake.shim("squeue", &line("101", "PENDING"));
+    let out = fake.run(["logs", "resnet"]).output();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("is PENDING (Resources): it has not started"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint: `rayslurm logs -f 101`"), "{stderr}");
+}
+
+#[test]
+fn follow_exits_with_the_jobs_code_from_scontrol() {
+    let fake = Fake::new();
+    let log = fake.seed("resnet", "101", 1, None);
+    // The job's log appears on the second look, and the job fails on the third.
+    fake.shim(
+        "squeue",
+        &format!(
+            "case $N in 1) {};; 2) printf 'hello\\nworld\\n' > {log}; {};; *) {};; esac",
+            line("101", "PENDING"),
+            line("101", "RUNNING"),
+            line("101", "FAILED"),
+            log = log.display()
+        ),
+    );
+    fake.shim("scontrol", "echo 'JobId=101 JobState=FAILED Reason=NonZeroExitCode ExitCode=3:0 RunTime=00:00:07 NodeList=node[1-2]'");
+    let start = Instant::now();
+    let out = fake.run(["logs", "-f", "resnet"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(stdout, "hello\nworld\n");
+    assert!(
+        stderr.contains("job 101 (resnet) is PENDING (Resources)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("job 101 (resnet) is RUNNING on node[1-2]"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("job 101 (resnet) FAILED, exit code 3"),
+        "{stderr}"
+    );
+    assert_eq!(fake.calls("squeue").len(), 3);
+    assert!(
+        start.elapsed() >= Duration::from_secs(4),
+        "squeue at most every 2 s"
+    );
+    // The end is remembered: status needs no Slurm now.
+    fake.shim("squeue", "exit 0");
+    let out = fake.run(["status", "--json", "101"]).output();
+    let rows = json(&text(&out).0);
+    assert_eq!(
+        (rows[0]["state"].as_str(), rows[0]["exit_code"].as_i64()),
+        (Some("FAILED"), Some(3))
+    );
+}
+
+#[test]
+fn follow_prefers_the_final_state_and_reads_the_whole_log() {
+    let fake = Fake::new();
+    let log = fake.seed("resnet", "101", 1, Some("start\n"));
+    // The job is already over in Slurm's eyes while the nodes still flush the log.
+    let writer = format!(
+        "(sleep 0.5; echo late >> {log}; sleep 0.5; echo later >> {log}) &",
+        log = log.display()
+    );
+    fake.shim("squeue", &format!("{writer}\n{}", line("101", "COMPLETED")));
+    fake.final_state("resnet", "101", 0, "completed");
+    let out = fake.run(["logs", "-f", "resnet"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout, "start\nlate\nlater\n");
+    assert!(
+        fake.calls("scontrol").is_empty(),
+        "the final state has the exit code"
+    );
+}
+
+#[test]
+fn follow_keeps_going_while_squeue_fails() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, Some("x\n"));
+    fake.shim(
+        "squeue",
+        &format!(
+            "if [ \"$N\" -eq 2 ]; then {CONTROLLER_DOWN}; fi\ncase $N in 1) {};; *) {};; esac",
+            line("101", "RUNNING"),
+            line("101", "COMPLETED")
+        ),
+    );
+    fake.shim(
+        "scontrol",
+        "echo 'JobId=101 JobState=COMPLETED ExitCode=0:0'",
+    );
+    let out = fake.run(["logs", "-f", "resnet"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout, "x\n");
+    assert!(
+        stderr.contains("Unable to contact slurm controller"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("unknown until squeue answers"), "{stderr}");
+    assert!(stderr.contains("squeue answers again"), "{stderr}");
+    assert!(stderr.contains("COMPLETED, exit code 0"), "{stderr}");
+    assert_eq!(fake.calls("squeue").len(), 3);
+}
+
+#[test]
+fn follow_reports_a_deleted_log_and_goes_on() {
+    let fake = Fake::new();
+    let log = fake.seed("resnet", "101", 1, Some("before\n"));
+    fake.shim(
+        "squeue",
+        &format!(
+            "case $N in 1) {};; 2) rm -f {log}; {};; *) {};; esac",
+            line("101", "RUNNING"),
+            line("101", "RUNNING"),
+            line("101", "CANCELLED"),
+            log = log.display()
+        ),
+    );
+    fake.shim(
+        "scontrol",
+        "echo 'JobId=101 JobState=CANCELLED ExitCode=0:15'",
+    );
+    let out = fake.run(["logs", "-f", "resnet"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert_eq!(stdout, "before\n");
+    assert_eq!(stderr.matches("was deleted").count(), 1, "{stderr}");
+    assert!(stderr.contains("CANCELLED, exit code 143"), "{stderr}");
+}
+
+#[test]
+fn follow_of_a_job_slurm_forgot_uses_the_final_state() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, Some("all done\n"));
+    fake.final_state("resnet", "101", 5, "failed");
+    fake.shim(
+        "squeue",
+        "echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1",
+    );
+    let out = fake.run(["logs", "-f", "resnet"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert_eq!(stdout, "all done\n");
+}
+
+#[test]
+fn follow_of_a_run_with_a_recorded_end_asks_slurm_nothing() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, Some("done long ago\n"));
+    fake.shim("squeue", &line("101", "FAILED"));
+    fake.shim("scontrol", "echo 'JobId=101 JobState=FAILED ExitCode=6:0'");
+    let out = fake.run(["status", "101"]).output();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
+    // The job id is handed to another job; the record keeps what it learned.
+    fake.shim("squeue", &line("101", "RUNNING"));
+    let start = Instant::now();
+    let out = fake.run(["logs", "-f", "101"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(6), "{stderr}");
+    assert_eq!(stdout, "done long ago\n");
+    assert_eq!(fake.calls("squeue").len(), 1, "only the status call");
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+/// Starts rayslurm with `args`, waits until it has asked squeue, and sends it SIGINT.
+fn interrupt(fake: &Fake, args: &[&str]) -> (Option<i32>, String) {
+    let path = format!(
+        "{}:{}",
+        fake.shims.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut child = Command::new(bin())
+        .args(args)
+        .env("PATH", path)
+        .env("RAYSLURM_STATE_DIR", &fake.state)
+        .env("RAYSLURM_CONFIG", "/nonexistent/rayslurm.toml")
+        .current_dir(&fake.logs)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while fake.calls("squeue").is_empty() {
+        assert!(Instant::now() < deadline, "never asked squeue");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (child.wait().unwrap().code(), stderr)
+}
+
+#[test]
+fn ctrl_c_stops_following_without_cancelling() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, Some("x\n"));
+    fake.shim("squeue", &line("101", "RUNNING"));
+    fake.shim("scancel", "exit 0");
+    let (code, stderr) = interrupt(&fake, &["logs", "-f", "resnet"]);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(
+        stderr.contains("Cancel it with `rayslurm cancel 101`"),
+        "{stderr}"
+    );
+    assert!(fake.calls("scancel").is_empty());
+}
+
+#[test]
+fn ctrl_c_with_cancel_on_interrupt_cancels() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, Some("x\n"));
+    let cancelled = fake.shims.join("cancelled");
+    fake.shim(
+        "squeue",
+        &format!(
+            "if [ -e {c} ]; then {}; else {}; fi",
+            line("101", "CANCELLED"),
+            line("101", "RUNNING"),
+            c = cancelled.display()
+        ),
+    );
+    fake.shim("scancel", &format!("touch {}", cancelled.display()));
+    fake.shim(
+        "scontrol",
+        "echo 'JobId=101 JobState=CANCELLED ExitCode=0:15'",
+    );
+    // `--cancel-on-interrupt` belongs to `launch --follow`: launch with a fake sbatch.
+    fake.shim("sbatch", "echo 101");
+    let (code, stderr) = interrupt(
+        &fake,
+        &[
+            "launch",
+            "--exp-name",
+            "resnet",
+            "--command",
+            "sleep 100",
+            "--follow",
+            "--cancel-on-interrupt",
+        ],
+    );
+    assert_eq!(code, Some(130), "{stderr}");
+    assert_eq!(fake.calls("scancel"), ["101"]);
+    assert!(
+        stderr.contains("cancelled job 101 (resnet): CANCELLED"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn cancel_confirms_the_job_stopped_and_status_remembers() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    fake.seed("resnet", "102", 2, None);
+    let cancelled = fake.shims.join("cancelled");
+    fake.shim(
+        "squeue",
+        &format!(
+            "if [ -e {c} ]; then {}; else {}; fi",
+            line("102", "CANCELLED"),
+            line("102", "RUNNING"),
+            c = cancelled.display()
+        ),
+    );
+    fake.shim(
+        "scancel",
+        &format!("sleep 0.3; touch {}", cancelled.display()),
+    );
+    fake.shim(
+        "scontrol",
+        "echo 'JobId=102 JobState=CANCELLED ExitCode=0:15 RunTime=00:00:07'",
+    );
+    let out = fake.run(["cancel", "resnet"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout.trim(), "102", "the latest run of the experiment");
+    assert_eq!(fake.calls("scancel"), ["102"]);
+    assert!(
+        stderr.contains("cancelled job 102 (resnet): it is CANCELLED"),
+        "{stderr}"
+    );
+    // Slurm forgets the job; the record still knows.
+    fake.shim("squeue", "exit 0");
+    let out = fake.run(["status", "--json", "102"]).output();
+    let rows = json(&text(&out).0);
+    assert_eq!(rows[0]["state"], "CANCELLED");
+    assert_eq!(rows[0]["exit_code"], 143);
+    // Cancelling again is nothing to do.
+    let out = fake.run(["cancel", "102"]).output();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out).1.contains("already ended (CANCELLED)"),
+        "{}",
+        text(&out).1
+    );
+    assert_eq!(fake.calls("scancel").len(), 1);
+}
+
+#[test]
+fn cancel_of_a_job_that_already_ended() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    fake.final_state("resnet", "101", 0, "completed");
+    fake.shim(
+        "scancel",
+        "echo 'scancel: error: Kill job error on job id 101: Invalid job id specified' >&2; exit 1",
+    );
+    fake.shim(
+        "squeue",
+        "echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1",
+    );
+    let out = fake.run(["cancel", "resnet"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout, "");
+    assert!(
+        stderr.contains("job 101 (resnet) already ended (COMPLETED)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn scancel_refusing_is_a_failure() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    fake.shim(
+        "scancel",
+        "echo 'scancel: error: Kill job error on job id 101: Access/permission denied' >&2; exit 1",
+    );
+    fake.shim("squeue", &line("101", "RUNNING"));
+    let out = fake.run(["cancel", "resnet"]).output();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error: cannot cancel job 101"), "{stderr}");
+    assert!(stderr.contains("Access/permission denied"), "{stderr}");
+}
+
+#[test]
+fn launch_records_runs_and_concurrent_launches_keep_all() {
+    let fake = Fake::new();
+    // Job ids from a counter, as slurmctld hands them out.
+    let counter = fake.shims.join("next-id");
+    fake.shim(
+        "sbatch",
+        &format!("exec 9>>{c}.lock; flock 9; n=$(( $(cat {c} 2>/dev/null || echo 300) + 1 )); echo $n > {c}; echo $n", c = counter.display()),
+    );
+    let launches: Vec<Run> = (0..6)
+        .map(|_| {
+            fake.run([
+                "launch",
+                "--exp-name",
+                "sweep",
+                "--command",
+                "python train.py --lr 0.1",
+            ])
+        })
+        .collect();
+    let outputs: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = launches
+            .into_iter()
+            .map(|run| s.spawn(move || run.output()))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for out in &outputs {
+        assert_eq!(out.status.code(), Some(0), "{}", text(out).1);
+    }
+    fake.shim("squeue", "exit 0");
+    let out = fake.run(["status", "--json", "sweep"]).output();
+    let rows = json(&text(&out).0);
+    assert_eq!(rows.len(), 6, "{rows:?}");
+    let mut ids: Vec<&str> = rows.iter().map(|r| r["job_id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["301", "302", "303", "304", "305", "306"]);
+    let row = &rows[0];
+    assert_eq!(row["command"], "python train.py --lr 0.1");
+    assert_eq!(row["nodes"], 1);
+    assert!(
+        row["log"]
+            .as_str()
+            .unwrap()
+            .starts_with(fake.logs.to_str().unwrap())
+    );
+    assert_eq!(Path::new(row["workdir"].as_str().unwrap()), fake.logs);
+}

@@ -1,0 +1,52 @@
+//! `rayslurm cancel TARGET`: cancel a run (the latest of an experiment) and confirm it stopped.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::cancellation::{self, Cancelled};
+use crate::cli::CancelArgs;
+use crate::job_status::{self, JobStatus};
+use crate::printer::Printer;
+use crate::run_store::{self, RunStore};
+use crate::target;
+
+pub(crate) fn run(args: &CancelArgs, printer: &Printer) -> Result<ExitCode> {
+    let store = RunStore::from_env()?;
+    let runs = run_store::load_warning(&store, printer)?;
+    let run = target::resolve(&runs, &args.target, store.dir())?.latest();
+    let job = format!("job {} ({})", run.record.job_id, run.record.exp_name);
+    if let Some(end) = &run.record.ended {
+        printer.info(&format!(
+            "{job} already ended ({}); nothing to cancel",
+            end.state
+        ));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let warn = |m: &str| printer.warn(m);
+    let (status, cancelled) = match cancellation::cancel(&run.record.job_id)? {
+        Cancelled::Stopped(status) => (status, true),
+        Cancelled::AlreadyEnded(status) if status.source == "none" => {
+            // Slurm has forgotten the job: the final state file may still say how it ended.
+            let status = job_status::read_final_state(run, &warn)
+                .map_or(status, |f| JobStatus::from_final_state(&f));
+            (status, false)
+        }
+        Cancelled::AlreadyEnded(status) => (status, false),
+    };
+    if let Err(e) = job_status::remember(&store, run, &status) {
+        printer.warn(&format!(
+            "could not keep the run's end in its record: {e:#}"
+        ));
+    }
+    if cancelled {
+        printer.result(&run.record.job_id);
+        printer.info(&format!("cancelled {job}: it is {}", status.label()));
+    } else {
+        printer.info(&format!(
+            "{job} already ended ({}); nothing to cancel",
+            status.label()
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,87 @@
+//! `rayslurm logs TARGET [-f] [--tail N]`: print a run's log, or follow it until the job ends.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use nix::sys::signal::Signal;
+
+use crate::cli::LogsArgs;
+use crate::error::Hinted;
+use crate::follow::{self, Request};
+use crate::job_status::{self, JobStatus};
+use crate::log_tail::{LogTail, Start};
+use crate::printer::Printer;
+use crate::run_store::{self, RunStore, StoredRun};
+use crate::slurm_query::Phase;
+use crate::target;
+
+pub(crate) fn run(args: &LogsArgs, printer: &Printer) -> Result<ExitCode> {
+    let store = RunStore::from_env()?;
+    let runs = run_store::load_warning(&store, printer)?;
+    let run = target::resolve(&runs, &args.target, store.dir())?.latest();
+    let start = match args.tail {
+        Some(n) => Start::LastLines(u64::from(n)),
+        None => Start::Beginning,
+    };
+    if args.follow {
+        let request = Request {
+            record: &run.record,
+            stored: Some((&store, run)),
+            start,
+            cancel_on_interrupt: false,
+        };
+        return follow::follow(&request, printer);
+    }
+    if !run.record.log.exists() {
+        return Err(missing_log(run, printer));
+    }
+    let mut tail = LogTail::new(&run.record.log, start);
+    let mut out = std::io::stdout().lock();
+    match tail.pump(&mut out) {
+        Ok(_) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            Ok(ExitCode::from(128 + Signal::SIGPIPE as u8))
+        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!(
+            "cannot read the log `{}`",
+            run.record.log.display()
+        ))),
+    }
+}
+
+/// Why a run has no log file, as far as Slurm can tell.
+fn missing_log(run: &StoredRun, printer: &Printer) -> anyhow::Error {
+    let record = &run.record;
+    let job = format!("job {} ({})", record.job_id, record.exp_name);
+    let log = record.log.display();
+    let follow_hint = format!(
+        "`rayslurm logs -f {}` waits for the log and follows it",
+        record.job_id
+    );
+    let warn = |m: &str| printer.warn(m);
+    let status = job_status::gather(&[run], &job_status::ONE_SHOT_RETRIES, &warn)
+        .ok()
+        .and_then(|g| g.statuses.into_iter().next())
+        .unwrap_or_else(JobStatus::unknown);
+    let hinted = |error: anyhow::Error| {
+        anyhow::Error::new(Hinted {
+            error,
+            hint: follow_hint.clone(),
+        })
+    };
+    match status.phase {
+        Some(Phase::Pending) => hinted(anyhow::anyhow!(
+            "{job} is {}: it has not started, so it has no log yet",
+            status.label()
+        )),
+        Some(Phase::Running) => hinted(anyhow::anyhow!(
+            "{job} is {} but its log `{log}` does not exist yet",
+            status.label()
+        )),
+        Some(_) => anyhow::anyhow!(
+            "the log `{log}` of {job} does not exist (the job is {}); was it moved or deleted?",
+            status.label()
+        ),
+        None => hinted(anyhow::anyhow!("the log `{log}` of {job} does not exist")),
+    }
+}

@@ -1,0 +1,259 @@
+//! `rayslurm status [TARGET] [--json] [--all]`: recorded runs and their states, newest first.
+//!
+//! One squeue call covers every run shown. By default only recent runs are shown (the newest
+//! [`RECENT_COUNT`] of the last [`RECENT_DAYS`] days, plus older ones not yet known to have
+//! ended); `--all` shows every recorded run.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use chrono::{DateTime, FixedOffset, Local};
+use serde::Serialize;
+
+use crate::cli::StatusArgs;
+use crate::elapsed;
+use crate::error::WithHint;
+use crate::job_status::{self, JobStatus};
+use crate::printer::Printer;
+use crate::run_store::{self, RunStore, StoredRun};
+use crate::slurm_query::QueryError;
+use crate::target;
+
+const RECENT_COUNT: usize = 20;
+const RECENT_DAYS: i64 = 7;
+
+/// One run as `--json` prints it.
+#[derive(Debug, Serialize)]
+struct RunJson<'a> {
+    exp_name: &'a str,
+    job_id: &'a str,
+    state: &'a str,
+    reason: Option<&'a str>,
+    nodes: u32,
+    nodelist: Option<&'a str>,
+    elapsed_seconds: Option<u64>,
+    exit_code: Option<i32>,
+    log: String,
+    script: String,
+    state_file: String,
+    submitted_at: &'a str,
+    workdir: String,
+    command: &'a str,
+    /// Where the state came from: squeue, final-state, sacct, record, none.
+    source: &'a str,
+    message: Option<&'a str>,
+}
+
+pub(crate) fn run(args: &StatusArgs, printer: &Printer) -> Result<ExitCode> {
+    let store = RunStore::from_env()?;
+    let runs = run_store::load_warning(&store, printer)?;
+    let selected: Vec<&StoredRun> = match &args.target {
+        Some(t) => target::resolve(&runs, t, store.dir())?.runs,
+        None => runs.iter().collect(),
+    };
+    let total = selected.len();
+    let shown = if args.all || total == 1 {
+        selected
+    } else {
+        recent(selected, Local::now().fixed_offset())
+    };
+
+    let warn = |m: &str| printer.warn(m);
+    let gathered = match job_status::gather(&shown, &job_status::ONE_SHOT_RETRIES, &warn) {
+        Ok(g) => g,
+        Err(e @ QueryError::Missing(_)) => {
+            return Err(e).hint("run on a Slurm login node, where squeue is on PATH");
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut remember_failed = false;
+    for (run, status) in shown.iter().zip(&gathered.statuses) {
+        if let Err(e) = job_status::remember(&store, run, status)
+            && !remember_failed
+        {
+            remember_failed = true;
+            printer.warn(&format!("could not keep a run's end in its record: {e:#}"));
+        }
+    }
+
+    if args.json {
+        let rows: Vec<RunJson> = shown
+            .iter()
+            .zip(&gathered.statuses)
+            .map(|(run, status)| to_json(run, status))
+            .collect();
+        printer.result(&serde_json::to_string_pretty(&rows)?);
+    } else if shown.is_empty() {
+        printer.info(&format!(
+            "no runs recorded (in `{}`)",
+            store.dir().display()
+        ));
+    } else {
+        printer.result(&table(&shown, &gathered.statuses));
+    }
+    if shown.len() < total {
+        printer.info(&format!(
+            "{} older runs not shown; pass --all to see every run",
+            total - shown.len()
+        ));
+    }
+    if let Some(e) = gathered.squeue_error {
+        printer.warn(&format!("{e}"));
+        anyhow::bail!("squeue did not answer, so runs without a final state are shown as UNKNOWN");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The runs shown by default: the newest of the last days, and any older run whose end is
+/// not known yet (it may still be running).
+fn recent(runs: Vec<&StoredRun>, now: DateTime<FixedOffset>) -> Vec<&StoredRun> {
+    let cutoff = now - chrono::Duration::days(RECENT_DAYS);
+    let mut newest = 0;
+    runs.into_iter()
+        .filter(|run| {
+            let fresh =
+                run.record.submitted().is_some_and(|t| t >= cutoff) && newest < RECENT_COUNT;
+            if fresh {
+                newest += 1;
+                return true;
+            }
+            run.record.ended.is_none() && !run.record.state_file.exists()
+        })
+        .collect()
+}
+
+fn to_json<'a>(run: &'a StoredRun, status: &'a JobStatus) -> RunJson<'a> {
+    let r = &run.record;
+    RunJson {
+        exp_name: &r.exp_name,
+        job_id: &r.job_id,
+        state: &status.state,
+        reason: status.reason.as_deref(),
+        nodes: status.nodes.unwrap_or(r.num_nodes),
+        nodelist: status.nodelist.as_deref(),
+        elapsed_seconds: status.elapsed,
+        exit_code: status.exit_code,
+        log: r.log.display().to_string(),
+        script: r.script.display().to_string(),
+        state_file: r.state_file.display().to_string(),
+        submitted_at: &r.submitted_at,
+        workdir: r.workdir.display().to_string(),
+        command: &r.command,
+        source: &status.source,
+        message: status.message.as_deref(),
+    }
+}
+
+/// Aligned columns; the log path last, so a long one does not push the others.
+fn table(runs: &[&StoredRun], statuses: &[JobStatus]) -> String {
+    let header = ["NAME", "JOBID", "STATE", "NODES", "ELAPSED", "EXIT", "LOG"].map(str::to_owned);
+    let mut rows = vec![header];
+    for (run, status) in runs.iter().zip(statuses) {
+        let r = &run.record;
+        rows.push([
+            r.exp_name.clone(),
+            r.job_id.clone(),
+            status.label(),
+            status.nodes.unwrap_or(r.num_nodes).to_string(),
+            status
+                .elapsed
+                .map_or_else(|| "-".to_owned(), elapsed::format),
+            status
+                .exit_code
+                .map_or_else(|| "-".to_owned(), |c| c.to_string()),
+            r.log.display().to_string(),
+        ]);
+    }
+    let columns = rows[0].len();
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .map(|row| row[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    rows.iter()
+        .map(|row| {
+            let mut line = String::new();
+            for (c, cell) in row.iter().enumerate() {
+                if c + 1 == columns {
+                    line.push_str(cell);
+                } else {
+                    line.push_str(&format!("{cell:<width$}  ", width = widths[c]));
+                }
+            }
+            line
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::run_store::{RecordedEnd, RunRecord};
+    use crate::script_files::ScriptFiles;
+
+    fn run(job: &str, days_ago: i64, ended: bool) -> StoredRun {
+        let at = now() - chrono::Duration::days(days_ago);
+        let files = ScriptFiles::for_stem(Path::new("/nonexistent"), job);
+        let mut record = RunRecord::new("x", job, &files, at, Path::new("/w"), "true", 1);
+        record.ended = ended.then(|| RecordedEnd {
+            state: "COMPLETED".into(),
+            exit_code: Some(0),
+            elapsed_seconds: Some(1),
+            nodelist: None,
+            source: "squeue".into(),
+        });
+        StoredRun {
+            path: PathBuf::from(job),
+            record,
+        }
+    }
+
+    fn now() -> DateTime<FixedOffset> {
+        FixedOffset::east_opt(0)
+            .unwrap()
+            .with_ymd_and_hms(2026, 11, 22, 12, 0, 0)
+            .unwrap()
+    }
+
+    #[test]
+    fn recent_keeps_new_runs_and_old_unfinished_ones() {
+        let mut runs: Vec<StoredRun> = (0..25)
+            .map(|i| run(&format!("{}", 100 - i), 0, true))
+            .collect();
+        runs.push(run("50", 30, true));
+        runs.push(run("49", 30, false));
+        let refs: Vec<&StoredRun> = runs.iter().collect();
+        let shown: Vec<&str> = recent(refs, now())
+            .iter()
+            .map(|r| r.record.job_id.as_str())
+            .collect();
+        assert_eq!(shown.len(), RECENT_COUNT + 1);
+        assert_eq!(shown[0], "100");
+        assert_eq!(*shown.last().unwrap(), "49");
+    }
+
+    #[test]
+    fn table_aligns_columns() {
+        let runs = [run("7", 0, true)];
+        let refs: Vec<&StoredRun> = runs.iter().collect();
+        let status = JobStatus::from_record(runs[0].record.ended.as_ref().unwrap());
+        let text = table(&refs, &[status]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "NAME  JOBID  STATE      NODES  ELAPSED  EXIT  LOG"
+        );
+        assert_eq!(
+            lines[1],
+            "x     7      COMPLETED  1      0:01     0     /nonexistent/7.log"
+        );
+    }
+}
