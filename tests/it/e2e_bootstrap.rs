@@ -149,7 +149,7 @@ fn three_nodes_form_a_cluster_and_the_command_sees_them() {
     copy_example(&dir, "ray_nodes.py");
     let script = dir.join("ray_nodes.py");
     let cmd = format!(
-        "python {} && env | grep -E '^(RAYSLURM_|RAY_ADDRESS=|PYTHONUNBUFFERED=)' | sort",
+        "python {} && env | grep -E '^(RAYSLURM_|RAY_ADDRESS=|PYTHONUNBUFFERED=)' && printf 'IPS<%s>\\n' \"$RAYSLURM_NODE_IPS\"",
         script.display()
     );
     let job = launch(lab, "three", &["-n", "3", "--command", &cmd]);
@@ -298,9 +298,17 @@ fn ipv6_head_address_works() {
     let info = job.wait(Duration::from_secs(180));
     let log = job.log_text();
     assert_eq!(info["JobState"], "COMPLETED", "log:\n{log}");
+    let address = log
+        .lines()
+        .find_map(|l| l.strip_prefix("address="))
+        .expect("address printed");
+    let host = address
+        .strip_prefix('[')
+        .and_then(|a| a.split_once("]:"))
+        .map(|(h, _)| h);
     assert!(
-        log.contains(&format!("address=[{}]:", lab.node_ips6[0])),
-        "{log}"
+        host.is_some_and(|h| lab.node_ips6.iter().any(|ip| ip == h)),
+        "bracketed IPv6 of a node: {address}"
     );
     assert!(log.contains("alive 2"), "{log}");
     assert_clean(&job);
@@ -314,13 +322,12 @@ fn a_worker_that_cannot_start_fails_the_job_fast() {
     let dir = lab.workdir("badworker");
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    // `ray` that refuses to start on the second node only.
-    let broken = lab.nodes[1].clone();
+    // `ray` that refuses to start on every node but the head (the job's first node).
     crate::harness::shim(
         &bin,
         "ray",
         &format!(
-            "if [ \"$(hostname)\" = {broken} ]; then echo 'simulated: cannot start ray here' >&2; exit 7; fi\nexec {}/bin/ray \"$@\"",
+            "head=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1)\nif [ \"$(hostname)\" != \"$head\" ]; then echo 'simulated: cannot start ray here' >&2; exit 7; fi\nexec {}/bin/ray \"$@\"",
             lab.venv.display()
         ),
     );
@@ -354,8 +361,11 @@ fn a_worker_that_cannot_start_fails_the_job_fast() {
     let log = job.log_text();
     assert_eq!(info["JobState"], "FAILED", "log:\n{log}");
     assert!(!log.contains("\nshould-not-run"), "{log}");
+    let worker = crate::harness::expand_nodes(&info["NodeList"])
+        .pop()
+        .unwrap();
     assert!(
-        log.contains(&format!("Ray on node {broken} failed to start")),
+        log.contains(&format!("Ray on node {worker} failed to start")),
         "{log}"
     );
     assert!(

@@ -225,3 +225,15 @@ pub fn wait_job_end(job_id: &str, limit: std::time::Duration) -> HashMap<String,
         std::thread::sleep(std::time::Duration::from_millis(300));
     }
 }
+
+/// Node names of a Slurm host list, as `scontrol show hostnames` prints them.
+pub fn expand_nodes(list: &str) -> Vec<String> {
+    let out = Command::new("scontrol")
+        .args(["show", "hostnames", list])
+        .output()
+        .expect("scontrol runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
