@@ -242,9 +242,10 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
     say(
         &alloc.node,
         format!(
-            "done: {}, exit code {}",
+            "done: {}, exit code {}{}",
             outcome.ending.as_str(),
-            outcome.code
+            outcome.code,
+            super::memory_note()
         ),
     );
     outcome.code
@@ -312,8 +313,8 @@ impl Head<'_> {
                     others.len()
                 ),
                 None => format!(
-                    "starting {} worker node(s) without Ray (--no-ray)",
-                    others.len()
+                    "starting the command on {} node(s) without Ray (--no-ray)",
+                    others.len() + 1
                 ),
             },
         );

@@ -418,3 +418,110 @@ fn plain_multi_node_program_without_ray() {
     }
     assert_eq!(job.state()["ending"], "completed");
 }
+
+/// The raylet of a worker node of the job (not the head's), seen from this host.
+fn worker_raylet(job_id: &str, head_ip: &str) -> Option<u32> {
+    let root = format!("/tmp/rs0-{job_id}/");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(Result::ok)
+        .find_map(|e| {
+            let pid: u32 = e.file_name().to_string_lossy().parse().ok()?;
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline);
+            let ours = cmdline.contains(&root);
+            let on_head = cmdline.contains(&format!("--node_ip_address={head_ip}\0"));
+            (comm.trim() == "raylet" && ours && !on_head).then_some(pid)
+        })
+}
+
+#[test]
+fn a_node_failing_mid_run_fails_the_job_fast() {
+    let Some(lab) = lab("a_node_failing_mid_run_fails_the_job_fast") else {
+        return;
+    };
+    let job = launch(
+        lab,
+        "nodefail",
+        &["-n", "2", "--command", "echo command-started; sleep 300"],
+    );
+    let start = Instant::now();
+    while !job.log_text().contains("command-started") {
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "never started:\n{}",
+            job.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let log = job.log_text();
+    let head_ip = log
+        .split("starting Ray head at ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .expect("head address in the log")
+        .to_owned();
+    let raylet = worker_raylet(&job.id, &head_ip).expect("the worker's raylet runs");
+    let killed_at = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(raylet as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let info = job.wait(Duration::from_secs(60));
+    let log = job.log_text();
+    assert!(
+        killed_at.elapsed() < Duration::from_secs(30),
+        "the job ended {:?} after the node failed",
+        killed_at.elapsed()
+    );
+    assert_eq!(info["JobState"], "FAILED", "log:\n{log}");
+    assert!(
+        log.contains("stopped unexpectedly"),
+        "the worker names the failure: {log}"
+    );
+    assert!(
+        log.contains("a worker node failed"),
+        "the head names the cause: {log}"
+    );
+    assert_eq!(job.state()["ending"], "node-failed");
+    assert_clean(&job);
+}
+
+#[test]
+fn the_time_limit_stops_the_run_cleanly() {
+    let Some(lab) = lab("the_time_limit_stops_the_run_cleanly") else {
+        return;
+    };
+    // A 3-minute limit with SIGTERM asked for 60 s early: Slurm sends it 60 to 120 s in (its
+    // timer may fire up to a minute early), well after the command started.
+    let cmd = "trap 'echo got-sigterm; exit 143' TERM; echo command-started; sleep 300 & wait";
+    let job = launch(
+        lab,
+        "timelimit",
+        &[
+            "-n",
+            "2",
+            "--time",
+            "3",
+            "--stop-grace",
+            "60",
+            "--command",
+            cmd,
+        ],
+    );
+    let info = job.wait(Duration::from_secs(200));
+    let log = job.log_text();
+    assert!(
+        log.contains("command-started") && log.contains("got-sigterm"),
+        "{log}"
+    );
+    assert_ne!(
+        info["JobState"], "TIMEOUT",
+        "stopped before the limit: {log}"
+    );
+    assert_eq!(job.state()["ending"], "stopped");
+    assert_eq!(job.state()["exit_code"], 143);
+    assert_clean(&job);
+}
