@@ -50,11 +50,12 @@ fn launch(lab: &Lab, name: &str, args: &[&str]) -> Job {
         name,
         "--load-env",
         &load_env,
-        "--time",
-        "10",
         "--object-store-memory",
         "100000000",
     ];
+    if !args.contains(&"--time") {
+        argv.extend(["--time", "10"]);
+    }
     argv.extend_from_slice(args);
     let out = rayslurm(argv).cwd(&dir).output();
     let (stdout, stderr) = text(&out);
@@ -176,12 +177,11 @@ fn three_nodes_form_a_cluster_and_the_command_sees_them() {
     );
     assert!(log.contains("RAYSLURM_NUM_GPUS_PER_NODE=0"), "{log}");
     assert!(log.contains("PYTHONUNBUFFERED=1"), "{log}");
-    // RAYSLURM_NODE_IPS is one IP a line, head first; `env` prints the lines after the first bare.
-    let ips_at = log.find("RAYSLURM_NODE_IPS=").unwrap();
-    let ips: Vec<&str> = log[ips_at + "RAYSLURM_NODE_IPS=".len()..]
-        .lines()
-        .take(3)
-        .collect();
+    // RAYSLURM_NODE_IPS is one IP a line, head first.
+    let ips_at = log.find("IPS<").expect("IPS printed") + "IPS<".len();
+    let ips_end = ips_at + log[ips_at..].find('>').expect("IPS closed");
+    let ips: Vec<&str> = log[ips_at..ips_end].lines().collect();
+    assert_eq!(ips.len(), 3, "{ips:?}");
     let mut expected = lab.node_ips.clone();
     expected.truncate(3);
     assert_eq!(ips[0], expected[0], "head first");
