@@ -14,6 +14,11 @@
 #   Every daemon runs in its own UTS + PID + mount namespace (tini is PID 1, /proc is its own,
 #   /tmp is a per-node directory); the rest of the filesystem is the host's.
 #   The namespaces have no default route: their traffic stays on the bridge.
+#   venv /opt/rayslurm-lab/venv (ray[default]==2.60.0), shared dir /srv/rayslurm-lab/shared,
+#   slurm state/logs /var/lib/rayslurm-lab, PIDs /run/rayslurm-lab, /etc/slurm/slurm.conf (owned
+#   while up; a foreign one is backed up and restored), /etc/hosts lines marked "# rayslurm-lab".
+#   Partition "lab" (default), CPUs=2 RealMemory=4000 DefMemPerCPU=1000 per node, MinJobAge=300.
+#   RAYSLURM_LAB_UP_TIMEOUT (default 60 s) bounds the wait for all nodes to be idle.
 # Must run as root. Needs: Debian apt (first run only) and PyPI (first run only).
 set -euo pipefail
 
@@ -114,13 +119,9 @@ ensure_venv() {
 
 # ---------------------------------------------------------------- configuration
 
-write_slurm_conf() {
+# render_slurm_conf N: the slurm.conf for N nodes, on stdout
+render_slurm_conf() {
   local n=$1 i
-  mkdir -p /etc/slurm
-  if [[ -f $SLURM_CONF && ! -f $SLURM_CONF_BAK ]] && ! head -n1 "$SLURM_CONF" | grep -qF "$MARK"; then
-    log "backing up existing $SLURM_CONF to $SLURM_CONF_BAK"
-    cp -p "$SLURM_CONF" "$SLURM_CONF_BAK"
-  fi
   {
     printf '%s: written by tests/cluster/cluster.sh; removed by "cluster.sh down"\n' "$MARK"
     cat <<EOF
@@ -141,6 +142,7 @@ AccountingStorageType=accounting_storage/none
 MpiDefault=none
 ReturnToService=2
 MinJobAge=300
+DefMemPerCPU=1000
 StateSaveLocation=${VAR}/state
 SlurmdSpoolDir=${VAR}/spool/%n
 SlurmctldPidFile=${VAR}/run/slurmctld.pid
@@ -154,7 +156,16 @@ EOF
       printf 'NodeName=%s NodeAddr=%s CPUs=2 RealMemory=4000 State=UNKNOWN\n' "$(node_name "$i")" "$(node_ip4 "$i")"
     done
     printf 'PartitionName=%s Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n' "$PARTITION"
-  } >"${SLURM_CONF}.tmp"
+  }
+}
+
+write_slurm_conf() {
+  mkdir -p /etc/slurm
+  if [[ -f $SLURM_CONF && ! -f $SLURM_CONF_BAK ]] && ! head -n1 "$SLURM_CONF" | grep -qF "$MARK"; then
+    log "backing up existing $SLURM_CONF to $SLURM_CONF_BAK"
+    cp -p "$SLURM_CONF" "$SLURM_CONF_BAK"
+  fi
+  render_slurm_conf "$1" >"${SLURM_CONF}.tmp"
   mv -f "${SLURM_CONF}.tmp" "$SLURM_CONF"
 }
 
@@ -230,7 +241,7 @@ start_in_ns() {
   local init='set -e; mount -t proc proc /proc; mount --bind "$2" /tmp; hostname "$1"; shift 2; exec tini -s -- "$@"'
   setsid nsenter --net="/run/netns/${ns}" -- \
     unshare --uts --pid --fork --mount --propagation private --kill-child -- \
-    bash -c "$init" _ "$host" "$tmpdir" "$@" </dev/null >"${LOGDIR}/${name}.out" 2>&1 &
+    bash -c "$init" _ "$host" "$tmpdir" "$@" </dev/null >"${LOGDIR}/${name}.out" 2>&1 9>&- &
   echo $! >"${RUN}/${name}.pid"
 }
 
@@ -290,20 +301,22 @@ node_states() { timeout 10 sinfo -h -N -o '%N %T' 2>/dev/null || true; }
 
 recorded_n() { [[ -f ${RUN}/nodes ]] && cat "${RUN}/nodes"; }
 
-# is_up N: recorded with N nodes, every daemon alive, slurmctld answers, no node down/drained
+# is_up N: recorded with N nodes, same slurm.conf as this script writes, every daemon alive,
+# slurmctld answers, no node down/drained
 is_up() {
   local n=$1 i states
   [[ $(recorded_n || true) == "$n" ]] || return 1
+  cmp -s <(render_slurm_conf "$n") "$SLURM_CONF" || return 1
   alive "$(pid_of ctld || true)" || return 1
   for ((i = 1; i <= n; i++)); do alive "$(pid_of "$(node_name "$i")" || true)" || return 1; done
   states=$(node_states)
   [[ $(grep -c . <<<"$states") -eq $n ]] || return 1
-  ! grep -qE ' (down|drain|drained|draining|fail|unknown|not_responding)' <<<"$states"
+  ! grep -qE ' (down|drain|drained|draining|fail|unknown|not_responding)|\*$' <<<"$states"
 }
 
 report_failure() {
   local n=$1 i name pid
-  log "cluster did not come up within ${UP_TIMEOUT}s"
+  log "cluster is not up: $2"
   for name in ctld $(for ((i = 1; i <= n; i++)); do node_name "$i"; echo; done); do
     pid=$(pid_of "$name" || true)
     if ! alive "$pid"; then
@@ -374,7 +387,7 @@ cmd_up() {
   local old
   old=$(recorded_n || true)
   if [[ -n $old ]]; then
-    log "cluster is up with ${old} node(s) (or broken); tearing it down to start ${n}"
+    log "cluster is up with ${old} node(s) (or broken, or slurm.conf changed); rebuilding it with ${n}"
   fi
   do_down
 
@@ -403,15 +416,15 @@ cmd_up() {
     idle=$(grep -c ' idle$' <<<"$states" || true)
     ((idle == n)) && break
     if ((SECONDS >= deadline)); then
-      report_failure "$n"
+      report_failure "$n" "nodes not all idle after ${UP_TIMEOUT}s"
       die "up ${n} failed (run \`$0 down\` to clean up; logs in ${LOGDIR})"
     fi
     # fail fast when a daemon died
-    if ! alive "$(pid_of ctld || true)"; then report_failure "$n"; die "slurmctld exited"; fi
+    if ! alive "$(pid_of ctld || true)"; then report_failure "$n" "slurmctld exited"; die "slurmctld exited (run \`$0 down\` to clean up)"; fi
     for ((i = 1; i <= n; i++)); do
       if ! alive "$(pid_of "$(node_name "$i")" || true)"; then
-        report_failure "$n"
-        die "slurmd on $(node_name "$i") exited"
+        report_failure "$n" "slurmd on $(node_name "$i") exited"
+        die "slurmd on $(node_name "$i") exited (run \`$0 down\` to clean up; logs in ${LOGDIR})"
       fi
     done
     sleep 0.2
