@@ -28,14 +28,15 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
         .run_mark
         .clone()
         .unwrap_or_else(|| format!("{}-worker-{}", alloc.job_id, std::process::id()));
+    let told_to_stop = watch_stdin();
     let mut temp = None;
-    let started = start(args, alloc, rank, &mark, &mut temp);
+    let started = start(args, alloc, rank, &mark, &told_to_stop, &mut temp);
     let run = RunMark {
         mark,
         temp_root: temp.as_ref().map(|t: &TempRoot| t.path.clone()),
     };
     let code = match started {
-        Ok(()) => watch(args, &node, &run),
+        Ok(()) => watch(args, &node, &run, &told_to_stop),
         Err(message) => {
             say(&node, format!("error: {message}"));
             1
@@ -58,6 +59,7 @@ fn start(
     alloc: &Allocation,
     rank: u32,
     mark: &str,
+    told_to_stop: &AtomicBool,
     temp_slot: &mut Option<TempRoot>,
 ) -> Result<(), String> {
     let node = &alloc.node;
@@ -92,7 +94,11 @@ fn start(
         };
         let mut start = RayStart::spawn(&spec, temp, mark).map_err(|e| format!("{e:#}"))?;
         let status = loop {
-            if signals::take().into_iter().any(signals::stops) {
+            // A head that gave up (its own start failed, or the ready timeout passed) says
+            // stop; `ray start` would otherwise wait for a dead head for many minutes.
+            if told_to_stop.load(Ordering::SeqCst)
+                || signals::take().into_iter().any(signals::stops)
+            {
                 return Err("stopped while Ray was starting".to_owned());
             }
             match start.child.try_wait() {
@@ -115,15 +121,19 @@ fn start(
         .map_err(|e| format!("cannot tell the head that node {node} joined: {e}"))
 }
 
-/// Waits until the head says stop (end-of-file on stdin) or a stop signal comes, watching
-/// that Ray stays alive meanwhile.
-fn watch(args: &BootstrapArgs, node: &str, run: &RunMark) -> i32 {
+/// The head says stop by closing the worker step's stdin: a flag set at end-of-file.
+fn watch_stdin() -> Arc<AtomicBool> {
     let told_to_stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&told_to_stop);
     std::thread::spawn(move || {
         let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
         flag.store(true, Ordering::SeqCst);
     });
+    told_to_stop
+}
+
+/// Waits until the head says stop or a stop signal comes, watching that Ray stays alive.
+fn watch(args: &BootstrapArgs, node: &str, run: &RunMark, told_to_stop: &AtomicBool) -> i32 {
     let mut last_check = Instant::now();
     loop {
         if told_to_stop.load(Ordering::SeqCst) || signals::take().into_iter().any(signals::stops) {

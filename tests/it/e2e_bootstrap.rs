@@ -101,7 +101,7 @@ fn leftovers(job_id: &str) -> Vec<String> {
         let zombie = stat
             .rsplit_once(')')
             .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
-        if (marked || holds) && !zombie {
+        if (marked || holds || named) && !zombie {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
             found.push(format!("{pid} {}", comm.trim()));
         }
@@ -523,5 +523,32 @@ fn the_time_limit_stops_the_run_cleanly() {
     );
     assert_eq!(job.state()["ending"], "stopped");
     assert_eq!(job.state()["exit_code"], 143);
+    assert_clean(&job);
+}
+
+#[test]
+fn a_ready_timeout_fails_the_job_and_stops_starting_workers() {
+    let Some(lab) = lab("a_ready_timeout_fails_the_job_and_stops_starting_workers") else {
+        return;
+    };
+    // Ray needs several seconds to start here: 2 s is never enough.
+    let job = launch(
+        lab,
+        "readytimeout",
+        &[
+            "-n",
+            "3",
+            "--ready-timeout",
+            "2",
+            "--command",
+            "echo should-not-run",
+        ],
+    );
+    let info = job.wait(Duration::from_secs(60));
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "FAILED", "log:\n{log}");
+    assert!(log.contains("not ready after --ready-timeout 2 s"), "{log}");
+    assert!(!log.contains("\nshould-not-run"), "{log}");
+    assert_eq!(job.state()["ending"], "startup-failed");
     assert_clean(&job);
 }
