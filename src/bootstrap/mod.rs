@@ -16,6 +16,7 @@ mod ray_node;
 mod signals;
 mod user_command;
 mod worker;
+mod worker_step;
 
 use std::collections::HashMap;
 use std::fmt::Display;

@@ -90,6 +90,10 @@ fn leftovers(job_id: &str) -> Vec<String> {
         let marked = environ
             .split(|b| *b == 0)
             .any(|v| v.starts_with(mark.as_bytes()));
+        // Independent of how the bootstrap finds its processes: Ray's daemons and workers name
+        // the job's temp root in their arguments.
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let named = String::from_utf8_lossy(&cmdline).contains(&format!("/tmp/rs0-{job_id}/"));
         let holds = std::fs::read_dir(format!("/proc/{pid}/fd"))
             .map(|fds| {
                 fds.filter_map(Result::ok)
