@@ -98,7 +98,7 @@ report() {
     return
   fi
   steps=$(awk -v id="$id" '$1 == id' "$bench/srun.calls" | wc -l)
-  mem=$(grep -o 'bootstrap peak memory [0-9.]*' "$log" | awk '{print $4}' | sort -n | tail -n1)
+  mem=$(grep -o 'bootstrap peak memory [0-9.]*' "$log" | awk '{print $4}' | sort -n | tail -n1 || true)
   awk -v t="$tool" -v n="$n" -v js="$js" -v cs="$cs" -v ce="$ce" -v g="$gone" -v s="$steps" -v m="${mem:-NA}" \
     'BEGIN { printf "%s %d %.2f %.2f %d %s\n", t, n, cs - js, g - ce, s, m }'
 }
