@@ -139,25 +139,19 @@ impl JobStatus {
 
     /// Slurm no longer knows the job and nothing says how it ended.
     pub(crate) fn gone() -> Self {
-        Self {
-            state: "ENDED".to_owned(),
-            phase: Some(Phase::Ended),
-            reason: None,
-            elapsed: None,
-            nodes: None,
-            nodelist: None,
-            exit_code: None,
-            succeeded: false,
-            source: "none".to_owned(),
-            message: None,
-        }
+        Self::unsourced("ENDED", Some(Phase::Ended))
     }
 
     /// Slurm could not be asked.
     pub(crate) fn unknown() -> Self {
+        Self::unsourced("UNKNOWN", None)
+    }
+
+    /// A state no source backs: only its name and phase are known.
+    fn unsourced(state: &str, phase: Option<Phase>) -> Self {
         Self {
-            state: "UNKNOWN".to_owned(),
-            phase: None,
+            state: state.to_owned(),
+            phase,
             reason: None,
             elapsed: None,
             nodes: None,

@@ -31,6 +31,19 @@ impl Job {
         .unwrap()
     }
 
+    /// Waits until the log holds `needle`.
+    fn wait_for_log(&self, needle: &str, limit: Duration) {
+        let start = Instant::now();
+        while !self.log_text().contains(needle) {
+            assert!(
+                start.elapsed() < limit,
+                "no `{needle}` in the log:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
     fn wait(&self, limit: Duration) -> HashMap<String, String> {
         let info = wait_job_end(&self.id, limit);
         // The log may still be flushed by slurmstepd a moment after the job ends.
@@ -226,15 +239,7 @@ fn scancel_during_the_run_leaves_no_ray_process() {
         "cancel",
         &["-n", "3", "--command", "echo command-started; sleep 300"],
     );
-    let start = Instant::now();
-    while !job.log_text().contains("command-started") {
-        assert!(
-            start.elapsed() < Duration::from_secs(180),
-            "never started:\n{}",
-            job.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    job.wait_for_log("command-started", Duration::from_secs(180));
     assert!(
         !leftovers(&job.id).is_empty(),
         "Ray runs during the job (the check can see it)"
@@ -450,15 +455,7 @@ fn a_node_failing_mid_run_fails_the_job_fast() {
         "nodefail",
         &["-n", "2", "--command", "echo command-started; sleep 300"],
     );
-    let start = Instant::now();
-    while !job.log_text().contains("command-started") {
-        assert!(
-            start.elapsed() < Duration::from_secs(600),
-            "never started:\n{}",
-            job.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    job.wait_for_log("command-started", Duration::from_secs(600));
     let log = job.log_text();
     let head_ip = log
         .split("starting Ray head at ")

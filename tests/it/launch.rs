@@ -372,19 +372,23 @@ fn template_command_prints_the_builtin() {
     );
 }
 
-#[test]
-fn submission_prints_only_the_job_id_on_stdout() {
+/// Launches `--command true` in a fresh directory with a fake `sbatch` running `body`.
+fn launch_with_sbatch(body: &str, args: &[&str]) -> (tempfile::TempDir, std::process::Output) {
     let dir = tempfile::tempdir().unwrap();
     let shims = tempfile::tempdir().unwrap();
-    shim(
-        shims.path(),
-        "sbatch",
+    shim(shims.path(), "sbatch", body);
+    let mut argv = vec!["launch", "--command", "true"];
+    argv.extend_from_slice(args);
+    let out = rayslurm(argv).cwd(dir.path()).shims(shims.path()).output();
+    (dir, out)
+}
+
+#[test]
+fn submission_prints_only_the_job_id_on_stdout() {
+    let (_dir, out) = launch_with_sbatch(
         "[ \"$1\" = --parsable ] && [ -f \"$2\" ] && echo '4242;lab'",
+        &["--exp-name", "s"],
     );
-    let out = rayslurm(["launch", "--exp-name", "s", "--command", "true"])
-        .cwd(dir.path())
-        .shims(shims.path())
-        .output();
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(stdout, "4242\n");
@@ -397,13 +401,7 @@ fn submission_prints_only_the_job_id_on_stdout() {
 
 #[test]
 fn submission_json() {
-    let dir = tempfile::tempdir().unwrap();
-    let shims = tempfile::tempdir().unwrap();
-    shim(shims.path(), "sbatch", "echo 77");
-    let out = rayslurm(["launch", "--json", "--exp-name", "s", "--command", "true"])
-        .cwd(dir.path())
-        .shims(shims.path())
-        .output();
+    let (_dir, out) = launch_with_sbatch("echo 77", &["--json", "--exp-name", "s"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["job_id"], "77");
     assert_eq!(v["exp_name"], "s");
@@ -412,17 +410,10 @@ fn submission_json() {
 
 #[test]
 fn sbatch_failure_keeps_the_script_and_shows_the_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let shims = tempfile::tempdir().unwrap();
-    shim(
-        shims.path(),
-        "sbatch",
+    let (dir, out) = launch_with_sbatch(
         "echo 'sbatch: error: Batch job submission failed: Invalid partition name specified' >&2; exit 1",
+        &["--exp-name", "f"],
     );
-    let out = rayslurm(["launch", "--exp-name", "f", "--command", "true"])
-        .cwd(dir.path())
-        .shims(shims.path())
-        .output();
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(stdout, "");
