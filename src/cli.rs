@@ -204,9 +204,13 @@ pub(crate) struct ClusterArgs {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), allow_hyphen_values = true)]
     pub(crate) object_store_memory: Option<u64>,
 
-    /// Extra `ray start` arguments, as one shell-quoted string (e.g. `--include-dashboard=false`).
+    /// Extra `ray start` arguments for every node, as one shell-quoted string.
     #[arg(long, allow_hyphen_values = true)]
     pub(crate) ray_args: Option<String>,
+
+    /// Extra `ray start` arguments for the head only (e.g. `--include-dashboard=false`).
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) ray_head_args: Option<String>,
 
     /// First port of the block of Ray ports (default: chosen per job and checked free).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1024..=65000))]

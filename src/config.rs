@@ -31,6 +31,7 @@ pub(crate) struct FileDefaults {
     pub(crate) ip_family: Option<IpFamily>,
     pub(crate) object_store_memory: Option<u64>,
     pub(crate) ray_args: Option<String>,
+    pub(crate) ray_head_args: Option<String>,
     pub(crate) ready_timeout: Option<u32>,
     pub(crate) stop_grace: Option<u32>,
 }
@@ -117,6 +118,7 @@ pub(crate) struct ClusterOptions {
     pub(crate) ready_timeout: u32,
     pub(crate) object_store_memory: Option<u64>,
     pub(crate) ray_args: Option<String>,
+    pub(crate) ray_head_args: Option<String>,
     pub(crate) port_base: Option<u16>,
     pub(crate) stop_grace: u32,
 }
@@ -149,6 +151,9 @@ impl ClusterOptions {
         }
         if let Some(a) = &self.ray_args {
             flags.push(("--ray-args", Some(a.clone())));
+        }
+        if let Some(a) = &self.ray_head_args {
+            flags.push(("--ray-head-args", Some(a.clone())));
         }
         if let Some(p) = self.port_base {
             flags.push(("--port-base", Some(p.to_string())));
@@ -345,7 +350,16 @@ fn resolve_cluster(
     }
     let ray_args = layered(args.ray_args.clone(), None, &p.ray_args, &u.ray_args);
     if let Some(r) = &ray_args {
-        parse_ray_args(r)?;
+        parse_ray_args("--ray-args", r)?;
+    }
+    let ray_head_args = layered(
+        args.ray_head_args.clone(),
+        None,
+        &p.ray_head_args,
+        &u.ray_head_args,
+    );
+    if let Some(r) = &ray_head_args {
+        parse_ray_args("--ray-head-args", r)?;
     }
     Ok(ClusterOptions {
         no_ray: args.no_ray,
@@ -362,22 +376,23 @@ fn resolve_cluster(
             &u.object_store_memory,
         ),
         ray_args,
+        ray_head_args,
         port_base: args.port_base,
         stop_grace: layered(args.stop_grace, None, &p.stop_grace, &u.stop_grace)
             .unwrap_or(DEFAULT_STOP_GRACE),
     })
 }
 
-/// Splits `--ray-args` into words as a shell would.
-pub(crate) fn parse_ray_args(text: &str) -> Result<Vec<String>, UsageError> {
+/// Splits `--ray-args` (or `--ray-head-args`, named by `flag`) into words as a shell would.
+pub(crate) fn parse_ray_args(flag: &str, text: &str) -> Result<Vec<String>, UsageError> {
     let words = shlex::split(text).ok_or_else(|| {
-        UsageError::new(format!("--ray-args {} has an unclosed quote", show(text))).hint(
-            "quote it as you would in a shell, e.g. `--ray-args \"--include-dashboard=false\"`",
-        )
+        UsageError::new(format!("{flag} {} has an unclosed quote", show(text))).hint(format!(
+            "quote it as you would in a shell, e.g. `{flag} \"--object-manager-port=0\"`"
+        ))
     })?;
     if let Some(w) = words.iter().find(|w| w.contains('\n')) {
         return Err(UsageError::new(format!(
-            "--ray-args word {} contains a newline",
+            "{flag} word {} contains a newline",
             show(w)
         )));
     }
@@ -517,6 +532,7 @@ mod tests {
             &["--node", "n1\n#SBATCH --x"],
             &["-n", "2", "--min-nodes", "3"],
             &["--ray-args", "--x 'unclosed"],
+            &["--ray-head-args", "\"open"],
             &["--log-dir", "my logs"],
             &["--interface", "a b"],
         ] {

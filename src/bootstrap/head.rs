@@ -203,10 +203,19 @@ impl Head<'_> {
             ports::is_free,
         )
         .map_err(|e| Outcome::startup_failed(e.to_string()))?;
-        let extra = match &c.ray_args {
-            Some(r) => parse_ray_args(r).map_err(|e| Outcome::startup_failed(e.to_string()))?,
-            None => Vec::new(),
-        };
+        // Head-only flags (dashboard, autoscaler, ...) would make a worker's `ray start` fail.
+        let mut extra = Vec::new();
+        for (flag, text) in [
+            ("--ray-args", &c.ray_args),
+            ("--ray-head-args", &c.ray_head_args),
+        ] {
+            if let Some(text) = text {
+                extra.extend(
+                    parse_ray_args(flag, text)
+                        .map_err(|e| Outcome::startup_failed(e.to_string()))?,
+                );
+            }
+        }
         if which::which("ray").is_err() {
             return Err(Outcome::startup_failed(format!(
                 "`ray` was not found on PATH on node {}; make --load-env put Ray on PATH (e.g. `source venv/bin/activate`)",

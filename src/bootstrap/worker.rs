@@ -79,7 +79,7 @@ fn start(
         let ports = ports::choose(node, alloc.job_number(), c.port_base, ports::is_free)
             .map_err(|e| e.to_string())?;
         let extra = match &c.ray_args {
-            Some(r) => parse_ray_args(r).map_err(|e| e.to_string())?,
+            Some(r) => parse_ray_args("--ray-args", r).map_err(|e| e.to_string())?,
             None => Vec::new(),
         };
         let temp = temp_slot.insert(TempRoot::create(&alloc.job_id).map_err(|e| format!("{e:#}"))?);

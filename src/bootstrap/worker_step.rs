@@ -166,4 +166,31 @@ mod tests {
         assert!(parse_ready("RAYSLURM-READY x node3 1.2.3.4").is_none());
         assert!(parse_ready("hello").is_none());
     }
+
+    /// Regression: `--ray-args --include-dashboard=false` reached the workers, whose
+    /// `ray start` refuses head-only flags, and failed every job.
+    #[test]
+    fn head_only_ray_args_never_reach_the_workers() {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from([
+            "rayslurm",
+            "bootstrap",
+            "--ray-args",
+            "--object-manager-port=0",
+            "--ray-head-args",
+            "--include-dashboard=false",
+            "--command",
+            "true",
+        ])
+        .unwrap();
+        let crate::cli::Command::Bootstrap(args) = cli.command else {
+            unreachable!()
+        };
+        let flags = cluster_flags(&args).join(" ");
+        assert!(
+            flags.contains("--ray-args=--object-manager-port=0"),
+            "{flags}"
+        );
+        assert!(!flags.contains("dashboard"), "{flags}");
+    }
 }

@@ -4,6 +4,9 @@
 #
 #   bash tests/bench/startup.sh [MAX_NODES] [REPEAT]
 #
+# BENCH_FROM=N starts at N nodes instead of 1; BENCH_RAYSLURM_ARGS adds flags to rayslurm's
+# launch (e.g. "--ray-args --include-dashboard=false"), to measure a variant side by side.
+#
 # Both run the same command. Measured from inside the job with one clock (all nodes are one
 # machine): job start (first line of the batch script) -> command start, and command end -> job
 # gone from squeue (polled every 0.1 s); plus the srun steps each job made (an srun shim on PATH
@@ -53,7 +56,7 @@ run_rayslurm() {
   id=$("$repo/target/release/rayslurm" launch --quiet --exp-name bench --num-nodes "$n" --time 10 \
     --template "$bench/stamped.sh.tera" --env "BENCH_NODES=$n" --object-store-memory 100000000 \
     --load-env "source $RAYSLURM_LAB_VENV/bin/activate; export PATH=$bench/shim:\$PATH" \
-    --command "$command")
+    ${BENCH_RAYSLURM_ARGS:-} --command "$command")
   local gone
   gone=$(wait_gone "$id")
   sleep 0.5
@@ -105,7 +108,7 @@ report() {
 
 results=$bench/results.txt
 : > "$results"
-for n in $(seq 1 "$max"); do
+for n in $(seq "${BENCH_FROM:-1}" "$max"); do
   for r in $(seq 1 "$repeat"); do
     run_rayslurm "$n" "$r" | tee -a "$results"
     run_symmetric "$n" "$r" | tee -a "$results"
@@ -116,7 +119,7 @@ echo
 echo "medians over $repeat run(s); times in seconds; results in $results"
 printf '%-6s | %-28s | %-28s | %-8s | %-13s | %s\n' nodes "job start -> command start" "command end -> job gone" "ratio" "srun steps" "bootstrap MB"
 printf '%-6s | %-13s %-14s | %-13s %-14s | %-8s | %-13s | %s\n' "" rayslurm symmetric-run rayslurm symmetric-run start "rs / sym" "peak, any node"
-for n in $(seq 1 "$max"); do
+for n in $(seq "${BENCH_FROM:-1}" "$max"); do
   awk -v n="$n" '
     function median(a, k,   i, j, t) { for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
                                       return k ? (k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2) : "NA" }

@@ -129,6 +129,8 @@ fn script_with_cluster_options() {
         "--object-store-memory",
         "100000000",
         "--ray-args",
+        "--object-manager-port=0",
+        "--ray-head-args",
         "--include-dashboard=false --system-config='{\"a\": 1}'",
         "--port-base",
         "40000",
