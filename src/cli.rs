@@ -67,6 +67,17 @@ pub(crate) enum IpFamily {
     V6,
 }
 
+impl IpFamily {
+    /// The value as `--ip-family` takes it.
+    pub(crate) fn as_arg(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::V4 => "4",
+            Self::V6 => "6",
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct LaunchArgs {
     /// Experiment name: names the job and the files `{exp-name}_{date}-{time}.sh/.log`.

@@ -136,12 +136,7 @@ impl ClusterOptions {
         if let Some(i) = &self.interface {
             flags.push(("--interface", Some(i.clone())));
         }
-        let family = match self.ip_family {
-            IpFamily::Auto => "auto",
-            IpFamily::V4 => "4",
-            IpFamily::V6 => "6",
-        };
-        flags.push(("--ip-family", Some(family.to_owned())));
+        flags.push(("--ip-family", Some(self.ip_family.as_arg().to_owned())));
         if let Some(n) = self.min_nodes {
             flags.push(("--min-nodes", Some(n.to_string())));
         }

@@ -11,14 +11,13 @@ use nix::sys::signal::Signal;
 
 use super::marked::{self, RunMark};
 use super::net::HostPort;
-use super::ports;
-use super::ray_node::{RayNodeSpec, RayStart, TempRoot};
+use super::ray_node::{RayStart, TempRoot, start_node};
 use super::signals;
 use super::user_command::UserCommand;
 use super::worker_step::{Joined, WorkerStep};
 use super::{Allocation, LIVENESS_EVERY, RAY_STOP_GRACE, TICK, say};
 use crate::cli::BootstrapArgs;
-use crate::config::{DEFAULT_READY_TIMEOUT, parse_ray_args};
+use crate::config::DEFAULT_READY_TIMEOUT;
 use crate::env_vars;
 use crate::final_state::{Ending, FinalState};
 use crate::process::{describe_status, exit_code_of};
@@ -193,50 +192,17 @@ impl Head<'_> {
         self.run_command(&command, address.as_deref(), &ips)
     }
 
-    /// Picks ports, makes the temp root and starts `ray start --head`; returns the GCS address.
+    /// Starts `ray start --head`; returns it and the GCS address.
     fn start_ray(&mut self, ip: IpAddr) -> Result<(RayStart, String), Outcome> {
-        let c = &self.args.cluster;
-        let ports = ports::choose(
-            self.node(),
-            self.alloc.job_number(),
-            c.port_base,
-            ports::is_free,
-        )
-        .map_err(|e| Outcome::startup_failed(e.to_string()))?;
-        // Head-only flags (dashboard, autoscaler, ...) would make a worker's `ray start` fail.
-        let mut extra = Vec::new();
-        for (flag, text) in [
-            ("--ray-args", &c.ray_args),
-            ("--ray-head-args", &c.ray_head_args),
-        ] {
-            if let Some(text) = text {
-                extra.extend(
-                    parse_ray_args(flag, text)
-                        .map_err(|e| Outcome::startup_failed(e.to_string()))?,
-                );
-            }
-        }
-        if which::which("ray").is_err() {
-            return Err(Outcome::startup_failed(format!(
-                "`ray` was not found on PATH on node {}; make --load-env put Ray on PATH (e.g. `source venv/bin/activate`)",
-                self.node()
-            )));
-        }
-        super::check_shm(self.node(), c.object_store_memory);
-        let temp = TempRoot::create(&self.alloc.job_id)
-            .map_err(|e| Outcome::startup_failed(format!("{e:#}")))?;
-        let spec = RayNodeSpec {
-            head_address: None,
+        let (start, ports) = start_node(
+            self.alloc,
+            &self.args.cluster,
+            None,
             ip,
-            ports,
-            num_cpus: self.alloc.cpus_on_node,
-            num_gpus: self.alloc.gpus_on_node,
-            object_store_memory: c.object_store_memory,
-            extra: &extra,
-        };
-        let start = RayStart::spawn(&spec, &temp, &self.mark);
-        self.temp = Some(temp);
-        let start = start.map_err(|e| Outcome::startup_failed(format!("{e:#}")))?;
+            &self.mark,
+            &mut self.temp,
+        )
+        .map_err(Outcome::startup_failed)?;
         Ok((start, HostPort(ip, ports.gcs()).to_string()))
     }
 

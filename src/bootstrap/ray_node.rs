@@ -12,7 +12,10 @@ use std::process::{Child, Stdio};
 
 use anyhow::{Context, Result};
 
-use super::ports::RayPorts;
+use super::Allocation;
+use super::ports::{self, RayPorts};
+use crate::cli::ClusterArgs;
+use crate::config::parse_ray_args;
 use crate::env_vars;
 use crate::process::Cmd;
 
@@ -109,6 +112,55 @@ impl RayStart {
         let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         all[all.len().saturating_sub(lines)..].join("\n")
     }
+}
+
+/// Starts Ray on this node, head (`head_address` is `None`) or worker: checks that `ray` is on
+/// PATH, picks the ports, makes the temp root (kept in `temp_slot`, so that teardown removes it
+/// whatever happens next) and spawns `ray start`. The error is a message for the job's log.
+pub(crate) fn start_node(
+    alloc: &Allocation,
+    cluster: &ClusterArgs,
+    head_address: Option<&str>,
+    ip: IpAddr,
+    mark: &str,
+    temp_slot: &mut Option<TempRoot>,
+) -> Result<(RayStart, RayPorts), String> {
+    let node = &alloc.node;
+    if which::which("ray").is_err() {
+        return Err(format!(
+            "`ray` was not found on PATH on node {node}; make --load-env put Ray on PATH on every node (e.g. `source venv/bin/activate`)"
+        ));
+    }
+    super::check_shm(node, cluster.object_store_memory);
+    let ports = ports::choose(node, alloc.job_number(), cluster.port_base, ports::is_free)
+        .map_err(|e| e.to_string())?;
+    // Head-only flags (dashboard, autoscaler, ...) would make a worker's `ray start` fail.
+    let head_args = if head_address.is_none() {
+        &cluster.ray_head_args
+    } else {
+        &None
+    };
+    let mut extra = Vec::new();
+    for (flag, text) in [
+        ("--ray-args", &cluster.ray_args),
+        ("--ray-head-args", head_args),
+    ] {
+        if let Some(text) = text {
+            extra.extend(parse_ray_args(flag, text).map_err(|e| e.to_string())?);
+        }
+    }
+    let temp = temp_slot.insert(TempRoot::create(&alloc.job_id).map_err(|e| format!("{e:#}"))?);
+    let spec = RayNodeSpec {
+        head_address,
+        ip,
+        ports,
+        num_cpus: alloc.cpus_on_node,
+        num_gpus: alloc.gpus_on_node,
+        object_store_memory: cluster.object_store_memory,
+        extra: &extra,
+    };
+    let start = RayStart::spawn(&spec, temp, mark).map_err(|e| format!("{e:#}"))?;
+    Ok((start, ports))
 }
 
 #[cfg(test)]

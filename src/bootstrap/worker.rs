@@ -8,12 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::marked::{self, RunMark};
-use super::ports;
-use super::ray_node::{RayNodeSpec, RayStart, TempRoot};
+use super::ray_node::{TempRoot, start_node};
 use super::signals;
 use super::{Allocation, LIVENESS_EVERY, RAY_STOP_GRACE, READY_PREFIX, TICK, say};
 use crate::cli::BootstrapArgs;
-use crate::config::parse_ray_args;
 use crate::env_vars;
 use crate::process::describe_status;
 
@@ -70,29 +68,7 @@ fn start(
             .head_address
             .as_deref()
             .ok_or("no --head-address was given to the worker")?;
-        if which::which("ray").is_err() {
-            return Err(format!(
-                "`ray` was not found on PATH on node {node}; make --load-env put Ray on PATH on every node"
-            ));
-        }
-        super::check_shm(node, c.object_store_memory);
-        let ports = ports::choose(node, alloc.job_number(), c.port_base, ports::is_free)
-            .map_err(|e| e.to_string())?;
-        let extra = match &c.ray_args {
-            Some(r) => parse_ray_args("--ray-args", r).map_err(|e| e.to_string())?,
-            None => Vec::new(),
-        };
-        let temp = temp_slot.insert(TempRoot::create(&alloc.job_id).map_err(|e| format!("{e:#}"))?);
-        let spec = RayNodeSpec {
-            head_address: Some(head),
-            ip,
-            ports,
-            num_cpus: alloc.cpus_on_node,
-            num_gpus: alloc.gpus_on_node,
-            object_store_memory: c.object_store_memory,
-            extra: &extra,
-        };
-        let mut start = RayStart::spawn(&spec, temp, mark).map_err(|e| format!("{e:#}"))?;
+        let (mut start, _) = start_node(alloc, c, Some(head), ip, mark, temp_slot)?;
         let status = loop {
             // A head that gave up (its own start failed, or the ready timeout passed) says
             // stop; `ray start` would otherwise wait for a dead head for many minutes.

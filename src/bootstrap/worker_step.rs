@@ -121,12 +121,7 @@ fn cluster_flags(args: &BootstrapArgs) -> Vec<String> {
         flags.push(format!("--interface={i}"));
     }
     if let Some(f) = c.ip_family {
-        let f = match f {
-            crate::cli::IpFamily::Auto => "auto",
-            crate::cli::IpFamily::V4 => "4",
-            crate::cli::IpFamily::V6 => "6",
-        };
-        flags.push(format!("--ip-family={f}"));
+        flags.push(format!("--ip-family={}", f.as_arg()));
     }
     if let Some(b) = c.object_store_memory {
         flags.push(format!("--object-store-memory={b}"));
