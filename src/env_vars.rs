@@ -29,6 +29,9 @@ pub(crate) const PYTHONUNBUFFERED: &str = "PYTHONUNBUFFERED";
 pub(crate) const RUN_MARK: &str = "RAYSLURM_RUN_MARK";
 /// Ray's temp root (Ray reads it in place of /tmp).
 pub(crate) const RAY_TMPDIR: &str = "RAY_TMPDIR";
+/// The temp dir of Ray's processes too: what they leave there (Python multiprocessing's
+/// `pymp-*` dirs, say) goes when the temp root goes.
+pub(crate) const TMPDIR: &str = "TMPDIR";
 
 /// Read from Slurm inside the allocation.
 pub(crate) const SLURM_JOB_ID: &str = "SLURM_JOB_ID";

@@ -91,7 +91,8 @@ impl RayStart {
         let cmd = Cmd::new("ray")
             .args(spec.args(&temp.path))
             .env(env_vars::RUN_MARK, mark)
-            .env(env_vars::RAY_TMPDIR, &temp.path);
+            .env(env_vars::RAY_TMPDIR, &temp.path)
+            .env(env_vars::TMPDIR, &temp.path);
         let log = temp.start_log();
         let out =
             File::create(&log).with_context(|| format!("cannot write `{}`", log.display()))?;

@@ -1,7 +1,7 @@
 //! End-to-end tests of the bootstrap on the real test cluster with real Ray
 //! (`bash tests/cluster/cluster.sh up`; skipped loudly without it, failing under CI=true).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -12,9 +12,22 @@ struct Job {
     id: String,
     log: PathBuf,
     dir: PathBuf,
+    /// Every node's /tmp entries before the launch.
+    tmp_before: BTreeSet<PathBuf>,
 }
 
 impl Job {
+    /// The job that `launch --json` printed in `stdout`.
+    fn launched(stdout: &[u8], dir: PathBuf, tmp_before: BTreeSet<PathBuf>) -> Job {
+        let v: serde_json::Value = serde_json::from_slice(stdout).unwrap();
+        Job {
+            id: v["job_id"].as_str().unwrap().to_owned(),
+            log: PathBuf::from(v["log"].as_str().unwrap()),
+            dir,
+            tmp_before,
+        }
+    }
+
     fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
@@ -70,15 +83,10 @@ fn launch(lab: &Lab, name: &str, args: &[&str]) -> Job {
         argv.extend(["--time", "10"]);
     }
     argv.extend_from_slice(args);
+    let tmp_before = node_tmp_entries();
     let out = rayslurm(argv).cwd(&dir).output();
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "launch failed: {stderr}");
-    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    Job {
-        id: v["job_id"].as_str().unwrap().to_owned(),
-        log: PathBuf::from(v["log"].as_str().unwrap()),
-        dir,
-    }
+    assert!(out.status.success(), "launch failed: {}", text(&out).1);
+    Job::launched(&out.stdout, dir, tmp_before)
 }
 
 fn copy_example(job_dir: &Path, name: &str) {
@@ -126,16 +134,41 @@ fn leftovers(job_id: &str) -> Vec<String> {
     found
 }
 
+/// Where the lab keeps each node's /tmp.
+const NODE_TMP: &str = "/var/lib/rayslurm-lab/tmp";
+
 /// Ray's temp dirs of the job left on any node's /tmp.
 fn leftover_temp_dirs(job_id: &str) -> Vec<PathBuf> {
-    let root = Path::new("/var/lib/rayslurm-lab/tmp");
-    let Ok(nodes) = std::fs::read_dir(root) else {
+    let Ok(nodes) = std::fs::read_dir(NODE_TMP) else {
         return Vec::new();
     };
     nodes
         .filter_map(Result::ok)
         .map(|n| n.path().join(format!("rs0-{job_id}")))
         .filter(|p| p.exists())
+        .collect()
+}
+
+/// Every entry of every node's /tmp.
+fn node_tmp_entries() -> BTreeSet<PathBuf> {
+    let dirs = |p: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(p)
+            .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    dirs(Path::new(NODE_TMP))
+        .iter()
+        .flat_map(|node| dirs(node))
+        .collect()
+}
+
+/// Entries that appeared in a node's /tmp since `before`, other than Ray temp roots (`rs0-ID`:
+/// this job's is checked by [`leftover_temp_dirs`], other jobs' may still be running).
+fn new_tmp_entries(before: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
+    node_tmp_entries()
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with("rs0-"))
         .collect()
 }
 
@@ -155,6 +188,11 @@ fn assert_clean(job: &Job) {
         leftover_temp_dirs(&job.id),
         Vec::<PathBuf>::new(),
         "temp dirs left behind"
+    );
+    assert_eq!(
+        new_tmp_entries(&job.tmp_before),
+        Vec::<PathBuf>::new(),
+        "files left behind in a node's /tmp"
     );
 }
 
@@ -176,7 +214,9 @@ fn three_nodes_form_a_cluster_and_the_command_sees_them() {
     assert_eq!(info["JobState"], "COMPLETED", "log:\n{log}");
     assert!(log.contains("nodes alive: 3 (rayslurm says 3)"), "{log}");
     assert!(log.contains("total = 500000500000 from 3 nodes"), "{log}");
-    for node in &lab.nodes {
+    // The job's nodes, head first, and their IPs (the lab may have more nodes than the job).
+    let nodes = crate::harness::expand_nodes(&info["NodeList"]);
+    for node in &nodes {
         assert!(
             log.contains(&format!("  {node} ")),
             "{node} ran a task: {log}"
@@ -184,14 +224,12 @@ fn three_nodes_form_a_cluster_and_the_command_sees_them() {
     }
     assert!(log.contains("RAYSLURM_NUM_NODES=3"), "{log}");
     assert!(log.contains("RAYSLURM_NODE_RANK=0"), "{log}");
+    let head_ip = lab.ip_of(&nodes[0]);
     assert!(
-        log.contains(&format!("RAYSLURM_HEAD_IP={}", lab.node_ips[0])),
+        log.contains(&format!("RAYSLURM_HEAD_IP={head_ip}")),
         "{log}"
     );
-    assert!(
-        log.contains(&format!("RAY_ADDRESS={}:", lab.node_ips[0])),
-        "{log}"
-    );
+    assert!(log.contains(&format!("RAY_ADDRESS={head_ip}:")), "{log}");
     assert!(log.contains("RAYSLURM_NUM_GPUS_PER_NODE=0"), "{log}");
     assert!(log.contains("PYTHONUNBUFFERED=1"), "{log}");
     // RAYSLURM_NODE_IPS is one IP a line, head first.
@@ -199,11 +237,11 @@ fn three_nodes_form_a_cluster_and_the_command_sees_them() {
     let ips_end = ips_at + log[ips_at..].find('>').expect("IPS closed");
     let ips: Vec<&str> = log[ips_at..ips_end].lines().collect();
     assert_eq!(ips.len(), 3, "{ips:?}");
-    let mut expected = lab.node_ips.clone();
-    expected.truncate(3);
-    assert_eq!(ips[0], expected[0], "head first");
+    assert_eq!(ips[0], head_ip, "head first");
     let mut sorted: Vec<String> = ips.iter().map(|s| (*s).to_owned()).collect();
     sorted.sort();
+    let mut expected: Vec<String> = nodes.iter().map(|n| lab.ip_of(n)).collect();
+    expected.sort();
     assert_eq!(sorted, expected);
     assert_eq!(job.state()["ending"], "completed");
     assert_clean(&job);
@@ -341,6 +379,7 @@ fn a_worker_that_cannot_start_fails_the_job_fast() {
         ),
     );
     let load_env = format!("{}; export PATH={}:$PATH", lab.load_env(), bin.display());
+    let tmp_before = node_tmp_entries();
     let out = rayslurm([
         "launch",
         "--json",
@@ -360,12 +399,7 @@ fn a_worker_that_cannot_start_fails_the_job_fast() {
     .cwd(&dir)
     .output();
     assert!(out.status.success(), "{}", text(&out).1);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let job = Job {
-        id: v["job_id"].as_str().unwrap().to_owned(),
-        log: PathBuf::from(v["log"].as_str().unwrap()),
-        dir,
-    };
+    let job = Job::launched(&out.stdout, dir, tmp_before);
     let info = job.wait(Duration::from_secs(120));
     let log = job.log_text();
     assert_eq!(info["JobState"], "FAILED", "log:\n{log}");
@@ -418,7 +452,8 @@ fn plain_multi_node_program_without_ray() {
     let info = job.wait(Duration::from_secs(120));
     let log = job.log_text();
     assert_eq!(info["JobState"], "COMPLETED", "log:\n{log}");
-    for (node, ip) in lab.nodes.iter().zip(&lab.node_ips).take(3) {
+    for node in crate::harness::expand_nodes(&info["NodeList"]) {
+        let ip = lab.ip_of(&node);
         assert!(
             log.contains(&format!("\n{node}\n")),
             "{node} answered: {log}"

@@ -112,6 +112,12 @@ pub struct Lab {
 }
 
 impl Lab {
+    /// The IPv4 address of one of the lab's nodes.
+    pub fn ip_of(&self, node: &str) -> String {
+        let k = self.nodes.iter().position(|n| n == node).unwrap();
+        self.node_ips[k].clone()
+    }
+
     /// A fresh directory on the shared filesystem for one test.
     pub fn workdir(&self, name: &str) -> PathBuf {
         let dir = self.shared.join("tests").join(format!(
