@@ -11,6 +11,7 @@ use nix::sys::signal::Signal;
 
 use super::marked::{self, RunMark};
 use super::net::HostPort;
+use super::ports;
 use super::ray_node::{RayStart, TempRoot, start_node};
 use super::signals;
 use super::user_command::UserCommand;
@@ -74,6 +75,7 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
         alloc,
         mark: format!("{}-{}", alloc.job_id, std::process::id()),
         temp: None,
+        dashboard_port: None,
         workers: None,
         command: None,
     };
@@ -113,6 +115,8 @@ struct Head<'a> {
     alloc: &'a Allocation,
     mark: String,
     temp: Option<TempRoot>,
+    /// The port Ray's dashboard was given (with Ray).
+    dashboard_port: Option<u16>,
     workers: Option<WorkerStep>,
     command: Option<UserCommand>,
 }
@@ -203,7 +207,24 @@ impl Head<'_> {
             &mut self.temp,
         )
         .map_err(Outcome::startup_failed)?;
+        self.dashboard_port = Some(ports.dashboard());
         Ok((start, HostPort(ip, ports.gcs()).to_string()))
+    }
+
+    /// Tells where the dashboard is, if Ray started one (`--include-dashboard=false` does not).
+    fn say_dashboard(&self) {
+        let Some(port) = self.dashboard_port else {
+            return;
+        };
+        if ports::listening_locally(port) {
+            let node = self.node();
+            say(
+                node,
+                format!(
+                    "Ray dashboard on {node} at 127.0.0.1:{port}; from the login node: ssh -N -L {port}:127.0.0.1:{port} {node}, then open http://localhost:{port}"
+                ),
+            );
+        }
     }
 
     /// Waits for the head's `ray start` and the workers' ready lines.
@@ -240,6 +261,7 @@ impl Head<'_> {
                             node,
                             format!("Ray head ready after {:.1} s", t0.elapsed().as_secs_f64()),
                         );
+                        self.say_dashboard();
                         ray_start = None;
                     }
                     Ok(Some(status)) => {

@@ -117,9 +117,24 @@ pub(crate) fn is_free(port: u16) -> bool {
     v4 && v6
 }
 
+/// Whether something on this node accepts connections on `port` at 127.0.0.1.
+pub(crate) fn listening_locally(port: u16) -> bool {
+    let addr = (Ipv4Addr::LOCALHOST, port).into();
+    std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_millis(200)).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listening_locally_sees_a_listener() {
+        let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = l.local_addr().unwrap().port();
+        assert!(listening_locally(port));
+        drop(l);
+        assert!(!listening_locally(port));
+    }
 
     #[test]
     fn block_follows_the_job_id() {

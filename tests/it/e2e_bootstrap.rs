@@ -231,6 +231,10 @@ fn three_nodes_form_a_cluster_and_the_command_sees_them() {
     );
     assert!(log.contains(&format!("RAY_ADDRESS={head_ip}:")), "{log}");
     assert!(log.contains("RAYSLURM_NUM_GPUS_PER_NODE=0"), "{log}");
+    assert!(
+        log.contains(&format!("Ray dashboard on {} at 127.0.0.1:", nodes[0])),
+        "{log}"
+    );
     assert!(log.contains("PYTHONUNBUFFERED=1"), "{log}");
     // RAYSLURM_NODE_IPS is one IP a line, head first.
     let ips_at = log.find("IPS<").expect("IPS printed") + "IPS<".len();
@@ -252,10 +256,18 @@ fn exit_code_of_the_command_is_the_jobs() {
     let Some(lab) = lab("exit_code_of_the_command_is_the_jobs") else {
         return;
     };
+    // Also: a head-only flag reaches the head alone (a worker would refuse it), and without a
+    // dashboard no dashboard is announced.
     let job = launch(
         lab,
         "exit3",
-        &["-n", "2", "--command", "echo about to fail; exit 3"],
+        &[
+            "-n",
+            "2",
+            "--ray-head-args=--include-dashboard=false",
+            "--command",
+            "echo about to fail; exit 3",
+        ],
     );
     let info = job.wait(Duration::from_secs(180));
     assert_eq!(info["JobState"], "FAILED", "log:\n{}", job.log_text());
@@ -263,7 +275,10 @@ fn exit_code_of_the_command_is_the_jobs() {
     let state = job.state();
     assert_eq!(state["exit_code"], 3);
     assert_eq!(state["ending"], "failed");
-    assert!(job.log_text().contains("about to fail"));
+    let log = job.log_text();
+    assert!(log.contains("about to fail"), "{log}");
+    assert!(log.contains("cluster ready: 2 node(s)"), "{log}");
+    assert!(!log.contains("Ray dashboard on"), "{log}");
     assert_clean(&job);
 }
 
