@@ -289,6 +289,10 @@ pub(crate) struct BootstrapArgs {
     #[arg(long)]
     pub(crate) state_file: Option<PathBuf>,
 
+    /// Where each node copies Ray's logs if the run fails (default: beside the state file).
+    #[arg(long)]
+    pub(crate) ray_logs_dir: Option<PathBuf>,
+
     /// Seconds the user command gets after SIGTERM before it is killed.
     #[arg(long, default_value = "10", value_parser = count)]
     pub(crate) kill_after: u32,

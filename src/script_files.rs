@@ -1,5 +1,6 @@
-//! Naming and writing the script: `{exp}_{MMDD}-{HHMMSS}.sh` beside its `.log` and
-//! `.state.json`, never overwriting anything, never leaving a half-written file.
+//! Naming and writing the script: `{exp}_{MMDD}-{HHMMSS}.sh` beside its `.log`,
+//! `.state.json` and (if the run fails) `.ray-logs/`, never overwriting anything, never leaving
+//! a half-written file.
 //!
 //! The script is written to a temporary file in the same directory and linked into place
 //! only if that name is still free (`persist_noclobber`), so concurrent launches in the same
@@ -18,6 +19,8 @@ pub(crate) struct ScriptFiles {
     pub(crate) script: PathBuf,
     pub(crate) log: PathBuf,
     pub(crate) state: PathBuf,
+    /// Where the nodes copy Ray's logs if the run fails.
+    pub(crate) ray_logs: PathBuf,
 }
 
 impl ScriptFiles {
@@ -27,11 +30,19 @@ impl ScriptFiles {
             script: dir.join(format!("{stem}.sh")),
             log: dir.join(format!("{stem}.log")),
             state: dir.join(format!("{stem}.state.json")),
+            ray_logs: dir.join(format!("{stem}.ray-logs")),
         }
     }
 
+    /// The files of the run whose state file this is.
+    pub(crate) fn from_state_file(state: &Path) -> Option<Self> {
+        let name = state.file_name()?.to_str()?;
+        let stem = name.strip_suffix(".state.json")?;
+        Some(Self::for_stem(state.parent()?, stem))
+    }
+
     fn any_exists(&self) -> bool {
-        self.script.exists() || self.log.exists() || self.state.exists()
+        self.script.exists() || self.log.exists() || self.state.exists() || self.ray_logs.exists()
     }
 }
 

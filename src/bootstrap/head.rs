@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use chrono::{Local, SecondsFormat};
 use nix::sys::signal::Signal;
 
+use super::kept_logs;
 use super::marked::{self, RunMark};
 use super::net::HostPort;
 use super::ports;
@@ -80,7 +81,7 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
         command: None,
     };
     let outcome = head.run();
-    head.teardown();
+    head.teardown(outcome.code != 0);
     let state = FinalState {
         job_id: alloc.job_id.clone(),
         exit_code: outcome.code,
@@ -440,8 +441,9 @@ impl Head<'_> {
         }
     }
 
-    /// Stops everything this run started, on every node.
-    fn teardown(&mut self) {
+    /// Stops everything this run started, on every node; `keep_logs` (the run failed) has
+    /// every node copy Ray's logs to the shared log directory first.
+    fn teardown(&mut self, keep_logs: bool) {
         let t0 = Instant::now();
         if let Some(command) = &self.command {
             command.stop_leftovers();
@@ -450,14 +452,21 @@ impl Head<'_> {
         let workers = self.workers.take();
         let stopper = workers.map(|mut step| {
             let node = node.clone();
-            std::thread::spawn(move || step.stop(&node))
+            std::thread::spawn(move || step.stop(&node, keep_logs))
         });
         let stopped = marked::stop_all(&self.run_mark(), RAY_STOP_GRACE);
+        if let Some(temp) = &self.temp {
+            if keep_logs {
+                let root = kept_logs::root(
+                    self.args.ray_logs_dir.as_deref(),
+                    self.args.state_file.as_deref(),
+                );
+                kept_logs::keep_saying(temp, root.as_deref(), &node);
+            }
+            temp.remove();
+        }
         if let Some(handle) = stopper {
             let _ = handle.join();
-        }
-        if let Some(temp) = &self.temp {
-            temp.remove();
         }
         if stopped > 0 || self.temp.is_some() {
             say(

@@ -9,6 +9,7 @@
 
 mod allocation;
 mod head;
+mod kept_logs;
 mod marked;
 mod net;
 mod ports;

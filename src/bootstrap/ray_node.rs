@@ -39,7 +39,7 @@ impl TempRoot {
         let _ = std::fs::remove_dir_all(&self.path);
     }
 
-    fn start_log(&self) -> PathBuf {
+    pub(crate) fn start_log(&self) -> PathBuf {
         self.path.join("rayslurm-ray-start.out")
     }
 }

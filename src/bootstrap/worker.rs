@@ -2,11 +2,12 @@
 //! watch until the head's step is stopped (SIGTERM from srun) or Ray dies under it.
 
 use std::collections::HashMap;
-use std::io::Write;
+use std::io::{BufRead, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::kept_logs::{self, KEEP_LINE};
 use super::marked::{self, RunMark};
 use super::ray_node::{TempRoot, start_node};
 use super::signals;
@@ -26,15 +27,16 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
         .run_mark
         .clone()
         .unwrap_or_else(|| format!("{}-worker-{}", alloc.job_id, std::process::id()));
-    let told_to_stop = watch_stdin();
+    let head = watch_stdin();
+    let told_to_stop = &head.stop;
     let mut temp = None;
-    let started = start(args, alloc, rank, &mark, &told_to_stop, &mut temp);
+    let started = start(args, alloc, rank, &mark, told_to_stop, &mut temp);
     let run = RunMark {
         mark,
         temp_root: temp.as_ref().map(|t: &TempRoot| t.path.clone()),
     };
     let code = match started {
-        Ok(()) => watch(args, &node, &run, &told_to_stop),
+        Ok(()) => watch(args, &node, &run, told_to_stop),
         Err(message) => {
             say(&node, format!("error: {message}"));
             1
@@ -42,6 +44,10 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
     };
     marked::stop_all(&run, RAY_STOP_GRACE);
     if let Some(temp) = temp {
+        // This node failed, or the head says the run did.
+        if code != 0 || head.keep_logs.load(Ordering::SeqCst) {
+            kept_logs::keep_saying(&temp, args.ray_logs_dir.as_deref(), &node);
+        }
         temp.remove();
     }
     say(
@@ -97,15 +103,29 @@ fn start(
         .map_err(|e| format!("cannot tell the head that node {node} joined: {e}"))
 }
 
-/// The head says stop by closing the worker step's stdin: a flag set at end-of-file.
-fn watch_stdin() -> Arc<AtomicBool> {
-    let told_to_stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&told_to_stop);
+/// What the head says through the worker step's stdin.
+struct HeadSays {
+    /// Set at end-of-file: the head says stop.
+    stop: Arc<AtomicBool>,
+    /// Set by [`KEEP_LINE`] (before the end-of-file): the run failed, keep Ray's logs.
+    keep_logs: Arc<AtomicBool>,
+}
+
+fn watch_stdin() -> HeadSays {
+    let says = HeadSays {
+        stop: Arc::new(AtomicBool::new(false)),
+        keep_logs: Arc::new(AtomicBool::new(false)),
+    };
+    let (stop, keep_logs) = (Arc::clone(&says.stop), Arc::clone(&says.keep_logs));
     std::thread::spawn(move || {
-        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
-        flag.store(true, Ordering::SeqCst);
+        for line in std::io::stdin().lock().lines().map_while(Result::ok) {
+            if line.trim() == KEEP_LINE {
+                keep_logs.store(true, Ordering::SeqCst);
+            }
+        }
+        stop.store(true, Ordering::SeqCst);
     });
-    told_to_stop
+    says
 }
 
 /// Waits until the head says stop or a stop signal comes, watching that Ray stays alive.

@@ -1,12 +1,13 @@
 //! The one `srun` step that runs the bootstrap on every worker node, and what the workers
 //! report through it.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::net::IpAddr;
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
+use super::kept_logs::{self, KEEP_LINE};
 use super::{Allocation, READY_PREFIX, TICK, say};
 use crate::cli::BootstrapArgs;
 use crate::process::Cmd;
@@ -62,6 +63,11 @@ impl WorkerStep {
             .arg(format!("--run-mark={mark}"))
             .arg(format!("--requested-gpus={}", args.requested_gpus))
             .args(cluster_flags(args));
+        if let Some(root) =
+            kept_logs::root(args.ray_logs_dir.as_deref(), args.state_file.as_deref())
+        {
+            cmd = cmd.arg(format!("--ray-logs-dir={}", root.display()));
+        }
         let mut child = cmd
             .command()
             .stdin(Stdio::piped())
@@ -91,7 +97,12 @@ impl WorkerStep {
         })
     }
 
-    pub(super) fn stop(&mut self, node: &str) {
+    /// Tells every worker to stop (and, with `keep_logs`, to keep Ray's logs first) and waits
+    /// for the step to end.
+    pub(super) fn stop(&mut self, node: &str, keep_logs: bool) {
+        if keep_logs && let Some(stdin) = &mut self.stdin {
+            let _ = writeln!(stdin, "{KEEP_LINE}").and_then(|()| stdin.flush());
+        }
         // End-of-file on every worker's stdin: each stops its own Ray and exits.
         drop(self.stdin.take());
         let deadline = Instant::now() + Duration::from_secs(10);

@@ -32,6 +32,11 @@ impl Job {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Where the nodes keep Ray's logs when the run fails.
+    fn ray_logs(&self) -> PathBuf {
+        self.log.with_extension("ray-logs")
+    }
+
     fn state(&self) -> serde_json::Value {
         let path = self.log.with_extension("state.json");
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| {
@@ -248,6 +253,10 @@ fn three_nodes_form_a_cluster_and_the_command_sees_them() {
     expected.sort();
     assert_eq!(sorted, expected);
     assert_eq!(job.state()["ending"], "completed");
+    assert!(
+        !job.ray_logs().exists(),
+        "a run that succeeds keeps no Ray logs"
+    );
     assert_clean(&job);
 }
 
@@ -431,6 +440,14 @@ fn a_worker_that_cannot_start_fails_the_job_fast() {
         "the cause is shown: {log}"
     );
     assert_eq!(job.state()["ending"], "startup-failed");
+    // The failed node keeps what `ray start` said, beside the job's log.
+    let kept = job.ray_logs().join(&worker).join("ray-start.out");
+    let kept_text = std::fs::read_to_string(&kept).unwrap_or_default();
+    assert!(
+        kept_text.contains("simulated: cannot start ray here"),
+        "{}: {kept_text}\nlog:\n{log}",
+        kept.display()
+    );
     let run_time = info["RunTime"].clone();
     assert!(
         run_time.starts_with("00:00:") || run_time.starts_with("00:01:"),
@@ -537,6 +554,16 @@ fn a_node_failing_mid_run_fails_the_job_fast() {
         "the head names the cause: {log}"
     );
     assert_eq!(job.state()["ending"], "node-failed");
+    // Every node keeps Ray's logs; the raylet's own log is among them.
+    for node in crate::harness::expand_nodes(&info["NodeList"]) {
+        let raylet_log = job.ray_logs().join(&node).join("raylet.out");
+        assert!(
+            raylet_log.is_file(),
+            "{} kept\nlog:\n{log}",
+            raylet_log.display()
+        );
+    }
+    assert!(log.contains("Ray's logs of node"), "{log}");
     assert_clean(&job);
 }
 
