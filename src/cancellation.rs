@@ -1,14 +1,20 @@
 //! Cancelling a job: `scancel`, then watching squeue until the job has left PENDING/RUNNING,
 //! so that "cancelled" is something we saw, not something we hope.
+//!
+//! Before `scancel`, squeue must show the run's job under its id: job ids are reused (a rebuilt
+//! cluster starts again at 1, real clusters wrap around), and a job with the run's id but
+//! another submit time is somebody else's.
 
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use chrono::{DateTime, FixedOffset};
 
 use crate::error::WithHint;
-use crate::job_status::JobStatus;
+use crate::job_status::{self, JobStatus};
 use crate::process::{Cmd, CmdError};
-use crate::slurm_query::{self, Phase};
+use crate::run_store::RunRecord;
+use crate::slurm_query::{self, Phase, QueryError};
 
 /// How long a cancelled job may take to leave PENDING/RUNNING before we say it did not.
 const CONFIRM_WITHIN: Duration = Duration::from_secs(15);
@@ -20,17 +26,38 @@ pub(crate) enum Cancelled {
     Stopped(JobStatus),
     /// The job had ended before scancel reached it.
     AlreadyEnded(JobStatus),
+    /// Slurm has given the run's job id to another job: the run's own job ended long ago, and
+    /// the job that has the id now was left alone.
+    IdReused,
 }
 
-/// Sends `scancel` for the job and waits until Slurm shows it stopped.
-pub(crate) fn cancel(job_id: &str) -> Result<Cancelled> {
+/// Who has a job id in Slurm's queue now.
+enum Holder {
+    /// The run's own job.
+    Run,
+    /// A job submitted at another time.
+    Other,
+    /// No job: slurmctld has forgotten the id.
+    Nobody,
+}
+
+/// Sends `scancel` for the run's job, if Slurm still has it, and waits until Slurm shows it
+/// stopped. `warn` hears of squeue failures that are retried.
+pub(crate) fn cancel(record: &RunRecord, warn: &dyn Fn(&str)) -> Result<Cancelled> {
+    let job_id = record.job_id.as_str();
+    let submitted = record.submitted();
+    match holder(job_id, submitted, warn)? {
+        Holder::Run => {}
+        Holder::Other => return Ok(Cancelled::IdReused),
+        Holder::Nobody => return Ok(Cancelled::AlreadyEnded(JobStatus::gone())),
+    }
     let cmd = Cmd::new("scancel").arg(job_id);
     if let Err(e) = cmd.output() {
         if let CmdError::NotFound { .. } = e {
             return Err(e).hint("run on a Slurm login node");
         }
         // scancel refuses jobs that are already completing or gone; see what became of it.
-        return match current(job_id) {
+        return match current(job_id, submitted) {
             Some(status) if status.phase >= Some(Phase::Ending) => {
                 Ok(Cancelled::AlreadyEnded(status))
             }
@@ -40,7 +67,7 @@ pub(crate) fn cancel(job_id: &str) -> Result<Cancelled> {
     let start = Instant::now();
     let mut last_seen = None;
     loop {
-        if let Some(status) = current(job_id) {
+        if let Some(status) = current(job_id, submitted) {
             if status.phase >= Some(Phase::Ending) {
                 return Ok(Cancelled::Stopped(status));
             }
@@ -64,23 +91,60 @@ pub(crate) fn cancel(job_id: &str) -> Result<Cancelled> {
     }
 }
 
-/// What squeue says of the job now; `None` if squeue failed (a job is never called ended
-/// because squeue did not answer).
-fn current(job_id: &str) -> Option<JobStatus> {
-    match slurm_query::squeue(&[job_id]) {
-        Ok(entries) => Some(match entries.iter().find(|e| e.job_id == job_id) {
-            Some(entry) => {
-                let exit = match entry.state.phase() {
-                    Phase::Ended => slurm_query::scontrol_job(job_id)
-                        .ok()
-                        .flatten()
-                        .and_then(|j| j.exit),
-                    _ => None,
-                };
-                JobStatus::from_queue(entry, None, exit)
-            }
-            None => JobStatus::gone(),
+/// Who has the job id now, from squeue (retried while it fails: without its answer no job is
+/// cancelled).
+fn holder(
+    job_id: &str,
+    submitted: Option<DateTime<FixedOffset>>,
+    warn: &dyn Fn(&str),
+) -> Result<Holder> {
+    let on_retry = |e: &QueryError, pause: Duration| {
+        warn(&format!("{e}; trying again in {} s", pause.as_secs()));
+    };
+    match job_status::squeue_retrying(&[job_id], &job_status::ONE_SHOT_RETRIES, &on_retry) {
+        // An array job has no line of its own id: its first element speaks for it.
+        Ok(entries) => Ok(match entries
+            .iter()
+            .find(|e| e.job_id == job_id)
+            .or_else(|| entries.first())
+        {
+            Some(entry) if entry.is_submitted_at(submitted) => Holder::Run,
+            Some(_) => Holder::Other,
+            None => Holder::Nobody,
         }),
+        Err(e @ QueryError::Missing(_)) => Err(e).hint("run on a Slurm login node"),
+        Err(e) => Err(e)
+            .with_context(|| {
+                format!("cannot tell whether job {job_id} is still this run's job, so it was not cancelled")
+            })
+            .hint("try again once squeue answers"),
+    }
+}
+
+/// What squeue says of the run's job now; `None` if squeue failed (a job is never called ended
+/// because squeue did not answer). A job that has the id but another submit time is not the
+/// run's: the run's job is gone.
+fn current(job_id: &str, submitted: Option<DateTime<FixedOffset>>) -> Option<JobStatus> {
+    match slurm_query::squeue(&[job_id]) {
+        Ok(entries) => Some(
+            match entries
+                .iter()
+                .find(|e| e.job_id == job_id)
+                .filter(|e| e.is_submitted_at(submitted))
+            {
+                Some(entry) => {
+                    let exit = match entry.state.phase() {
+                        Phase::Ended => slurm_query::scontrol_job(job_id)
+                            .ok()
+                            .flatten()
+                            .and_then(|j| j.exit),
+                        _ => None,
+                    };
+                    JobStatus::from_queue(entry, None, exit)
+                }
+                None => JobStatus::gone(),
+            },
+        ),
         Err(_) => None,
     }
 }

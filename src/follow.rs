@@ -79,7 +79,8 @@ pub(crate) fn follow(request: &Request, printer: &Printer) -> Result<ExitCode> {
                 printer.info(&format!(
                     "{signal}: cancelling job {id} (--cancel-on-interrupt)"
                 ));
-                match cancellation::cancel(id)? {
+                let warn = |m: &str| printer.warn(m);
+                match cancellation::cancel(record, &warn)? {
                     Cancelled::Stopped(status) => {
                         printer.info(&format!(
                             "cancelled job {id} ({}): {}",
@@ -89,6 +90,11 @@ pub(crate) fn follow(request: &Request, printer: &Printer) -> Result<ExitCode> {
                     }
                     Cancelled::AlreadyEnded(status) => {
                         printer.info(&format!("job {id} had already ended: {}", status.label()));
+                    }
+                    Cancelled::IdReused => {
+                        printer.info(&format!(
+                            "job {id} had already ended; Slurm has given its id to a newer job, which was left alone"
+                        ));
                     }
                 }
             } else {
@@ -170,7 +176,7 @@ impl<'a> Follower<'a> {
     /// Streams the log and shows the job's state until the job ends (`Ok(Ok(end))`) or
     /// following stops for another reason (`Ok(Err(outcome))`).
     fn watch(&mut self) -> Result<Result<End, Outcome>> {
-        let watcher = Watcher::spawn(self.record.job_id.clone());
+        let watcher = Watcher::spawn(self.record.job_id.clone(), self.record.submitted());
         let end = loop {
             if let Some(signal) = interrupt::received() {
                 return Ok(Err(Outcome::Interrupted(signal)));
@@ -313,7 +319,7 @@ impl<'a> Follower<'a> {
                 Some(f) => JobStatus::from_final_state(f),
                 None => slurm_query::sacct(&[id])
                     .iter()
-                    .find(|e| e.job_id == id)
+                    .find(|e| e.job_id == id && e.is_submitted_at(self.record.submitted()))
                     .map_or_else(JobStatus::gone, JobStatus::from_sacct),
             },
             End::Recorded(end) => JobStatus::from_record(&end),
@@ -347,7 +353,8 @@ impl<W: std::io::Write> std::io::Write for ClearFirst<'_, '_, W> {
 
 /// What the watcher thread saw.
 enum Observation {
-    /// squeue answered: the job's line, or `None` if slurmctld no longer knows it.
+    /// squeue answered: the job's line, or `None` if slurmctld no longer knows it (or has
+    /// given its id to a job submitted at another time).
     Queue(Option<QueueEntry>),
     /// squeue failed; it will be asked again.
     Failing { error: String, retry_in: Duration },
@@ -355,7 +362,8 @@ enum Observation {
     Fatal(QueryError),
 }
 
-/// The thread that asks squeue about one job, gently.
+/// The thread that asks squeue about one job, gently. The job is known by its id and its
+/// submit time: a job submitted at another time that has the id now is somebody else's.
 struct Watcher {
     rx: Receiver<Observation>,
     stop: Arc<AtomicBool>,
@@ -363,7 +371,7 @@ struct Watcher {
 }
 
 impl Watcher {
-    fn spawn(job_id: String) -> Self {
+    fn spawn(job_id: String, submitted: Option<DateTime<FixedOffset>>) -> Self {
         let (tx, rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let hurry = Arc::new(AtomicBool::new(false));
@@ -387,7 +395,7 @@ impl Watcher {
                 let observation = match slurm_query::squeue(&[&job_id]) {
                     Ok(entries) => {
                         failures = 0;
-                        let entry = pick(entries, &job_id);
+                        let entry = pick(entries, &job_id).filter(|e| e.is_submitted_at(submitted));
                         let now = entry.as_ref().map(|e| e.state.phase());
                         if now != phase {
                             phase = now;

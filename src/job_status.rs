@@ -6,6 +6,9 @@
 //!
 //! A failing `squeue` is retried with backoff and, if it keeps failing, reported as `UNKNOWN`:
 //! a run is never called finished because Slurm could not be asked.
+//!
+//! A job id Slurm shows with another submit time than the run's belongs to a newer job (ids
+//! are reused): the run's own job is gone, and no Slurm command is asked about it again.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -274,8 +277,9 @@ pub(crate) fn gather(
         let status = if let Some(end) = &run.record.ended {
             Some(JobStatus::from_record(end))
         } else if let Some(queue) = &queue {
+            let submitted = run.record.submitted();
             match queue.get(id) {
-                Some(entry) => {
+                Some(entry) if entry.is_submitted_at(submitted) => {
                     let slurm_exit = match (entry.state.phase(), final_state) {
                         (Phase::Ended, None) => slurm_query::scontrol_job(id)
                             .ok()
@@ -289,6 +293,12 @@ pub(crate) fn gather(
                         slurm_exit,
                     ))
                 }
+                // Another job has the id now: scontrol and sacct would describe that one.
+                Some(_) => Some(
+                    final_state
+                        .as_ref()
+                        .map_or_else(JobStatus::gone, JobStatus::from_final_state),
+                ),
                 None => match final_state {
                     Some(f) => Some(JobStatus::from_final_state(f)),
                     None => {
@@ -317,6 +327,7 @@ pub(crate) fn gather(
             status.unwrap_or_else(|| {
                 sacct
                     .get(&run.record.job_id)
+                    .filter(|e| e.is_submitted_at(run.record.submitted()))
                     .map_or_else(JobStatus::gone, JobStatus::from_sacct)
             })
         })

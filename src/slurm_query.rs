@@ -5,14 +5,73 @@
 //! Each command's machine-readable output is parsed by a small tested function. A failing
 //! `squeue` (a controller restart, a timeout) is [`QueryError::Unavailable`]: callers retry and
 //! never take it to mean the job has ended. "Invalid job id specified" means "not in the queue".
+//!
+//! Job ids are not unique forever: a rebuilt cluster starts again at 1 and real clusters wrap
+//! around. A job Slurm reports under a run's id is that run's job only if it was submitted when
+//! the run was ([`same_submission`]); otherwise it is somebody else's, and the run's own job is
+//! gone.
 
 use std::collections::HashMap;
+
+use chrono::{DateTime, FixedOffset, Local, LocalResult, NaiveDateTime, TimeDelta, TimeZone};
 
 use crate::elapsed;
 use crate::process::{Cmd, CmdError};
 
-/// `squeue -o` fields: id, long state, reason, time used, node count, node list.
-pub(crate) const SQUEUE_FORMAT: &str = "%i|%T|%r|%M|%D|%N";
+/// `squeue -o` fields: id, long state, reason, time used, node count, submit time, node list.
+/// The node list stays last: it is the only free-form field, so whatever follows the sixth `|`
+/// belongs to it.
+pub(crate) const SQUEUE_FORMAT: &str = "%i|%T|%r|%M|%D|%V|%N";
+
+/// `sacct -o` fields, in the order [`parse_sacct_line`] reads them.
+const SACCT_FORMAT: &str = "JobID,State,ExitCode,ElapsedRaw,Submit";
+
+/// A Slurm client command that prints times the way [`parse_submit_time`] reads them
+/// (`2026-11-22T03:16:18`), whatever `SLURM_TIME_FORMAT` the user has set (`relative` would
+/// print `Ystday 03:16`).
+fn slurm_client(program: &str) -> Cmd {
+    Cmd::new(program).env("SLURM_TIME_FORMAT", "standard")
+}
+
+/// How far apart the submit time Slurm reports for a job id and the one in a run's record may
+/// be for the two to be the same job. `launch` reads its own clock just after `sbatch` returns,
+/// Slurm keeps whole seconds, and the login node's and the controller's clocks may differ a
+/// little; a job that was given the same id later (a rebuilt cluster, job ids wrapping around)
+/// was submitted long after.
+pub(crate) const SAME_JOB_SLACK: TimeDelta = TimeDelta::seconds(60);
+
+/// Whether a job Slurm reports as submitted at `slurm` is the one a run recorded as submitted
+/// at `recorded`. Slurm's clients print times in the local time of the host they run on (ours),
+/// without an offset. A time unknown on either side cannot tell two jobs apart, so it counts
+/// as the same job, as before submit times were asked.
+fn same_submission(slurm: Option<NaiveDateTime>, recorded: Option<DateTime<FixedOffset>>) -> bool {
+    same_submission_in(&Local, slurm, recorded)
+}
+
+/// [`same_submission`] with Slurm's times read in `tz`.
+fn same_submission_in<Tz: TimeZone>(
+    tz: &Tz,
+    slurm: Option<NaiveDateTime>,
+    recorded: Option<DateTime<FixedOffset>>,
+) -> bool {
+    let (Some(slurm), Some(recorded)) = (slurm, recorded) else {
+        return true;
+    };
+    let near = |t: DateTime<Tz>| (t.fixed_offset() - recorded).abs() <= SAME_JOB_SLACK;
+    match tz.from_local_datetime(&slurm) {
+        LocalResult::Single(t) => near(t),
+        // Clocks went back: the local time names two instants.
+        LocalResult::Ambiguous(first, second) => near(first) || near(second),
+        // Clocks went forward over it: no clock printed it, so it tells nothing.
+        LocalResult::None => true,
+    }
+}
+
+/// A submit time as Slurm prints it (`2026-11-22T03:16:18`); `None` for `N/A`, `Unknown` or
+/// anything else.
+fn parse_submit_time(text: &str) -> Option<NaiveDateTime> {
+    NaiveDateTime::parse_from_str(text.trim(), "%Y-%m-%dT%H:%M:%S").ok()
+}
 
 /// Where a job is in its life, whatever Slurm's exact state name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -67,27 +126,40 @@ pub(crate) struct QueueEntry {
     pub(crate) reason: Option<String>,
     pub(crate) elapsed: Option<u64>,
     pub(crate) nodes: Option<u32>,
+    /// When the job was submitted, in local time; `None` when squeue did not say.
+    pub(crate) submitted: Option<NaiveDateTime>,
     pub(crate) nodelist: Option<String>,
 }
 
-/// Parses one line of `squeue -h -o '%i|%T|%r|%M|%D|%N'`.
+impl QueueEntry {
+    /// Whether this is the job a run recorded as submitted at `recorded`, not a later job that
+    /// was given the same id ([`same_submission`]).
+    pub(crate) fn is_submitted_at(&self, recorded: Option<DateTime<FixedOffset>>) -> bool {
+        same_submission(self.submitted, recorded)
+    }
+}
+
+/// Parses one line of `squeue -h -o SQUEUE_FORMAT`. A line of six fields (no submit time)
+/// is read as the format was before the submit time was added, with that time unknown.
 pub(crate) fn parse_squeue_line(line: &str) -> Option<QueueEntry> {
-    let mut fields = line.trim().splitn(6, '|');
-    let job_id = fields.next()?.trim();
-    let state = fields.next()?.trim();
+    let fields: Vec<&str> = line.trim().splitn(7, '|').map(str::trim).collect();
+    let (submitted, nodelist) = match fields.len() {
+        7 => (parse_submit_time(fields[5]), fields[6]),
+        6 => (None, fields[5]),
+        5 => (None, ""),
+        _ => return None,
+    };
+    let (job_id, state) = (fields[0], fields[1]);
     if job_id.is_empty() || state.is_empty() {
         return None;
     }
-    let reason = fields.next()?.trim();
-    let elapsed = fields.next()?.trim();
-    let nodes = fields.next()?.trim();
-    let nodelist = fields.next().unwrap_or("").trim();
     Some(QueueEntry {
         job_id: job_id.to_owned(),
         state: SlurmState::new(state),
-        reason: known(reason),
-        elapsed: elapsed::parse(elapsed),
-        nodes: nodes.parse().ok(),
+        reason: known(fields[2]),
+        elapsed: elapsed::parse(fields[3]),
+        nodes: fields[4].parse().ok(),
+        submitted,
         nodelist: known(nodelist),
     })
 }
@@ -125,7 +197,7 @@ pub(crate) fn squeue(job_ids: &[&str]) -> Result<Vec<QueueEntry>, QueryError> {
     if job_ids.is_empty() {
         return Ok(Vec::new());
     }
-    let cmd = Cmd::new("squeue")
+    let cmd = slurm_client("squeue")
         .args(["--noheader", "--states=all", "--jobs"])
         .arg(job_ids.join(","))
         .args(["--format", SQUEUE_FORMAT]);
@@ -227,13 +299,23 @@ pub(crate) fn scontrol_job(job_id: &str) -> Result<Option<ScontrolJob>, QueryErr
     }
 }
 
-/// One line of `sacct -n -P -X -o JobID,State,ExitCode,ElapsedRaw`.
+/// One line of `sacct -n -P -X -o SACCT_FORMAT`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SacctEntry {
     pub(crate) job_id: String,
     pub(crate) state: SlurmState,
     pub(crate) exit: Option<SlurmExit>,
     pub(crate) elapsed: Option<u64>,
+    /// When the job was submitted, in local time; `None` when sacct did not say.
+    pub(crate) submitted: Option<NaiveDateTime>,
+}
+
+impl SacctEntry {
+    /// Whether this is the job a run recorded as submitted at `recorded` ([`same_submission`]):
+    /// for a reused id, sacct describes the newest job that had it.
+    pub(crate) fn is_submitted_at(&self, recorded: Option<DateTime<FixedOffset>>) -> bool {
+        same_submission(self.submitted, recorded)
+    }
 }
 
 pub(crate) fn parse_sacct_line(line: &str) -> Option<SacctEntry> {
@@ -248,6 +330,7 @@ pub(crate) fn parse_sacct_line(line: &str) -> Option<SacctEntry> {
         state: SlurmState::new(state),
         exit: fields.next().and_then(SlurmExit::parse),
         elapsed: fields.next().and_then(|e| e.trim().parse().ok()),
+        submitted: fields.next().and_then(parse_submit_time),
     })
 }
 
@@ -257,10 +340,10 @@ pub(crate) fn sacct(job_ids: &[&str]) -> Vec<SacctEntry> {
     if job_ids.is_empty() || which::which("sacct").is_err() {
         return Vec::new();
     }
-    let cmd = Cmd::new("sacct")
+    let cmd = slurm_client("sacct")
         .args(["--noheader", "--parsable2", "--allocations", "--jobs"])
         .arg(job_ids.join(","))
-        .args(["--format", "JobID,State,ExitCode,ElapsedRaw"]);
+        .args(["--format", SACCT_FORMAT]);
     match cmd.stdout() {
         Ok(out) => out.lines().filter_map(parse_sacct_line).collect(),
         Err(_) => Vec::new(),
@@ -294,6 +377,104 @@ mod tests {
         assert_eq!(e.state.phase(), Phase::Ended);
         let e = parse_squeue_line("13|COMPLETING|None|0:09|1|node2").unwrap();
         assert_eq!(e.state.phase(), Phase::Ending);
+    }
+
+    #[test]
+    fn squeue_submit_time() {
+        let e = parse_squeue_line("12|RUNNING|None|0:07|2|2026-11-22T03:16:18|node[1-2]").unwrap();
+        assert_eq!(e.submitted, Some(at(2026, 11, 22, 3, 16, 18)));
+        assert_eq!(e.nodelist.as_deref(), Some("node[1-2]"));
+        assert_eq!(e.nodes, Some(2));
+        let e = parse_squeue_line("11|PENDING|Priority|0:00|1|2026-11-22T03:16:18|").unwrap();
+        assert_eq!(e.submitted, Some(at(2026, 11, 22, 3, 16, 18)));
+        assert_eq!(e.nodelist, None);
+    }
+
+    #[test]
+    fn squeue_submit_time_unknown() {
+        for line in [
+            "12|RUNNING|None|0:07|2|N/A|node1",
+            "12|RUNNING|None|0:07|2||node1",
+            "12|RUNNING|None|0:07|2|Ystday 03:16|node1",
+        ] {
+            let e = parse_squeue_line(line).unwrap();
+            assert_eq!(e.submitted, None, "{line}");
+            assert_eq!(e.nodelist.as_deref(), Some("node1"), "{line}");
+        }
+    }
+
+    #[test]
+    fn squeue_line_without_submit_time() {
+        let e = parse_squeue_line("12|RUNNING|None|0:07|2|node[1-2]").unwrap();
+        assert_eq!(e.submitted, None);
+        assert_eq!(e.nodelist.as_deref(), Some("node[1-2]"));
+        assert!(e.is_submitted_at(Some(recorded("2026-11-22T03:16:19+00:00"))));
+    }
+
+    fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> NaiveDateTime {
+        chrono::NaiveDate::from_ymd_opt(y, mo, d)
+            .and_then(|day| day.and_hms_opt(h, mi, s))
+            .unwrap()
+    }
+
+    fn recorded(text: &str) -> DateTime<FixedOffset> {
+        DateTime::parse_from_rfc3339(text).unwrap()
+    }
+
+    #[test]
+    fn same_job_within_the_slack() {
+        let utc = FixedOffset::east_opt(0).unwrap();
+        let slurm = Some(at(2026, 11, 22, 3, 16, 18));
+        // launch reads its clock just after sbatch returns, and clocks differ a little.
+        for text in [
+            "2026-11-22T03:16:18+00:00",
+            "2026-11-22T03:16:19.734+00:00",
+            "2026-11-22T03:17:18+00:00",
+            "2026-11-22T03:15:18+00:00",
+        ] {
+            assert!(
+                same_submission_in(&utc, slurm, Some(recorded(text))),
+                "{text}"
+            );
+        }
+        // The same instant, recorded by a login node in another zone than squeue prints.
+        let cet = FixedOffset::east_opt(3600).unwrap();
+        let recorded_utc = Some(recorded("2026-11-22T02:16:20+00:00"));
+        assert!(same_submission_in(&cet, slurm, recorded_utc));
+        assert!(!same_submission_in(&utc, slurm, recorded_utc));
+    }
+
+    #[test]
+    fn another_job_outside_the_slack() {
+        let utc = FixedOffset::east_opt(0).unwrap();
+        let slurm = Some(at(2026, 11, 22, 3, 16, 18));
+        for text in [
+            // The job with this id now was submitted after the run's (the usual reuse)...
+            "2026-11-22T03:15:17+00:00",
+            "2026-11-19T11:00:00+00:00",
+            // ...or before it (a clock set wrong, ids reused in a strange order).
+            "2026-11-22T03:17:19+00:00",
+            "2027-01-02T03:16:18+00:00",
+        ] {
+            assert!(
+                !same_submission_in(&utc, slurm, Some(recorded(text))),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_submit_time_is_the_same_job() {
+        let utc = FixedOffset::east_opt(0).unwrap();
+        let run = Some(recorded("2026-11-22T03:16:18+00:00"));
+        assert!(same_submission_in(&utc, None, run));
+        assert!(same_submission_in(
+            &utc,
+            Some(at(2020, 1, 1, 0, 0, 0)),
+            None
+        ));
+        let e = parse_squeue_line("12|RUNNING|None|0:07|2|N/A|node1").unwrap();
+        assert!(e.is_submitted_at(run));
     }
 
     #[test]
@@ -350,6 +531,11 @@ mod tests {
         assert_eq!(e.state.as_str(), "CANCELLED");
         assert_eq!(e.exit.map(SlurmExit::shell_code), Some(143));
         assert_eq!(e.elapsed, Some(7));
+        assert_eq!(e.submitted, None);
+        let e = parse_sacct_line("42|COMPLETED|0:0|7|2026-11-22T03:16:18").unwrap();
+        assert_eq!(e.submitted, Some(at(2026, 11, 22, 3, 16, 18)));
+        let e = parse_sacct_line("42|PENDING|0:0|0|Unknown").unwrap();
+        assert_eq!(e.submitted, None);
         assert_eq!(parse_sacct_line(""), None);
     }
 

@@ -24,15 +24,24 @@ pub(crate) fn run(args: &CancelArgs, printer: &Printer) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let warn = |m: &str| printer.warn(m);
-    let (status, cancelled) = match cancellation::cancel(&run.record.job_id)? {
-        Cancelled::Stopped(status) => (status, true),
+    // Slurm has forgotten the job: the final state file may still say how it ended.
+    let from_file = |status: JobStatus| {
+        job_status::read_final_state(run, &warn).map_or(status, |f| JobStatus::from_final_state(&f))
+    };
+    let (status, cancelled, why) = match cancellation::cancel(&run.record, &warn)? {
+        Cancelled::Stopped(status) => (status, true, String::new()),
         Cancelled::AlreadyEnded(status) if status.source == "none" => {
-            // Slurm has forgotten the job: the final state file may still say how it ended.
-            let status = job_status::read_final_state(run, &warn)
-                .map_or(status, |f| JobStatus::from_final_state(&f));
-            (status, false)
+            (from_file(status), false, String::new())
         }
-        Cancelled::AlreadyEnded(status) => (status, false),
+        Cancelled::AlreadyEnded(status) => (status, false, String::new()),
+        Cancelled::IdReused => (
+            from_file(JobStatus::gone()),
+            false,
+            format!(
+                " (Slurm has given job id {} to a newer job, which was left alone)",
+                run.record.job_id
+            ),
+        ),
     };
     if let Err(e) = job_status::remember(&store, run, &status) {
         printer.warn(&format!(
@@ -44,7 +53,7 @@ pub(crate) fn run(args: &CancelArgs, printer: &Printer) -> Result<ExitCode> {
         printer.info(&format!("cancelled {job}: it is {}", status.label()));
     } else {
         printer.info(&format!(
-            "{job} already ended ({}); nothing to cancel",
+            "{job} already ended ({}); nothing to cancel{why}",
             status.label()
         ));
     }

@@ -67,6 +67,7 @@ impl Fake {
     fn run<const N: usize>(&self, args: [&str; N]) -> Run {
         rayslurm(args)
             .shims(&self.shims)
+            .env("TZ", TZ)
             .env("RAYSLURM_STATE_DIR", &self.state)
             .cwd(&self.logs)
     }
@@ -96,6 +97,19 @@ impl Fake {
         log_path
     }
 
+    /// When a seeded run was submitted, as its record says.
+    fn submitted(&self, job: &str) -> chrono::DateTime<chrono::FixedOffset> {
+        let path = self.state.join(format!("runs/{job}.json"));
+        let record: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        chrono::DateTime::parse_from_rfc3339(record["submitted_at"].as_str().unwrap()).unwrap()
+    }
+
+    /// squeue's answer for the seeded run's job `id` in `state`.
+    fn line(&self, id: &str, state: &str) -> String {
+        line_at(id, state, &squeue_time(self.submitted(id)))
+    }
+
     /// Writes the bootstrap's final state for a seeded run.
     fn final_state(&self, exp: &str, job: &str, code: i32, ending: &str) {
         let state = serde_json::json!({
@@ -115,15 +129,34 @@ impl Fake {
     }
 }
 
-/// squeue's answer for job `id` in `state`.
-fn line(id: &str, state: &str) -> String {
+/// squeue's answer for job `id` in `state`, submitted at `submitted` (squeue's `%V`: local
+/// time without an offset, or shell text that prints it, like [`NOW`]).
+fn line_at(id: &str, state: &str, submitted: &str) -> String {
     let nodes = if state == "PENDING" { "" } else { "node[1-2]" };
     let reason = if state == "PENDING" {
         "Resources"
     } else {
         "None"
     };
-    format!("echo '{id}|{state}|{reason}|0:07|2|{nodes}'")
+    format!("echo \"{id}|{state}|{reason}|0:07|2|{submitted}|{nodes}\"")
+}
+
+/// The time zone of rayslurm and the fake Slurm commands (POSIX form: UTC+05:30). squeue prints
+/// submit times in local time without an offset; a zone away from UTC shows they are read so.
+const TZ: &str = "IST-5:30";
+
+/// [`TZ`]'s offset from UTC, in seconds.
+const TZ_OFFSET: i32 = 5 * 3600 + 30 * 60;
+
+/// The submit time of a job submitted as squeue is asked, for runs `launch` records itself.
+const NOW: &str = "$(date +%Y-%m-%dT%H:%M:%S)";
+
+/// `at` as squeue prints a submit time.
+fn squeue_time(at: chrono::DateTime<chrono::FixedOffset>) -> String {
+    let local = chrono::FixedOffset::east_opt(TZ_OFFSET).unwrap();
+    at.with_timezone(&local)
+        .format("%Y-%m-%dT%H:%M:%S")
+        .to_string()
 }
 
 const CONTROLLER_DOWN: &str = "echo 'slurm_load_jobs error: Unable to contact slurm controller (connect failure)' >&2; exit 1";
@@ -141,7 +174,11 @@ fn status_json_shape() {
     fake.final_state("resnet", "101", 0, "completed");
     fake.shim(
         "squeue",
-        &format!("{}\n{}", line("103", "PENDING"), line("102", "RUNNING")),
+        &format!(
+            "{}\n{}",
+            fake.line("103", "PENDING"),
+            fake.line("102", "RUNNING")
+        ),
     );
     let out = fake.run(["status", "--json"]).output();
     let (stdout, stderr) = text(&out);
@@ -191,9 +228,9 @@ fn status_asks_squeue_once_for_all_runs() {
         "squeue",
         &format!(
             "{}\n{}\n{}",
-            line("201", "RUNNING"),
-            line("202", "RUNNING"),
-            line("203", "RUNNING")
+            fake.line("201", "RUNNING"),
+            fake.line("202", "RUNNING"),
+            fake.line("203", "RUNNING")
         ),
     );
     let out = fake.run(["status"]).output();
@@ -214,7 +251,7 @@ fn status_retries_a_failing_squeue() {
         "squeue",
         &format!(
             "if [ \"$N\" -le 2 ]; then {CONTROLLER_DOWN}; fi\n{}",
-            line("101", "RUNNING")
+            fake.line("101", "RUNNING")
         ),
     );
     let out = fake.run(["status", "--json"]).output();
@@ -301,7 +338,7 @@ fn damaged_record_is_skipped_with_a_warning() {
         "{\"exp_name\": \"x\", ",
     )
     .unwrap();
-    fake.shim("squeue", &line("101", "RUNNING"));
+    fake.shim("squeue", &fake.line("101", "RUNNING"));
     let out = fake.run(["status", "--json"]).output();
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -334,7 +371,7 @@ fn logs_prints_the_latest_run_and_its_tail() {
 fn logs_of_a_pending_job_says_it_has_not_started() {
     let fake = Fake::new();
     fake.seed("resnet", "101", 1, None);
-    fake.shim("squeue", &line("101", "PENDING"));
+    fake.shim("squeue", &fake.line("101", "PENDING"));
     let out = fake.run(["logs", "resnet"]).output();
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -354,9 +391,9 @@ fn follow_exits_with_the_jobs_code_from_scontrol() {
         "squeue",
         &format!(
             "case $N in 1) {};; 2) printf 'hello\\nworld\\n' > {log}; {};; *) {};; esac",
-            line("101", "PENDING"),
-            line("101", "RUNNING"),
-            line("101", "FAILED"),
+            fake.line("101", "PENDING"),
+            fake.line("101", "RUNNING"),
+            fake.line("101", "FAILED"),
             log = log.display()
         ),
     );
@@ -402,7 +439,10 @@ fn follow_prefers_the_final_state_and_reads_the_whole_log() {
         "(sleep 0.5; echo late >> {log}; sleep 0.5; echo later >> {log}) &",
         log = log.display()
     );
-    fake.shim("squeue", &format!("{writer}\n{}", line("101", "COMPLETED")));
+    fake.shim(
+        "squeue",
+        &format!("{writer}\n{}", fake.line("101", "COMPLETED")),
+    );
     fake.final_state("resnet", "101", 0, "completed");
     let out = fake.run(["logs", "-f", "resnet"]).output();
     let (stdout, stderr) = text(&out);
@@ -422,8 +462,8 @@ fn follow_keeps_going_while_squeue_fails() {
         "squeue",
         &format!(
             "if [ \"$N\" -eq 2 ]; then {CONTROLLER_DOWN}; fi\ncase $N in 1) {};; *) {};; esac",
-            line("101", "RUNNING"),
-            line("101", "COMPLETED")
+            fake.line("101", "RUNNING"),
+            fake.line("101", "COMPLETED")
         ),
     );
     fake.shim(
@@ -452,9 +492,9 @@ fn follow_reports_a_deleted_log_and_goes_on() {
         "squeue",
         &format!(
             "case $N in 1) {};; 2) rm -f {log}; {};; *) {};; esac",
-            line("101", "RUNNING"),
-            line("101", "RUNNING"),
-            line("101", "CANCELLED"),
+            fake.line("101", "RUNNING"),
+            fake.line("101", "RUNNING"),
+            fake.line("101", "CANCELLED"),
             log = log.display()
         ),
     );
@@ -489,12 +529,12 @@ fn follow_of_a_job_slurm_forgot_uses_the_final_state() {
 fn follow_of_a_run_with_a_recorded_end_asks_slurm_nothing() {
     let fake = Fake::new();
     fake.seed("resnet", "101", 1, Some("done long ago\n"));
-    fake.shim("squeue", &line("101", "FAILED"));
+    fake.shim("squeue", &fake.line("101", "FAILED"));
     fake.shim("scontrol", "echo 'JobId=101 JobState=FAILED ExitCode=6:0'");
     let out = fake.run(["status", "101"]).output();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
     // The job id is handed to another job; the record keeps what it learned.
-    fake.shim("squeue", &line("101", "RUNNING"));
+    fake.shim("squeue", &fake.line("101", "RUNNING"));
     let start = Instant::now();
     let out = fake.run(["logs", "-f", "101"]).output();
     let (stdout, stderr) = text(&out);
@@ -518,6 +558,7 @@ fn interrupt(fake: &Fake, args: &[&str]) -> (Option<i32>, String) {
     let mut child = Command::new(bin())
         .args(args)
         .env("PATH", path)
+        .env("TZ", TZ)
         .env("RAYSLURM_STATE_DIR", &fake.state)
         .env("RAYSLURM_CONFIG", "/nonexistent/rayslurm.toml")
         .current_dir(&fake.logs)
@@ -547,7 +588,7 @@ fn interrupt(fake: &Fake, args: &[&str]) -> (Option<i32>, String) {
 fn ctrl_c_stops_following_without_cancelling() {
     let fake = Fake::new();
     fake.seed("resnet", "101", 1, Some("x\n"));
-    fake.shim("squeue", &line("101", "RUNNING"));
+    fake.shim("squeue", &fake.line("101", "RUNNING"));
     fake.shim("scancel", "exit 0");
     let (code, stderr) = interrupt(&fake, &["logs", "-f", "resnet"]);
     assert_eq!(code, Some(130), "{stderr}");
@@ -567,8 +608,8 @@ fn ctrl_c_with_cancel_on_interrupt_cancels() {
         "squeue",
         &format!(
             "if [ -e {c} ]; then {}; else {}; fi",
-            line("101", "CANCELLED"),
-            line("101", "RUNNING"),
+            line_at("101", "CANCELLED", NOW),
+            line_at("101", "RUNNING", NOW),
             c = cancelled.display()
         ),
     );
@@ -609,8 +650,8 @@ fn cancel_confirms_the_job_stopped_and_status_remembers() {
         "squeue",
         &format!(
             "if [ -e {c} ]; then {}; else {}; fi",
-            line("102", "CANCELLED"),
-            line("102", "RUNNING"),
+            fake.line("102", "CANCELLED"),
+            fake.line("102", "RUNNING"),
             c = cancelled.display()
         ),
     );
@@ -679,7 +720,7 @@ fn scancel_refusing_is_a_failure() {
         "scancel",
         "echo 'scancel: error: Kill job error on job id 101: Access/permission denied' >&2; exit 1",
     );
-    fake.shim("squeue", &line("101", "RUNNING"));
+    fake.shim("squeue", &fake.line("101", "RUNNING"));
     let out = fake.run(["cancel", "resnet"]).output();
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -734,4 +775,208 @@ fn launch_records_runs_and_concurrent_launches_keep_all() {
             .starts_with(fake.logs.to_str().unwrap())
     );
     assert_eq!(Path::new(row["workdir"].as_str().unwrap()), fake.logs);
+}
+
+/// squeue's submit time for a job that was given the seeded run's id `days` days after the
+/// run was submitted (a rebuilt cluster starts again at job 1; real clusters wrap around).
+fn reused(fake: &Fake, job: &str, days: i64) -> String {
+    squeue_time(fake.submitted(job) + chrono::TimeDelta::days(days))
+}
+
+#[test]
+fn status_of_a_run_whose_job_id_was_reused_is_not_the_new_jobs() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    fake.seed("bert", "102", 2, None);
+    fake.final_state("bert", "102", 4, "failed");
+    fake.shim(
+        "squeue",
+        &format!(
+            "{}\n{}",
+            line_at("101", "RUNNING", &reused(&fake, "101", 3)),
+            line_at("102", "COMPLETED", &reused(&fake, "102", 3))
+        ),
+    );
+    let out = fake.run(["status", "--json"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let rows = json(&stdout);
+    assert_eq!(rows[0]["job_id"], "102");
+    assert_eq!(
+        (rows[0]["state"].as_str(), rows[0]["exit_code"].as_i64()),
+        (Some("FAILED"), Some(4)),
+        "the run's own final state, not the new job's COMPLETED"
+    );
+    assert_eq!(rows[0]["source"], "final-state");
+    assert_eq!(rows[1]["job_id"], "101");
+    assert_eq!(rows[1]["state"], "ENDED", "{stdout}");
+    assert_eq!(rows[1]["nodelist"], serde_json::Value::Null);
+    assert!(!stdout.contains("RUNNING"), "{stdout}");
+    // scontrol and sacct would describe the new job too.
+    assert!(fake.calls("scontrol").is_empty());
+    assert!(fake.calls("sacct").is_empty());
+}
+
+#[test]
+fn status_ignores_what_sacct_says_of_a_newer_job_with_the_id() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    fake.seed("resnet", "102", 2, None);
+    // slurmctld has forgotten both ids; accounting knows the newest job that had each.
+    fake.shim("squeue", "exit 0");
+    let own = squeue_time(fake.submitted("102"));
+    fake.shim(
+        "sacct",
+        &format!(
+            "echo '101|COMPLETED|0:0|9|{}'\necho '102|FAILED|3:0|7|{own}'",
+            reused(&fake, "101", 3)
+        ),
+    );
+    let out = fake.run(["status", "--json"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let rows = json(&stdout);
+    assert_eq!(
+        (rows[0]["state"].as_str(), rows[0]["exit_code"].as_i64()),
+        (Some("FAILED"), Some(3)),
+        "sacct's line for the run's own job"
+    );
+    assert_eq!(rows[1]["state"], "ENDED", "{stdout}");
+    assert_eq!(rows[1]["exit_code"], serde_json::Value::Null);
+}
+
+#[test]
+fn cancel_of_a_run_whose_job_id_was_reused_leaves_the_new_job_alone() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    fake.seed("bert", "102", 2, None);
+    fake.final_state("bert", "102", 0, "completed");
+    fake.shim(
+        "squeue",
+        &format!(
+            "{}\n{}",
+            line_at("101", "RUNNING", &reused(&fake, "101", 3)),
+            line_at("102", "PENDING", &reused(&fake, "102", 40))
+        ),
+    );
+    fake.shim("scancel", "exit 0");
+    let out = fake.run(["cancel", "resnet"]).output();
+    let (stdout, stderr) = text(&out);
+    assert!(
+        fake.calls("scancel").is_empty(),
+        "{:?}",
+        fake.calls("scancel")
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout, "", "nothing was cancelled");
+    assert!(
+        stderr.contains("job 101 (resnet) already ended (ENDED); nothing to cancel"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Slurm has given job id 101 to a newer job, which was left alone"),
+        "{stderr}"
+    );
+    let out = fake.run(["cancel", "bert"]).output();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("job 102 (bert) already ended (COMPLETED)"),
+        "the run's final state says how it ended: {stderr}"
+    );
+    assert!(
+        fake.calls("scancel").is_empty(),
+        "{:?}",
+        fake.calls("scancel")
+    );
+}
+
+#[test]
+fn a_submit_time_within_the_slack_is_the_runs_job() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    // The controller's clock is half a minute behind the login node's.
+    let submitted = squeue_time(fake.submitted("101") - chrono::TimeDelta::seconds(30));
+    let cancelled = fake.shims.join("cancelled");
+    fake.shim(
+        "squeue",
+        &format!(
+            "if [ -e {c} ]; then {}; else {}; fi",
+            line_at("101", "CANCELLED", &submitted),
+            line_at("101", "RUNNING", &submitted),
+            c = cancelled.display()
+        ),
+    );
+    fake.shim("scancel", &format!("touch {}", cancelled.display()));
+    fake.shim(
+        "scontrol",
+        "echo 'JobId=101 JobState=CANCELLED ExitCode=0:15 RunTime=00:00:07'",
+    );
+    let out = fake.run(["status", "--json"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let rows = json(&stdout);
+    assert_eq!(rows[0]["state"], "RUNNING", "{stdout}");
+    assert_eq!(rows[0]["nodelist"], "node[1-2]");
+    let out = fake.run(["cancel", "resnet"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout.trim(), "101");
+    assert_eq!(fake.calls("scancel"), ["101"]);
+    assert!(
+        stderr.contains("cancelled job 101 (resnet): it is CANCELLED"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn follow_of_a_run_whose_job_id_was_reused_does_not_follow_the_new_job() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, Some("ours\n"));
+    let other = reused(&fake, "101", 3);
+    fake.shim(
+        "squeue",
+        &format!(
+            "case $N in 1) {};; *) {};; esac",
+            line_at("101", "RUNNING", &other),
+            line_at("101", "COMPLETED", &other)
+        ),
+    );
+    let out = fake.run(["logs", "-f", "resnet"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stdout, "ours\n");
+    assert!(
+        stderr.contains("job 101 (resnet) ENDED, exit code unknown"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("RUNNING"), "{stderr}");
+    assert_eq!(fake.calls("squeue").len(), 1);
+}
+
+#[test]
+fn cancel_sends_no_scancel_while_squeue_cannot_say_whose_the_job_id_is() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    fake.shim("squeue", CONTROLLER_DOWN);
+    fake.shim("scancel", "exit 0");
+    let out = fake.run(["cancel", "resnet"]).output();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "error: cannot tell whether job 101 is still this run's job, so it was not cancelled"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Unable to contact slurm controller"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: try again once squeue answers"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("trying again in").count(), 3, "{stderr}");
+    assert!(fake.calls("scancel").is_empty());
 }
