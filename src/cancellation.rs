@@ -8,13 +8,12 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use chrono::{DateTime, FixedOffset};
 
 use crate::error::WithHint;
 use crate::job_status::{self, JobStatus};
 use crate::process::{Cmd, CmdError};
 use crate::run_store::RunRecord;
-use crate::slurm_query::{self, Phase, QueryError};
+use crate::slurm_query::{self, Phase, QueryError, Submission};
 
 /// How long a cancelled job may take to leave PENDING/RUNNING before we say it did not.
 const CONFIRM_WITHIN: Duration = Duration::from_secs(15);
@@ -45,8 +44,8 @@ enum Holder {
 /// stopped. `warn` hears of squeue failures that are retried.
 pub(crate) fn cancel(record: &RunRecord, warn: &dyn Fn(&str)) -> Result<Cancelled> {
     let job_id = record.job_id.as_str();
-    let submitted = record.submitted();
-    match holder(job_id, submitted, warn)? {
+    let run = record.submission();
+    match holder(job_id, &run, warn)? {
         Holder::Run => {}
         Holder::Other => return Ok(Cancelled::IdReused),
         Holder::Nobody => return Ok(Cancelled::AlreadyEnded(JobStatus::gone())),
@@ -57,7 +56,7 @@ pub(crate) fn cancel(record: &RunRecord, warn: &dyn Fn(&str)) -> Result<Cancelle
             return Err(e).hint("run on a Slurm login node");
         }
         // scancel refuses jobs that are already completing or gone; see what became of it.
-        return match current(job_id, submitted) {
+        return match current(job_id, &run) {
             Some(status) if status.phase >= Some(Phase::Ending) => {
                 Ok(Cancelled::AlreadyEnded(status))
             }
@@ -67,7 +66,7 @@ pub(crate) fn cancel(record: &RunRecord, warn: &dyn Fn(&str)) -> Result<Cancelle
     let start = Instant::now();
     let mut last_seen = None;
     loop {
-        if let Some(status) = current(job_id, submitted) {
+        if let Some(status) = current(job_id, &run) {
             if status.phase >= Some(Phase::Ending) {
                 return Ok(Cancelled::Stopped(status));
             }
@@ -93,11 +92,7 @@ pub(crate) fn cancel(record: &RunRecord, warn: &dyn Fn(&str)) -> Result<Cancelle
 
 /// Who has the job id now, from squeue (retried while it fails: without its answer no job is
 /// cancelled).
-fn holder(
-    job_id: &str,
-    submitted: Option<DateTime<FixedOffset>>,
-    warn: &dyn Fn(&str),
-) -> Result<Holder> {
+fn holder(job_id: &str, run: &Submission, warn: &dyn Fn(&str)) -> Result<Holder> {
     let on_retry = |e: &QueryError, pause: Duration| {
         warn(&format!("{e}; trying again in {} s", pause.as_secs()));
     };
@@ -108,7 +103,7 @@ fn holder(
             .find(|e| e.job_id == job_id)
             .or_else(|| entries.first())
         {
-            Some(entry) if entry.is_submitted_at(submitted) => Holder::Run,
+            Some(entry) if entry.is_job_of(run) => Holder::Run,
             Some(_) => Holder::Other,
             None => Holder::Nobody,
         }),
@@ -124,13 +119,13 @@ fn holder(
 /// What squeue says of the run's job now; `None` if squeue failed (a job is never called ended
 /// because squeue did not answer). A job that has the id but another submit time is not the
 /// run's: the run's job is gone.
-fn current(job_id: &str, submitted: Option<DateTime<FixedOffset>>) -> Option<JobStatus> {
+fn current(job_id: &str, run: &Submission) -> Option<JobStatus> {
     match slurm_query::squeue(&[job_id]) {
         Ok(entries) => Some(
             match entries
                 .iter()
                 .find(|e| e.job_id == job_id)
-                .filter(|e| e.is_submitted_at(submitted))
+                .filter(|e| e.is_job_of(run))
             {
                 Some(entry) => {
                     let exit = match entry.state.phase() {

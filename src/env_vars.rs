@@ -44,3 +44,6 @@ pub(crate) const SLURM_GPUS_ON_NODE: &str = "SLURM_GPUS_ON_NODE";
 pub(crate) const SLURM_GPUS_PER_NODE: &str = "SLURM_GPUS_PER_NODE";
 pub(crate) const SLURM_GPUS_PER_TASK: &str = "SLURM_GPUS_PER_TASK";
 pub(crate) const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
+
+/// Set for Slurm's clients (`standard`), so that they print times one way whatever the user set.
+pub(crate) const SLURM_TIME_FORMAT: &str = "SLURM_TIME_FORMAT";

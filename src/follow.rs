@@ -27,7 +27,7 @@ use crate::job_status::{self, JobStatus};
 use crate::log_tail::{LogTail, Start, TailEvent};
 use crate::printer::Printer;
 use crate::run_store::{RecordedEnd, RunRecord, RunStore, StoredRun};
-use crate::slurm_query::{self, Phase, QueryError, QueueEntry};
+use crate::slurm_query::{self, Phase, QueryError, QueueEntry, Submission};
 
 /// How often the log is read.
 const TICK: Duration = Duration::from_millis(200);
@@ -176,7 +176,7 @@ impl<'a> Follower<'a> {
     /// Streams the log and shows the job's state until the job ends (`Ok(Ok(end))`) or
     /// following stops for another reason (`Ok(Err(outcome))`).
     fn watch(&mut self) -> Result<Result<End, Outcome>> {
-        let watcher = Watcher::spawn(self.record.job_id.clone(), self.record.submitted());
+        let watcher = Watcher::spawn(self.record.job_id.clone(), self.record.submission());
         let end = loop {
             if let Some(signal) = interrupt::received() {
                 return Ok(Err(Outcome::Interrupted(signal)));
@@ -371,7 +371,7 @@ struct Watcher {
 }
 
 impl Watcher {
-    fn spawn(job_id: String, submitted: Option<DateTime<FixedOffset>>) -> Self {
+    fn spawn(job_id: String, run: Submission) -> Self {
         let (tx, rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let hurry = Arc::new(AtomicBool::new(false));
@@ -395,7 +395,7 @@ impl Watcher {
                 let observation = match slurm_query::squeue(&[&job_id]) {
                     Ok(entries) => {
                         failures = 0;
-                        let entry = pick(entries, &job_id).filter(|e| e.is_submitted_at(submitted));
+                        let entry = pick(entries, &job_id).filter(|e| e.is_job_of(&run));
                         let now = entry.as_ref().map(|e| e.state.phase());
                         if now != phase {
                             phase = now;

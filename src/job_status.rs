@@ -277,9 +277,8 @@ pub(crate) fn gather(
         let status = if let Some(end) = &run.record.ended {
             Some(JobStatus::from_record(end))
         } else if let Some(queue) = &queue {
-            let submitted = run.record.submitted();
             match queue.get(id) {
-                Some(entry) if entry.is_submitted_at(submitted) => {
+                Some(entry) if entry.is_job_of(&run.record.submission()) => {
                     let slurm_exit = match (entry.state.phase(), final_state) {
                         (Phase::Ended, None) => slurm_query::scontrol_job(id)
                             .ok()

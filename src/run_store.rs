@@ -89,6 +89,14 @@ impl RunRecord {
         DateTime::parse_from_rfc3339(&self.submitted_at).ok()
     }
 
+    /// What tells this run's job from a later job given the same id.
+    pub(crate) fn submission(&self) -> crate::slurm_query::Submission {
+        crate::slurm_query::Submission {
+            script: self.script.clone(),
+            at: self.submitted(),
+        }
+    }
+
     /// Why a record read from disk cannot be used, if it cannot.
     fn defect(&self) -> Option<String> {
         if self.job_id.is_empty() || !self.job_id.chars().all(|c| c.is_ascii_digit() || c == '_') {

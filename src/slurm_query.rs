@@ -7,21 +7,24 @@
 //! never take it to mean the job has ended. "Invalid job id specified" means "not in the queue".
 //!
 //! Job ids are not unique forever: a rebuilt cluster starts again at 1 and real clusters wrap
-//! around. A job Slurm reports under a run's id is that run's job only if it was submitted when
-//! the run was ([`same_submission`]); otherwise it is somebody else's, and the run's own job is
-//! gone.
+//! around. A job Slurm reports under a run's id is that run's job only if it runs the run's
+//! script (kept when Slurm requeues the job, which gives it a new submit time) or was submitted
+//! when the run was ([`same_submission`]); otherwise it is somebody else's, and the run's own
+//! job is gone.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
 use chrono::{DateTime, FixedOffset, Local, LocalResult, NaiveDateTime, TimeDelta, TimeZone};
 
 use crate::elapsed;
+use crate::env_vars;
 use crate::process::{Cmd, CmdError};
 
-/// `squeue -o` fields: id, long state, reason, time used, node count, submit time, node list.
-/// The node list stays last: it is the only free-form field, so whatever follows the sixth `|`
-/// belongs to it.
-pub(crate) const SQUEUE_FORMAT: &str = "%i|%T|%r|%M|%D|%V|%N";
+/// `squeue -o` fields: id, long state, reason, time used, node count, submit time, node list,
+/// batch script. The script's path stays last: it is the only free-form field, so whatever
+/// follows the seventh `|` belongs to it.
+pub(crate) const SQUEUE_FORMAT: &str = "%i|%T|%r|%M|%D|%V|%N|%o";
 
 /// `sacct -o` fields, in the order [`parse_sacct_line`] reads them.
 const SACCT_FORMAT: &str = "JobID,State,ExitCode,ElapsedRaw,Submit";
@@ -30,7 +33,7 @@ const SACCT_FORMAT: &str = "JobID,State,ExitCode,ElapsedRaw,Submit";
 /// (`2026-11-22T03:16:18`), whatever `SLURM_TIME_FORMAT` the user has set (`relative` would
 /// print `Ystday 03:16`).
 fn slurm_client(program: &str) -> Cmd {
-    Cmd::new(program).env("SLURM_TIME_FORMAT", "standard")
+    Cmd::new(program).env(env_vars::SLURM_TIME_FORMAT, "standard")
 }
 
 /// How far apart the submit time Slurm reports for a job id and the one in a run's record may
@@ -129,24 +132,38 @@ pub(crate) struct QueueEntry {
     /// When the job was submitted, in local time; `None` when squeue did not say.
     pub(crate) submitted: Option<NaiveDateTime>,
     pub(crate) nodelist: Option<String>,
+    /// The batch script the job runs; `None` when squeue did not say.
+    pub(crate) script: Option<PathBuf>,
+}
+
+/// What tells a run's job from a later job given the same id: the script `launch` wrote for
+/// it (a new name every launch) and when it was submitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Submission {
+    pub(crate) script: PathBuf,
+    pub(crate) at: Option<DateTime<FixedOffset>>,
 }
 
 impl QueueEntry {
-    /// Whether this is the job a run recorded as submitted at `recorded`, not a later job that
-    /// was given the same id ([`same_submission`]).
-    pub(crate) fn is_submitted_at(&self, recorded: Option<DateTime<FixedOffset>>) -> bool {
-        same_submission(self.submitted, recorded)
+    /// Whether this is the job of the run submitted as `run`, not a later job that was given
+    /// the same id: it runs the run's script (a requeued job keeps its script but gets a new
+    /// submit time), or it was submitted when the run was ([`same_submission`]; a script path
+    /// Slurm spells differently falls back to this).
+    pub(crate) fn is_job_of(&self, run: &Submission) -> bool {
+        self.script.as_deref() == Some(run.script.as_path())
+            || same_submission(self.submitted, run.at)
     }
 }
 
-/// Parses one line of `squeue -h -o SQUEUE_FORMAT`. A line of six fields (no submit time)
-/// is read as the format was before the submit time was added, with that time unknown.
+/// Parses one line of `squeue -h -o SQUEUE_FORMAT`. Lines of fewer fields (no script, no
+/// submit time) are read as the format was before those were added, with them unknown.
 pub(crate) fn parse_squeue_line(line: &str) -> Option<QueueEntry> {
-    let fields: Vec<&str> = line.trim().splitn(7, '|').map(str::trim).collect();
-    let (submitted, nodelist) = match fields.len() {
-        7 => (parse_submit_time(fields[5]), fields[6]),
-        6 => (None, fields[5]),
-        5 => (None, ""),
+    let fields: Vec<&str> = line.trim().splitn(8, '|').map(str::trim).collect();
+    let (submitted, nodelist, script) = match fields.len() {
+        8 => (parse_submit_time(fields[5]), fields[6], known(fields[7])),
+        7 => (parse_submit_time(fields[5]), fields[6], None),
+        6 => (None, fields[5], None),
+        5 => (None, "", None),
         _ => return None,
     };
     let (job_id, state) = (fields[0], fields[1]);
@@ -161,6 +178,7 @@ pub(crate) fn parse_squeue_line(line: &str) -> Option<QueueEntry> {
         nodes: fields[4].parse().ok(),
         submitted,
         nodelist: known(nodelist),
+        script: script.map(PathBuf::from),
     })
 }
 
@@ -408,7 +426,10 @@ mod tests {
         let e = parse_squeue_line("12|RUNNING|None|0:07|2|node[1-2]").unwrap();
         assert_eq!(e.submitted, None);
         assert_eq!(e.nodelist.as_deref(), Some("node[1-2]"));
-        assert!(e.is_submitted_at(Some(recorded("2026-11-22T03:16:19+00:00"))));
+        assert!(e.is_job_of(&Submission {
+            script: PathBuf::from("/x.sh"),
+            at: Some(recorded("2026-11-22T03:16:19+00:00"))
+        }));
     }
 
     fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> NaiveDateTime {
@@ -419,6 +440,37 @@ mod tests {
 
     fn recorded(text: &str) -> DateTime<FixedOffset> {
         DateTime::parse_from_rfc3339(text).unwrap()
+    }
+
+    #[test]
+    fn a_job_is_the_runs_by_its_script_or_its_submit_time() {
+        let e = parse_squeue_line(
+            "12|PENDING|BeginTime|0:00|2|2026-11-25T03:16:18||/shared/runs/exp_1122-031618.sh",
+        )
+        .unwrap();
+        assert_eq!(
+            e.script.as_deref(),
+            Some(std::path::Path::new("/shared/runs/exp_1122-031618.sh"))
+        );
+        assert_eq!(e.nodelist, None);
+        let run = |script: &str, at: &str| Submission {
+            script: PathBuf::from(script),
+            at: Some(recorded(at)),
+        };
+        // Requeued: a new submit time, the same script.
+        assert!(e.is_job_of(&run(
+            "/shared/runs/exp_1122-031618.sh",
+            "2026-11-22T03:16:18+00:00"
+        )));
+        // Another script and another time: a later job given the id.
+        assert!(!e.is_job_of(&run(
+            "/shared/runs/exp_1122-031500.sh",
+            "2026-11-22T03:15:00+00:00"
+        )));
+        // A script path with `|` in it stays whole.
+        let e = parse_squeue_line("12|RUNNING|None|0:07|1|N/A|node1|/a|b/x.sh").unwrap();
+        assert_eq!(e.script.as_deref(), Some(std::path::Path::new("/a|b/x.sh")));
+        assert_eq!(e.nodelist.as_deref(), Some("node1"));
     }
 
     #[test]
@@ -474,7 +526,10 @@ mod tests {
             None
         ));
         let e = parse_squeue_line("12|RUNNING|None|0:07|2|N/A|node1").unwrap();
-        assert!(e.is_submitted_at(run));
+        assert!(e.is_job_of(&Submission {
+            script: PathBuf::from("/x.sh"),
+            at: run
+        }));
     }
 
     #[test]

@@ -929,6 +929,36 @@ fn a_submit_time_within_the_slack_is_the_runs_job() {
     );
 }
 
+/// Slurm gives a requeued job a new submit time but keeps its script (seen with `scontrol
+/// requeue` on the lab cluster): it is still the run's job.
+#[test]
+fn a_requeued_job_is_still_the_runs_job() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    let script = fake.logs.join("resnet_101.sh");
+    let requeued = reused(&fake, "101", 1);
+    fake.shim(
+        "squeue",
+        &format!(
+            "echo \"101|PENDING|BeginTime|0:00|2|{requeued}||{}\"",
+            script.display()
+        ),
+    );
+    let out = fake.run(["status", "--json"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(json(&stdout)[0]["state"], "PENDING", "{stdout}");
+    // Another script with that submit time is another job.
+    fake.shim(
+        "squeue",
+        &format!("echo \"101|PENDING|BeginTime|0:00|2|{requeued}||/elsewhere/other.sh\""),
+    );
+    let out = fake.run(["status", "--json"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(json(&stdout)[0]["state"], "ENDED", "{stdout}");
+}
+
 #[test]
 fn follow_of_a_run_whose_job_id_was_reused_does_not_follow_the_new_job() {
     let fake = Fake::new();
