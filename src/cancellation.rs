@@ -3,7 +3,7 @@
 //!
 //! Before `scancel`, squeue must show the run's job under its id: job ids are reused (a rebuilt
 //! cluster starts again at 1, real clusters wrap around), and a job with the run's id but
-//! another submit time is somebody else's.
+//! another script and submit time is somebody else's.
 
 use std::time::{Duration, Instant};
 
@@ -117,8 +117,8 @@ fn holder(job_id: &str, run: &Submission, warn: &dyn Fn(&str)) -> Result<Holder>
 }
 
 /// What squeue says of the run's job now; `None` if squeue failed (a job is never called ended
-/// because squeue did not answer). A job that has the id but another submit time is not the
-/// run's: the run's job is gone.
+/// because squeue did not answer). A job that has the id but is not the run's
+/// ([`QueueEntry::is_job_of`](slurm_query::QueueEntry::is_job_of)): the run's job is gone.
 fn current(job_id: &str, run: &Submission) -> Option<JobStatus> {
     match slurm_query::squeue(&[job_id]) {
         Ok(entries) => Some(

@@ -354,7 +354,7 @@ impl<W: std::io::Write> std::io::Write for ClearFirst<'_, '_, W> {
 /// What the watcher thread saw.
 enum Observation {
     /// squeue answered: the job's line, or `None` if slurmctld no longer knows it (or has
-    /// given its id to a job submitted at another time).
+    /// given its id to another job).
     Queue(Option<QueueEntry>),
     /// squeue failed; it will be asked again.
     Failing { error: String, retry_in: Duration },
@@ -363,7 +363,7 @@ enum Observation {
 }
 
 /// The thread that asks squeue about one job, gently. The job is known by its id and its
-/// submit time: a job submitted at another time that has the id now is somebody else's.
+/// [`Submission`]: another job that has the id now is somebody else's.
 struct Watcher {
     rx: Receiver<Observation>,
     stop: Arc<AtomicBool>,

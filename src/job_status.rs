@@ -7,8 +7,8 @@
 //! A failing `squeue` is retried with backoff and, if it keeps failing, reported as `UNKNOWN`:
 //! a run is never called finished because Slurm could not be asked.
 //!
-//! A job id Slurm shows with another submit time than the run's belongs to a newer job (ids
-//! are reused): the run's own job is gone, and no Slurm command is asked about it again.
+//! A job id Slurm shows with another script and submit time than the run's belongs to a newer
+//! job (ids are reused): the run's own job is gone, and no Slurm command is asked about it again.
 
 use std::collections::HashMap;
 use std::time::Duration;
