@@ -13,8 +13,9 @@ use super::ray_node::TempRoot;
 pub(super) const KEEP_LINE: &str = "RAYSLURM-KEEP-RAY-LOGS";
 
 /// Copies this node's Ray logs (the session's `logs/` and what `ray start` printed) to
-/// `root/node`; returns that directory and the bytes copied.
-pub(super) fn keep(temp: &TempRoot, root: &Path, node: &str) -> Result<(PathBuf, u64)> {
+/// `root/node`; returns that directory and the bytes copied, or `None` (and leaves no empty
+/// directory behind) when Ray had written nothing yet.
+pub(super) fn keep(temp: &TempRoot, root: &Path, node: &str) -> Result<Option<(PathBuf, u64)>> {
     let dest = root.join(node);
     std::fs::create_dir_all(&dest)
         .with_context(|| format!("cannot create `{}`", dest.display()))?;
@@ -28,7 +29,13 @@ pub(super) fn keep(temp: &TempRoot, root: &Path, node: &str) -> Result<(PathBuf,
         bytes += copy_tree(&logs, &dest)
             .with_context(|| format!("cannot copy `{}` to `{}`", logs.display(), dest.display()))?;
     }
-    Ok((dest, bytes))
+    if bytes == 0 {
+        let _ = std::fs::remove_dir_all(&dest);
+        // Only if no other node kept anything there.
+        let _ = std::fs::remove_dir(root);
+        return Ok(None);
+    }
+    Ok(Some((dest, bytes)))
 }
 
 /// The `logs` directory of the Ray session below a temp root, if Ray got that far.
@@ -70,7 +77,8 @@ pub(super) fn keep_saying(temp: &TempRoot, root: Option<&Path>, node: &str) {
         return;
     };
     match keep(temp, root, node) {
-        Ok((dest, bytes)) => super::say(
+        Ok(None) => {}
+        Ok(Some((dest, bytes))) => super::say(
             node,
             format!(
                 "Ray's logs of node {node} ({} kB) kept in {}",
@@ -112,7 +120,7 @@ mod tests {
         .unwrap();
         std::fs::write(temp.start_log(), "ray start output").unwrap();
         let root = tmp.path().join("exp_1122-031618.ray-logs");
-        let (dest, bytes) = keep(&temp, &root, "node2").unwrap();
+        let (dest, bytes) = keep(&temp, &root, "node2").unwrap().unwrap();
         assert_eq!(dest, root.join("node2"));
         assert_eq!(
             std::fs::read_to_string(dest.join("raylet.out")).unwrap(),
@@ -127,15 +135,22 @@ mod tests {
     }
 
     #[test]
-    fn a_node_where_ray_never_started_keeps_what_it_has() {
+    fn a_node_where_ray_wrote_nothing_leaves_no_empty_directory() {
         let tmp = tempfile::tempdir().unwrap();
         let temp = TempRoot {
             path: tmp.path().join("rs0-8"),
         };
         std::fs::create_dir_all(&temp.path).unwrap();
-        let (dest, bytes) = keep(&temp, &tmp.path().join("k"), "node3").unwrap();
-        assert!(dest.is_dir());
-        assert_eq!(bytes, 0);
+        std::fs::write(temp.start_log(), "").unwrap();
+        let root = tmp.path().join("k");
+        assert!(keep(&temp, &root, "node3").unwrap().is_none());
+        assert!(!root.exists());
+        // Another node's logs stay.
+        std::fs::create_dir_all(root.join("node2")).unwrap();
+        std::fs::write(root.join("node2/raylet.out"), "x").unwrap();
+        assert!(keep(&temp, &root, "node3").unwrap().is_none());
+        assert!(root.join("node2/raylet.out").is_file());
+        assert!(!root.join("node3").exists());
     }
 
     #[test]

@@ -72,15 +72,19 @@ impl Job {
 
 /// Launches in a fresh shared directory with the lab's Ray and a small object store.
 fn launch(lab: &Lab, name: &str, args: &[&str]) -> Job {
+    launch_with_env(lab, name, &lab.load_env(), args)
+}
+
+/// [`launch`] with another `--load-env`.
+fn launch_with_env(lab: &Lab, name: &str, load_env: &str, args: &[&str]) -> Job {
     let dir = lab.workdir(name);
-    let load_env = lab.load_env();
     let mut argv = vec![
         "launch",
         "--json",
         "--exp-name",
         name,
         "--load-env",
-        &load_env,
+        load_env,
         "--object-store-memory",
         "100000000",
     ];
@@ -454,6 +458,45 @@ fn a_worker_that_cannot_start_fails_the_job_fast() {
         "failed fast: {run_time}"
     );
     assert!(job.dir.exists());
+    assert_clean(&job);
+}
+
+#[test]
+fn ray_missing_on_a_worker_fails_the_job_fast() {
+    let Some(lab) = lab("ray_missing_on_a_worker_fails_the_job_fast") else {
+        return;
+    };
+    // `ray` reaches PATH through a directory in the head node's own /tmp: the workers inherit
+    // that PATH, but their /tmp has no such directory.
+    let local = format!("rayonly-{}", std::process::id());
+    let load_env = format!(
+        "mkdir -p /tmp/{local} && ln -sf {}/bin/ray /tmp/{local}/ray && export PATH=/tmp/{local}:$PATH",
+        lab.venv.display()
+    );
+    let job = launch_with_env(
+        lab,
+        "noray",
+        &load_env,
+        &["-n", "2", "--command", "echo should-not-run"],
+    );
+    let info = job.wait(Duration::from_secs(120));
+    let log = job.log_text();
+    let nodes = crate::harness::expand_nodes(&info["NodeList"]);
+    let _ = std::fs::remove_dir_all(Path::new(NODE_TMP).join(&nodes[0]).join(&local));
+    assert_eq!(info["JobState"], "FAILED", "log:\n{log}");
+    assert!(!log.contains("\nshould-not-run"), "{log}");
+    assert!(
+        log.contains(&format!(
+            "`ray` was not found on PATH on node {}; make --load-env put Ray on PATH on every node",
+            nodes[1]
+        )),
+        "{log}"
+    );
+    assert_eq!(job.state()["ending"], "startup-failed");
+    // No node got as far as writing a Ray log; no empty directories are left for them.
+    assert!(!job.ray_logs().join(&nodes[1]).exists(), "{log}");
+    let run_time = &info["RunTime"];
+    assert!(run_time.starts_with("00:00:"), "failed fast: {run_time}");
     assert_clean(&job);
 }
 
