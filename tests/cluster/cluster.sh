@@ -122,6 +122,8 @@ ensure_venv() {
 # render_slurm_conf N: the slurm.conf for N nodes, on stdout
 render_slurm_conf() {
   local n=$1 i
+  # TaskPlugin=task/affinity (not LAB.md's task/none): steps are confined to the job's CPUs, as
+  # on real sites, and srun's --cpu-bind works instead of printing "lacks support for cpu binding".
   {
     printf '%s: written by tests/cluster/cluster.sh; removed by "cluster.sh down"\n' "$MARK"
     cat <<EOF
@@ -134,7 +136,7 @@ CredType=cred/none
 SlurmUser=root
 SlurmdUser=root
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=task/affinity
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 JobAcctGatherType=jobacct_gather/none
