@@ -2,11 +2,12 @@
 //! and read by `status`/`logs`/`--follow` on the login node, so that job outcomes are known
 //! on clusters without accounting (`sacct`).
 
-use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
+
+use crate::staged_file::Staged;
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,18 +52,12 @@ pub(crate) struct FinalState {
 }
 
 impl FinalState {
-    /// Writes atomically (temp file + rename), so a reader never sees half a file.
+    /// Writes the file whole ([`Staged`]), so a reader never sees half of it.
     pub(crate) fn write(&self, path: &Path) -> Result<()> {
         let dir = path.parent().unwrap_or(Path::new("."));
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".state-")
-            .tempfile_in(dir)
-            .with_context(|| format!("cannot write in `{}`", dir.display()))?;
-        serde_json::to_writer_pretty(&mut tmp, self)?;
-        tmp.write_all(b"\n")?;
-        tmp.persist(path)
-            .with_context(|| format!("cannot write `{}`", path.display()))?;
-        Ok(())
+        let mut file = Staged::new(dir, "state", 0o600)?;
+        file.write_json(self)?;
+        file.replace(path)
     }
 
     /// Reads a state file; `Ok(None)` when there is none yet.

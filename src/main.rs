@@ -23,6 +23,7 @@ mod run_store;
 mod script_files;
 mod slurm;
 mod slurm_query;
+mod staged_file;
 mod target;
 mod template;
 mod validate;

@@ -10,6 +10,8 @@ use std::time::UNIX_EPOCH;
 
 use anyhow::{Context, Result};
 
+use crate::staged_file::Staged;
+
 /// Where copies live, below the log directory.
 const BIN_DIR: &str = ".rayslurm/bin";
 
@@ -35,17 +37,11 @@ pub(crate) fn node_visible_copy(log_dir: &Path) -> Result<PathBuf> {
         return Ok(target);
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".copy-")
-        .tempfile_in(&dir)
-        .with_context(|| format!("cannot write in `{}`", dir.display()))?;
-    std::fs::copy(&exe, tmp.path())
+    let copy = Staged::new(&dir, "copy", 0o755)?;
+    std::fs::copy(&exe, copy.path())
         .with_context(|| format!("cannot copy `{}` to `{}`", exe.display(), dir.display()))?;
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755))?;
-    match tmp.persist_noclobber(&target) {
-        Ok(_) => Ok(target),
-        // Another launch copied the same build first: theirs is as good as ours.
-        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(target),
-        Err(e) => Err(e.error).with_context(|| format!("cannot create `{}`", target.display())),
-    }
+    std::fs::set_permissions(copy.path(), std::fs::Permissions::from_mode(0o755))?;
+    // `Some`: another launch copied the same build first, and theirs is as good as ours.
+    copy.place_new(&target)?;
+    Ok(target)
 }

@@ -8,7 +8,6 @@
 //! forgotten it (there may be no accounting).
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -17,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::env_vars;
 use crate::error::UsageError;
+use crate::staged_file::Staged;
 
 /// The record format; bumped when a field changes meaning.
 const FORMAT: u32 = 1;
@@ -166,19 +166,12 @@ impl RunStore {
                 n => format!("{}-{}-{}.json", stamp, record.job_id, n + 1),
             };
             let path = self.dir.join(name);
-            let tmp = self.write_temp(record)?;
-            match tmp.persist_noclobber(&path) {
-                Ok(_) => {
-                    return Ok(StoredRun {
-                        path,
-                        record: record.clone(),
-                    });
-                }
-                Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    return Err(e.error)
-                        .with_context(|| format!("cannot write `{}`", path.display()));
-                }
+            // `Some`: another launch took the name first; try the next.
+            if self.staged(record)?.place_new(&path)?.is_none() {
+                return Ok(StoredRun {
+                    path,
+                    record: record.clone(),
+                });
             }
         }
         anyhow::bail!(
@@ -190,24 +183,15 @@ impl RunStore {
 
     /// Rewrites a run's record in place (atomically: readers see the old or the new one).
     pub(crate) fn update(&self, run: &StoredRun) -> Result<()> {
-        let tmp = self.write_temp(&run.record)?;
-        tmp.persist(&run.path)
-            .map_err(|e| e.error)
-            .with_context(|| format!("cannot write `{}`", run.path.display()))?;
-        Ok(())
+        self.staged(&run.record)?.replace(&run.path)
     }
 
-    fn write_temp(&self, record: &RunRecord) -> Result<tempfile::NamedTempFile> {
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".run-")
-            .suffix(".tmp")
-            .tempfile_in(&self.dir)
+    /// A record written to a temporary file in the store, not yet in place.
+    fn staged(&self, record: &RunRecord) -> Result<Staged> {
+        let mut file = Staged::new(&self.dir, "run", 0o600)
             .with_context(|| format!("cannot write in the run store `{}`", self.dir.display()))?;
-        serde_json::to_writer_pretty(&mut tmp, record)?;
-        tmp.write_all(b"\n")
-            .and_then(|()| tmp.flush())
-            .with_context(|| format!("cannot write in the run store `{}`", self.dir.display()))?;
-        Ok(tmp)
+        file.write_json(record)?;
+        Ok(file)
     }
 
     /// Every readable record, newest first; unreadable ones are listed in `damaged`.

@@ -6,12 +6,12 @@
 //! only if that name is still free (`persist_noclobber`), so concurrent launches in the same
 //! second each get their own name (`-2`, `-3`, ... suffixes).
 
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use chrono::{DateTime, Local};
+
+use crate::staged_file::Staged;
 
 /// The files of one run.
 #[derive(Debug, Clone)]
@@ -70,21 +70,11 @@ pub(crate) fn write_new(
             continue;
         }
         let text = render(&files)?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".rayslurm-")
-            .permissions(std::fs::Permissions::from_mode(0o755))
-            .tempfile_in(dir)
-            .with_context(|| format!("cannot write in `{}`", dir.display()))?;
-        tmp.write_all(text.as_bytes())
-            .and_then(|_| tmp.flush())
-            .with_context(|| format!("cannot write in `{}`", dir.display()))?;
-        match tmp.persist_noclobber(&files.script) {
-            Ok(_) => return Ok(files),
-            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                return Err(e.error)
-                    .with_context(|| format!("cannot create `{}`", files.script.display()));
-            }
+        let mut script = Staged::new(dir, "rayslurm", 0o755)?;
+        script.write_all(text.as_bytes())?;
+        // `Some`: a launch in the same second took the name first; try the next.
+        if script.place_new(&files.script)?.is_none() {
+            return Ok(files);
         }
     }
     anyhow::bail!(
