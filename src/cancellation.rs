@@ -97,12 +97,7 @@ fn holder(job_id: &str, run: &Submission, warn: &dyn Fn(&str)) -> Result<Holder>
         warn(&format!("{e}; trying again in {} s", pause.as_secs()));
     };
     match job_status::squeue_retrying(&[job_id], &job_status::ONE_SHOT_RETRIES, &on_retry) {
-        // An array job has no line of its own id: its first element speaks for it.
-        Ok(entries) => Ok(match entries
-            .iter()
-            .find(|e| e.job_id == job_id)
-            .or_else(|| entries.first())
-        {
+        Ok(entries) => Ok(match slurm_query::own_line(&entries, job_id) {
             Some(entry) if entry.is_job_of(run) => Holder::Run,
             Some(_) => Holder::Other,
             None => Holder::Nobody,

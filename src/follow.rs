@@ -395,7 +395,9 @@ impl Watcher {
                 let observation = match slurm_query::squeue(&[&job_id]) {
                     Ok(entries) => {
                         failures = 0;
-                        let entry = pick(entries, &job_id).filter(|e| e.is_job_of(&run));
+                        let entry = slurm_query::own_line(&entries, &job_id)
+                            .filter(|e| e.is_job_of(&run))
+                            .cloned();
                         let now = entry.as_ref().map(|e| e.state.phase());
                         if now != phase {
                             phase = now;
@@ -434,14 +436,6 @@ impl Drop for Watcher {
     fn drop(&mut self) {
         // The thread is not joined: it may be inside a squeue call that takes a while.
         self.stop.store(true, Ordering::SeqCst);
-    }
-}
-
-/// The job's own line (for an array job, the first one).
-fn pick(entries: Vec<QueueEntry>, job_id: &str) -> Option<QueueEntry> {
-    match entries.iter().position(|e| e.job_id == job_id) {
-        Some(i) => entries.into_iter().nth(i),
-        None => entries.into_iter().next(),
     }
 }
 
@@ -657,16 +651,5 @@ mod tests {
         assert_eq!(failing(3), Duration::from_secs(8));
         assert_eq!(failing(5), Duration::from_secs(30));
         assert_eq!(failing(50), Duration::from_secs(30));
-    }
-
-    #[test]
-    fn picks_the_jobs_own_line() {
-        let line = |s| slurm_query::parse_squeue_line(s).unwrap();
-        let entries = vec![
-            line("8|RUNNING|None|0:01|1|n"),
-            line("7|PENDING|None|0:00|1|"),
-        ];
-        assert_eq!(pick(entries, "7").unwrap().job_id, "7");
-        assert_eq!(pick(Vec::new(), "7"), None);
     }
 }

@@ -155,6 +155,15 @@ impl QueueEntry {
     }
 }
 
+/// The job's own line among squeue's answer for it; an array job has no line of its own id,
+/// and its first element speaks for it.
+pub(crate) fn own_line<'a>(entries: &'a [QueueEntry], job_id: &str) -> Option<&'a QueueEntry> {
+    entries
+        .iter()
+        .find(|e| e.job_id == job_id)
+        .or_else(|| entries.first())
+}
+
 /// Parses one line of `squeue -h -o SQUEUE_FORMAT`. Lines of fewer fields (no script, no
 /// submit time) are read as the format was before those were added, with them unknown.
 pub(crate) fn parse_squeue_line(line: &str) -> Option<QueueEntry> {
@@ -440,6 +449,22 @@ mod tests {
 
     fn recorded(text: &str) -> DateTime<FixedOffset> {
         DateTime::parse_from_rfc3339(text).unwrap()
+    }
+
+    #[test]
+    fn own_line_or_an_array_jobs_first() {
+        let line = |s| parse_squeue_line(s).unwrap();
+        let entries = vec![
+            line("8|RUNNING|None|0:01|1|n"),
+            line("7|PENDING|None|0:00|1|"),
+        ];
+        assert_eq!(own_line(&entries, "7").unwrap().job_id, "7");
+        let array = vec![
+            line("9_1|RUNNING|None|0:01|1|n"),
+            line("9_2|RUNNING|None|0:01|1|n"),
+        ];
+        assert_eq!(own_line(&array, "9").unwrap().job_id, "9_1");
+        assert_eq!(own_line(&[], "7"), None);
     }
 
     #[test]
