@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::validate::{count, positive_count};
+use crate::launch::validate::{count, positive_count};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -1,39 +1,23 @@
 //! rayslurm: run Ray (and other multi-node programs) on a Slurm cluster with one command.
 
 mod bootstrap;
-mod cancellation;
 mod cli;
 mod commands;
-mod config;
-mod elapsed;
 mod env_vars;
 mod error;
-mod final_state;
-mod follow;
-mod hostlist;
-mod interrupt;
-mod job_spec;
-mod job_status;
-mod log_tail;
-mod node_binary;
+mod handoff;
+mod launch;
 mod printer;
-mod process;
-mod quote;
-mod run_store;
-mod script_files;
+mod runs;
 mod slurm;
-mod slurm_query;
-mod staged_file;
-mod target;
-mod template;
-mod validate;
+mod sys;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
 use crate::cli::{Cli, Command};
-use crate::config::{LaunchConfig, Sources};
+use crate::launch::config::{LaunchConfig, Sources};
 use crate::printer::Printer;
 
 fn main() -> ExitCode {

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use anyhow::{Context, Result};
 
 use crate::env_vars;
-use crate::hostlist;
+use crate::slurm::hostlist;
 
 /// The allocation as seen from one node.
 #[derive(Debug, Clone, PartialEq, Eq)]

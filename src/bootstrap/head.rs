@@ -19,10 +19,10 @@ use super::user_command::UserCommand;
 use super::worker_step::{Joined, WorkerStep};
 use super::{Allocation, LIVENESS_EVERY, RAY_STOP_GRACE, TICK, say};
 use crate::cli::BootstrapArgs;
-use crate::config::DEFAULT_READY_TIMEOUT;
 use crate::env_vars;
-use crate::final_state::{Ending, FinalState};
-use crate::process::{describe_status, exit_code_of};
+use crate::handoff::final_state::{Ending, FinalState};
+use crate::launch::config::DEFAULT_READY_TIMEOUT;
+use crate::sys::process::{describe_status, exit_code_of};
 
 /// How the run ended, before it is written down.
 struct Outcome {

@@ -15,9 +15,9 @@ use anyhow::{Context, Result};
 use super::Allocation;
 use super::ports::{self, RayPorts};
 use crate::cli::ClusterArgs;
-use crate::config::parse_ray_args;
 use crate::env_vars;
-use crate::process::Cmd;
+use crate::launch::config::parse_ray_args;
+use crate::sys::process::Cmd;
 
 /// Ray's temp root for this job on this node: short (Unix sockets live below it and must stay
 /// under 107 bytes), private to the user and the job, and removed at the end.

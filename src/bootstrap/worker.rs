@@ -14,7 +14,7 @@ use super::signals;
 use super::{Allocation, LIVENESS_EVERY, RAY_STOP_GRACE, READY_PREFIX, TICK, say};
 use crate::cli::BootstrapArgs;
 use crate::env_vars;
-use crate::process::describe_status;
+use crate::sys::process::describe_status;
 
 /// Runs the worker's part; the exit code tells the head's srun whether this node failed.
 pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String, String>) -> i32 {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::kept_logs::{self, KEEP_LINE};
 use super::{Allocation, READY_PREFIX, TICK, say};
 use crate::cli::BootstrapArgs;
-use crate::process::Cmd;
+use crate::sys::process::Cmd;
 
 /// A node that has joined.
 #[derive(Debug, Clone)]

@@ -4,17 +4,17 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::cancellation::{self, Cancelled};
 use crate::cli::CancelArgs;
-use crate::job_status::{self, JobStatus};
 use crate::printer::Printer;
-use crate::run_store::{self, RunStore};
-use crate::target;
+use crate::runs::cancel::{self, Cancelled};
+use crate::runs::select;
+use crate::runs::status::{self, JobStatus};
+use crate::runs::store::{self, RunStore};
 
 pub(crate) fn run(args: &CancelArgs, printer: &Printer) -> Result<ExitCode> {
     let store = RunStore::from_env()?;
-    let runs = run_store::load_warning(&store, printer)?;
-    let run = target::resolve(&runs, &args.target, store.dir())?.latest();
+    let runs = store::load_warning(&store, printer)?;
+    let run = select::resolve(&runs, &args.target, store.dir())?.latest();
     let job = format!("job {} ({})", run.record.job_id, run.record.exp_name);
     if let Some(end) = &run.record.ended {
         printer.info(&format!(
@@ -26,9 +26,9 @@ pub(crate) fn run(args: &CancelArgs, printer: &Printer) -> Result<ExitCode> {
     let warn = |m: &str| printer.warn(m);
     // Slurm has forgotten the job: the final state file may still say how it ended.
     let from_file = |status: JobStatus| {
-        job_status::read_final_state(run, &warn).map_or(status, |f| JobStatus::from_final_state(&f))
+        status::read_final_state(run, &warn).map_or(status, |f| JobStatus::from_final_state(&f))
     };
-    let (status, cancelled, why) = match cancellation::cancel(&run.record, &warn)? {
+    let (status, cancelled, why) = match cancel::cancel(&run.record, &warn)? {
         Cancelled::Stopped(status) => (status, true, String::new()),
         Cancelled::AlreadyEnded(status) if status.source == "none" => {
             (from_file(status), false, String::new())
@@ -43,7 +43,7 @@ pub(crate) fn run(args: &CancelArgs, printer: &Printer) -> Result<ExitCode> {
             ),
         ),
     };
-    if let Err(e) = job_status::remember(&store, run, &status) {
+    if let Err(e) = status::remember(&store, run, &status) {
         printer.warn(&format!(
             "could not keep the run's end in its record: {e:#}"
         ));

@@ -7,18 +7,18 @@ use anyhow::{Context, Result};
 use chrono::Local;
 use serde::Serialize;
 
-use crate::config::LaunchConfig;
 use crate::error::UsageError;
-use crate::follow;
-use crate::job_spec::JobSpec;
-use crate::log_tail::Start;
-use crate::node_binary::node_visible_copy;
+use crate::launch::config::LaunchConfig;
+use crate::launch::job_spec::JobSpec;
+use crate::launch::node_binary::node_visible_copy;
+use crate::launch::script_files::{self, ScriptFiles};
+use crate::launch::template::Template;
+use crate::launch::validate::show;
 use crate::printer::Printer;
-use crate::run_store::{RunRecord, RunStore, StoredRun};
-use crate::script_files::{self, ScriptFiles};
-use crate::slurm;
-use crate::template::Template;
-use crate::validate::show;
+use crate::runs::follow;
+use crate::runs::log_tail::Start;
+use crate::runs::store::{RunRecord, RunStore, StoredRun};
+use crate::slurm::sbatch as slurm;
 
 /// What a launch produced, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -66,7 +66,7 @@ pub(crate) fn run(config: &LaunchConfig, printer: &Printer) -> Result<ExitCode> 
         printer.info(&format!(
             "dry run: wrote {} (not submitted; submit it with `sbatch {}`)",
             files.script.display(),
-            crate::quote::shell_quote(&files.script.display().to_string())
+            crate::sys::quote::shell_quote(&files.script.display().to_string())
         ));
         return Ok(ExitCode::SUCCESS);
     }

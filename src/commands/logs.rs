@@ -7,18 +7,18 @@ use nix::sys::signal::Signal;
 
 use crate::cli::LogsArgs;
 use crate::error::Hinted;
-use crate::follow::{self, Request};
-use crate::job_status::{self, JobStatus};
-use crate::log_tail::{LogTail, Start};
 use crate::printer::Printer;
-use crate::run_store::{self, RunStore, StoredRun};
-use crate::slurm_query::Phase;
-use crate::target;
+use crate::runs::follow::{self, Request};
+use crate::runs::log_tail::{LogTail, Start};
+use crate::runs::select;
+use crate::runs::status::{self, JobStatus};
+use crate::runs::store::{self, RunStore, StoredRun};
+use crate::slurm::query::Phase;
 
 pub(crate) fn run(args: &LogsArgs, printer: &Printer) -> Result<ExitCode> {
     let store = RunStore::from_env()?;
-    let runs = run_store::load_warning(&store, printer)?;
-    let run = target::resolve(&runs, &args.target, store.dir())?.latest();
+    let runs = store::load_warning(&store, printer)?;
+    let run = select::resolve(&runs, &args.target, store.dir())?.latest();
     let start = match args.tail {
         Some(n) => Start::LastLines(u64::from(n)),
         None => Start::Beginning,
@@ -59,7 +59,7 @@ fn missing_log(run: &StoredRun, printer: &Printer) -> anyhow::Error {
         record.job_id
     );
     let warn = |m: &str| printer.warn(m);
-    let status = job_status::gather(&[run], &job_status::ONE_SHOT_RETRIES, &warn)
+    let status = status::gather(&[run], &status::ONE_SHOT_RETRIES, &warn)
         .ok()
         .and_then(|g| g.statuses.into_iter().next())
         .unwrap_or_else(JobStatus::unknown);

@@ -11,13 +11,13 @@ use chrono::{DateTime, FixedOffset, Local};
 use serde::Serialize;
 
 use crate::cli::StatusArgs;
-use crate::elapsed;
 use crate::error::WithHint;
-use crate::job_status::{self, JobStatus};
 use crate::printer::Printer;
-use crate::run_store::{self, RunStore, StoredRun};
-use crate::slurm_query::QueryError;
-use crate::target;
+use crate::runs::select;
+use crate::runs::status::{self, JobStatus};
+use crate::runs::store::{self, RunStore, StoredRun};
+use crate::slurm::duration;
+use crate::slurm::query::QueryError;
 
 const RECENT_COUNT: usize = 20;
 const RECENT_DAYS: i64 = 7;
@@ -46,9 +46,9 @@ struct RunJson<'a> {
 
 pub(crate) fn run(args: &StatusArgs, printer: &Printer) -> Result<ExitCode> {
     let store = RunStore::from_env()?;
-    let runs = run_store::load_warning(&store, printer)?;
+    let runs = store::load_warning(&store, printer)?;
     let selected: Vec<&StoredRun> = match &args.target {
-        Some(t) => target::resolve(&runs, t, store.dir())?.runs,
+        Some(t) => select::resolve(&runs, t, store.dir())?.runs,
         None => runs.iter().collect(),
     };
     let total = selected.len();
@@ -59,7 +59,7 @@ pub(crate) fn run(args: &StatusArgs, printer: &Printer) -> Result<ExitCode> {
     };
 
     let warn = |m: &str| printer.warn(m);
-    let gathered = match job_status::gather(&shown, &job_status::ONE_SHOT_RETRIES, &warn) {
+    let gathered = match status::gather(&shown, &status::ONE_SHOT_RETRIES, &warn) {
         Ok(g) => g,
         Err(e @ QueryError::Missing(_)) => {
             return Err(e).hint("run on a Slurm login node, where squeue is on PATH");
@@ -68,7 +68,7 @@ pub(crate) fn run(args: &StatusArgs, printer: &Printer) -> Result<ExitCode> {
     };
     let mut remember_failed = false;
     for (run, status) in shown.iter().zip(&gathered.statuses) {
-        if let Err(e) = job_status::remember(&store, run, status)
+        if let Err(e) = status::remember(&store, run, status)
             && !remember_failed
         {
             remember_failed = true;
@@ -157,7 +157,7 @@ fn table(runs: &[&StoredRun], statuses: &[JobStatus]) -> String {
             status.nodes.unwrap_or(r.num_nodes).to_string(),
             status
                 .elapsed
-                .map_or_else(|| "-".to_owned(), elapsed::format),
+                .map_or_else(|| "-".to_owned(), duration::format),
             status
                 .exit_code
                 .map_or_else(|| "-".to_owned(), |c| c.to_string()),
@@ -196,8 +196,8 @@ mod tests {
     use chrono::TimeZone;
 
     use super::*;
-    use crate::run_store::{RecordedEnd, RunRecord};
-    use crate::script_files::ScriptFiles;
+    use crate::launch::script_files::ScriptFiles;
+    use crate::runs::store::{RecordedEnd, RunRecord};
 
     fn run(job: &str, days_ago: i64, ended: bool) -> StoredRun {
         let at = now() - chrono::Duration::days(days_ago);

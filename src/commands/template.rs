@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
+use crate::launch::template::BUILTIN_SBATCH;
 use crate::printer::Printer;
-use crate::template::BUILTIN_SBATCH;
 
 pub(crate) fn run(printer: &Printer) -> ExitCode {
     printer.result(BUILTIN_SBATCH.trim_end());

@@ -7,8 +7,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::cli::GpuDirective;
-use crate::config::{LaunchConfig, Memory};
-use crate::script_files::ScriptFiles;
+use crate::launch::config::{LaunchConfig, Memory};
+use crate::launch::script_files::ScriptFiles;
 
 #[derive(Debug, Serialize)]
 pub(crate) struct EnvVar {
@@ -169,7 +169,7 @@ impl JobSpec {
         d.extend(
             self.sbatch_args
                 .iter()
-                .map(|a| crate::validate::sbatch_arg_line(a)),
+                .map(|a| crate::launch::validate::sbatch_arg_line(a)),
         );
         d
     }

@@ -19,15 +19,15 @@ use chrono::{DateTime, FixedOffset, Local};
 use indicatif::{ProgressBar, ProgressStyle};
 use nix::sys::signal::Signal;
 
-use crate::cancellation::{self, Cancelled};
-use crate::elapsed;
-use crate::final_state::FinalState;
-use crate::interrupt;
-use crate::job_status::{self, JobStatus};
-use crate::log_tail::{LogTail, Start, TailEvent};
+use crate::handoff::final_state::FinalState;
 use crate::printer::Printer;
-use crate::run_store::{RecordedEnd, RunRecord, RunStore, StoredRun};
-use crate::slurm_query::{self, Phase, QueryError, QueueEntry, Submission};
+use crate::runs::cancel::{self, Cancelled};
+use crate::runs::interrupt;
+use crate::runs::log_tail::{LogTail, Start, TailEvent};
+use crate::runs::status::{self, JobStatus};
+use crate::runs::store::{RecordedEnd, RunRecord, RunStore, StoredRun};
+use crate::slurm::duration;
+use crate::slurm::query::{self, Phase, QueryError, QueueEntry, Submission};
 
 /// How often the log is read.
 const TICK: Duration = Duration::from_millis(200);
@@ -64,7 +64,7 @@ pub(crate) fn follow(request: &Request, printer: &Printer) -> Result<ExitCode> {
     match outcome {
         Outcome::Ended(status) => {
             if let Some((store, stored)) = request.stored
-                && let Err(e) = job_status::remember(store, stored, &status)
+                && let Err(e) = status::remember(store, stored, &status)
             {
                 printer.warn(&format!(
                     "could not keep the run's end in its record: {e:#}"
@@ -80,7 +80,7 @@ pub(crate) fn follow(request: &Request, printer: &Printer) -> Result<ExitCode> {
                     "{signal}: cancelling job {id} (--cancel-on-interrupt)"
                 ));
                 let warn = |m: &str| printer.warn(m);
-                match cancellation::cancel(record, &warn)? {
+                match cancel::cancel(record, &warn)? {
                     Cancelled::Stopped(status) => {
                         printer.info(&format!(
                             "cancelled job {id} ({}): {}",
@@ -299,10 +299,7 @@ impl<'a> Follower<'a> {
             End::Slurm(entry) => {
                 let slurm_exit = match final_state {
                     Some(_) => None,
-                    None => slurm_query::scontrol_job(id)
-                        .ok()
-                        .flatten()
-                        .and_then(|j| j.exit),
+                    None => query::scontrol_job(id).ok().flatten().and_then(|j| j.exit),
                 };
                 JobStatus::from_queue(&entry, final_state.as_ref(), slurm_exit)
             }
@@ -317,7 +314,7 @@ impl<'a> Follower<'a> {
             },
             End::Gone => match &final_state {
                 Some(f) => JobStatus::from_final_state(f),
-                None => slurm_query::sacct(&[id])
+                None => query::sacct(&[id])
                     .iter()
                     .find(|e| e.job_id == id && e.is_submitted_at(self.record.submitted()))
                     .map_or_else(JobStatus::gone, JobStatus::from_sacct),
@@ -392,10 +389,10 @@ impl Watcher {
                     continue;
                 }
                 last_call = Some(Instant::now());
-                let observation = match slurm_query::squeue(&[&job_id]) {
+                let observation = match query::squeue(&[&job_id]) {
                     Ok(entries) => {
                         failures = 0;
-                        let entry = slurm_query::own_line(&entries, &job_id)
+                        let entry = query::own_line(&entries, &job_id)
                             .filter(|e| e.is_job_of(&run))
                             .cloned();
                         let now = entry.as_ref().map(|e| e.state.phase());
@@ -490,7 +487,7 @@ impl<'a> Display<'a> {
             .submitted
             .map(|t| (Local::now().fixed_offset() - t).num_seconds().max(0))
             .unwrap_or(0);
-        elapsed::format(u64::try_from(secs).unwrap_or(0))
+        duration::format(u64::try_from(secs).unwrap_or(0))
     }
 
     fn state(&mut self, entry: &QueueEntry) {
@@ -593,7 +590,7 @@ impl<'a> Display<'a> {
             None => text.push_str(", exit code unknown"),
         }
         if let Some(secs) = status.elapsed {
-            text.push_str(&format!(", ran {}", elapsed::format(secs)));
+            text.push_str(&format!(", ran {}", duration::format(secs)));
         }
         if let Some(message) = &status.message {
             text.push_str(&format!(": {message}"));

@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::process::{Command, ExitStatus, Output, Stdio};
 
-use crate::quote::shell_quote;
+use crate::sys::quote::shell_quote;
 
 /// An external command, built from argv (never from shell text).
 #[derive(Debug, Clone)]

@@ -17,9 +17,9 @@ use std::path::PathBuf;
 
 use chrono::{DateTime, FixedOffset, Local, LocalResult, NaiveDateTime, TimeDelta, TimeZone};
 
-use crate::elapsed;
 use crate::env_vars;
-use crate::process::{Cmd, CmdError};
+use crate::slurm::duration;
+use crate::sys::process::{Cmd, CmdError};
 
 /// `squeue -o` fields: id, long state, reason, time used, node count, submit time, node list,
 /// batch script. The script's path stays last: it is the only free-form field, so whatever
@@ -183,7 +183,7 @@ pub(crate) fn parse_squeue_line(line: &str) -> Option<QueueEntry> {
         job_id: job_id.to_owned(),
         state: SlurmState::new(state),
         reason: known(fields[2]),
-        elapsed: elapsed::parse(fields[3]),
+        elapsed: duration::parse(fields[3]),
         nodes: fields[4].parse().ok(),
         submitted,
         nodelist: known(nodelist),
@@ -311,7 +311,7 @@ pub(crate) fn parse_scontrol_job(text: &str) -> Option<ScontrolJob> {
     Some(ScontrolJob {
         state: SlurmState::new(state),
         exit: fields.get("ExitCode").and_then(|e| SlurmExit::parse(e)),
-        elapsed: fields.get("RunTime").and_then(|t| elapsed::parse(t)),
+        elapsed: fields.get("RunTime").and_then(|t| duration::parse(t)),
         nodelist: fields.get("NodeList").and_then(|n| known(n)),
     })
 }

@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use chrono::DateTime;
 
-use crate::final_state::{Ending, FinalState};
-use crate::run_store::{RecordedEnd, RunStore, StoredRun};
-use crate::slurm_query::{self, Phase, QueryError, QueueEntry, SacctEntry, SlurmExit, SlurmState};
+use crate::handoff::final_state::{Ending, FinalState};
+use crate::runs::store::{RecordedEnd, RunStore, StoredRun};
+use crate::slurm::query::{self, Phase, QueryError, QueueEntry, SacctEntry, SlurmExit, SlurmState};
 
 /// Pauses between tries of a one-shot `squeue` (a status or cancel command).
 pub(crate) const ONE_SHOT_RETRIES: [Duration; 3] = [
@@ -219,7 +219,7 @@ pub(crate) fn squeue_retrying(
 ) -> Result<Vec<QueueEntry>, QueryError> {
     let mut pauses = pauses.iter();
     loop {
-        match slurm_query::squeue(job_ids) {
+        match query::squeue(job_ids) {
             Ok(entries) => return Ok(entries),
             Err(e @ QueryError::Missing(_)) => return Err(e),
             Err(e) => match pauses.next() {
@@ -280,10 +280,9 @@ pub(crate) fn gather(
             match queue.get(id) {
                 Some(entry) if entry.is_job_of(&run.record.submission()) => {
                     let slurm_exit = match (entry.state.phase(), final_state) {
-                        (Phase::Ended, None) => slurm_query::scontrol_job(id)
-                            .ok()
-                            .flatten()
-                            .and_then(|j| j.exit),
+                        (Phase::Ended, None) => {
+                            query::scontrol_job(id).ok().flatten().and_then(|j| j.exit)
+                        }
                         _ => None,
                     };
                     Some(JobStatus::from_queue(
@@ -315,7 +314,7 @@ pub(crate) fn gather(
         };
         statuses.push(status);
     }
-    let sacct: HashMap<String, SacctEntry> = slurm_query::sacct(&ask_sacct)
+    let sacct: HashMap<String, SacctEntry> = query::sacct(&ask_sacct)
         .into_iter()
         .map(|e| (e.job_id.clone(), e))
         .collect();
@@ -359,7 +358,7 @@ mod tests {
     use super::*;
 
     fn entry(line: &str) -> QueueEntry {
-        slurm_query::parse_squeue_line(line).unwrap()
+        query::parse_squeue_line(line).unwrap()
     }
 
     fn final_state(code: i32, ending: Ending) -> FinalState {

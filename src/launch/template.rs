@@ -10,10 +10,10 @@ use regex::Regex;
 use serde::Serialize;
 use tera::{Context, Tera, Value};
 
-use crate::quote::shell_quote;
+use crate::sys::quote::shell_quote;
 
 /// The built-in sbatch template, compiled into the binary.
-pub(crate) const BUILTIN_SBATCH: &str = include_str!("../templates/sbatch.sh.tera");
+pub(crate) const BUILTIN_SBATCH: &str = include_str!("../../templates/sbatch.sh.tera");
 const BUILTIN_NAME: &str = "sbatch.sh.tera (built-in)";
 
 #[derive(Debug, thiserror::Error)]

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::error::WithHint;
-use crate::job_status::{self, JobStatus};
-use crate::process::{Cmd, CmdError};
-use crate::run_store::RunRecord;
-use crate::slurm_query::{self, Phase, QueryError, Submission};
+use crate::runs::status::{self, JobStatus};
+use crate::runs::store::RunRecord;
+use crate::slurm::query::{self, Phase, QueryError, Submission};
+use crate::sys::process::{Cmd, CmdError};
 
 /// How long a cancelled job may take to leave PENDING/RUNNING before we say it did not.
 const CONFIRM_WITHIN: Duration = Duration::from_secs(15);
@@ -96,8 +96,8 @@ fn holder(job_id: &str, run: &Submission, warn: &dyn Fn(&str)) -> Result<Holder>
     let on_retry = |e: &QueryError, pause: Duration| {
         warn(&format!("{e}; trying again in {} s", pause.as_secs()));
     };
-    match job_status::squeue_retrying(&[job_id], &job_status::ONE_SHOT_RETRIES, &on_retry) {
-        Ok(entries) => Ok(match slurm_query::own_line(&entries, job_id) {
+    match status::squeue_retrying(&[job_id], &status::ONE_SHOT_RETRIES, &on_retry) {
+        Ok(entries) => Ok(match query::own_line(&entries, job_id) {
             Some(entry) if entry.is_job_of(run) => Holder::Run,
             Some(_) => Holder::Other,
             None => Holder::Nobody,
@@ -113,9 +113,9 @@ fn holder(job_id: &str, run: &Submission, warn: &dyn Fn(&str)) -> Result<Holder>
 
 /// What squeue says of the run's job now; `None` if squeue failed (a job is never called ended
 /// because squeue did not answer). A job that has the id but is not the run's
-/// ([`QueueEntry::is_job_of`](slurm_query::QueueEntry::is_job_of)): the run's job is gone.
+/// ([`QueueEntry::is_job_of`](query::QueueEntry::is_job_of)): the run's job is gone.
 fn current(job_id: &str, run: &Submission) -> Option<JobStatus> {
-    match slurm_query::squeue(&[job_id]) {
+    match query::squeue(&[job_id]) {
         Ok(entries) => Some(
             match entries
                 .iter()
@@ -124,7 +124,7 @@ fn current(job_id: &str, run: &Submission) -> Option<JobStatus> {
             {
                 Some(entry) => {
                     let exit = match entry.state.phase() {
-                        Phase::Ended => slurm_query::scontrol_job(job_id)
+                        Phase::Ended => query::scontrol_job(job_id)
                             .ok()
                             .flatten()
                             .and_then(|j| j.exit),

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use chrono::{DateTime, Local};
 
-use crate::staged_file::Staged;
+use crate::sys::staged_file::Staged;
 
 /// The files of one run.
 #[derive(Debug, Clone)]

@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use crate::error::UsageError;
-use crate::run_store::StoredRun;
-use crate::validate::show;
+use crate::launch::validate::show;
+use crate::runs::store::StoredRun;
 
 /// The runs a target names, newest first, never empty.
 #[derive(Debug)]
@@ -99,8 +99,8 @@ mod tests {
     use chrono::{FixedOffset, TimeZone};
 
     use super::*;
-    use crate::run_store::RunRecord;
-    use crate::script_files::ScriptFiles;
+    use crate::launch::script_files::ScriptFiles;
+    use crate::runs::store::RunRecord;
 
     fn run(exp: &str, job: &str, minute: u32) -> StoredRun {
         let at = FixedOffset::east_opt(0)

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::env_vars;
 use crate::error::UsageError;
-use crate::staged_file::Staged;
+use crate::sys::staged_file::Staged;
 
 /// The record format; bumped when a field changes meaning.
 const FORMAT: u32 = 1;
@@ -30,7 +30,7 @@ pub(crate) struct RunRecord {
     pub(crate) job_id: String,
     pub(crate) script: PathBuf,
     pub(crate) log: PathBuf,
-    /// Where the bootstrap writes the run's [`FinalState`](crate::final_state::FinalState).
+    /// Where the bootstrap writes the run's [`FinalState`](crate::handoff::final_state::FinalState).
     pub(crate) state_file: PathBuf,
     /// RFC 3339, with the submitter's offset.
     pub(crate) submitted_at: String,
@@ -64,7 +64,7 @@ impl RunRecord {
     pub(crate) fn new(
         exp_name: &str,
         job_id: &str,
-        files: &crate::script_files::ScriptFiles,
+        files: &crate::launch::script_files::ScriptFiles,
         submitted_at: DateTime<FixedOffset>,
         workdir: &Path,
         command: &str,
@@ -90,8 +90,8 @@ impl RunRecord {
     }
 
     /// What tells this run's job from a later job given the same id.
-    pub(crate) fn submission(&self) -> crate::slurm_query::Submission {
-        crate::slurm_query::Submission {
+    pub(crate) fn submission(&self) -> crate::slurm::query::Submission {
+        crate::slurm::query::Submission {
             script: self.script.clone(),
             at: self.submitted(),
         }
@@ -297,7 +297,7 @@ mod tests {
     use chrono::TimeZone;
 
     use super::*;
-    use crate::script_files::ScriptFiles;
+    use crate::launch::script_files::ScriptFiles;
 
     fn record(exp: &str, job: &str, minute: u32) -> RunRecord {
         let at = FixedOffset::east_opt(3600)

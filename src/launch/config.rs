@@ -12,7 +12,7 @@ use serde::Deserialize;
 use crate::cli::{ClusterArgs, GpuDirective, IpFamily, LaunchArgs};
 use crate::env_vars;
 use crate::error::UsageError;
-use crate::validate::{self, show};
+use crate::launch::validate::{self, show};
 
 /// Defaults a config file may set, under `[launch]`.
 #[derive(Debug, Default, Clone, Deserialize)]

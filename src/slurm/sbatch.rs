@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::error::WithHint;
-use crate::process::{Cmd, CmdError};
+use crate::sys::process::{Cmd, CmdError};
 
 /// A Slurm job id as sbatch prints it.
 pub(crate) type JobId = String;

@@ -10,7 +10,7 @@ use std::time::UNIX_EPOCH;
 
 use anyhow::{Context, Result};
 
-use crate::staged_file::Staged;
+use crate::sys::staged_file::Staged;
 
 /// Where copies live, below the log directory.
 const BIN_DIR: &str = ".rayslurm/bin";

@@ -1,0 +1,5 @@
+//! The contract between the launcher (login node) and the bootstrap (compute nodes): the
+//! options the script passes on, the names of a run's files, and the final state the bootstrap
+//! writes for the login node to read. Both sides use these types; neither reaches into the other.
+
+pub(crate) mod final_state;

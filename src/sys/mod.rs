@@ -1,0 +1,6 @@
+//! Small system helpers every layer uses: the one wrapper for external commands ([`process`]),
+//! quoting for bash ([`quote`]) and files that appear whole or not at all ([`staged_file`]).
+
+pub(crate) mod process;
+pub(crate) mod quote;
+pub(crate) mod staged_file;
