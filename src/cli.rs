@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::handoff::bootstrap_args::BootstrapArgs;
+use crate::handoff::cluster::IpFamily;
 use crate::launch::validate::{count, positive_count};
 
 #[derive(Debug, Parser)]
@@ -52,30 +54,6 @@ pub(crate) enum GpuDirective {
     GpusPerNode,
     /// `#SBATCH --gres=gpu:N`.
     Gres,
-}
-
-/// Which address family the head node's IP is taken from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
-pub(crate) enum IpFamily {
-    /// IPv4 if the node has one, else IPv6.
-    Auto,
-    #[value(name = "4")]
-    #[serde(rename = "4")]
-    V4,
-    #[value(name = "6")]
-    #[serde(rename = "6")]
-    V6,
-}
-
-impl IpFamily {
-    /// The value as `--ip-family` takes it.
-    pub(crate) fn as_arg(self) -> &'static str {
-        match self {
-            Self::Auto => "auto",
-            Self::V4 => "4",
-            Self::V6 => "6",
-        }
-    }
 }
 
 #[derive(Debug, Args)]
@@ -188,8 +166,9 @@ pub(crate) struct LaunchArgs {
     pub(crate) cluster: ClusterArgs,
 }
 
-/// Options the launcher passes on to the bootstrap inside the allocation.
-#[derive(Debug, Args, Clone, Default)]
+/// The cluster's flags as the user gives them; resolved (with config files and defaults) into
+/// `handoff::cluster::ClusterOptions`, which the bootstrap gets.
+#[derive(Debug, Args)]
 pub(crate) struct ClusterArgs {
     /// Do not start Ray: run the command on the head node with the node list in its environment.
     #[arg(long)]
@@ -260,43 +239,4 @@ pub(crate) struct StatusArgs {
 pub(crate) struct CancelArgs {
     /// Experiment name (its latest run) or job id.
     pub(crate) target: String,
-}
-
-/// Arguments of the hidden bootstrap, written into the sbatch script by `launch`.
-#[derive(Debug, Args)]
-pub(crate) struct BootstrapArgs {
-    /// The user command, run through bash on the head node.
-    #[arg(long, allow_hyphen_values = true)]
-    pub(crate) command: Option<String>,
-
-    /// Run as a worker node (started by the head's srun step).
-    #[arg(long)]
-    pub(crate) worker: bool,
-
-    /// The head's GCS address, for workers.
-    #[arg(long)]
-    pub(crate) head_address: Option<String>,
-
-    /// Marks the processes of this run (workers get the head's).
-    #[arg(long)]
-    pub(crate) run_mark: Option<String>,
-
-    /// GPUs per node asked for at launch (used when Slurm does not say).
-    #[arg(long, default_value = "0", value_parser = count)]
-    pub(crate) requested_gpus: u32,
-
-    /// Where to write the run's final state (JSON).
-    #[arg(long)]
-    pub(crate) state_file: Option<PathBuf>,
-
-    /// Where each node copies Ray's logs if the run fails (default: beside the state file).
-    #[arg(long)]
-    pub(crate) ray_logs_dir: Option<PathBuf>,
-
-    /// Seconds the user command gets after SIGTERM before it is killed.
-    #[arg(long, default_value = "10", value_parser = count)]
-    pub(crate) kill_after: u32,
-
-    #[command(flatten)]
-    pub(crate) cluster: ClusterArgs,
 }

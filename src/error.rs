@@ -92,3 +92,9 @@ pub(crate) fn is_usage(error: &anyhow::Error) -> bool {
         .chain()
         .any(|e| e.downcast_ref::<UsageError>().is_some())
 }
+
+/// Shows a user's value inside an error message, in backticks, with control characters made
+/// visible.
+pub(crate) fn show(value: &str) -> String {
+    format!("`{}`", value.escape_debug())
+}

@@ -1,4 +1,21 @@
 //! rayslurm: run Ray (and other multi-node programs) on a Slurm cluster with one command.
+//!
+//! The folders are the layers:
+//! - `cli` (clap structs), `commands/` (one module per subcommand), `printer`, `env_vars` and
+//!   `error`: the command line on the login node;
+//! - `launch/`: flags to a submitted job (config, validation, job spec, template, script files,
+//!   the node-visible copy of this binary);
+//! - `runs/`: what became of a run afterwards (records, selection, status, cancel, follow);
+//! - `slurm/`: every Slurm client and text format;
+//! - `handoff/`: the contract between launcher and bootstrap (the bootstrap's arguments, the
+//!   cluster options, the environment set inside jobs, a run's file names, its final state);
+//! - `bootstrap/`: what runs inside the allocation, on every node;
+//! - `sys/`: small system helpers (external commands, quoting, whole-file writes).
+//!
+//! The dependency rule, checked by `tests/it/layers.rs`: `bootstrap/` runs on other hosts and
+//! uses only `handoff`, `slurm`, `sys` and `error`; `handoff/`, `slurm/` and `sys/` use only
+//! each other (`handoff` and `slurm` may use `sys`, never the reverse) and `error`; `launch/`
+//! and `runs/` never use `bootstrap` or `commands`.
 
 mod bootstrap;
 mod cli;

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use anyhow::{Context, Result};
 
-use crate::env_vars;
+use crate::slurm::env as slurm_env;
 use crate::slurm::hostlist;
 
 /// The allocation as seen from one node.
@@ -24,23 +24,23 @@ pub(crate) struct Allocation {
 impl Allocation {
     pub(crate) fn from_env(env: &HashMap<String, String>, requested_gpus: u32) -> Result<Self> {
         let get = |k: &str| env.get(k).filter(|v| !v.is_empty()).cloned();
-        let job_id = get(env_vars::SLURM_JOB_ID)
+        let job_id = get(slurm_env::SLURM_JOB_ID)
             .context("SLURM_JOB_ID is not set: `rayslurm bootstrap` runs inside a Slurm job (started by the script `rayslurm launch` writes)")?;
-        let node = get(env_vars::SLURMD_NODENAME)
+        let node = get(slurm_env::SLURMD_NODENAME)
             .or_else(|| {
                 nix::unistd::gethostname()
                     .ok()
                     .map(|h| h.to_string_lossy().into_owned())
             })
             .context("cannot tell this node's name (SLURMD_NODENAME)")?;
-        let list = get(env_vars::SLURM_JOB_NODELIST).unwrap_or_else(|| node.clone());
+        let list = get(slurm_env::SLURM_JOB_NODELIST).unwrap_or_else(|| node.clone());
         let nodes = hostlist::expand(&list)
             .with_context(|| format!("cannot read SLURM_JOB_NODELIST `{list}`"))?;
         Ok(Self {
             job_id,
             node,
             nodes,
-            cpus_on_node: get(env_vars::SLURM_CPUS_ON_NODE).and_then(|c| leading_number(&c)),
+            cpus_on_node: get(slurm_env::SLURM_CPUS_ON_NODE).and_then(|c| leading_number(&c)),
             gpus_on_node: gpus_on_node(env, requested_gpus),
         })
     }
@@ -73,16 +73,16 @@ fn leading_number(text: &str) -> Option<u32> {
 /// was not given.
 pub(crate) fn gpus_on_node(env: &HashMap<String, String>, requested: u32) -> u32 {
     let get = |k: &str| env.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
-    if let Some(devices) = get(env_vars::CUDA_VISIBLE_DEVICES) {
+    if let Some(devices) = get(slurm_env::CUDA_VISIBLE_DEVICES) {
         if devices == "NoDevFiles" || devices == "-1" {
             return 0;
         }
         return devices.split(',').filter(|d| !d.trim().is_empty()).count() as u32;
     }
     [
-        env_vars::SLURM_GPUS_ON_NODE,
-        env_vars::SLURM_GPUS_PER_NODE,
-        env_vars::SLURM_GPUS_PER_TASK,
+        slurm_env::SLURM_GPUS_ON_NODE,
+        slurm_env::SLURM_GPUS_PER_NODE,
+        slurm_env::SLURM_GPUS_PER_TASK,
     ]
     .iter()
     .find_map(|k| get(k).and_then(leading_number))

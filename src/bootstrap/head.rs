@@ -18,10 +18,9 @@ use super::signals;
 use super::user_command::UserCommand;
 use super::worker_step::{Joined, WorkerStep};
 use super::{Allocation, LIVENESS_EVERY, RAY_STOP_GRACE, TICK, say};
-use crate::cli::BootstrapArgs;
-use crate::env_vars;
+use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::final_state::{Ending, FinalState};
-use crate::launch::config::DEFAULT_READY_TIMEOUT;
+use crate::handoff::job_env;
 use crate::sys::process::{describe_status, exit_code_of};
 
 /// How the run ended, before it is written down.
@@ -237,8 +236,7 @@ impl Head<'_> {
         let c = &self.args.cluster;
         let total = self.alloc.nodes.len() as u32;
         let needed_workers = c.min_nodes.unwrap_or(total).saturating_sub(1) as usize;
-        let timeout =
-            Duration::from_secs(u64::from(c.ready_timeout.unwrap_or(DEFAULT_READY_TIMEOUT)));
+        let timeout = Duration::from_secs(u64::from(c.ready_timeout));
         let node = self.alloc.node.clone();
         let node = node.as_str();
         let mut head_ready = ray_start.is_none();
@@ -334,18 +332,18 @@ impl Head<'_> {
     fn run_command(&mut self, command: &str, address: Option<&str>, ips: &[IpAddr]) -> Outcome {
         let ip_lines: Vec<String> = ips.iter().map(ToString::to_string).collect();
         let mut env = vec![
-            (env_vars::NODE_RANK.to_owned(), "0".to_owned()),
-            (env_vars::NODE_IPS.to_owned(), ip_lines.join("\n")),
-            (env_vars::NUM_NODES.to_owned(), ips.len().to_string()),
+            (job_env::NODE_RANK.to_owned(), "0".to_owned()),
+            (job_env::NODE_IPS.to_owned(), ip_lines.join("\n")),
+            (job_env::NUM_NODES.to_owned(), ips.len().to_string()),
             (
-                env_vars::NUM_GPUS_PER_NODE.to_owned(),
+                job_env::NUM_GPUS_PER_NODE.to_owned(),
                 self.alloc.gpus_on_node.to_string(),
             ),
-            (env_vars::HEAD_IP.to_owned(), ip_lines[0].clone()),
-            (env_vars::PYTHONUNBUFFERED.to_owned(), "1".to_owned()),
+            (job_env::HEAD_IP.to_owned(), ip_lines[0].clone()),
+            (job_env::PYTHONUNBUFFERED.to_owned(), "1".to_owned()),
         ];
         if let Some(a) = address {
-            env.push((env_vars::RAY_ADDRESS.to_owned(), a.to_owned()));
+            env.push((job_env::RAY_ADDRESS.to_owned(), a.to_owned()));
         }
         let cmd = match UserCommand::spawn(command, &env) {
             Ok(cmd) => cmd,
@@ -358,7 +356,7 @@ impl Head<'_> {
         let mut stop: Option<(Signal, Instant)> = None;
         let mut node_failure: Option<String> = None;
         let mut last_check = Instant::now();
-        let kill_after = Duration::from_secs(u64::from(self.args.kill_after));
+        let kill_after = self.args.cluster.command_grace();
         let status: ExitStatus = loop {
             match command.try_wait() {
                 Ok(Some(status)) => break status,

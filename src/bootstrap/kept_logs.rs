@@ -94,7 +94,7 @@ pub(super) fn keep_saying(temp: &TempRoot, root: Option<&Path>, node: &str) {
 pub(super) fn root(ray_logs_dir: Option<&Path>, state_file: Option<&Path>) -> Option<PathBuf> {
     ray_logs_dir.map(Path::to_path_buf).or_else(|| {
         state_file
-            .and_then(crate::launch::script_files::ScriptFiles::from_state_file)
+            .and_then(crate::handoff::run_files::RunFiles::from_state_file)
             .map(|f| f.ray_logs)
     })
 }

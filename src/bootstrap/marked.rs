@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::env_vars::RUN_MARK;
+use crate::handoff::job_env::RUN_MARK;
 
 /// What identifies this run's processes on this node.
 #[derive(Debug, Clone)]

@@ -27,7 +27,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::{BootstrapArgs, ClusterArgs};
+use crate::handoff::bootstrap_args::BootstrapArgs;
+use crate::handoff::cluster::ClusterOptions;
 
 pub(crate) use allocation::Allocation;
 
@@ -83,13 +84,13 @@ fn memory_note() -> String {
 }
 
 /// This node's IP, as `--interface`/`--ip-family` ask.
-fn node_ip(alloc: &Allocation, cluster: &ClusterArgs) -> Result<IpAddr, net::NetError> {
+fn node_ip(alloc: &Allocation, cluster: &ClusterOptions) -> Result<IpAddr, net::NetError> {
     let candidates = net::local_candidates()?;
     net::choose(
         &alloc.node,
         &candidates,
         cluster.interface.as_deref(),
-        cluster.ip_family.unwrap_or(crate::cli::IpFamily::Auto),
+        cluster.ip_family,
         &net::resolve(&alloc.node),
     )
 }

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::net::{IpAddr, ToSocketAddrs};
 
-use crate::cli::IpFamily;
+use crate::handoff::cluster::IpFamily;
 
 /// One address on one interface.
 #[derive(Debug, Clone, PartialEq, Eq)]

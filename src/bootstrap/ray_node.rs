@@ -14,9 +14,9 @@ use anyhow::{Context, Result};
 
 use super::Allocation;
 use super::ports::{self, RayPorts};
-use crate::cli::ClusterArgs;
-use crate::env_vars;
-use crate::launch::config::parse_ray_args;
+use crate::handoff::cluster::ClusterOptions;
+use crate::handoff::cluster::parse_ray_args;
+use crate::handoff::job_env;
 use crate::sys::process::Cmd;
 
 /// Ray's temp root for this job on this node: short (Unix sockets live below it and must stay
@@ -90,9 +90,9 @@ impl RayStart {
     pub(crate) fn spawn(spec: &RayNodeSpec<'_>, temp: &TempRoot, mark: &str) -> Result<Self> {
         let cmd = Cmd::new("ray")
             .args(spec.args(&temp.path))
-            .env(env_vars::RUN_MARK, mark)
-            .env(env_vars::RAY_TMPDIR, &temp.path)
-            .env(env_vars::TMPDIR, &temp.path);
+            .env(job_env::RUN_MARK, mark)
+            .env(job_env::RAY_TMPDIR, &temp.path)
+            .env(job_env::TMPDIR, &temp.path);
         let log = temp.start_log();
         let out =
             File::create(&log).with_context(|| format!("cannot write `{}`", log.display()))?;
@@ -120,7 +120,7 @@ impl RayStart {
 /// whatever happens next) and spawns `ray start`. The error is a message for the job's log.
 pub(crate) fn start_node(
     alloc: &Allocation,
-    cluster: &ClusterArgs,
+    cluster: &ClusterOptions,
     head_address: Option<&str>,
     ip: IpAddr,
     mark: &str,

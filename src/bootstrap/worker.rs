@@ -12,15 +12,15 @@ use super::marked::{self, RunMark};
 use super::ray_node::{TempRoot, start_node};
 use super::signals;
 use super::{Allocation, LIVENESS_EVERY, RAY_STOP_GRACE, READY_PREFIX, TICK, say};
-use crate::cli::BootstrapArgs;
-use crate::env_vars;
+use crate::handoff::bootstrap_args::BootstrapArgs;
+use crate::slurm::env as slurm_env;
 use crate::sys::process::describe_status;
 
 /// Runs the worker's part; the exit code tells the head's srun whether this node failed.
 pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String, String>) -> i32 {
     let node = alloc.node.clone();
     let rank = env
-        .get(env_vars::SLURM_PROCID)
+        .get(slurm_env::SLURM_PROCID)
         .and_then(|p| p.parse::<u32>().ok())
         .map_or(1, |p| p + 1);
     let mark = args

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use super::kept_logs::{self, KEEP_LINE};
 use super::{Allocation, READY_PREFIX, TICK, say};
-use crate::cli::BootstrapArgs;
+use crate::handoff::bootstrap_args::BootstrapArgs;
+use crate::handoff::cluster::joined_words;
 use crate::sys::process::Cmd;
 
 /// A node that has joined.
@@ -55,19 +56,20 @@ impl WorkerStep {
             // A worker that fails ends the step at once, and so the job.
             cmd = cmd.arg("--kill-on-bad-exit=1");
         }
+        let worker = BootstrapArgs {
+            command: None,
+            worker: true,
+            head_address: Some(head_address.to_owned()),
+            run_mark: Some(mark.to_owned()),
+            requested_gpus: args.requested_gpus,
+            state_file: None,
+            ray_logs_dir: kept_logs::root(args.ray_logs_dir.as_deref(), args.state_file.as_deref()),
+            cluster: args.cluster.for_workers(),
+        };
         cmd = cmd
             .arg(exe)
             .arg("bootstrap")
-            .arg("--worker")
-            .arg(format!("--head-address={head_address}"))
-            .arg(format!("--run-mark={mark}"))
-            .arg(format!("--requested-gpus={}", args.requested_gpus))
-            .args(cluster_flags(args));
-        if let Some(root) =
-            kept_logs::root(args.ray_logs_dir.as_deref(), args.state_file.as_deref())
-        {
-            cmd = cmd.arg(format!("--ray-logs-dir={}", root.display()));
-        }
+            .args(joined_words(worker.to_flags()));
         let mut child = cmd
             .command()
             .stdin(Stdio::piped())
@@ -121,31 +123,6 @@ impl WorkerStep {
     }
 }
 
-/// The flags a worker needs from the head's own arguments.
-fn cluster_flags(args: &BootstrapArgs) -> Vec<String> {
-    let c = &args.cluster;
-    let mut flags = Vec::new();
-    if c.no_ray {
-        flags.push("--no-ray".to_owned());
-    }
-    if let Some(i) = &c.interface {
-        flags.push(format!("--interface={i}"));
-    }
-    if let Some(f) = c.ip_family {
-        flags.push(format!("--ip-family={}", f.as_arg()));
-    }
-    if let Some(b) = c.object_store_memory {
-        flags.push(format!("--object-store-memory={b}"));
-    }
-    if let Some(r) = &c.ray_args {
-        flags.push(format!("--ray-args={r}"));
-    }
-    if let Some(p) = c.port_base {
-        flags.push(format!("--port-base={p}"));
-    }
-    flags
-}
-
 /// `RAYSLURM-READY <rank> <node> <ip>`.
 fn parse_ready(line: &str) -> Option<(u32, Joined)> {
     let mut parts = line.split_whitespace();
@@ -171,32 +148,5 @@ mod tests {
         );
         assert!(parse_ready("RAYSLURM-READY x node3 1.2.3.4").is_none());
         assert!(parse_ready("hello").is_none());
-    }
-
-    /// Regression: `--ray-args --include-dashboard=false` reached the workers, whose
-    /// `ray start` refuses head-only flags, and failed every job.
-    #[test]
-    fn head_only_ray_args_never_reach_the_workers() {
-        use clap::Parser;
-        let cli = crate::cli::Cli::try_parse_from([
-            "rayslurm",
-            "bootstrap",
-            "--ray-args",
-            "--object-manager-port=0",
-            "--ray-head-args",
-            "--include-dashboard=false",
-            "--command",
-            "true",
-        ])
-        .unwrap();
-        let crate::cli::Command::Bootstrap(args) = cli.command else {
-            unreachable!()
-        };
-        let flags = cluster_flags(&args).join(" ");
-        assert!(
-            flags.contains("--ray-args=--object-manager-port=0"),
-            "{flags}"
-        );
-        assert!(!flags.contains("dashboard"), "{flags}");
     }
 }

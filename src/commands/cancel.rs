@@ -8,7 +8,7 @@ use crate::cli::CancelArgs;
 use crate::printer::Printer;
 use crate::runs::cancel::{self, Cancelled};
 use crate::runs::select;
-use crate::runs::status::{self, JobStatus};
+use crate::runs::status;
 use crate::runs::store::{self, RunStore};
 
 pub(crate) fn run(args: &CancelArgs, printer: &Printer) -> Result<ExitCode> {
@@ -24,18 +24,11 @@ pub(crate) fn run(args: &CancelArgs, printer: &Printer) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let warn = |m: &str| printer.warn(m);
-    // Slurm has forgotten the job: the final state file may still say how it ended.
-    let from_file = |status: JobStatus| {
-        status::read_final_state(run, &warn).map_or(status, |f| JobStatus::from_final_state(&f))
-    };
     let (status, cancelled, why) = match cancel::cancel(&run.record, &warn)? {
         Cancelled::Stopped(status) => (status, true, String::new()),
-        Cancelled::AlreadyEnded(status) if status.source == "none" => {
-            (from_file(status), false, String::new())
-        }
         Cancelled::AlreadyEnded(status) => (status, false, String::new()),
-        Cancelled::IdReused => (
-            from_file(JobStatus::gone()),
+        Cancelled::IdReused(status) => (
+            status,
             false,
             format!(
                 " (Slurm has given job id {} to a newer job, which was left alone)",

@@ -8,12 +8,13 @@ use chrono::Local;
 use serde::Serialize;
 
 use crate::error::UsageError;
+use crate::error::show;
+use crate::handoff::run_files::RunFiles;
 use crate::launch::config::LaunchConfig;
 use crate::launch::job_spec::JobSpec;
 use crate::launch::node_binary::node_visible_copy;
-use crate::launch::script_files::{self, ScriptFiles};
+use crate::launch::script_files;
 use crate::launch::template::Template;
-use crate::launch::validate::show;
 use crate::printer::Printer;
 use crate::runs::follow;
 use crate::runs::log_tail::Start;
@@ -130,7 +131,7 @@ fn record_run(record: &RunRecord, printer: &Printer) -> Option<(RunStore, Stored
 fn print_result(
     printer: &Printer,
     config: &LaunchConfig,
-    files: &ScriptFiles,
+    files: &RunFiles,
     job_id: Option<&str>,
 ) -> Result<()> {
     if config.json {

@@ -139,7 +139,7 @@ fn to_json<'a>(run: &'a StoredRun, status: &'a JobStatus) -> RunJson<'a> {
         submitted_at: &r.submitted_at,
         workdir: r.workdir.display().to_string(),
         command: &r.command,
-        source: &status.source,
+        source: status.source.as_str(),
         message: status.message.as_deref(),
     }
 }
@@ -196,19 +196,19 @@ mod tests {
     use chrono::TimeZone;
 
     use super::*;
-    use crate::launch::script_files::ScriptFiles;
+    use crate::handoff::run_files::RunFiles;
     use crate::runs::store::{RecordedEnd, RunRecord};
 
     fn run(job: &str, days_ago: i64, ended: bool) -> StoredRun {
         let at = now() - chrono::Duration::days(days_ago);
-        let files = ScriptFiles::for_stem(Path::new("/nonexistent"), job);
+        let files = RunFiles::for_stem(Path::new("/nonexistent"), job);
         let mut record = RunRecord::new("x", job, &files, at, Path::new("/w"), "true", 1);
         record.ended = ended.then(|| RecordedEnd {
             state: "COMPLETED".into(),
             exit_code: Some(0),
             elapsed_seconds: Some(1),
             nodelist: None,
-            source: "squeue".into(),
+            source: crate::runs::status::Source::Squeue,
         });
         StoredRun {
             path: PathBuf::from(job),

@@ -2,4 +2,8 @@
 //! options the script passes on, the names of a run's files, and the final state the bootstrap
 //! writes for the login node to read. Both sides use these types; neither reaches into the other.
 
+pub(crate) mod bootstrap_args;
+pub(crate) mod cluster;
 pub(crate) mod final_state;
+pub(crate) mod job_env;
+pub(crate) mod run_files;

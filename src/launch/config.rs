@@ -9,10 +9,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::cli::{ClusterArgs, GpuDirective, IpFamily, LaunchArgs};
+use crate::cli::{ClusterArgs, GpuDirective, LaunchArgs};
 use crate::env_vars;
 use crate::error::UsageError;
-use crate::launch::validate::{self, show};
+use crate::error::show;
+use crate::handoff::cluster::{
+    ClusterOptions, DEFAULT_READY_TIMEOUT, DEFAULT_STOP_GRACE, IpFamily, parse_ray_args,
+};
+use crate::launch::validate;
 
 /// Defaults a config file may set, under `[launch]`.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -106,55 +110,6 @@ fn read_config(path: &Path) -> Result<FileDefaults, UsageError> {
 pub(crate) enum Memory {
     PerNode(String),
     PerCpu(String),
-}
-
-/// What the bootstrap inside the allocation is told.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ClusterOptions {
-    pub(crate) no_ray: bool,
-    pub(crate) interface: Option<String>,
-    pub(crate) ip_family: IpFamily,
-    pub(crate) min_nodes: Option<u32>,
-    pub(crate) ready_timeout: u32,
-    pub(crate) object_store_memory: Option<u64>,
-    pub(crate) ray_args: Option<String>,
-    pub(crate) ray_head_args: Option<String>,
-    pub(crate) port_base: Option<u16>,
-    pub(crate) stop_grace: u32,
-}
-
-pub(crate) const DEFAULT_READY_TIMEOUT: u32 = 180;
-pub(crate) const DEFAULT_STOP_GRACE: u32 = 60;
-
-impl ClusterOptions {
-    /// The bootstrap flags that carry these options into the allocation.
-    pub(crate) fn bootstrap_flags(&self) -> Vec<(&'static str, Option<String>)> {
-        let mut flags = Vec::new();
-        if self.no_ray {
-            flags.push(("--no-ray", None));
-        }
-        if let Some(i) = &self.interface {
-            flags.push(("--interface", Some(i.clone())));
-        }
-        flags.push(("--ip-family", Some(self.ip_family.as_arg().to_owned())));
-        if let Some(n) = self.min_nodes {
-            flags.push(("--min-nodes", Some(n.to_string())));
-        }
-        flags.push(("--ready-timeout", Some(self.ready_timeout.to_string())));
-        if let Some(b) = self.object_store_memory {
-            flags.push(("--object-store-memory", Some(b.to_string())));
-        }
-        if let Some(a) = &self.ray_args {
-            flags.push(("--ray-args", Some(a.clone())));
-        }
-        if let Some(a) = &self.ray_head_args {
-            flags.push(("--ray-head-args", Some(a.clone())));
-        }
-        if let Some(p) = self.port_base {
-            flags.push(("--port-base", Some(p.to_string())));
-        }
-        flags
-    }
 }
 
 /// A launch, resolved and validated.
@@ -376,22 +331,6 @@ fn resolve_cluster(
         stop_grace: layered(args.stop_grace, None, &p.stop_grace, &u.stop_grace)
             .unwrap_or(DEFAULT_STOP_GRACE),
     })
-}
-
-/// Splits `--ray-args` (or `--ray-head-args`, named by `flag`) into words as a shell would.
-pub(crate) fn parse_ray_args(flag: &str, text: &str) -> Result<Vec<String>, UsageError> {
-    let words = shlex::split(text).ok_or_else(|| {
-        UsageError::new(format!("{flag} {} has an unclosed quote", show(text))).hint(format!(
-            "quote it as you would in a shell, e.g. `{flag} \"--object-manager-port=0\"`"
-        ))
-    })?;
-    if let Some(w) = words.iter().find(|w| w.contains('\n')) {
-        return Err(UsageError::new(format!(
-            "{flag} word {} contains a newline",
-            show(w)
-        )));
-    }
-    Ok(words)
 }
 
 /// sbatch writes `%` patterns and splits on white space in `#SBATCH --output=`, so the log

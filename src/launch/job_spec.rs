@@ -7,8 +7,9 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::cli::GpuDirective;
+use crate::handoff::bootstrap_args::BootstrapArgs;
+use crate::handoff::run_files::RunFiles;
 use crate::launch::config::{LaunchConfig, Memory};
-use crate::launch::script_files::ScriptFiles;
 
 #[derive(Debug, Serialize)]
 pub(crate) struct EnvVar {
@@ -58,7 +59,7 @@ pub(crate) struct JobSpec {
 impl JobSpec {
     pub(crate) fn new(
         config: &LaunchConfig,
-        files: &ScriptFiles,
+        files: &RunFiles,
         rayslurm_bin: &Path,
         created: String,
     ) -> Self {
@@ -67,26 +68,15 @@ impl JobSpec {
             Some(Memory::PerCpu(m)) => (None, Some(m.clone())),
             None => (None, None),
         };
-        let mut bootstrap_args = vec![BootstrapArg {
-            flag: "--state-file".into(),
-            value: Some(files.state.display().to_string()),
-        }];
-        if config.num_gpus > 0 {
-            bootstrap_args.push(BootstrapArg {
-                flag: "--requested-gpus".into(),
-                value: Some(config.num_gpus.to_string()),
-            });
-        }
-        bootstrap_args.extend(
-            config
-                .cluster
-                .bootstrap_flags()
+        let bootstrap_args =
+            BootstrapArgs::head(files.state.clone(), config.num_gpus, config.cluster.clone())
+                .to_flags()
                 .into_iter()
                 .map(|(flag, value)| BootstrapArg {
                     flag: flag.to_owned(),
                     value,
-                }),
-        );
+                })
+                .collect();
         let mut spec = Self {
             version: env!("CARGO_PKG_VERSION"),
             created,
@@ -166,11 +156,29 @@ impl JobSpec {
             // Ask Slurm for SIGTERM before the time limit, so Ray is stopped cleanly in time.
             d.push(format!("--signal=B:TERM@{stop_grace}"));
         }
-        d.extend(
-            self.sbatch_args
-                .iter()
-                .map(|a| crate::launch::validate::sbatch_arg_line(a)),
-        );
+        d.extend(self.sbatch_args.iter().map(|a| sbatch_arg_line(a)));
         d
+    }
+}
+
+/// An `--sbatch-arg` as written after `#SBATCH`: a value with white space in double quotes.
+pub(crate) fn sbatch_arg_line(value: &str) -> String {
+    match value.split_once('=') {
+        Some((k, v)) if v.chars().any(char::is_whitespace) => format!("{k}=\"{v}\""),
+        _ => value.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sbatch_arg_values_with_white_space_are_quoted() {
+        assert_eq!(
+            sbatch_arg_line("--comment=two words"),
+            "--comment=\"two words\""
+        );
+        assert_eq!(sbatch_arg_line("--mail-type=END"), "--mail-type=END");
     }
 }

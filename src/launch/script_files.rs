@@ -1,50 +1,17 @@
-//! Naming and writing the script: `{exp}_{MMDD}-{HHMMSS}.sh` beside its `.log`,
-//! `.state.json` and (if the run fails) `.ray-logs/`, never overwriting anything, never leaving
-//! a half-written file.
+//! Writing the script under a new name: `{exp}_{MMDD}-{HHMMSS}.sh` beside the other files of
+//! its run ([`RunFiles`]), never overwriting anything, never leaving a half-written file.
 //!
 //! The script is written to a temporary file in the same directory and linked into place
 //! only if that name is still free (`persist_noclobber`), so concurrent launches in the same
 //! second each get their own name (`-2`, `-3`, ... suffixes).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Result;
 use chrono::{DateTime, Local};
 
+use crate::handoff::run_files::RunFiles;
 use crate::sys::staged_file::Staged;
-
-/// The files of one run.
-#[derive(Debug, Clone)]
-pub(crate) struct ScriptFiles {
-    pub(crate) script: PathBuf,
-    pub(crate) log: PathBuf,
-    pub(crate) state: PathBuf,
-    /// Where the nodes copy Ray's logs if the run fails.
-    pub(crate) ray_logs: PathBuf,
-}
-
-impl ScriptFiles {
-    /// The files for a stem (`exp_1122-0930`) in `dir`.
-    pub(crate) fn for_stem(dir: &Path, stem: &str) -> Self {
-        Self {
-            script: dir.join(format!("{stem}.sh")),
-            log: dir.join(format!("{stem}.log")),
-            state: dir.join(format!("{stem}.state.json")),
-            ray_logs: dir.join(format!("{stem}.ray-logs")),
-        }
-    }
-
-    /// The files of the run whose state file this is.
-    pub(crate) fn from_state_file(state: &Path) -> Option<Self> {
-        let name = state.file_name()?.to_str()?;
-        let stem = name.strip_suffix(".state.json")?;
-        Some(Self::for_stem(state.parent()?, stem))
-    }
-
-    fn any_exists(&self) -> bool {
-        self.script.exists() || self.log.exists() || self.state.exists() || self.ray_logs.exists()
-    }
-}
 
 /// The stem for the `n`th try (0 first) at a launch time.
 pub(crate) fn stem(exp_name: &str, time: &DateTime<Local>, n: u32) -> String {
@@ -61,11 +28,11 @@ pub(crate) fn write_new(
     dir: &Path,
     exp_name: &str,
     time: &DateTime<Local>,
-    render: impl Fn(&ScriptFiles) -> Result<String>,
-) -> Result<ScriptFiles> {
+    render: impl Fn(&RunFiles) -> Result<String>,
+) -> Result<RunFiles> {
     const TRIES: u32 = 1000;
     for n in 0..TRIES {
-        let files = ScriptFiles::for_stem(dir, &stem(exp_name, time, n));
+        let files = RunFiles::for_stem(dir, &stem(exp_name, time, n));
         if files.any_exists() {
             continue;
         }
@@ -116,7 +83,7 @@ mod tests {
     #[test]
     fn concurrent_launches_get_distinct_names() {
         let dir = tempfile::tempdir().unwrap();
-        let names: Vec<PathBuf> = std::thread::scope(|s| {
+        let names: Vec<std::path::PathBuf> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..16)
                 .map(|i| {
                     let d = dir.path();

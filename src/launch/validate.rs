@@ -7,12 +7,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::error::UsageError;
-
-/// Shows a value inside an error message, with control characters made visible.
-pub(crate) fn show(value: &str) -> String {
-    format!("`{}`", value.escape_debug())
-}
+use crate::error::{UsageError, show};
 
 /// An experiment name becomes a file name and a Slurm job name.
 pub(crate) fn exp_name(value: &str) -> Result<(), UsageError> {
@@ -88,14 +83,6 @@ pub(crate) fn sbatch_arg(value: &str) -> Result<(), UsageError> {
         }
     }
     Ok(())
-}
-
-/// An `--sbatch-arg` as written after `#SBATCH`: a value with white space in double quotes.
-pub(crate) fn sbatch_arg_line(value: &str) -> String {
-    match value.split_once('=') {
-        Some((k, v)) if v.chars().any(char::is_whitespace) => format!("{k}=\"{v}\""),
-        _ => value.to_owned(),
-    }
 }
 
 static TIME: LazyLock<Regex> = LazyLock::new(|| {
@@ -208,11 +195,6 @@ mod tests {
         assert!(sbatch_arg("mail").is_err());
         assert!(sbatch_arg("--comment two").is_err());
         assert!(sbatch_arg("--comment=say \"hi there\"").is_err());
-        assert_eq!(
-            sbatch_arg_line("--comment=two words"),
-            "--comment=\"two words\""
-        );
-        assert_eq!(sbatch_arg_line("--mail-type=END"), "--mail-type=END");
         assert!(sbatch_arg("--x=1\n#SBATCH --y").is_err());
     }
 

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::error::WithHint;
-use crate::runs::status::{self, JobStatus};
+use crate::runs::status::{self, InQueue, JobStatus};
 use crate::runs::store::RunRecord;
-use crate::slurm::query::{self, Phase, QueryError, Submission};
+use crate::slurm::query::{self, Phase, QueryError, QueueEntry};
 use crate::sys::process::{Cmd, CmdError};
 
 /// How long a cancelled job may take to leave PENDING/RUNNING before we say it did not.
@@ -25,30 +25,32 @@ pub(crate) enum Cancelled {
     Stopped(JobStatus),
     /// The job had ended before scancel reached it.
     AlreadyEnded(JobStatus),
-    /// Slurm has given the run's job id to another job: the run's own job ended long ago, and
-    /// the job that has the id now was left alone.
-    IdReused,
-}
-
-/// Who has a job id in Slurm's queue now.
-enum Holder {
-    /// The run's own job.
-    Run,
-    /// A job submitted at another time.
-    Other,
-    /// No job: slurmctld has forgotten the id.
-    Nobody,
+    /// Slurm has given the run's job id to another job: the run's own job ended long ago (as
+    /// the status says), and the job that has the id now was left alone.
+    IdReused(JobStatus),
 }
 
 /// Sends `scancel` for the run's job, if Slurm still has it, and waits until Slurm shows it
 /// stopped. `warn` hears of squeue failures that are retried.
 pub(crate) fn cancel(record: &RunRecord, warn: &dyn Fn(&str)) -> Result<Cancelled> {
     let job_id = record.job_id.as_str();
-    let run = record.submission();
-    match holder(job_id, &run, warn)? {
-        Holder::Run => {}
-        Holder::Other => return Ok(Cancelled::IdReused),
-        Holder::Nobody => return Ok(Cancelled::AlreadyEnded(JobStatus::gone())),
+    let entries = queue_of(job_id, warn)?;
+    match InQueue::find(&entries, record) {
+        InQueue::Own(_) => {}
+        other @ InQueue::Other => {
+            return Ok(Cancelled::IdReused(status::of_run(
+                record,
+                other,
+                status::read_final_state(record, warn).as_ref(),
+            )));
+        }
+        gone @ InQueue::Gone => {
+            return Ok(Cancelled::AlreadyEnded(status::of_run(
+                record,
+                gone,
+                status::read_final_state(record, warn).as_ref(),
+            )));
+        }
     }
     let cmd = Cmd::new("scancel").arg(job_id);
     if let Err(e) = cmd.output() {
@@ -56,7 +58,7 @@ pub(crate) fn cancel(record: &RunRecord, warn: &dyn Fn(&str)) -> Result<Cancelle
             return Err(e).hint("run on a Slurm login node");
         }
         // scancel refuses jobs that are already completing or gone; see what became of it.
-        return match current(job_id, &run) {
+        return match current(record, warn) {
             Some(status) if status.phase >= Some(Phase::Ending) => {
                 Ok(Cancelled::AlreadyEnded(status))
             }
@@ -66,7 +68,7 @@ pub(crate) fn cancel(record: &RunRecord, warn: &dyn Fn(&str)) -> Result<Cancelle
     let start = Instant::now();
     let mut last_seen = None;
     loop {
-        if let Some(status) = current(job_id, &run) {
+        if let Some(status) = current(record, warn) {
             if status.phase >= Some(Phase::Ending) {
                 return Ok(Cancelled::Stopped(status));
             }
@@ -90,18 +92,14 @@ pub(crate) fn cancel(record: &RunRecord, warn: &dyn Fn(&str)) -> Result<Cancelle
     }
 }
 
-/// Who has the job id now, from squeue (retried while it fails: without its answer no job is
-/// cancelled).
-fn holder(job_id: &str, run: &Submission, warn: &dyn Fn(&str)) -> Result<Holder> {
+/// squeue's lines for the job id, retried while squeue fails: without its answer no job is
+/// cancelled.
+fn queue_of(job_id: &str, warn: &dyn Fn(&str)) -> Result<Vec<QueueEntry>> {
     let on_retry = |e: &QueryError, pause: Duration| {
         warn(&format!("{e}; trying again in {} s", pause.as_secs()));
     };
     match status::squeue_retrying(&[job_id], &status::ONE_SHOT_RETRIES, &on_retry) {
-        Ok(entries) => Ok(match query::own_line(&entries, job_id) {
-            Some(entry) if entry.is_job_of(run) => Holder::Run,
-            Some(_) => Holder::Other,
-            None => Holder::Nobody,
-        }),
+        Ok(entries) => Ok(entries),
         Err(e @ QueryError::Missing(_)) => Err(e).hint("run on a Slurm login node"),
         Err(e) => Err(e)
             .with_context(|| {
@@ -111,30 +109,14 @@ fn holder(job_id: &str, run: &Submission, warn: &dyn Fn(&str)) -> Result<Holder>
     }
 }
 
-/// What squeue says of the run's job now; `None` if squeue failed (a job is never called ended
-/// because squeue did not answer). A job that has the id but is not the run's
-/// ([`QueueEntry::is_job_of`](query::QueueEntry::is_job_of)): the run's job is gone.
-fn current(job_id: &str, run: &Submission) -> Option<JobStatus> {
-    match query::squeue(&[job_id]) {
-        Ok(entries) => Some(
-            match entries
-                .iter()
-                .find(|e| e.job_id == job_id)
-                .filter(|e| e.is_job_of(run))
-            {
-                Some(entry) => {
-                    let exit = match entry.state.phase() {
-                        Phase::Ended => query::scontrol_job(job_id)
-                            .ok()
-                            .flatten()
-                            .and_then(|j| j.exit),
-                        _ => None,
-                    };
-                    JobStatus::from_queue(entry, None, exit)
-                }
-                None => JobStatus::gone(),
-            },
-        ),
-        Err(_) => None,
-    }
+/// What became of the run now; `None` if squeue failed (a job is never called ended because
+/// squeue did not answer).
+fn current(record: &RunRecord, warn: &dyn Fn(&str)) -> Option<JobStatus> {
+    let entries = query::squeue(&[record.job_id.as_str()]).ok()?;
+    let final_state = status::read_final_state(record, warn);
+    Some(status::of_run(
+        record,
+        InQueue::find(&entries, record),
+        final_state.as_ref(),
+    ))
 }

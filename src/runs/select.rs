@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use crate::error::UsageError;
-use crate::launch::validate::show;
+use crate::error::show;
 use crate::runs::store::StoredRun;
 
 /// The runs a target names, newest first, never empty.
@@ -99,7 +99,7 @@ mod tests {
     use chrono::{FixedOffset, TimeZone};
 
     use super::*;
-    use crate::launch::script_files::ScriptFiles;
+    use crate::handoff::run_files::RunFiles;
     use crate::runs::store::RunRecord;
 
     fn run(exp: &str, job: &str, minute: u32) -> StoredRun {
@@ -107,7 +107,7 @@ mod tests {
             .unwrap()
             .with_ymd_and_hms(2026, 11, 22, 9, minute, 0)
             .unwrap();
-        let files = ScriptFiles::for_stem(Path::new("/logs"), exp);
+        let files = RunFiles::for_stem(Path::new("/logs"), exp);
         StoredRun {
             path: PathBuf::from(format!("/store/{job}.json")),
             record: RunRecord::new(exp, job, &files, at, Path::new("/w"), "true", 1),

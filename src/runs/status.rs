@@ -10,13 +10,12 @@
 //! A job id Slurm shows with another script and submit time than the run's belongs to a newer
 //! job (ids are reused): the run's own job is gone, and no Slurm command is asked about it again.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::DateTime;
 
 use crate::handoff::final_state::{Ending, FinalState};
-use crate::runs::store::{RecordedEnd, RunStore, StoredRun};
+use crate::runs::store::{RecordedEnd, RunRecord, RunStore, StoredRun};
 use crate::slurm::query::{self, Phase, QueryError, QueueEntry, SacctEntry, SlurmExit, SlurmState};
 
 /// Pauses between tries of a one-shot `squeue` (a status or cancel command).
@@ -25,6 +24,36 @@ pub(crate) const ONE_SHOT_RETRIES: [Duration; 3] = [
     Duration::from_secs(2),
     Duration::from_secs(4),
 ];
+
+/// Where a run's state came from, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Source {
+    /// slurmctld still knows the job (`squeue`; the exit code may come from `scontrol`).
+    Squeue,
+    /// The bootstrap's final state file.
+    FinalState,
+    /// Slurm's accounting.
+    Sacct,
+    /// The run's own record of an end learned earlier.
+    Record,
+    /// Nothing: the job left Slurm unseen, or Slurm could not be asked (also what a record
+    /// written by another version says where it names a source this one does not know).
+    #[serde(other)]
+    None,
+}
+
+impl Source {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Squeue => "squeue",
+            Self::FinalState => "final-state",
+            Self::Sacct => "sacct",
+            Self::Record => "record",
+            Self::None => "none",
+        }
+    }
+}
 
 /// A run's state as shown by `status` and at the end of `--follow`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,8 +71,8 @@ pub(crate) struct JobStatus {
     /// Whether the run ended as a success (exit code 0 alone is not enough: a job cancelled
     /// while pending has `ExitCode=0:0`).
     pub(crate) succeeded: bool,
-    /// Where the state came from: `squeue`, `final-state`, `sacct`, `record`, `none`.
-    pub(crate) source: String,
+    /// Where the state came from.
+    pub(crate) source: Source,
     /// The bootstrap's message, if it left one.
     pub(crate) message: Option<String>,
 }
@@ -75,7 +104,7 @@ impl JobStatus {
             nodelist: entry.nodelist.clone(),
             exit_code,
             succeeded,
-            source: "squeue".to_owned(),
+            source: Source::Squeue,
             message: final_state.and_then(|f| f.message.clone()),
         }
     }
@@ -104,7 +133,7 @@ impl JobStatus {
             nodelist: Some(f.head_node.clone()).filter(|n| !n.is_empty()),
             exit_code: Some(f.exit_code),
             succeeded: f.ending == Ending::Completed && f.exit_code == 0,
-            source: "final-state".to_owned(),
+            source: Source::FinalState,
             message: f.message.clone(),
         }
     }
@@ -119,7 +148,7 @@ impl JobStatus {
             nodelist: None,
             exit_code: e.exit.map(SlurmExit::shell_code),
             succeeded: e.state.as_str() == "COMPLETED",
-            source: "sacct".to_owned(),
+            source: Source::Sacct,
             message: None,
         }
     }
@@ -135,7 +164,7 @@ impl JobStatus {
             nodelist: end.nodelist.clone(),
             exit_code: end.exit_code,
             succeeded: state.as_str() == "COMPLETED" && end.exit_code.is_none_or(|c| c == 0),
-            source: "record".to_owned(),
+            source: Source::Record,
             message: None,
         }
     }
@@ -161,7 +190,7 @@ impl JobStatus {
             nodelist: None,
             exit_code: None,
             succeeded: false,
-            source: "none".to_owned(),
+            source: Source::None,
             message: None,
         }
     }
@@ -189,20 +218,84 @@ impl JobStatus {
     /// file is not copied: the file stays, and Slurm may still say more (`CANCELLED` where the
     /// file says `STOPPED`).
     pub(crate) fn recorded_end(&self) -> Option<RecordedEnd> {
-        let learned = !matches!(self.source.as_str(), "record" | "final-state");
+        let learned = !matches!(self.source, Source::Record | Source::FinalState);
         (self.phase == Some(Phase::Ended) && learned).then(|| RecordedEnd {
             state: self.state.clone(),
             exit_code: self.exit_code,
             elapsed_seconds: self.elapsed,
             nodelist: self.nodelist.clone(),
-            source: self.source.clone(),
+            source: self.source,
         })
     }
 }
 
+/// What Slurm's queue shows under a run's job id.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum InQueue<'a> {
+    /// The run's own job (an array job's first element speaks for it).
+    Own(&'a QueueEntry),
+    /// Another job has the id now: ids are reused, and `scontrol` or `sacct` would describe
+    /// that job, not the run's.
+    Other,
+    /// slurmctld no longer knows the id.
+    Gone,
+}
+
+impl<'a> InQueue<'a> {
+    /// Finds the run's job among squeue's answer for its id.
+    pub(crate) fn find(entries: &'a [QueueEntry], record: &RunRecord) -> Self {
+        match query::own_line(entries, &record.job_id) {
+            Some(entry) if entry.is_job_of(&record.submission()) => Self::Own(entry),
+            Some(_) => Self::Other,
+            None => Self::Gone,
+        }
+    }
+}
+
+/// What became of a run, from what the queue shows under its id and the bootstrap's final state
+/// (if it wrote one): the one place this is worked out, for `status`, `cancel` and `--follow`.
+///
+/// A job Slurm is still cleaning up (`COMPLETING`: a dead node keeps it there for minutes)
+/// whose bootstrap has written its final state has ended as that state says. An ended job's
+/// exit code is the command's own from the final state, else Slurm's from `scontrol`. A job
+/// Slurm has forgotten is described by the final state, else by `sacct` where accounting
+/// answers, else as `ENDED`.
+pub(crate) fn of_run(
+    record: &RunRecord,
+    in_queue: InQueue<'_>,
+    final_state: Option<&FinalState>,
+) -> JobStatus {
+    match in_queue {
+        InQueue::Own(entry) => match (entry.state.phase(), final_state) {
+            (Phase::Ending, Some(f)) => JobStatus {
+                elapsed: entry.elapsed,
+                nodes: entry.nodes,
+                nodelist: entry.nodelist.clone(),
+                ..JobStatus::from_final_state(f)
+            },
+            (Phase::Ended, None) => {
+                let exit = query::scontrol_job(&record.job_id)
+                    .ok()
+                    .flatten()
+                    .and_then(|j| j.exit);
+                JobStatus::from_queue(entry, None, exit)
+            }
+            _ => JobStatus::from_queue(entry, final_state, None),
+        },
+        InQueue::Other => final_state.map_or_else(JobStatus::gone, JobStatus::from_final_state),
+        InQueue::Gone => match final_state {
+            Some(f) => JobStatus::from_final_state(f),
+            None => query::sacct(&[record.job_id.as_str()])
+                .iter()
+                .find(|e| e.job_id == record.job_id && e.is_submitted_at(record.submitted()))
+                .map_or_else(JobStatus::gone, JobStatus::from_sacct),
+        },
+    }
+}
+
 /// Reads a run's final state file; a damaged one is reported and treated as absent.
-pub(crate) fn read_final_state(run: &StoredRun, warn: &dyn Fn(&str)) -> Option<FinalState> {
-    match FinalState::read(&run.record.state_file) {
+pub(crate) fn read_final_state(record: &RunRecord, warn: &dyn Fn(&str)) -> Option<FinalState> {
+    match FinalState::read(&record.state_file) {
         Ok(state) => state,
         Err(e) => {
             warn(&format!("{e:#}"));
@@ -246,13 +339,6 @@ pub(crate) fn gather(
     pauses: &[Duration],
     warn: &dyn Fn(&str),
 ) -> Result<Gathered, QueryError> {
-    let final_states: Vec<Option<FinalState>> = runs
-        .iter()
-        .map(|r| match r.record.ended {
-            Some(_) => None,
-            None => read_final_state(r, warn),
-        })
-        .collect();
     let open: Vec<&str> = runs
         .iter()
         .filter(|r| r.record.ended.is_none())
@@ -266,68 +352,27 @@ pub(crate) fn gather(
         Err(e @ QueryError::Missing(_)) => return Err(e),
         Err(e) => (None, Some(e)),
     };
-    let queue: Option<HashMap<&str, &QueueEntry>> = queue
-        .as_ref()
-        .map(|entries| entries.iter().map(|e| (e.job_id.as_str(), e)).collect());
-
-    let mut statuses: Vec<Option<JobStatus>> = Vec::with_capacity(runs.len());
-    let mut ask_sacct = Vec::new();
-    for (run, final_state) in runs.iter().zip(&final_states) {
-        let id = run.record.job_id.as_str();
-        let status = if let Some(end) = &run.record.ended {
-            Some(JobStatus::from_record(end))
-        } else if let Some(queue) = &queue {
-            match queue.get(id) {
-                Some(entry) if entry.is_job_of(&run.record.submission()) => {
-                    let slurm_exit = match (entry.state.phase(), final_state) {
-                        (Phase::Ended, None) => {
-                            query::scontrol_job(id).ok().flatten().and_then(|j| j.exit)
-                        }
-                        _ => None,
-                    };
-                    Some(JobStatus::from_queue(
-                        entry,
-                        final_state.as_ref(),
-                        slurm_exit,
-                    ))
-                }
-                // Another job has the id now: scontrol and sacct would describe that one.
-                Some(_) => Some(
-                    final_state
-                        .as_ref()
-                        .map_or_else(JobStatus::gone, JobStatus::from_final_state),
-                ),
-                None => match final_state {
-                    Some(f) => Some(JobStatus::from_final_state(f)),
-                    None => {
-                        ask_sacct.push(id);
-                        None
-                    }
-                },
-            }
-        } else {
-            Some(
-                final_state
-                    .as_ref()
-                    .map_or_else(JobStatus::unknown, JobStatus::from_final_state),
-            )
-        };
-        statuses.push(status);
-    }
-    let sacct: HashMap<String, SacctEntry> = query::sacct(&ask_sacct)
-        .into_iter()
-        .map(|e| (e.job_id.clone(), e))
-        .collect();
     let statuses = runs
         .iter()
-        .zip(statuses)
-        .map(|(run, status)| {
-            status.unwrap_or_else(|| {
-                sacct
-                    .get(&run.record.job_id)
-                    .filter(|e| e.is_submitted_at(run.record.submitted()))
-                    .map_or_else(JobStatus::gone, JobStatus::from_sacct)
-            })
+        .map(|run| {
+            let record = &run.record;
+            if let Some(end) = &record.ended {
+                return JobStatus::from_record(end);
+            }
+            let final_state = read_final_state(record, warn);
+            match &queue {
+                Some(entries) => {
+                    let mine: Vec<QueueEntry> = entries
+                        .iter()
+                        .filter(|e| query::is_of_job(&e.job_id, &record.job_id))
+                        .cloned()
+                        .collect();
+                    of_run(record, InQueue::find(&mine, record), final_state.as_ref())
+                }
+                None => final_state
+                    .as_ref()
+                    .map_or_else(JobStatus::unknown, JobStatus::from_final_state),
+            }
         })
         .collect();
     Ok(Gathered {

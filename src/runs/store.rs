@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::env_vars;
 use crate::error::UsageError;
+use crate::runs::status::Source;
 use crate::sys::staged_file::Staged;
 
 /// The record format; bumped when a field changes meaning.
@@ -56,15 +57,15 @@ pub(crate) struct RecordedEnd {
     pub(crate) exit_code: Option<i32>,
     pub(crate) elapsed_seconds: Option<u64>,
     pub(crate) nodelist: Option<String>,
-    /// Where the state was learned: `squeue`, `scontrol`, `final-state`, `sacct`, `none`.
-    pub(crate) source: String,
+    /// Where the state was learned.
+    pub(crate) source: Source,
 }
 
 impl RunRecord {
     pub(crate) fn new(
         exp_name: &str,
         job_id: &str,
-        files: &crate::launch::script_files::ScriptFiles,
+        files: &crate::handoff::run_files::RunFiles,
         submitted_at: DateTime<FixedOffset>,
         workdir: &Path,
         command: &str,
@@ -297,14 +298,14 @@ mod tests {
     use chrono::TimeZone;
 
     use super::*;
-    use crate::launch::script_files::ScriptFiles;
+    use crate::handoff::run_files::RunFiles;
 
     fn record(exp: &str, job: &str, minute: u32) -> RunRecord {
         let at = FixedOffset::east_opt(3600)
             .unwrap()
             .with_ymd_and_hms(2026, 11, 22, 9, minute, 0)
             .unwrap();
-        let files = ScriptFiles::for_stem(Path::new("/logs"), &format!("{exp}_{job}"));
+        let files = RunFiles::for_stem(Path::new("/logs"), &format!("{exp}_{job}"));
         RunRecord::new(
             exp,
             job,
@@ -423,7 +424,7 @@ mod tests {
             exit_code: Some(143),
             elapsed_seconds: Some(4),
             nodelist: Some("node1".into()),
-            source: "squeue".into(),
+            source: Source::Squeue,
         });
         store.update(&run).unwrap();
         let loaded = store.load().unwrap();

@@ -3,6 +3,7 @@
 //! ([`duration`]). Output is machine-readable and parsed in small tested functions.
 
 pub(crate) mod duration;
+pub(crate) mod env;
 pub(crate) mod hostlist;
 pub(crate) mod query;
 pub(crate) mod sbatch;

@@ -17,8 +17,8 @@ use std::path::PathBuf;
 
 use chrono::{DateTime, FixedOffset, Local, LocalResult, NaiveDateTime, TimeDelta, TimeZone};
 
-use crate::env_vars;
 use crate::slurm::duration;
+use crate::slurm::env as slurm_env;
 use crate::sys::process::{Cmd, CmdError};
 
 /// `squeue -o` fields: id, long state, reason, time used, node count, submit time, node list,
@@ -33,7 +33,7 @@ const SACCT_FORMAT: &str = "JobID,State,ExitCode,ElapsedRaw,Submit";
 /// (`2026-11-22T03:16:18`), whatever `SLURM_TIME_FORMAT` the user has set (`relative` would
 /// print `Ystday 03:16`).
 fn slurm_client(program: &str) -> Cmd {
-    Cmd::new(program).env(env_vars::SLURM_TIME_FORMAT, "standard")
+    Cmd::new(program).env(slurm_env::SLURM_TIME_FORMAT, "standard")
 }
 
 /// How far apart the submit time Slurm reports for a job id and the one in a run's record may
@@ -153,6 +153,14 @@ impl QueueEntry {
         self.script.as_deref() == Some(run.script.as_path())
             || same_submission(self.submitted, run.at)
     }
+}
+
+/// Whether squeue's line for `line_id` speaks of job `job_id`: its own line, or one of an array
+/// job's elements (`42_1`, `42_[2-5]`).
+pub(crate) fn is_of_job(line_id: &str, job_id: &str) -> bool {
+    line_id
+        .strip_prefix(job_id)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('_'))
 }
 
 /// The job's own line among squeue's answer for it; an array job has no line of its own id,
@@ -465,6 +473,8 @@ mod tests {
         ];
         assert_eq!(own_line(&array, "9").unwrap().job_id, "9_1");
         assert_eq!(own_line(&[], "7"), None);
+        assert!(is_of_job("9_1", "9") && is_of_job("9_[2-5]", "9") && is_of_job("9", "9"));
+        assert!(!is_of_job("91", "9") && !is_of_job("8", "9"));
     }
 
     #[test]

@@ -647,6 +647,33 @@ fn the_time_limit_stops_the_run_cleanly() {
     assert_clean(&job);
 }
 
+/// Regression: the script asked Slurm for SIGTERM `--stop-grace` seconds before the limit, but
+/// the bootstrap killed the command 10 s after passing it on, whatever the grace.
+#[test]
+fn the_command_gets_the_stop_grace_to_finish() {
+    let Some(lab) = lab("the_command_gets_the_stop_grace_to_finish") else {
+        return;
+    };
+    // 20 s to "checkpoint" after SIGTERM: within the 60 s grace (less the teardown margin).
+    let cmd = "trap 'echo got-sigterm; sleep 20; echo checkpoint-saved; exit 0' TERM; \
+               echo command-started; sleep 300 & wait";
+    let job = launch(
+        lab,
+        "stopgrace",
+        &["--time", "3", "--stop-grace", "60", "--command", cmd],
+    );
+    let info = job.wait(Duration::from_secs(200));
+    let log = job.log_text();
+    assert!(
+        log.contains("got-sigterm") && log.contains("checkpoint-saved"),
+        "the command finished its 20 s of clean-up: {log}"
+    );
+    assert!(!log.contains("killing it"), "{log}");
+    assert_ne!(info["JobState"], "TIMEOUT", "ended before the limit: {log}");
+    assert_eq!(job.state()["ending"], "stopped");
+    assert_clean(&job);
+}
+
 #[test]
 fn a_ready_timeout_fails_the_job_and_stops_starting_workers() {
     let Some(lab) = lab("a_ready_timeout_fails_the_job_and_stops_starting_workers") else {

@@ -4,6 +4,7 @@
 mod harness;
 
 mod launch;
+mod layers;
 mod runs;
 
 mod e2e_bootstrap;

@@ -19,12 +19,11 @@ use chrono::{DateTime, FixedOffset, Local};
 use indicatif::{ProgressBar, ProgressStyle};
 use nix::sys::signal::Signal;
 
-use crate::handoff::final_state::FinalState;
 use crate::printer::Printer;
 use crate::runs::cancel::{self, Cancelled};
 use crate::runs::interrupt;
 use crate::runs::log_tail::{LogTail, Start, TailEvent};
-use crate::runs::status::{self, JobStatus};
+use crate::runs::status::{self, InQueue, JobStatus};
 use crate::runs::store::{RecordedEnd, RunRecord, RunStore, StoredRun};
 use crate::slurm::duration;
 use crate::slurm::query::{self, Phase, QueryError, QueueEntry, Submission};
@@ -91,7 +90,7 @@ pub(crate) fn follow(request: &Request, printer: &Printer) -> Result<ExitCode> {
                     Cancelled::AlreadyEnded(status) => {
                         printer.info(&format!("job {id} had already ended: {}", status.label()));
                     }
-                    Cancelled::IdReused => {
+                    Cancelled::IdReused(_) => {
                         printer.info(&format!(
                             "job {id} had already ended; Slurm has given its id to a newer job, which was left alone"
                         ));
@@ -121,10 +120,8 @@ enum Outcome {
 /// How the job was seen to end.
 #[derive(Debug)]
 enum End {
-    /// Slurm shows it ended.
-    Slurm(QueueEntry),
-    /// Slurm is cleaning up and the bootstrap has written its final state.
-    Finishing(QueueEntry),
+    /// Slurm shows it ended, or is cleaning up after the bootstrap wrote its final state.
+    Queue(QueueEntry),
     /// slurmctld no longer knows it.
     Gone,
     /// The run's record already knows its end (Slurm is not asked: the job id may have been
@@ -199,8 +196,8 @@ impl<'a> Follower<'a> {
                         self.phase = Some(entry.state.phase());
                         self.display.state(&entry);
                         end = match entry.state.phase() {
-                            Phase::Ended => Some(End::Slurm(entry)),
-                            Phase::Ending if finished => Some(End::Finishing(entry)),
+                            Phase::Ended => Some(End::Queue(entry)),
+                            Phase::Ending if finished => Some(End::Queue(entry)),
                             _ => end,
                         };
                     }
@@ -284,41 +281,15 @@ impl<'a> Follower<'a> {
         }
     }
 
-    /// The ended job's status: its exit code from the final state file, else from Slurm.
+    /// The ended job's status, worked out as `status` and `cancel` do.
     fn final_status(&self, end: End) -> JobStatus {
         let warn = |m: &str| self.printer.warn(m);
-        let final_state = match FinalState::read(&self.record.state_file) {
-            Ok(state) => state,
-            Err(e) => {
-                warn(&format!("{e:#}"));
-                None
-            }
-        };
-        let id = self.record.job_id.as_str();
+        let final_state = || status::read_final_state(self.record, &warn);
         match end {
-            End::Slurm(entry) => {
-                let slurm_exit = match final_state {
-                    Some(_) => None,
-                    None => query::scontrol_job(id).ok().flatten().and_then(|j| j.exit),
-                };
-                JobStatus::from_queue(&entry, final_state.as_ref(), slurm_exit)
+            End::Queue(entry) => {
+                status::of_run(self.record, InQueue::Own(&entry), final_state().as_ref())
             }
-            End::Finishing(entry) => match &final_state {
-                Some(f) => JobStatus {
-                    elapsed: entry.elapsed,
-                    nodes: entry.nodes,
-                    nodelist: entry.nodelist.clone(),
-                    ..JobStatus::from_final_state(f)
-                },
-                None => JobStatus::from_queue(&entry, None, None),
-            },
-            End::Gone => match &final_state {
-                Some(f) => JobStatus::from_final_state(f),
-                None => query::sacct(&[id])
-                    .iter()
-                    .find(|e| e.job_id == id && e.is_submitted_at(self.record.submitted()))
-                    .map_or_else(JobStatus::gone, JobStatus::from_sacct),
-            },
+            End::Gone => status::of_run(self.record, InQueue::Gone, final_state().as_ref()),
             End::Recorded(end) => JobStatus::from_record(&end),
         }
     }

@@ -1,0 +1,133 @@
+//! The hidden `rayslurm bootstrap` command line: written into the sbatch script by `launch`
+//! (the head's) and by the head into its `srun` step (the workers'), parsed by clap on the
+//! nodes. [`BootstrapArgs::to_flags`] is the one serializer of both.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::cluster::ClusterOptions;
+
+/// Arguments of the bootstrap, head or worker.
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub(crate) struct BootstrapArgs {
+    /// The user command, run through bash on the head node.
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) command: Option<String>,
+
+    /// Run as a worker node (started by the head's srun step).
+    #[arg(long)]
+    pub(crate) worker: bool,
+
+    /// The head's GCS address, for workers.
+    #[arg(long)]
+    pub(crate) head_address: Option<String>,
+
+    /// Marks the processes of this run (workers get the head's).
+    #[arg(long)]
+    pub(crate) run_mark: Option<String>,
+
+    /// GPUs per node asked for at launch (used when Slurm does not say).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) requested_gpus: u32,
+
+    /// Where to write the run's final state (JSON).
+    #[arg(long)]
+    pub(crate) state_file: Option<PathBuf>,
+
+    /// Where each node copies Ray's logs if the run fails (default: beside the state file).
+    #[arg(long)]
+    pub(crate) ray_logs_dir: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub(crate) cluster: ClusterOptions,
+}
+
+impl BootstrapArgs {
+    /// The head's arguments, as `launch` writes them into the script (the command apart).
+    pub(crate) fn head(state_file: PathBuf, requested_gpus: u32, cluster: ClusterOptions) -> Self {
+        Self {
+            command: None,
+            worker: false,
+            head_address: None,
+            run_mark: None,
+            requested_gpus,
+            state_file: Some(state_file),
+            ray_logs_dir: None,
+            cluster,
+        }
+    }
+
+    /// The flags that carry these arguments, as `(flag, value)`; `None` for a bare switch.
+    /// The command comes last and apart, since templates place it themselves.
+    pub(crate) fn to_flags(&self) -> Vec<(&'static str, Option<String>)> {
+        let Self {
+            command: _,
+            worker,
+            head_address,
+            run_mark,
+            requested_gpus,
+            state_file,
+            ray_logs_dir,
+            cluster,
+        } = self;
+        let mut flags = Vec::new();
+        if *worker {
+            flags.push(("--worker", None));
+        }
+        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+        let optional = [
+            ("--head-address", head_address.clone()),
+            ("--run-mark", run_mark.clone()),
+            ("--state-file", path(state_file)),
+            ("--ray-logs-dir", path(ray_logs_dir)),
+            (
+                "--requested-gpus",
+                (*requested_gpus > 0).then(|| requested_gpus.to_string()),
+            ),
+        ];
+        flags.extend(
+            optional
+                .into_iter()
+                .filter_map(|(flag, value)| value.map(|v| (flag, Some(v)))),
+        );
+        flags.extend(cluster.to_flags());
+        flags
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handoff::cluster::{IpFamily, joined_words};
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Parse {
+        #[command(flatten)]
+        args: BootstrapArgs,
+    }
+
+    #[test]
+    fn flags_round_trip() {
+        let worker = BootstrapArgs {
+            command: None,
+            worker: true,
+            head_address: Some("[fd00::1]:12000".into()),
+            run_mark: Some("42-7".into()),
+            requested_gpus: 2,
+            state_file: None,
+            ray_logs_dir: Some("/shared/x.ray-logs".into()),
+            cluster: ClusterOptions {
+                ip_family: IpFamily::V4,
+                ray_args: Some("--x=1".into()),
+                ..ClusterOptions::default()
+            },
+        };
+        let head = BootstrapArgs::head("/shared/x.state.json".into(), 0, ClusterOptions::default());
+        for args in [worker, head] {
+            let argv = std::iter::once("x".to_owned()).chain(joined_words(args.to_flags()));
+            assert_eq!(Parse::try_parse_from(argv).expect("parses").args, args);
+        }
+    }
+}

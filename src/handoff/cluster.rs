@@ -1,0 +1,256 @@
+//! What the bootstrap is told about the cluster to build: one type, [`ClusterOptions`], that the
+//! launcher resolves from its flags and config files and the bootstrap parses back from its
+//! command line. [`ClusterOptions::to_flags`] is the one serializer and clap's derive the one
+//! parser; a round-trip test keeps them in step.
+
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{UsageError, show};
+
+/// `--ready-timeout` when neither the command line nor a config file sets it.
+pub(crate) const DEFAULT_READY_TIMEOUT: u32 = 180;
+/// `--stop-grace` when neither the command line nor a config file sets it.
+pub(crate) const DEFAULT_STOP_GRACE: u32 = 60;
+/// Seconds of the stop grace the bootstrap keeps for itself after the command is killed:
+/// stopping Ray on every node and keeping its logs takes about a second, so this is ample.
+pub(crate) const TEARDOWN_MARGIN: u32 = 5;
+/// How long the command gets after SIGTERM when no grace is set (`--stop-grace 0`): the signal
+/// then comes from `scancel` or the user, and Slurm's own KillWait (30 s by default) follows.
+pub(crate) const NO_GRACE_COMMAND_GRACE: u32 = 10;
+
+/// Which address family a node's IP is taken from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+pub(crate) enum IpFamily {
+    /// IPv4 if the node has one, else IPv6.
+    Auto,
+    #[value(name = "4")]
+    #[serde(rename = "4")]
+    V4,
+    #[value(name = "6")]
+    #[serde(rename = "6")]
+    V6,
+}
+
+impl IpFamily {
+    /// The value as `--ip-family` takes it.
+    pub(crate) fn as_arg(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::V4 => "4",
+            Self::V6 => "6",
+        }
+    }
+}
+
+/// The cluster the bootstrap builds, with every default already applied by the launcher.
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub(crate) struct ClusterOptions {
+    /// Do not start Ray.
+    #[arg(long)]
+    pub(crate) no_ray: bool,
+    /// Network interface nodes take their IP from.
+    #[arg(long)]
+    pub(crate) interface: Option<String>,
+    /// Address family of the nodes' IPs.
+    #[arg(long, value_enum)]
+    pub(crate) ip_family: IpFamily,
+    /// Start the command once this many nodes (head included) have joined.
+    #[arg(long)]
+    pub(crate) min_nodes: Option<u32>,
+    /// Seconds to wait for the cluster.
+    #[arg(long)]
+    pub(crate) ready_timeout: u32,
+    /// Bytes of Ray object store per node.
+    #[arg(long)]
+    pub(crate) object_store_memory: Option<u64>,
+    /// Extra `ray start` arguments for every node, one shell-quoted string.
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) ray_args: Option<String>,
+    /// Extra `ray start` arguments for the head only.
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) ray_head_args: Option<String>,
+    /// First port of the block of Ray ports.
+    #[arg(long)]
+    pub(crate) port_base: Option<u16>,
+    /// Seconds before the time limit at which Slurm signals the job.
+    #[arg(long)]
+    pub(crate) stop_grace: u32,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        Self {
+            no_ray: false,
+            interface: None,
+            ip_family: IpFamily::Auto,
+            min_nodes: None,
+            ready_timeout: DEFAULT_READY_TIMEOUT,
+            object_store_memory: None,
+            ray_args: None,
+            ray_head_args: None,
+            port_base: None,
+            stop_grace: DEFAULT_STOP_GRACE,
+        }
+    }
+}
+
+impl ClusterOptions {
+    /// The flags that carry these options, as `(flag, value)`; `None` for a bare switch.
+    pub(crate) fn to_flags(&self) -> Vec<(&'static str, Option<String>)> {
+        let Self {
+            no_ray,
+            interface,
+            ip_family,
+            min_nodes,
+            ready_timeout,
+            object_store_memory,
+            ray_args,
+            ray_head_args,
+            port_base,
+            stop_grace,
+        } = self;
+        let mut flags = Vec::new();
+        if *no_ray {
+            flags.push(("--no-ray", None));
+        }
+        let optional = [
+            ("--interface", interface.clone()),
+            ("--ip-family", Some(ip_family.as_arg().to_owned())),
+            ("--min-nodes", min_nodes.map(|n| n.to_string())),
+            ("--ready-timeout", Some(ready_timeout.to_string())),
+            (
+                "--object-store-memory",
+                object_store_memory.map(|b| b.to_string()),
+            ),
+            ("--ray-args", ray_args.clone()),
+            ("--ray-head-args", ray_head_args.clone()),
+            ("--port-base", port_base.map(|p| p.to_string())),
+            ("--stop-grace", Some(stop_grace.to_string())),
+        ];
+        flags.extend(
+            optional
+                .into_iter()
+                .filter_map(|(flag, value)| value.map(|v| (flag, Some(v)))),
+        );
+        flags
+    }
+
+    /// The options as the workers get them: head-only `ray start` flags (dashboard,
+    /// autoscaler, ...) would make a worker's `ray start` fail.
+    pub(crate) fn for_workers(&self) -> Self {
+        Self {
+            ray_head_args: None,
+            ..self.clone()
+        }
+    }
+
+    /// How long the command gets after SIGTERM before it is killed: the stop grace less what
+    /// teardown needs, so that Ray is stopped and the final state written before Slurm's limit.
+    pub(crate) fn command_grace(&self) -> Duration {
+        let secs = if self.stop_grace == 0 {
+            NO_GRACE_COMMAND_GRACE
+        } else {
+            self.stop_grace.saturating_sub(TEARDOWN_MARGIN).max(1)
+        };
+        Duration::from_secs(u64::from(secs))
+    }
+}
+
+/// Flags as words for a command line: `--flag=value` (one word each, so a value that starts
+/// with `-` is never taken for a flag) or the bare `--flag`.
+pub(crate) fn joined_words(flags: Vec<(&'static str, Option<String>)>) -> Vec<String> {
+    flags
+        .into_iter()
+        .map(|(flag, value)| match value {
+            Some(v) => format!("{flag}={v}"),
+            None => flag.to_owned(),
+        })
+        .collect()
+}
+
+/// Splits `--ray-args` (or `--ray-head-args`, named by `flag`) into words as a shell would.
+pub(crate) fn parse_ray_args(flag: &str, text: &str) -> Result<Vec<String>, UsageError> {
+    let words = shlex::split(text).ok_or_else(|| {
+        UsageError::new(format!("{flag} {} has an unclosed quote", show(text))).hint(format!(
+            "quote it as you would in a shell, e.g. `{flag} \"--object-manager-port=0\"`"
+        ))
+    })?;
+    if let Some(w) = words.iter().find(|w| w.contains('\n')) {
+        return Err(UsageError::new(format!(
+            "{flag} word {} contains a newline",
+            show(w)
+        )));
+    }
+    Ok(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Parse {
+        #[command(flatten)]
+        cluster: ClusterOptions,
+    }
+
+    fn every_option() -> ClusterOptions {
+        ClusterOptions {
+            no_ray: true,
+            interface: Some("ib0".into()),
+            ip_family: IpFamily::V6,
+            min_nodes: Some(2),
+            ready_timeout: 7,
+            object_store_memory: Some(100_000_000),
+            ray_args: Some("--object-manager-port=0 'a b'".into()),
+            ray_head_args: Some("--include-dashboard=false".into()),
+            port_base: Some(20_000),
+            stop_grace: 0,
+        }
+    }
+
+    fn parse(words: Vec<String>) -> ClusterOptions {
+        let argv = std::iter::once("x".to_owned()).chain(words);
+        Parse::try_parse_from(argv).expect("parses").cluster
+    }
+
+    #[test]
+    fn flags_round_trip_as_the_script_and_the_worker_step_write_them() {
+        for options in [every_option(), ClusterOptions::default()] {
+            let separate: Vec<String> = options
+                .to_flags()
+                .into_iter()
+                .flat_map(|(f, v)| std::iter::once(f.to_owned()).chain(v))
+                .collect();
+            assert_eq!(parse(separate), options);
+            assert_eq!(parse(joined_words(options.to_flags())), options);
+        }
+    }
+
+    /// Regression: `--ray-args --include-dashboard=false` reached the workers, whose
+    /// `ray start` refuses head-only flags, and failed every job.
+    #[test]
+    fn head_only_ray_args_never_reach_the_workers() {
+        let words = joined_words(every_option().for_workers().to_flags()).join(" ");
+        assert!(
+            words.contains("--ray-args=--object-manager-port=0"),
+            "{words}"
+        );
+        assert!(!words.contains("dashboard"), "{words}");
+    }
+
+    #[test]
+    fn the_command_gets_the_grace_less_the_teardown_margin() {
+        let with = |stop_grace| ClusterOptions {
+            stop_grace,
+            ..ClusterOptions::default()
+        };
+        assert_eq!(with(60).command_grace(), Duration::from_secs(55));
+        assert_eq!(with(3).command_grace(), Duration::from_secs(1));
+        assert_eq!(with(0).command_grace(), Duration::from_secs(10));
+    }
+}

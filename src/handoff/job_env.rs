@@ -1,0 +1,18 @@
+//! The environment variables rayslurm sets inside jobs, for the user's command and Ray's
+//! processes: the documented contract (README, "Inside the job") plus the run's own marks.
+
+/// Set for the user command (and Ray's processes) inside the allocation.
+pub(crate) const RAY_ADDRESS: &str = "RAY_ADDRESS";
+pub(crate) const NODE_RANK: &str = "RAYSLURM_NODE_RANK";
+pub(crate) const NODE_IPS: &str = "RAYSLURM_NODE_IPS";
+pub(crate) const NUM_NODES: &str = "RAYSLURM_NUM_NODES";
+pub(crate) const NUM_GPUS_PER_NODE: &str = "RAYSLURM_NUM_GPUS_PER_NODE";
+pub(crate) const HEAD_IP: &str = "RAYSLURM_HEAD_IP";
+pub(crate) const PYTHONUNBUFFERED: &str = "PYTHONUNBUFFERED";
+/// Marks every process a bootstrap starts, so that it stops exactly those and no others.
+pub(crate) const RUN_MARK: &str = "RAYSLURM_RUN_MARK";
+/// Ray's temp root (Ray reads it in place of /tmp).
+pub(crate) const RAY_TMPDIR: &str = "RAY_TMPDIR";
+/// The temp dir of Ray's processes too: what they leave there (Python multiprocessing's
+/// `pymp-*` dirs, say) goes when the temp root goes.
+pub(crate) const TMPDIR: &str = "TMPDIR";

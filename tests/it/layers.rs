@@ -1,0 +1,72 @@
+//! The dependency rule of `src/main.rs`, checked on the source: which layer may name which.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// The top-level modules a layer's files name as `crate::X`, with the file of each.
+fn uses(layer: &str) -> BTreeSet<(String, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let re = regex::Regex::new(r"crate::([a-z_]+)").unwrap();
+    let mut found = BTreeSet::new();
+    for file in rust_files(&src.join(layer)) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for cap in re.captures_iter(&text) {
+            let name = file.strip_prefix(&src).unwrap().display().to_string();
+            found.insert((cap[1].to_owned(), name));
+        }
+    }
+    assert!(
+        !found.is_empty() || layer == "sys",
+        "no uses found in {layer}"
+    );
+    found
+}
+
+fn assert_only(layer: &str, allowed: &[&str]) {
+    let bad: Vec<String> = uses(layer)
+        .into_iter()
+        .filter(|(module, _)| module != layer && !allowed.contains(&module.as_str()))
+        .map(|(module, file)| format!("{file} uses crate::{module}"))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{layer}/ may use only {allowed:?}:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_bootstrap_uses_only_the_layers_it_shares_with_the_launcher() {
+    assert_only("bootstrap", &["handoff", "slurm", "sys", "error"]);
+}
+
+#[test]
+fn the_shared_layers_stay_below_the_login_side() {
+    assert_only("handoff", &["sys", "error"]);
+    assert_only("slurm", &["sys", "error"]);
+    assert_only("sys", &["error"]);
+}
+
+#[test]
+fn the_login_side_never_reaches_into_the_bootstrap() {
+    for layer in ["launch", "runs"] {
+        let bad: Vec<_> = uses(layer)
+            .into_iter()
+            .filter(|(module, _)| module == "bootstrap" || module == "commands")
+            .collect();
+        assert!(bad.is_empty(), "{layer}/: {bad:?}");
+    }
+}
