@@ -12,6 +12,7 @@ mod head;
 mod kept_logs;
 mod marked;
 mod net;
+mod outcome;
 mod ports;
 mod ray_node;
 mod signals;

@@ -1,0 +1,194 @@
+//! Running the user's command on the head: its environment, passing signals on, watching the
+//! nodes while it runs, and killing it once its grace after SIGTERM has passed.
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use super::Head;
+use crate::bootstrap::marked::{self, RunMark};
+use crate::bootstrap::outcome::Outcome;
+use crate::bootstrap::user_command::UserCommand;
+use crate::bootstrap::worker_step::WorkerStep;
+use crate::bootstrap::{LIVENESS_EVERY, TICK, say, signals};
+use crate::handoff::job_env;
+use crate::sys::process::{describe_status, exit_code_of};
+
+/// The environment the command gets: the documented contract (README, "Inside the job").
+pub(super) fn command_env(
+    ips: &[IpAddr],
+    gpus_per_node: u32,
+    ray_address: Option<&str>,
+) -> Vec<(String, String)> {
+    let ip_lines: Vec<String> = ips.iter().map(ToString::to_string).collect();
+    let mut env = vec![
+        (job_env::NODE_RANK, "0".to_owned()),
+        (job_env::NODE_IPS, ip_lines.join("\n")),
+        (job_env::NUM_NODES, ips.len().to_string()),
+        (job_env::NUM_GPUS_PER_NODE, gpus_per_node.to_string()),
+        (job_env::HEAD_IP, ip_lines[0].clone()),
+        (job_env::PYTHONUNBUFFERED, "1".to_owned()),
+    ];
+    if let Some(a) = ray_address {
+        env.push((job_env::RAY_ADDRESS, a.to_owned()));
+    }
+    env.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}
+
+/// The command was asked to stop: by which signal, and when.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Stopping {
+    pub(super) signal: Signal,
+    since: Instant,
+}
+
+impl Stopping {
+    pub(super) fn new(signal: Signal, since: Instant) -> Self {
+        Self { signal, since }
+    }
+
+    /// Whether the command has had its grace and must be killed.
+    pub(super) fn overdue(&self, grace: Duration, now: Instant) -> bool {
+        now.duration_since(self.since) > grace
+    }
+}
+
+/// A node failure while the command runs: the worker step ended, or the head's raylet died
+/// (`ray_mark` is the run's mark when Ray runs).
+fn check_nodes(
+    workers: &mut Option<WorkerStep>,
+    ray_mark: Option<&RunMark>,
+    node: &str,
+    last_check: &mut Instant,
+) -> Option<String> {
+    if let Some(step) = workers
+        && let Ok(Some(status)) = step.child.try_wait()
+    {
+        return Some(format!(
+            "the worker step ended with {} while the command ran: a worker node failed (its own message is above)",
+            describe_status(status)
+        ));
+    }
+    if let Some(mark) = ray_mark
+        && last_check.elapsed() >= LIVENESS_EVERY
+    {
+        *last_check = Instant::now();
+        if !marked::alive_named(mark, "raylet") {
+            return Some(format!("Ray's raylet on the head node {node} is gone"));
+        }
+    }
+    None
+}
+
+impl Head<'_> {
+    /// Runs the command to its end and says how the run ended.
+    pub(super) fn run_command(
+        &mut self,
+        command: &str,
+        address: Option<&str>,
+        ips: &[IpAddr],
+    ) -> Outcome {
+        let env = command_env(ips, self.alloc.gpus_on_node, address);
+        let cmd = match UserCommand::spawn(command, &env) {
+            Ok(cmd) => cmd,
+            Err(e) => {
+                return Outcome::startup_failed(format!("cannot start bash for the command: {e}"));
+            }
+        };
+        let ray_mark = (!self.args.cluster.no_ray).then(|| self.run_mark());
+        let node = self.alloc.node.clone();
+        let grace = self.args.cluster.command_grace();
+        let command = self.command.insert(cmd);
+        let mut stop: Option<Stopping> = None;
+        let mut node_failure: Option<String> = None;
+        let mut last_check = Instant::now();
+        let mut killed = false;
+        let status = loop {
+            match command.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) => {}
+                Err(e) => {
+                    return Outcome::lost_command(format!("cannot wait for the command: {e}"));
+                }
+            }
+            for signal in signals::take() {
+                say(
+                    &node,
+                    format!("{} received; passing it to the command", signal.as_str()),
+                );
+                command.signal(signal);
+                if signals::stops(signal) && stop.is_none() {
+                    stop = Some(Stopping::new(signal, Instant::now()));
+                }
+            }
+            if node_failure.is_none() && stop.is_none() {
+                node_failure =
+                    check_nodes(&mut self.workers, ray_mark.as_ref(), &node, &mut last_check);
+                if let Some(why) = &node_failure {
+                    say(&node, format!("error: {why}; stopping the command"));
+                    command.signal(Signal::SIGTERM);
+                    stop = Some(Stopping::new(Signal::SIGTERM, Instant::now()));
+                }
+            }
+            if let Some(s) = stop
+                && !killed
+                && s.overdue(grace, Instant::now())
+            {
+                say(
+                    &node,
+                    format!(
+                        "the command is still running {} s after {}; killing it",
+                        grace.as_secs(),
+                        s.signal.as_str()
+                    ),
+                );
+                command.signal(Signal::SIGKILL);
+                killed = true;
+            }
+            std::thread::sleep(TICK);
+        };
+        say(
+            &node,
+            format!("the command ended with {}", describe_status(status)),
+        );
+        let stopped_by = stop.map(|s| s.signal).filter(|_| node_failure.is_none());
+        Outcome::of_command(exit_code_of(status), node_failure, stopped_by)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_sees_every_node_in_rank_order() {
+        let ips: Vec<IpAddr> = vec!["10.0.0.1".parse().unwrap(), "fd00::2".parse().unwrap()];
+        let env = command_env(&ips, 4, Some("10.0.0.1:6379"));
+        let get = |k: &str| {
+            env.iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("RAYSLURM_NODE_RANK"), Some("0"));
+        assert_eq!(get("RAYSLURM_NODE_IPS"), Some("10.0.0.1\nfd00::2"));
+        assert_eq!(get("RAYSLURM_NUM_NODES"), Some("2"));
+        assert_eq!(get("RAYSLURM_NUM_GPUS_PER_NODE"), Some("4"));
+        assert_eq!(get("RAYSLURM_HEAD_IP"), Some("10.0.0.1"));
+        assert_eq!(get("RAY_ADDRESS"), Some("10.0.0.1:6379"));
+        assert!(
+            command_env(&ips, 0, None)
+                .iter()
+                .all(|(k, _)| k != "RAY_ADDRESS")
+        );
+    }
+
+    #[test]
+    fn the_command_is_killed_only_after_its_grace() {
+        let t0 = Instant::now();
+        let s = Stopping::new(Signal::SIGTERM, t0);
+        let grace = Duration::from_secs(55);
+        assert!(!s.overdue(grace, t0 + Duration::from_secs(20)));
+        assert!(s.overdue(grace, t0 + Duration::from_secs(56)));
+    }
+}

@@ -1,0 +1,222 @@
+//! The head node: starts Ray and the worker step at once, waits for the nodes to join
+//! ([`ready`]), runs the user command ([`command`]), and tears everything down, whatever
+//! happened, before writing the run's final state.
+
+mod command;
+mod ready;
+
+use std::net::IpAddr;
+use std::time::Instant;
+
+use chrono::{Local, SecondsFormat};
+
+use super::kept_logs;
+use super::marked::{self, RunMark};
+use super::net::HostPort;
+use super::outcome::Outcome;
+use super::ports;
+use super::ray_node::{RayStart, TempRoot, start_node};
+use super::user_command::UserCommand;
+use super::worker_step::WorkerStep;
+use super::{Allocation, RAY_STOP_GRACE, say};
+use crate::handoff::bootstrap_args::BootstrapArgs;
+use crate::handoff::final_state::FinalState;
+
+/// Runs the head's part and returns the job's exit code.
+pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
+    let started_at = Local::now();
+    let mut head = Head {
+        args,
+        alloc,
+        mark: format!("{}-{}", alloc.job_id, std::process::id()),
+        temp: None,
+        dashboard_port: None,
+        workers: None,
+        command: None,
+    };
+    let outcome = head.run();
+    head.teardown(outcome.code != 0);
+    let state = FinalState {
+        job_id: alloc.job_id.clone(),
+        exit_code: outcome.code,
+        ending: outcome.ending,
+        started_at: started_at.to_rfc3339_opts(SecondsFormat::Millis, false),
+        ended_at: Local::now().to_rfc3339_opts(SecondsFormat::Millis, false),
+        head_node: alloc.node.clone(),
+        message: outcome.message.clone(),
+    };
+    if let Some(message) = &outcome.message {
+        say(&alloc.node, format!("error: {message}"));
+    }
+    if let Some(path) = &args.state_file
+        && let Err(e) = state.write(path)
+    {
+        say(&alloc.node, format!("warning: {e:#}"));
+    }
+    say(
+        &alloc.node,
+        format!(
+            "done: {}, exit code {}{}",
+            outcome.ending.as_str(),
+            outcome.code,
+            super::memory_note()
+        ),
+    );
+    outcome.code
+}
+
+struct Head<'a> {
+    args: &'a BootstrapArgs,
+    alloc: &'a Allocation,
+    mark: String,
+    temp: Option<TempRoot>,
+    /// The port Ray's dashboard was given (with Ray).
+    dashboard_port: Option<u16>,
+    workers: Option<WorkerStep>,
+    command: Option<UserCommand>,
+}
+
+impl Head<'_> {
+    fn node(&self) -> &str {
+        &self.alloc.node
+    }
+
+    fn run_mark(&self) -> RunMark {
+        RunMark {
+            mark: self.mark.clone(),
+            temp_root: self.temp.as_ref().map(|t| t.path.clone()),
+        }
+    }
+
+    fn run(&mut self) -> Outcome {
+        let Some(command) = self.args.command.clone() else {
+            return Outcome::startup_failed("no --command was given to the bootstrap");
+        };
+        let c = &self.args.cluster;
+        let ip = match super::node_ip(self.alloc, c) {
+            Ok(ip) => ip,
+            Err(e) => return Outcome::startup_failed(e.to_string()),
+        };
+        let t0 = Instant::now();
+        let mut ray_start = None;
+        let mut address = None;
+        if !c.no_ray {
+            match self.start_ray(ip) {
+                Ok((start, gcs)) => {
+                    ray_start = Some(start);
+                    address = Some(gcs);
+                }
+                Err(o) => return o,
+            }
+        }
+        let head_address = address
+            .clone()
+            .unwrap_or_else(|| HostPort(ip, 0).to_string());
+        let others = self.alloc.others();
+        if !others.is_empty() {
+            match WorkerStep::spawn(self.args, self.alloc, &head_address, &self.mark) {
+                Ok(step) => self.workers = Some(step),
+                Err(e) => {
+                    return Outcome::startup_failed(format!("cannot start the worker step: {e:#}"));
+                }
+            }
+        }
+        say(
+            self.node(),
+            match &address {
+                Some(a) => format!(
+                    "starting Ray head at {a} and {} worker node(s)",
+                    others.len()
+                ),
+                None => format!(
+                    "starting the command on {} node(s) without Ray (--no-ray)",
+                    others.len() + 1
+                ),
+            },
+        );
+        let joined = match self.wait_ready(ray_start, t0) {
+            Ok(joined) => joined,
+            Err(o) => return o,
+        };
+        let mut ips = vec![ip];
+        ips.extend(joined.values().map(|j| j.ip));
+        say(
+            self.node(),
+            format!(
+                "cluster ready: {} node(s) in {:.1} s; running the command",
+                ips.len(),
+                t0.elapsed().as_secs_f64()
+            ),
+        );
+        self.run_command(&command, address.as_deref(), &ips)
+    }
+
+    /// Starts `ray start --head`; returns it and the GCS address.
+    fn start_ray(&mut self, ip: IpAddr) -> Result<(RayStart, String), Outcome> {
+        let (start, ports) = start_node(
+            self.alloc,
+            &self.args.cluster,
+            None,
+            ip,
+            &self.mark,
+            &mut self.temp,
+        )
+        .map_err(Outcome::startup_failed)?;
+        self.dashboard_port = Some(ports.dashboard());
+        Ok((start, HostPort(ip, ports.gcs()).to_string()))
+    }
+
+    /// Tells where the dashboard is, if Ray started one (`--include-dashboard=false` does not).
+    fn say_dashboard(&self) {
+        let Some(port) = self.dashboard_port else {
+            return;
+        };
+        if ports::listening_locally(port) {
+            let node = self.node();
+            say(
+                node,
+                format!(
+                    "Ray dashboard on {node} at 127.0.0.1:{port}; from the login node: ssh -N -L {port}:127.0.0.1:{port} {node}, then open http://localhost:{port}"
+                ),
+            );
+        }
+    }
+
+    /// Stops everything this run started, on every node; `keep_logs` (the run failed) has
+    /// every node copy Ray's logs to the shared log directory first.
+    fn teardown(&mut self, keep_logs: bool) {
+        let t0 = Instant::now();
+        if let Some(command) = &self.command {
+            command.stop_leftovers();
+        }
+        let node = self.alloc.node.clone();
+        let workers = self.workers.take();
+        let stopper = workers.map(|mut step| {
+            let node = node.clone();
+            std::thread::spawn(move || step.stop(&node, keep_logs))
+        });
+        let stopped = marked::stop_all(&self.run_mark(), RAY_STOP_GRACE);
+        if let Some(temp) = &self.temp {
+            if keep_logs {
+                let root = kept_logs::root(
+                    self.args.ray_logs_dir.as_deref(),
+                    self.args.state_file.as_deref(),
+                );
+                kept_logs::keep_saying(temp, root.as_deref(), &node);
+            }
+            temp.remove();
+        }
+        if let Some(handle) = stopper {
+            let _ = handle.join();
+        }
+        if stopped > 0 || self.temp.is_some() {
+            say(
+                &node,
+                format!(
+                    "stopped {stopped} Ray process(es) on the head in {:.1} s",
+                    t0.elapsed().as_secs_f64()
+                ),
+            );
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! Waiting for the cluster: the head's own `ray start` and the workers' ready lines, until
+//! enough nodes have joined, a start fails, a stop signal comes or `--ready-timeout` passes.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use super::Head;
+use crate::bootstrap::outcome::Outcome;
+use crate::bootstrap::ray_node::RayStart;
+use crate::bootstrap::signals;
+use crate::bootstrap::worker_step::Joined;
+use crate::bootstrap::{TICK, say};
+use crate::sys::process::describe_status;
+
+/// Which nodes have joined, and whether that is enough: the pure part of waiting.
+#[derive(Debug)]
+pub(super) struct Readiness {
+    needed_workers: usize,
+    head_ready: bool,
+    pub(super) joined: BTreeMap<u32, Joined>,
+}
+
+impl Readiness {
+    /// `min_nodes` counts the head too; without it every node must join.
+    pub(super) fn new(total_nodes: u32, min_nodes: Option<u32>, head_ready: bool) -> Self {
+        Self {
+            needed_workers: min_nodes.unwrap_or(total_nodes).saturating_sub(1) as usize,
+            head_ready,
+            joined: BTreeMap::new(),
+        }
+    }
+
+    pub(super) fn head_is_ready(&mut self) {
+        self.head_ready = true;
+    }
+
+    pub(super) fn join(&mut self, rank: u32, node: Joined) {
+        self.joined.insert(rank, node);
+    }
+
+    /// Fewer workers have joined than the command needs.
+    pub(super) fn short_of_workers(&self) -> bool {
+        self.joined.len() < self.needed_workers
+    }
+
+    pub(super) fn is_ready(&self) -> bool {
+        self.head_ready && !self.short_of_workers()
+    }
+
+    /// Why the cluster is not ready after `timeout`: the head's state and the worker nodes
+    /// (of `others`) that have not joined.
+    pub(super) fn timeout_message(&self, timeout: Duration, others: &[String]) -> String {
+        let missing: Vec<&str> = others
+            .iter()
+            .map(String::as_str)
+            .filter(|n| !self.joined.values().any(|j| j.node == *n))
+            .collect();
+        format!(
+            "the cluster was not ready after --ready-timeout {} s: head {}, nodes not joined: {}",
+            timeout.as_secs(),
+            if self.head_ready {
+                "ready"
+            } else {
+                "not ready"
+            },
+            if missing.is_empty() {
+                "none".to_owned()
+            } else {
+                missing.join(", ")
+            }
+        )
+    }
+}
+
+impl Head<'_> {
+    /// Waits for the head's `ray start` (if Ray runs) and the workers' ready lines.
+    pub(super) fn wait_ready(
+        &mut self,
+        mut ray_start: Option<RayStart>,
+        t0: Instant,
+    ) -> Result<BTreeMap<u32, Joined>, Outcome> {
+        let c = &self.args.cluster;
+        let timeout = Duration::from_secs(u64::from(c.ready_timeout));
+        let mut ready = Readiness::new(
+            self.alloc.nodes.len() as u32,
+            c.min_nodes,
+            ray_start.is_none(),
+        );
+        loop {
+            if let Some(signal) = signals::take().into_iter().find(|s| signals::stops(*s)) {
+                return Err(Outcome::stopped_while_starting(signal));
+            }
+            if let Some(start) = &mut ray_start
+                && self.head_started(start, t0)?
+            {
+                ready.head_is_ready();
+                ray_start = None;
+            }
+            self.take_joined(&mut ready, t0)?;
+            if ready.is_ready() {
+                return Ok(ready.joined);
+            }
+            if t0.elapsed() > timeout {
+                return Err(Outcome::startup_failed(
+                    ready.timeout_message(timeout, &self.alloc.others()),
+                ));
+            }
+            std::thread::sleep(TICK);
+        }
+    }
+
+    /// Whether the head's `ray start` has ended well; its failure ends the wait.
+    fn head_started(&self, start: &mut RayStart, t0: Instant) -> Result<bool, Outcome> {
+        let node = self.node();
+        match start.child.try_wait() {
+            Ok(Some(status)) if status.success() => {
+                say(
+                    node,
+                    format!("Ray head ready after {:.1} s", t0.elapsed().as_secs_f64()),
+                );
+                self.say_dashboard();
+                Ok(true)
+            }
+            Ok(Some(status)) => Err(Outcome::startup_failed(format!(
+                "the Ray head on node {node} failed to start ({}):\n{}",
+                describe_status(status),
+                start.output_tail(15)
+            ))),
+            Ok(None) => Ok(false),
+            Err(e) => Err(Outcome::startup_failed(format!(
+                "cannot wait for `{}`: {e}",
+                start.cmd
+            ))),
+        }
+    }
+
+    /// Takes the workers' ready lines; the worker step ending before enough joined ends the
+    /// wait.
+    fn take_joined(&mut self, ready: &mut Readiness, t0: Instant) -> Result<(), Outcome> {
+        let node = self.alloc.node.clone();
+        let Some(step) = &mut self.workers else {
+            return Ok(());
+        };
+        while let Ok((rank, j)) = step.events.try_recv() {
+            say(
+                &node,
+                format!(
+                    "node {} ({}) joined after {:.1} s",
+                    j.node,
+                    j.ip,
+                    t0.elapsed().as_secs_f64()
+                ),
+            );
+            ready.join(rank, j);
+        }
+        if ready.short_of_workers()
+            && let Ok(Some(status)) = step.child.try_wait()
+        {
+            return Err(Outcome::startup_failed(format!(
+                "the worker step (`{}`) ended with {} before every node joined; the worker's own error is above",
+                step.cmd,
+                describe_status(status)
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn joined(node: &str) -> Joined {
+        Joined {
+            node: node.to_owned(),
+            ip: "10.0.0.2".parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn every_node_is_needed_unless_min_nodes_says_fewer() {
+        let mut all = Readiness::new(3, None, true);
+        all.join(1, joined("n2"));
+        assert!(!all.is_ready());
+        all.join(2, joined("n3"));
+        assert!(all.is_ready());
+
+        let mut two = Readiness::new(3, Some(2), false);
+        two.join(1, joined("n2"));
+        assert!(!two.is_ready(), "the head is not ready yet");
+        two.head_is_ready();
+        assert!(two.is_ready());
+    }
+
+    #[test]
+    fn the_timeout_message_names_the_nodes_that_did_not_join() {
+        let mut r = Readiness::new(3, None, true);
+        r.join(1, joined("n2"));
+        let others = vec!["n2".to_owned(), "n3".to_owned()];
+        assert_eq!(
+            r.timeout_message(Duration::from_secs(5), &others),
+            "the cluster was not ready after --ready-timeout 5 s: head ready, nodes not joined: n3"
+        );
+        r.join(2, joined("n3"));
+        assert!(
+            r.timeout_message(Duration::from_secs(5), &others)
+                .ends_with("nodes not joined: none")
+        );
+    }
+}
