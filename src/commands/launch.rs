@@ -50,7 +50,7 @@ pub(crate) fn run(config: &LaunchConfig, printer: &Printer) -> Result<ExitCode> 
 
     let bin = node_visible_copy(&config.log_dir)?;
     let now = Local::now();
-    let files = script_files::write_new(&config.log_dir, &config.exp_name, &now, |files| {
+    let files = script_files::write_new(&config.log_dir, &config.job.exp_name, &now, |files| {
         let spec = JobSpec::new(config, files, &bin, now.to_rfc3339());
         template
             .render(&spec)
@@ -82,20 +82,20 @@ pub(crate) fn run(config: &LaunchConfig, printer: &Printer) -> Result<ExitCode> 
     print_result(printer, config, &files, Some(&job_id))?;
     printer.info(&format!(
         "submitted job {job_id} ({})\n  script: {}\n  log:    {}",
-        config.exp_name,
+        config.job.exp_name,
         files.script.display(),
         files.log.display()
     ));
 
     let workdir = std::env::current_dir().unwrap_or_else(|_| config.log_dir.clone());
     let record = RunRecord::new(
-        &config.exp_name,
+        &config.job.exp_name,
         &job_id,
         &files,
         submitted_at,
         &workdir,
-        &config.command,
-        config.num_nodes,
+        &config.job.command,
+        config.job.num_nodes,
     );
     let stored = record_run(&record, printer);
     if !config.follow {
@@ -137,7 +137,7 @@ fn print_result(
     if config.json {
         let result = LaunchResult {
             job_id,
-            exp_name: &config.exp_name,
+            exp_name: &config.job.exp_name,
             script: files.script.display().to_string(),
             log: files.log.display().to_string(),
             submitted: job_id.is_some(),

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cli::{ClusterArgs, GpuDirective, LaunchArgs};
 use crate::env_vars;
@@ -105,34 +105,44 @@ fn read_config(path: &Path) -> Result<FileDefaults, UsageError> {
         })
 }
 
-/// How memory is requested.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Memory {
-    PerNode(String),
-    PerCpu(String),
-}
-
-/// A launch, resolved and validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LaunchConfig {
+/// What the job asks of Slurm and runs. These are the job keys of the template context
+/// (README, "Custom templates"): `JobSpec` serializes this struct into it as it is, so a field
+/// added here is a key users' templates see.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct JobRequest {
     pub(crate) exp_name: String,
     pub(crate) command: String,
+    pub(crate) load_env: Option<String>,
+    pub(crate) env: Vec<EnvVar>,
     pub(crate) num_nodes: u32,
     pub(crate) tasks_per_node: u32,
     pub(crate) cpus_per_task: Option<u32>,
     pub(crate) num_gpus: u32,
     pub(crate) gpu_directive: GpuDirective,
-    pub(crate) nodelist: Option<String>,
     pub(crate) partition: Option<String>,
     pub(crate) account: Option<String>,
     pub(crate) qos: Option<String>,
     pub(crate) constraint: Option<String>,
-    pub(crate) memory: Option<Memory>,
+    pub(crate) nodelist: Option<String>,
     pub(crate) time: Option<String>,
+    /// Memory per node; never set together with `mem_per_cpu`.
+    pub(crate) mem: Option<String>,
+    pub(crate) mem_per_cpu: Option<String>,
     pub(crate) exclusive: bool,
     pub(crate) sbatch_args: Vec<String>,
-    pub(crate) env: Vec<(String, String)>,
-    pub(crate) load_env: Option<String>,
+}
+
+/// One `--env KEY=VALUE`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct EnvVar {
+    pub(crate) key: String,
+    pub(crate) value: String,
+}
+
+/// A launch, resolved and validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LaunchConfig {
+    pub(crate) job: JobRequest,
     pub(crate) log_dir: PathBuf,
     pub(crate) template: Option<PathBuf>,
     pub(crate) dry_run: bool,
@@ -155,38 +165,69 @@ fn layered<T: Clone>(
 }
 
 impl LaunchConfig {
+    /// Resolves every argument; the destructuring makes a flag that is not resolved here a
+    /// compile error rather than a silent default.
     pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<Self, UsageError> {
-        let env = |key: &str| src.env.get(key).filter(|v| !v.is_empty()).cloned();
+        let LaunchArgs {
+            exp_name,
+            command,
+            num_nodes,
+            num_gpus,
+            gpu_directive,
+            node,
+            partition,
+            account,
+            qos,
+            constraint,
+            load_env,
+            tasks_per_node,
+            cpus_per_task,
+            mem,
+            mem_per_cpu,
+            time,
+            exclusive: _,
+            no_exclusive,
+            sbatch_args,
+            env,
+            log_dir,
+            template,
+            dry_run,
+            json,
+            follow,
+            cancel_on_interrupt,
+            cluster,
+        } = args;
+        let from_env = |key: &str| src.env.get(key).filter(|v| !v.is_empty()).cloned();
         let (p, u) = (&src.project, &src.user);
 
-        validate::exp_name(&args.exp_name)?;
-        if args.command.trim().is_empty() {
+        validate::exp_name(exp_name)?;
+        if command.trim().is_empty() {
             return Err(UsageError::new("--command is empty").hint(
                 "give the command to run on the head node, e.g. `--command \"python train.py\"`",
             ));
         }
 
         let partition = layered(
-            args.partition.clone(),
-            env(env_vars::PARTITION),
+            partition.clone(),
+            from_env(env_vars::PARTITION),
             &p.partition,
             &u.partition,
         );
         let account = layered(
-            args.account.clone(),
-            env(env_vars::ACCOUNT),
+            account.clone(),
+            from_env(env_vars::ACCOUNT),
             &p.account,
             &u.account,
         );
-        let qos = layered(args.qos.clone(), env(env_vars::QOS), &p.qos, &u.qos);
-        let constraint = layered(args.constraint.clone(), None, &p.constraint, &u.constraint);
-        let time = layered(args.time.clone(), env(env_vars::TIME), &p.time, &u.time);
+        let qos = layered(qos.clone(), from_env(env_vars::QOS), &p.qos, &u.qos);
+        let constraint = layered(constraint.clone(), None, &p.constraint, &u.constraint);
+        let time = layered(time.clone(), from_env(env_vars::TIME), &p.time, &u.time);
         for (flag, value) in [
             ("--partition", &partition),
             ("--account", &account),
             ("--qos", &qos),
             ("--constraint", &constraint),
-            ("--node", &args.node),
+            ("--node", node),
             ("--time", &time),
         ] {
             if let Some(v) = value {
@@ -196,36 +237,29 @@ impl LaunchConfig {
         if let Some(t) = &time {
             validate::time(t)?;
         }
-        let memory = match (&args.mem, &args.mem_per_cpu) {
-            (Some(m), _) => {
-                validate::memory("--mem", m)?;
-                Some(Memory::PerNode(m.clone()))
+        for (flag, value) in [("--mem", mem), ("--mem-per-cpu", mem_per_cpu)] {
+            if let Some(m) = value {
+                validate::memory(flag, m)?;
             }
-            (None, Some(m)) => {
-                validate::memory("--mem-per-cpu", m)?;
-                Some(Memory::PerCpu(m.clone()))
-            }
-            (None, None) => None,
-        };
-        for a in &args.sbatch_args {
+        }
+        for a in sbatch_args {
             validate::sbatch_arg(a)?;
         }
-        let env_pairs = args
-            .env
+        let env = env
             .iter()
-            .map(|e| validate::env_pair(e))
+            .map(|e| validate::env_pair(e).map(|(key, value)| EnvVar { key, value }))
             .collect::<Result<Vec<_>, _>>()?;
 
         let load_env = layered(
-            args.load_env.clone(),
-            env(env_vars::LOAD_ENV),
+            load_env.clone(),
+            from_env(env_vars::LOAD_ENV),
             &p.load_env,
             &u.load_env,
         )
         .filter(|l| !l.trim().is_empty());
         let log_dir = layered(
-            args.log_dir.clone(),
-            env(env_vars::LOG_DIR).map(PathBuf::from),
+            log_dir.clone(),
+            from_env(env_vars::LOG_DIR).map(PathBuf::from),
             &p.log_dir,
             &u.log_dir,
         )
@@ -233,36 +267,40 @@ impl LaunchConfig {
         .unwrap_or_else(|| src.cwd.clone());
         check_log_dir_text(&log_dir)?;
         let template =
-            layered(args.template.clone(), None, &p.template, &u.template).map(|t| src.cwd.join(t));
+            layered(template.clone(), None, &p.template, &u.template).map(|t| src.cwd.join(t));
 
-        let cluster = resolve_cluster(&args.cluster, args.num_nodes, src)?;
+        let cluster = resolve_cluster(cluster, *num_nodes, src)?;
 
         Ok(Self {
-            exp_name: args.exp_name.clone(),
-            command: args.command.clone(),
-            num_nodes: args.num_nodes,
-            tasks_per_node: args.tasks_per_node,
-            cpus_per_task: args.cpus_per_task,
-            num_gpus: args.num_gpus,
-            gpu_directive: layered(args.gpu_directive, None, &p.gpu_directive, &u.gpu_directive)
-                .unwrap_or(GpuDirective::GpusPerTask),
-            nodelist: args.node.clone(),
-            partition,
-            account,
-            qos,
-            constraint,
-            memory,
-            time,
-            exclusive: !args.no_exclusive,
-            sbatch_args: args.sbatch_args.clone(),
-            env: env_pairs,
-            load_env,
+            job: JobRequest {
+                exp_name: exp_name.clone(),
+                command: command.clone(),
+                load_env,
+                env,
+                num_nodes: *num_nodes,
+                tasks_per_node: *tasks_per_node,
+                cpus_per_task: *cpus_per_task,
+                num_gpus: *num_gpus,
+                gpu_directive: layered(*gpu_directive, None, &p.gpu_directive, &u.gpu_directive)
+                    .unwrap_or(GpuDirective::GpusPerTask),
+                partition,
+                account,
+                qos,
+                constraint,
+                nodelist: node.clone(),
+                time,
+                mem: mem.clone(),
+                // clap refuses --mem with --mem-per-cpu.
+                mem_per_cpu: mem_per_cpu.clone().filter(|_| mem.is_none()),
+                exclusive: !no_exclusive,
+                sbatch_args: sbatch_args.clone(),
+            },
             log_dir,
             template,
-            dry_run: args.dry_run,
-            json: args.json,
-            follow: args.follow,
-            cancel_on_interrupt: args.cancel_on_interrupt,
+            dry_run: *dry_run,
+            json: *json,
+            follow: *follow,
+            cancel_on_interrupt: *cancel_on_interrupt,
             cluster,
         })
     }
@@ -273,10 +311,22 @@ fn resolve_cluster(
     num_nodes: u32,
     src: &Sources,
 ) -> Result<ClusterOptions, UsageError> {
+    let ClusterArgs {
+        no_ray,
+        interface,
+        ip_family,
+        min_nodes,
+        ready_timeout,
+        object_store_memory,
+        ray_args,
+        ray_head_args,
+        port_base,
+        stop_grace,
+    } = args;
     let (p, u) = (&src.project, &src.user);
     let env = |key: &str| src.env.get(key).filter(|v| !v.is_empty()).cloned();
     let interface = layered(
-        args.interface.clone(),
+        interface.clone(),
         env(env_vars::INTERFACE),
         &p.interface,
         &u.interface,
@@ -290,7 +340,7 @@ fn resolve_cluster(
         return Err(UsageError::new(format!("invalid --interface {}", show(i)))
             .hint("give a network interface name as `ip link` shows it, e.g. `ib0` or `eth0`"));
     }
-    if let Some(m) = args.min_nodes
+    if let Some(m) = *min_nodes
         && m > num_nodes
     {
         return Err(UsageError::new(format!(
@@ -298,12 +348,12 @@ fn resolve_cluster(
         ))
         .hint("--min-nodes counts the head too and must be at most --num-nodes"));
     }
-    let ray_args = layered(args.ray_args.clone(), None, &p.ray_args, &u.ray_args);
+    let ray_args = layered(ray_args.clone(), None, &p.ray_args, &u.ray_args);
     if let Some(r) = &ray_args {
         parse_ray_args("--ray-args", r)?;
     }
     let ray_head_args = layered(
-        args.ray_head_args.clone(),
+        ray_head_args.clone(),
         None,
         &p.ray_head_args,
         &u.ray_head_args,
@@ -312,23 +362,22 @@ fn resolve_cluster(
         parse_ray_args("--ray-head-args", r)?;
     }
     Ok(ClusterOptions {
-        no_ray: args.no_ray,
+        no_ray: *no_ray,
         interface,
-        ip_family: layered(args.ip_family, None, &p.ip_family, &u.ip_family)
-            .unwrap_or(IpFamily::Auto),
-        min_nodes: args.min_nodes,
-        ready_timeout: layered(args.ready_timeout, None, &p.ready_timeout, &u.ready_timeout)
+        ip_family: layered(*ip_family, None, &p.ip_family, &u.ip_family).unwrap_or(IpFamily::Auto),
+        min_nodes: *min_nodes,
+        ready_timeout: layered(*ready_timeout, None, &p.ready_timeout, &u.ready_timeout)
             .unwrap_or(DEFAULT_READY_TIMEOUT),
         object_store_memory: layered(
-            args.object_store_memory,
+            *object_store_memory,
             None,
             &p.object_store_memory,
             &u.object_store_memory,
         ),
         ray_args,
         ray_head_args,
-        port_base: args.port_base,
-        stop_grace: layered(args.stop_grace, None, &p.stop_grace, &u.stop_grace)
+        port_base: *port_base,
+        stop_grace: layered(*stop_grace, None, &p.stop_grace, &u.stop_grace)
             .unwrap_or(DEFAULT_STOP_GRACE),
     })
 }
@@ -352,11 +401,12 @@ fn check_log_dir_text(dir: &Path) -> Result<(), UsageError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use clap::Parser;
 
-    fn resolve(argv: &[&str], src: &Sources) -> Result<LaunchConfig, UsageError> {
+    /// Resolves `launch --exp-name x --command "python f.py"` plus `argv`.
+    pub(crate) fn resolve(argv: &[&str], src: &Sources) -> Result<LaunchConfig, UsageError> {
         let mut full = vec![
             "rayslurm",
             "launch",
@@ -383,13 +433,14 @@ mod tests {
     #[test]
     fn defaults_match_the_seed_launcher() {
         let c = resolve(&[], &src()).unwrap();
-        assert_eq!(c.num_nodes, 1);
-        assert_eq!(c.num_gpus, 0);
-        assert_eq!(c.tasks_per_node, 1);
-        assert!(c.exclusive);
-        assert_eq!(c.gpu_directive, GpuDirective::GpusPerTask);
+        let j = &c.job;
+        assert_eq!(j.num_nodes, 1);
+        assert_eq!(j.num_gpus, 0);
+        assert_eq!(j.tasks_per_node, 1);
+        assert!(j.exclusive);
+        assert_eq!(j.gpu_directive, GpuDirective::GpusPerTask);
         assert_eq!(c.log_dir, PathBuf::from("/work/proj"));
-        assert_eq!(c.partition, None);
+        assert_eq!(j.partition, None);
         assert_eq!(c.cluster.ready_timeout, DEFAULT_READY_TIMEOUT);
         assert_eq!(c.cluster.ip_family, IpFamily::Auto);
     }
@@ -398,16 +449,26 @@ mod tests {
     fn precedence_cli_env_project_user() {
         let mut s = src();
         s.user.partition = Some("user".into());
-        assert_eq!(resolve(&[], &s).unwrap().partition.as_deref(), Some("user"));
+        assert_eq!(
+            resolve(&[], &s).unwrap().job.partition.as_deref(),
+            Some("user")
+        );
         s.project.partition = Some("project".into());
         assert_eq!(
-            resolve(&[], &s).unwrap().partition.as_deref(),
+            resolve(&[], &s).unwrap().job.partition.as_deref(),
             Some("project")
         );
         s.env.insert(env_vars::PARTITION.into(), "env".into());
-        assert_eq!(resolve(&[], &s).unwrap().partition.as_deref(), Some("env"));
         assert_eq!(
-            resolve(&["-p", "cli"], &s).unwrap().partition.as_deref(),
+            resolve(&[], &s).unwrap().job.partition.as_deref(),
+            Some("env")
+        );
+        assert_eq!(
+            resolve(&["-p", "cli"], &s)
+                .unwrap()
+                .job
+                .partition
+                .as_deref(),
             Some("cli")
         );
     }
@@ -442,12 +503,22 @@ mod tests {
             &s,
         )
         .unwrap();
-        assert_eq!(c.num_nodes, 3);
-        assert_eq!(c.num_gpus, 2);
-        assert_eq!(c.gpu_directive, GpuDirective::Gres);
-        assert_eq!(c.memory, Some(Memory::PerCpu("2G".into())));
-        assert!(!c.exclusive);
-        assert_eq!(c.env, vec![("A".into(), "1".into())]);
+        let j = &c.job;
+        assert_eq!(j.num_nodes, 3);
+        assert_eq!(j.num_gpus, 2);
+        assert_eq!(j.gpu_directive, GpuDirective::Gres);
+        assert_eq!(
+            (j.mem.as_deref(), j.mem_per_cpu.as_deref()),
+            (None, Some("2G"))
+        );
+        assert!(!j.exclusive);
+        assert_eq!(
+            j.env,
+            vec![EnvVar {
+                key: "A".into(),
+                value: "1".into()
+            }]
+        );
         assert_eq!(c.log_dir, PathBuf::from("/work/proj/logs"));
         assert_eq!(c.cluster.interface.as_deref(), Some("ib0"));
         assert_eq!(c.cluster.ip_family, IpFamily::V6);
@@ -463,6 +534,7 @@ mod tests {
             &["--mem", "lots"],
             &["--env", "NOEQUALS"],
             &["--sbatch-arg", "x"],
+            &["--sbatch-arg=--array=0-3"],
             &["--node", "n1\n#SBATCH --x"],
             &["-n", "2", "--min-nodes", "3"],
             &["--ray-args", "--x 'unclosed"],

@@ -9,13 +9,7 @@ use serde::Serialize;
 use crate::cli::GpuDirective;
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::run_files::RunFiles;
-use crate::launch::config::{LaunchConfig, Memory};
-
-#[derive(Debug, Serialize)]
-pub(crate) struct EnvVar {
-    pub(crate) key: String,
-    pub(crate) value: String,
-}
+use crate::launch::config::{JobRequest, LaunchConfig};
 
 #[derive(Debug, Serialize)]
 pub(crate) struct BootstrapArg {
@@ -23,31 +17,15 @@ pub(crate) struct BootstrapArg {
     pub(crate) value: Option<String>,
 }
 
-/// The template context.
+/// The template context: the job as resolved ([`JobRequest`]'s keys, flattened in), the
+/// `#SBATCH` directives built from it, the run's files and the bootstrap's command line.
 #[derive(Debug, Serialize)]
-pub(crate) struct JobSpec {
+pub(crate) struct JobSpec<'a> {
     pub(crate) version: &'static str,
     pub(crate) created: String,
-    pub(crate) exp_name: String,
-    pub(crate) command: String,
-    pub(crate) load_env: Option<String>,
-    pub(crate) env: Vec<EnvVar>,
-    pub(crate) num_nodes: u32,
-    pub(crate) tasks_per_node: u32,
-    pub(crate) cpus_per_task: Option<u32>,
-    pub(crate) num_gpus: u32,
-    pub(crate) gpu_directive: GpuDirective,
-    pub(crate) partition: Option<String>,
-    pub(crate) account: Option<String>,
-    pub(crate) qos: Option<String>,
-    pub(crate) constraint: Option<String>,
-    pub(crate) nodelist: Option<String>,
-    pub(crate) time: Option<String>,
-    pub(crate) mem: Option<String>,
-    pub(crate) mem_per_cpu: Option<String>,
-    pub(crate) exclusive: bool,
-    pub(crate) sbatch_args: Vec<String>,
-    /// Every `#SBATCH` option, in order, built from the fields above.
+    #[serde(flatten)]
+    pub(crate) job: &'a JobRequest,
+    /// Every `#SBATCH` option, in order, built from the job's fields.
     pub(crate) directives: Vec<String>,
     pub(crate) script_path: String,
     pub(crate) log_path: String,
@@ -56,20 +34,16 @@ pub(crate) struct JobSpec {
     pub(crate) bootstrap_args: Vec<BootstrapArg>,
 }
 
-impl JobSpec {
+impl<'a> JobSpec<'a> {
     pub(crate) fn new(
-        config: &LaunchConfig,
+        config: &'a LaunchConfig,
         files: &RunFiles,
         rayslurm_bin: &Path,
         created: String,
     ) -> Self {
-        let (mem, mem_per_cpu) = match &config.memory {
-            Some(Memory::PerNode(m)) => (Some(m.clone()), None),
-            Some(Memory::PerCpu(m)) => (None, Some(m.clone())),
-            None => (None, None),
-        };
+        let job = &config.job;
         let bootstrap_args =
-            BootstrapArgs::head(files.state.clone(), config.num_gpus, config.cluster.clone())
+            BootstrapArgs::head(files.state.clone(), job.num_gpus, config.cluster.clone())
                 .to_flags()
                 .into_iter()
                 .map(|(flag, value)| BootstrapArg {
@@ -77,88 +51,63 @@ impl JobSpec {
                     value,
                 })
                 .collect();
-        let mut spec = Self {
+        Self {
             version: env!("CARGO_PKG_VERSION"),
             created,
-            exp_name: config.exp_name.clone(),
-            command: config.command.clone(),
-            load_env: config.load_env.clone(),
-            env: config
-                .env
-                .iter()
-                .map(|(key, value)| EnvVar {
-                    key: key.clone(),
-                    value: value.clone(),
-                })
-                .collect(),
-            num_nodes: config.num_nodes,
-            tasks_per_node: config.tasks_per_node,
-            cpus_per_task: config.cpus_per_task,
-            num_gpus: config.num_gpus,
-            gpu_directive: config.gpu_directive,
-            partition: config.partition.clone(),
-            account: config.account.clone(),
-            qos: config.qos.clone(),
-            constraint: config.constraint.clone(),
-            nodelist: config.nodelist.clone(),
-            time: config.time.clone(),
-            mem,
-            mem_per_cpu,
-            exclusive: config.exclusive,
-            sbatch_args: config.sbatch_args.clone(),
-            directives: Vec::new(),
+            job,
+            directives: directives(job, &files.log, config.cluster.stop_grace),
             script_path: files.script.display().to_string(),
             log_path: files.log.display().to_string(),
             state_path: files.state.display().to_string(),
             rayslurm_bin: rayslurm_bin.display().to_string(),
             bootstrap_args,
-        };
-        spec.directives = spec.build_directives(config.cluster.stop_grace);
-        spec
+        }
     }
+}
 
-    fn build_directives(&self, stop_grace: u32) -> Vec<String> {
-        let mut d = vec![
-            format!("--job-name={}", self.exp_name),
-            format!("--output={}", self.log_path),
-            // A requeued or restarted job adds to its log instead of wiping it.
-            "--open-mode=append".to_owned(),
-            format!("--nodes={}", self.num_nodes),
-            format!("--ntasks-per-node={}", self.tasks_per_node),
-        ];
-        let optional = [
-            ("--cpus-per-task", self.cpus_per_task.map(|c| c.to_string())),
-            ("--mem", self.mem.clone()),
-            ("--mem-per-cpu", self.mem_per_cpu.clone()),
-            ("--time", self.time.clone()),
-            ("--partition", self.partition.clone()),
-            ("--account", self.account.clone()),
-            ("--qos", self.qos.clone()),
-            ("--constraint", self.constraint.clone()),
-            ("--nodelist", self.nodelist.clone()),
-        ];
-        d.extend(
-            optional
-                .into_iter()
-                .filter_map(|(flag, v)| v.map(|v| format!("{flag}={v}"))),
-        );
-        if self.exclusive {
-            d.push("--exclusive".to_owned());
-        }
-        if self.num_gpus > 0 {
-            d.push(match self.gpu_directive {
-                GpuDirective::GpusPerTask => format!("--gpus-per-task={}", self.num_gpus),
-                GpuDirective::GpusPerNode => format!("--gpus-per-node={}", self.num_gpus),
-                GpuDirective::Gres => format!("--gres=gpu:{}", self.num_gpus),
-            });
-        }
-        if stop_grace > 0 {
-            // Ask Slurm for SIGTERM before the time limit, so Ray is stopped cleanly in time.
-            d.push(format!("--signal=B:TERM@{stop_grace}"));
-        }
-        d.extend(self.sbatch_args.iter().map(|a| sbatch_arg_line(a)));
-        d
+/// The `#SBATCH` options of a job, in order.
+fn directives(job: &JobRequest, log: &Path, stop_grace: u32) -> Vec<String> {
+    let mut d = vec![
+        format!("--job-name={}", job.exp_name),
+        format!("--output={}", log.display()),
+        // A requeued or restarted job adds to its log instead of wiping it.
+        "--open-mode=append".to_owned(),
+        format!("--nodes={}", job.num_nodes),
+        format!("--ntasks-per-node={}", job.tasks_per_node),
+    ];
+    let optional = [
+        ("--cpus-per-task", job.cpus_per_task.map(|c| c.to_string())),
+        ("--mem", job.mem.clone()),
+        ("--mem-per-cpu", job.mem_per_cpu.clone()),
+        ("--time", job.time.clone()),
+        ("--partition", job.partition.clone()),
+        ("--account", job.account.clone()),
+        ("--qos", job.qos.clone()),
+        ("--constraint", job.constraint.clone()),
+        ("--nodelist", job.nodelist.clone()),
+    ];
+    d.extend(
+        optional
+            .into_iter()
+            .filter_map(|(flag, v)| v.map(|v| format!("{flag}={v}"))),
+    );
+    if job.exclusive {
+        d.push("--exclusive".to_owned());
     }
+    if job.num_gpus > 0 {
+        let n = job.num_gpus;
+        d.push(match job.gpu_directive {
+            GpuDirective::GpusPerTask => format!("--gpus-per-task={n}"),
+            GpuDirective::GpusPerNode => format!("--gpus-per-node={n}"),
+            GpuDirective::Gres => format!("--gres=gpu:{n}"),
+        });
+    }
+    if stop_grace > 0 {
+        // Ask Slurm for SIGTERM before the time limit, so Ray is stopped cleanly in time.
+        d.push(format!("--signal=B:TERM@{stop_grace}"));
+    }
+    d.extend(job.sbatch_args.iter().map(|a| sbatch_arg_line(a)));
+    d
 }
 
 /// An `--sbatch-arg` as written after `#SBATCH`: a value with white space in double quotes.
@@ -172,6 +121,47 @@ pub(crate) fn sbatch_arg_line(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::launch::config::{Sources, tests::resolve};
+
+    /// The context users' templates get (README, "Custom templates"): any change to a key is
+    /// reviewed here.
+    #[test]
+    fn the_template_context_keys_stay_as_documented() {
+        let src = Sources {
+            cwd: "/work/proj".into(),
+            ..Sources::default()
+        };
+        let config = resolve(
+            &[
+                "-n",
+                "2",
+                "--num-gpus",
+                "1",
+                "--mem",
+                "4G",
+                "--env",
+                "A=1",
+                "--load-env",
+                "source venv/bin/activate",
+                "--sbatch-arg=--comment=two words",
+                "-p",
+                "gpu",
+            ],
+            &src,
+        )
+        .unwrap();
+        let files = RunFiles::for_stem(Path::new("/logs"), "x_1122-093005");
+        let spec = JobSpec::new(
+            &config,
+            &files,
+            Path::new("/logs/.rayslurm/bin/rayslurm-0"),
+            "2026-11-22T09:30:05+00:00".into(),
+        );
+        let json = serde_json::to_string_pretty(&spec)
+            .unwrap()
+            .replace(env!("CARGO_PKG_VERSION"), "[VERSION]");
+        insta::assert_snapshot!(json);
+    }
 
     #[test]
     fn sbatch_arg_values_with_white_space_are_quoted() {

@@ -69,6 +69,14 @@ pub(crate) fn sbatch_arg(value: &str) -> Result<(), UsageError> {
         ))
         .hint("pass one option a flag, starting with `-`, e.g. `--sbatch-arg=--mail-type=END`"));
     }
+    let option = value.split_once('=').map_or(value, |(k, _)| k);
+    if option == "--array" || (option.starts_with("-a") && !option.starts_with("--")) {
+        return Err(UsageError::new(format!(
+            "--sbatch-arg {}: array jobs are not supported yet, since every task would share one log and one final state",
+            show(value)
+        ))
+        .hint("launch one run per task instead, e.g. a shell loop of `rayslurm launch` with its own --exp-name each"));
+    }
     if value.chars().any(char::is_whitespace) {
         // Written as `--opt="a b"`: sbatch splits #SBATCH lines on white space outside quotes.
         let quotable = value
@@ -196,6 +204,15 @@ mod tests {
         assert!(sbatch_arg("--comment two").is_err());
         assert!(sbatch_arg("--comment=say \"hi there\"").is_err());
         assert!(sbatch_arg("--x=1\n#SBATCH --y").is_err());
+        for array in ["--array=0-3", "--array", "-a0-3", "-a=1"] {
+            let err = sbatch_arg(array).unwrap_err();
+            assert!(
+                err.message.contains("array jobs"),
+                "{array}: {}",
+                err.message
+            );
+        }
+        assert!(sbatch_arg("-A=acct").is_ok());
     }
 
     #[test]

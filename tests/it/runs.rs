@@ -1010,3 +1010,49 @@ fn cancel_sends_no_scancel_while_squeue_cannot_say_whose_the_job_id_is() {
     assert_eq!(stderr.matches("trying again in").count(), 3, "{stderr}");
     assert!(fake.calls("scancel").is_empty());
 }
+
+/// Regression: for an array job, squeue has no line under the job's own id, and `cancel`
+/// reported the job ended (`ENDED`) right after `scancel` without seeing it stop.
+#[test]
+fn cancel_of_an_array_job_waits_until_slurm_shows_it_stopped() {
+    let fake = Fake::new();
+    fake.seed("sweep", "101", 1, None);
+    let cancelled = fake.shims.join("cancelled");
+    // Slurm shows the elements RUNNING for a while after scancel, as it does when the
+    // command takes a moment to stop.
+    let elements = |state: &str| {
+        format!(
+            "{}; {}",
+            fake.line("101", state).replace("\"101|", "\"101_1|"),
+            fake.line("101", state).replace("\"101|", "\"101_2|")
+        )
+    };
+    fake.shim(
+        "squeue",
+        &format!(
+            "if [ -e {c} ] && [ $(( $(date +%s) - $(stat -c %Y {c}) )) -ge 1 ]; then {}; else {}; fi",
+            elements("CANCELLED"),
+            elements("RUNNING"),
+            c = cancelled.display()
+        ),
+    );
+    fake.shim("scancel", &format!("touch {}", cancelled.display()));
+    fake.shim(
+        "scontrol",
+        "echo 'JobId=101 ArrayJobId=101 ArrayTaskId=1 JobState=CANCELLED ExitCode=0:15 RunTime=00:00:07'",
+    );
+    let out = fake.run(["cancel", "sweep"]).output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout.trim(), "101");
+    assert_eq!(fake.calls("scancel"), ["101"]);
+    assert!(
+        stderr.contains("cancelled job 101 (sweep): it is CANCELLED"),
+        "{stderr}"
+    );
+    assert!(
+        fake.calls("squeue").len() >= 3,
+        "it watched the job until it stopped: {:?}",
+        fake.calls("squeue")
+    );
+}

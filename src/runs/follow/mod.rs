@@ -9,29 +9,30 @@
 //! output still being flushed from the nodes is not lost.
 
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, TryRecvError};
+use std::sync::mpsc::TryRecvError;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use chrono::{DateTime, FixedOffset, Local};
-use indicatif::{ProgressBar, ProgressStyle};
 use nix::sys::signal::Signal;
 
 use crate::printer::Printer;
 use crate::runs::cancel::{self, Cancelled};
 use crate::runs::interrupt;
-use crate::runs::log_tail::{LogTail, Start, TailEvent};
+use crate::runs::log_tail::{LogTail, Start};
 use crate::runs::status::{self, InQueue, JobStatus};
 use crate::runs::store::{RecordedEnd, RunRecord, RunStore, StoredRun};
-use crate::slurm::duration;
-use crate::slurm::query::{self, Phase, QueryError, QueueEntry, Submission};
+use crate::slurm::query::{Phase, QueueEntry};
+
+mod display;
+mod watcher;
+
+use display::Display;
+use watcher::{Observation, Watcher};
 
 /// How often the log is read.
 const TICK: Duration = Duration::from_millis(200);
 /// The least time between two squeue calls of one follower.
-const MIN_POLL: Duration = Duration::from_secs(2);
+pub(super) const MIN_POLL: Duration = Duration::from_secs(2);
 /// After the job ends, the log counts as complete once it has not grown for this long...
 const QUIET: Duration = Duration::from_secs(1);
 /// ...and the final state file has appeared, or this much time has passed.
@@ -316,308 +317,5 @@ impl<W: std::io::Write> std::io::Write for ClearFirst<'_, '_, W> {
 
     fn flush(&mut self) -> std::io::Result<()> {
         self.out.flush()
-    }
-}
-
-/// What the watcher thread saw.
-enum Observation {
-    /// squeue answered: the job's line, or `None` if slurmctld no longer knows it (or has
-    /// given its id to another job).
-    Queue(Option<QueueEntry>),
-    /// squeue failed; it will be asked again.
-    Failing { error: String, retry_in: Duration },
-    /// squeue cannot be run at all.
-    Fatal(QueryError),
-}
-
-/// The thread that asks squeue about one job, gently. The job is known by its id and its
-/// [`Submission`]: another job that has the id now is somebody else's.
-struct Watcher {
-    rx: Receiver<Observation>,
-    stop: Arc<AtomicBool>,
-    hurry: Arc<AtomicBool>,
-}
-
-impl Watcher {
-    fn spawn(job_id: String, run: Submission) -> Self {
-        let (tx, rx) = mpsc::channel();
-        let stop = Arc::new(AtomicBool::new(false));
-        let hurry = Arc::new(AtomicBool::new(false));
-        let (stop2, hurry2) = (Arc::clone(&stop), Arc::clone(&hurry));
-        std::thread::spawn(move || {
-            let mut last_call: Option<Instant> = None;
-            let mut phase: Option<Phase> = None;
-            let mut phase_since = Instant::now();
-            let mut failures = 0u32;
-            while !stop2.load(Ordering::SeqCst) {
-                let due = last_call.is_none_or(|t| {
-                    let since = t.elapsed();
-                    since >= poll_interval(phase, phase_since.elapsed(), failures)
-                        || (since >= MIN_POLL && hurry2.swap(false, Ordering::SeqCst))
-                });
-                if !due {
-                    std::thread::sleep(Duration::from_millis(100));
-                    continue;
-                }
-                last_call = Some(Instant::now());
-                let observation = match query::squeue(&[&job_id]) {
-                    Ok(entries) => {
-                        failures = 0;
-                        let entry = query::own_line(&entries, &job_id)
-                            .filter(|e| e.is_job_of(&run))
-                            .cloned();
-                        let now = entry.as_ref().map(|e| e.state.phase());
-                        if now != phase {
-                            phase = now;
-                            phase_since = Instant::now();
-                        }
-                        Observation::Queue(entry)
-                    }
-                    Err(e @ QueryError::Missing(_)) => Observation::Fatal(e),
-                    Err(e) => {
-                        failures += 1;
-                        Observation::Failing {
-                            error: e.to_string(),
-                            retry_in: poll_interval(phase, phase_since.elapsed(), failures),
-                        }
-                    }
-                };
-                let last = matches!(
-                    observation,
-                    Observation::Fatal(_) | Observation::Queue(None)
-                ) || matches!(&observation, Observation::Queue(Some(e)) if e.state.phase() == Phase::Ended);
-                if tx.send(observation).is_err() || last {
-                    return;
-                }
-            }
-        });
-        Self { rx, stop, hurry }
-    }
-
-    /// Asks squeue again as soon as the 2 s limit allows (the log appeared, the job finished).
-    fn hurry(&self) {
-        self.hurry.store(true, Ordering::SeqCst);
-    }
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        // The thread is not joined: it may be inside a squeue call that takes a while.
-        self.stop.store(true, Ordering::SeqCst);
-    }
-}
-
-/// The pause before the next squeue call: 2 s, growing while a job pends (to 30 s) or runs
-/// (to 10 s) for long, and doubling from 2 s to 30 s while squeue fails.
-fn poll_interval(phase: Option<Phase>, in_phase: Duration, failures: u32) -> Duration {
-    if failures > 0 {
-        let backoff = MIN_POLL.saturating_mul(1 << (failures - 1).min(5));
-        return backoff.min(Duration::from_secs(30));
-    }
-    match phase {
-        Some(Phase::Pending) => (in_phase / 10).clamp(MIN_POLL, Duration::from_secs(30)),
-        Some(Phase::Running) => (in_phase / 30).clamp(MIN_POLL, Duration::from_secs(10)),
-        _ => MIN_POLL,
-    }
-}
-
-/// State lines on stderr: a spinner on a terminal while the job waits, plain lines (one a
-/// change) otherwise.
-struct Display<'a> {
-    record: &'a RunRecord,
-    printer: &'a Printer,
-    submitted: Option<DateTime<FixedOffset>>,
-    spinner: Option<ProgressBar>,
-    /// Once the log flows, no spinner is drawn over it.
-    log_started: bool,
-    last_label: Option<String>,
-    squeue_failing: bool,
-    running_since_shown: bool,
-}
-
-impl<'a> Display<'a> {
-    fn new(record: &'a RunRecord, printer: &'a Printer) -> Self {
-        Self {
-            record,
-            printer,
-            submitted: record.submitted(),
-            spinner: None,
-            log_started: false,
-            last_label: None,
-            squeue_failing: false,
-            running_since_shown: false,
-        }
-    }
-
-    fn job(&self) -> String {
-        format!("job {} ({})", self.record.job_id, self.record.exp_name)
-    }
-
-    fn waited(&self) -> String {
-        let secs = self
-            .submitted
-            .map(|t| (Local::now().fixed_offset() - t).num_seconds().max(0))
-            .unwrap_or(0);
-        duration::format(u64::try_from(secs).unwrap_or(0))
-    }
-
-    fn state(&mut self, entry: &QueueEntry) {
-        if self.squeue_failing {
-            self.squeue_failing = false;
-            self.line(&format!(
-                "squeue answers again; {} is {}",
-                self.job(),
-                entry.state.as_str()
-            ));
-        }
-        let status = JobStatus::from_queue(entry, None, None);
-        let label = status.label();
-        let phase = entry.state.phase();
-        if phase == Phase::Ended {
-            // Said once, with the exit code, by `ended`.
-            return;
-        }
-        if phase == Phase::Pending && self.printer.fancy() && !self.log_started {
-            self.spinner.get_or_insert_with(|| {
-                let bar = ProgressBar::new_spinner();
-                if let Ok(style) = ProgressStyle::with_template("{spinner} {msg}") {
-                    bar.set_style(style);
-                }
-                bar.enable_steady_tick(Duration::from_millis(120));
-                bar
-            });
-            self.last_label = Some(label);
-            self.tick();
-            return;
-        }
-        if self.last_label.as_ref() == Some(&label) {
-            return;
-        }
-        self.last_label = Some(label.clone());
-        let text = match phase {
-            Phase::Pending => format!("{} is {label}, waiting {}", self.job(), self.waited()),
-            Phase::Running if !self.running_since_shown => {
-                self.running_since_shown = true;
-                match &entry.nodelist {
-                    Some(nodes) => format!("{} is {label} on {nodes}", self.job()),
-                    None => format!("{} is {label}", self.job()),
-                }
-            }
-            _ => format!("{} is {label}", self.job()),
-        };
-        self.clear();
-        self.line(&text);
-    }
-
-    /// Keeps the spinner's waiting time current.
-    fn tick(&self) {
-        if let (Some(spinner), Some(label)) = (&self.spinner, &self.last_label) {
-            spinner.set_message(format!("{} {label}, waiting {}", self.job(), self.waited()));
-        }
-    }
-
-    fn squeue_failing(&mut self, error: &str, retry_in: Duration) {
-        if !self.squeue_failing {
-            self.squeue_failing = true;
-            self.clear();
-            self.printer.warn(&format!(
-                "{error}\n  the state of {} is unknown until squeue answers; asking again in {} s",
-                self.job(),
-                retry_in.as_secs()
-            ));
-        }
-    }
-
-    fn log_started(&mut self) {
-        self.log_started = true;
-        self.clear();
-    }
-
-    fn log_event(&mut self, event: TailEvent, path: &std::path::Path) {
-        self.clear();
-        let path = path.display();
-        match event {
-            TailEvent::Deleted => self.printer.warn(&format!(
-                "the log `{path}` was deleted; still following the state of {}",
-                self.job()
-            )),
-            TailEvent::Truncated => self.line(&format!(
-                "the log `{path}` was truncated; reading it from its start"
-            )),
-            TailEvent::Replaced => self.line(&format!(
-                "the log `{path}` was replaced; reading the new one from its start"
-            )),
-            TailEvent::Reappeared => self.line(&format!(
-                "the log `{path}` is back; reading it from its start"
-            )),
-        }
-    }
-
-    fn ended(&mut self, status: &JobStatus) {
-        self.clear();
-        let mut text = format!("{} {}", self.job(), status.state);
-        match status.exit_code {
-            Some(code) => text.push_str(&format!(", exit code {code}")),
-            None => text.push_str(", exit code unknown"),
-        }
-        if let Some(secs) = status.elapsed {
-            text.push_str(&format!(", ran {}", duration::format(secs)));
-        }
-        if let Some(message) = &status.message {
-            text.push_str(&format!(": {message}"));
-        }
-        self.line(&text);
-    }
-
-    fn line(&self, text: &str) {
-        self.printer.info(&format!("rayslurm: {text}"));
-    }
-
-    fn clear(&mut self) {
-        if let Some(spinner) = self.spinner.take() {
-            spinner.finish_and_clear();
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn never_more_than_one_squeue_every_two_seconds() {
-        for phase in [
-            None,
-            Some(Phase::Pending),
-            Some(Phase::Running),
-            Some(Phase::Ending),
-        ] {
-            for secs in [0, 1, 5, 60, 600, 86_400] {
-                let d = poll_interval(phase, Duration::from_secs(secs), 0);
-                assert!(d >= MIN_POLL, "{phase:?} {secs}: {d:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn backs_off_while_pending_long() {
-        let pending = |s| poll_interval(Some(Phase::Pending), Duration::from_secs(s), 0);
-        assert_eq!(pending(0), Duration::from_secs(2));
-        assert_eq!(pending(10), Duration::from_secs(2));
-        assert_eq!(pending(60), Duration::from_secs(6));
-        assert_eq!(pending(3600), Duration::from_secs(30));
-        let running = |s| poll_interval(Some(Phase::Running), Duration::from_secs(s), 0);
-        assert_eq!(running(10), Duration::from_secs(2));
-        assert_eq!(running(3600), Duration::from_secs(10));
-    }
-
-    #[test]
-    fn backs_off_while_squeue_fails() {
-        let failing = |n| poll_interval(Some(Phase::Running), Duration::ZERO, n);
-        assert_eq!(failing(1), Duration::from_secs(2));
-        assert_eq!(failing(2), Duration::from_secs(4));
-        assert_eq!(failing(3), Duration::from_secs(8));
-        assert_eq!(failing(5), Duration::from_secs(30));
-        assert_eq!(failing(50), Duration::from_secs(30));
     }
 }
