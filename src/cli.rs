@@ -1,7 +1,7 @@
 //! The command-line surface: clap derive structs only, no I/O.
 //!
 //! Values are checked for form here (counts are numbers); everything that needs the
-//! environment, config files or cross-checks happens in `config.rs`.
+//! environment, config files or cross-checks happens in `launch::config`.
 
 use std::path::PathBuf;
 

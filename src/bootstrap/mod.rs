@@ -5,7 +5,9 @@
 //! pointing at the head (Ray waits for the head's GCS by itself) and reports when its node is
 //! registered. The command starts as soon as enough nodes have joined, and when it ends every
 //! node stops the Ray processes it started (found by a mark in their environment), and no others.
-//! This module tree shares only plain data with the launcher.
+//! It runs on other hosts than the launcher, with another environment and signal model, and
+//! uses only `handoff` (its arguments, the environment it sets, the final state it writes),
+//! `slurm`, `sys` and `error`.
 
 mod allocation;
 mod head;

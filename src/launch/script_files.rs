@@ -1,9 +1,9 @@
 //! Writing the script under a new name: `{exp}_{MMDD}-{HHMMSS}.sh` beside the other files of
 //! its run ([`RunFiles`]), never overwriting anything, never leaving a half-written file.
 //!
-//! The script is written to a temporary file in the same directory and linked into place
-//! only if that name is still free (`persist_noclobber`), so concurrent launches in the same
-//! second each get their own name (`-2`, `-3`, ... suffixes).
+//! The script is written to a temporary file in the same directory and put in place only if
+//! that name is still free (`Staged::place_new`), so concurrent launches in the same second
+//! each get their own name (`-2`, `-3`, ... suffixes).
 
 use std::path::Path;
 

@@ -1,5 +1,5 @@
-//! Talking to Slurm: `sbatch`, `squeue`, `scontrol`, `scancel`, with machine-readable output
-//! parsed in small tested functions. No `sacct`: many sites disable accounting.
+//! Submitting a script: `sbatch --parsable`, whose answer (`jobid` or `jobid;cluster`) is parsed
+//! by a small tested function. What became of jobs afterwards is `query`'s.
 
 use std::path::Path;
 
