@@ -15,6 +15,7 @@ use std::time::Duration;
 use chrono::DateTime;
 
 use crate::handoff::final_state::{Ending, FinalState};
+pub(crate) use crate::runs::store::Source;
 use crate::runs::store::{RecordedEnd, RunRecord, RunStore, StoredRun};
 use crate::slurm::query::{self, Phase, QueryError, QueueEntry, SacctEntry, SlurmExit, SlurmState};
 
@@ -24,36 +25,6 @@ pub(crate) const ONE_SHOT_RETRIES: [Duration; 3] = [
     Duration::from_secs(2),
     Duration::from_secs(4),
 ];
-
-/// Where a run's state came from, best first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum Source {
-    /// slurmctld still knows the job (`squeue`; the exit code may come from `scontrol`).
-    Squeue,
-    /// The bootstrap's final state file.
-    FinalState,
-    /// Slurm's accounting.
-    Sacct,
-    /// The run's own record of an end learned earlier.
-    Record,
-    /// Nothing: the job left Slurm unseen, or Slurm could not be asked (also what a record
-    /// written by another version says where it names a source this one does not know).
-    #[serde(other)]
-    None,
-}
-
-impl Source {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::Squeue => "squeue",
-            Self::FinalState => "final-state",
-            Self::Sacct => "sacct",
-            Self::Record => "record",
-            Self::None => "none",
-        }
-    }
-}
 
 /// A run's state as shown by `status` and at the end of `--follow`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::env_vars;
 use crate::error::UsageError;
-use crate::runs::status::Source;
 use crate::sys::staged_file::Staged;
 
 /// The record format; bumped when a field changes meaning.
@@ -46,6 +45,36 @@ pub(crate) struct RunRecord {
 
 fn format_one() -> u32 {
     FORMAT
+}
+
+/// Where a run's state came from, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Source {
+    /// slurmctld still knows the job (`squeue`; the exit code may come from `scontrol`).
+    Squeue,
+    /// The bootstrap's final state file.
+    FinalState,
+    /// Slurm's accounting.
+    Sacct,
+    /// The run's own record of an end learned earlier.
+    Record,
+    /// Nothing: the job left Slurm unseen, or Slurm could not be asked (also what a record
+    /// written by another version says where it names a source this one does not know).
+    #[serde(other)]
+    None,
+}
+
+impl Source {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Squeue => "squeue",
+            Self::FinalState => "final-state",
+            Self::Sacct => "sacct",
+            Self::Record => "record",
+            Self::None => "none",
+        }
+    }
 }
 
 /// The end of a run as last learned from Slurm or the final state file.
