@@ -11,6 +11,7 @@
 
 mod allocation;
 mod head;
+mod heartbeat;
 mod kept_logs;
 mod marked;
 mod net;

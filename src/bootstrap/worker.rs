@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::heartbeat;
 use super::kept_logs::{self, KEEP_LINE};
 use super::marked::{self, RunMark};
 use super::ray_node::{TempRoot, start_node};
@@ -27,6 +28,7 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
         .run_mark
         .clone()
         .unwrap_or_else(|| format!("{}-worker-{}", alloc.job_id, std::process::id()));
+    heartbeat::start_beating(node.clone());
     let head = watch_stdin();
     let told_to_stop = &head.stop;
     let mut temp = None;
@@ -50,6 +52,7 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
         }
         temp.remove();
     }
+    heartbeat::say_gone(&node);
     say(
         &node,
         format!("worker done, exit code {code}{}", super::memory_note()),

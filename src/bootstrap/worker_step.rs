@@ -7,6 +7,7 @@ use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
+use super::heartbeat::{self, Liveness};
 use super::kept_logs::{self, KEEP_LINE};
 use super::{Allocation, READY_PREFIX, TICK, say};
 use crate::handoff::bootstrap_args::BootstrapArgs;
@@ -29,6 +30,8 @@ pub(super) struct WorkerStep {
     pub(super) child: Child,
     stdin: Option<ChildStdin>,
     pub(super) events: Receiver<(u32, Joined)>,
+    /// Every worker node's last heartbeat.
+    pub(super) liveness: Liveness,
     pub(super) cmd: Cmd,
 }
 
@@ -79,15 +82,22 @@ impl WorkerStep {
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("piped stdout");
         let (tx, events) = mpsc::channel();
+        let liveness = Liveness::new(&others, Instant::now());
+        let seen = liveness.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                match parse_ready(&line) {
-                    Some(event) => {
-                        if tx.send(event).is_err() {
-                            break;
-                        }
+                if let Some((node, gone)) = heartbeat::parse(&line) {
+                    if gone {
+                        seen.gone(node);
+                    } else {
+                        seen.seen(node, Instant::now());
                     }
-                    None => println!("{line}"),
+                } else if let Some(event) = parse_ready(&line) {
+                    seen.seen(&event.1.node, Instant::now());
+                    // The head may have stopped listening; heartbeats still count.
+                    let _ = tx.send(event);
+                } else {
+                    println!("{line}");
                 }
             }
         });
@@ -95,19 +105,28 @@ impl WorkerStep {
             child,
             stdin,
             events,
+            liveness,
             cmd,
         })
     }
 
+    /// The worker node silent for longer than the heartbeat allows, with its silence.
+    pub(super) fn silent_node(&self) -> Option<(String, Duration)> {
+        self.liveness
+            .silent(Instant::now(), heartbeat::SILENCE_LIMIT)
+    }
+
     /// Tells every worker to stop (and, with `keep_logs`, to keep Ray's logs first) and waits
-    /// for the step to end.
+    /// for the step to end: 10 s, or 3 s when a node is known dead (srun then waits on it
+    /// until Slurm declares it down, minutes later).
     pub(super) fn stop(&mut self, node: &str, keep_logs: bool) {
         if keep_logs && let Some(stdin) = &mut self.stdin {
             let _ = writeln!(stdin, "{KEEP_LINE}").and_then(|()| stdin.flush());
         }
         // End-of-file on every worker's stdin: each stops its own Ray and exits.
         drop(self.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let patience = if self.silent_node().is_some() { 3 } else { 10 };
+        let deadline = Instant::now() + Duration::from_secs(patience);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return;
@@ -116,7 +135,9 @@ impl WorkerStep {
         }
         say(
             node,
-            "the worker step did not end within 10 s of being told to stop; killing it",
+            format!(
+                "the worker step did not end within {patience} s of being told to stop; killing it"
+            ),
         );
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -6,6 +6,8 @@
 #   cluster.sh down     stop exactly what `up` started and remove its traces (idempotent)
 #   cluster.sh status   sinfo, or "cluster is down" (exit 3)
 #   cluster.sh env      KEY=value lines (venv, shared dir, nodes, ...)
+#   cluster.sh kill-node K    kill node K as a crash does: its whole namespace, slurmd included
+#   cluster.sh revive-node K  start node K's slurmd again and wait until Slurm has it idle
 #
 # Layout (all fixed; see `env`):
 #   bridge rslab0       10.234.0.1/24  fd42:7261:7973::1/64   (the host = login node)
@@ -475,8 +477,50 @@ RAYSLURM_LAB_NODE_IPS6=${ips6[*]}
 EOF
 }
 
+# the node number K of a kill-node/revive-node call, checked against the cluster's size
+node_arg() {
+  local k=${1:-} n
+  n=$(recorded_n || true)
+  [[ -n $n ]] || die "the cluster is down"
+  if ! [[ $k =~ ^[0-9]+$ ]] || ((k < 1 || k > n)); then die "node must be 1..${n}, got '${k}'"; fi
+  printf '%s' "$k"
+}
+
+cmd_kill_node() {
+  local k name pid
+  require_root
+  k=$(node_arg "$@")
+  name=$(node_name "$k")
+  pid=$(pid_of "$name" || true)
+  alive "$pid" || die "${name} is not running"
+  # --kill-child: the namespace's PID 1 dies with unshare, and the kernel ends everything in it
+  kill -KILL "$pid"
+  for _ in $(seq 50); do alive "$pid" || break; sleep 0.1; done
+  alive "$pid" && die "${name} (pid ${pid}) is still alive"
+  rm -f "${RUN}/${name}.pid"
+  log "${name} killed"
+}
+
+cmd_revive_node() {
+  local k name deadline st
+  require_root
+  k=$(node_arg "$@")
+  name=$(node_name "$k")
+  alive "$(pid_of "$name" || true)" && die "${name} is running"
+  take_lock
+  start_in_ns "$name" "$(node_ns "$k")" "$name" "${VAR}/tmp/${name}" slurmd -D -N "$name"
+  deadline=$((SECONDS + UP_TIMEOUT))
+  while :; do
+    st=$(timeout 10 sinfo -h -n "$name" -o '%T' 2>/dev/null || true)
+    [[ $st == idle ]] && break
+    ((SECONDS < deadline)) || die "${name} is ${st:-unknown}, not idle, after ${UP_TIMEOUT}s"
+    sleep 0.3
+  done
+  log "${name} revived and idle"
+}
+
 usage() {
-  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 main() {
@@ -487,6 +531,8 @@ main() {
     down) cmd_down ;;
     status) cmd_status ;;
     env) cmd_env ;;
+    kill-node) cmd_kill_node "$@" ;;
+    revive-node) cmd_revive_node "$@" ;;
     -h | --help | help) usage ;;
     *) usage >&2; exit 2 ;;
   esac

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use crate::harness::{Lab, lab, rayslurm, text, wait_job_end};
 
 /// A submitted job.
-struct Job {
-    id: String,
-    log: PathBuf,
-    dir: PathBuf,
+pub(crate) struct Job {
+    pub(crate) id: String,
+    pub(crate) log: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Every node's /tmp entries before the launch.
     tmp_before: BTreeSet<PathBuf>,
 }
@@ -28,16 +28,16 @@ impl Job {
         }
     }
 
-    fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// Where the nodes keep Ray's logs when the run fails.
-    fn ray_logs(&self) -> PathBuf {
+    pub(crate) fn ray_logs(&self) -> PathBuf {
         self.log.with_extension("ray-logs")
     }
 
-    fn state(&self) -> serde_json::Value {
+    pub(crate) fn state(&self) -> serde_json::Value {
         let path = self.log.with_extension("state.json");
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| {
             panic!(
@@ -50,7 +50,7 @@ impl Job {
     }
 
     /// Waits until the log holds `needle`.
-    fn wait_for_log(&self, needle: &str, limit: Duration) {
+    pub(crate) fn wait_for_log(&self, needle: &str, limit: Duration) {
         let start = Instant::now();
         while !self.log_text().contains(needle) {
             assert!(
@@ -62,7 +62,7 @@ impl Job {
         }
     }
 
-    fn wait(&self, limit: Duration) -> HashMap<String, String> {
+    pub(crate) fn wait(&self, limit: Duration) -> HashMap<String, String> {
         let info = wait_job_end(&self.id, limit);
         // The log may still be flushed by slurmstepd a moment after the job ends.
         std::thread::sleep(Duration::from_millis(300));
@@ -71,12 +71,12 @@ impl Job {
 }
 
 /// Launches in a fresh shared directory with the lab's Ray and a small object store.
-fn launch(lab: &Lab, name: &str, args: &[&str]) -> Job {
+pub(crate) fn launch(lab: &Lab, name: &str, args: &[&str]) -> Job {
     launch_with_env(lab, name, &lab.load_env(), args)
 }
 
 /// [`launch`] with another `--load-env`.
-fn launch_with_env(lab: &Lab, name: &str, load_env: &str, args: &[&str]) -> Job {
+pub(crate) fn launch_with_env(lab: &Lab, name: &str, load_env: &str, args: &[&str]) -> Job {
     let dir = lab.workdir(name);
     let mut argv = vec![
         "launch",
@@ -98,7 +98,7 @@ fn launch_with_env(lab: &Lab, name: &str, load_env: &str, args: &[&str]) -> Job 
     Job::launched(&out.stdout, dir, tmp_before)
 }
 
-fn copy_example(job_dir: &Path, name: &str) {
+pub(crate) fn copy_example(job_dir: &Path, name: &str) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("examples")
         .join(name);
@@ -108,7 +108,7 @@ fn copy_example(job_dir: &Path, name: &str) {
 /// Processes of this job still alive on any node. The lab's nodes are PID namespaces below
 /// this host's, so the host sees them all: a process is the job's if it carries the job's run
 /// mark or holds a file below the job's Ray temp root.
-fn leftovers(job_id: &str) -> Vec<String> {
+pub(crate) fn leftovers(job_id: &str) -> Vec<String> {
     let mark = format!("RAYSLURM_RUN_MARK={job_id}-");
     let root = format!("/tmp/rs0-{job_id}/");
     let mut found = Vec::new();
@@ -144,7 +144,7 @@ fn leftovers(job_id: &str) -> Vec<String> {
 }
 
 /// Where the lab keeps each node's /tmp.
-const NODE_TMP: &str = "/var/lib/rayslurm-lab/tmp";
+pub(crate) const NODE_TMP: &str = "/var/lib/rayslurm-lab/tmp";
 
 /// Ray's temp dirs of the job left on any node's /tmp.
 fn leftover_temp_dirs(job_id: &str) -> Vec<PathBuf> {
@@ -181,7 +181,7 @@ fn new_tmp_entries(before: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
         .collect()
 }
 
-fn assert_clean(job: &Job) {
+pub(crate) fn assert_clean(job: &Job) {
     // Give the nodes' teardown a moment after Slurm has let the job go.
     let deadline = Instant::now() + Duration::from_secs(5);
     while !leftovers(&job.id).is_empty() && Instant::now() < deadline {
@@ -207,7 +207,7 @@ fn assert_clean(job: &Job) {
 
 #[test]
 fn three_nodes_form_a_cluster_and_the_command_sees_them() {
-    let Some(lab) = lab("three_nodes_form_a_cluster_and_the_command_sees_them") else {
+    let Some((lab, _turn)) = lab("three_nodes_form_a_cluster_and_the_command_sees_them") else {
         return;
     };
     let dir = lab.workdir("copy");
@@ -266,7 +266,7 @@ fn three_nodes_form_a_cluster_and_the_command_sees_them() {
 
 #[test]
 fn exit_code_of_the_command_is_the_jobs() {
-    let Some(lab) = lab("exit_code_of_the_command_is_the_jobs") else {
+    let Some((lab, _turn)) = lab("exit_code_of_the_command_is_the_jobs") else {
         return;
     };
     // Also: a head-only flag reaches the head alone (a worker would refuse it), and without a
@@ -297,7 +297,7 @@ fn exit_code_of_the_command_is_the_jobs() {
 
 #[test]
 fn scancel_during_the_run_leaves_no_ray_process() {
-    let Some(lab) = lab("scancel_during_the_run_leaves_no_ray_process") else {
+    let Some((lab, _turn)) = lab("scancel_during_the_run_leaves_no_ray_process") else {
         return;
     };
     let job = launch(
@@ -322,7 +322,7 @@ fn scancel_during_the_run_leaves_no_ray_process() {
 
 #[test]
 fn two_jobs_share_a_node() {
-    let Some(lab) = lab("two_jobs_share_a_node") else {
+    let Some((lab, _turn)) = lab("two_jobs_share_a_node") else {
         return;
     };
     let node = lab.nodes.last().unwrap().clone();
@@ -361,7 +361,7 @@ fn two_jobs_share_a_node() {
 
 #[test]
 fn ipv6_head_address_works() {
-    let Some(lab) = lab("ipv6_head_address_works") else {
+    let Some((lab, _turn)) = lab("ipv6_head_address_works") else {
         return;
     };
     let cmd = "echo \"address=$RAY_ADDRESS\"; python -c 'import ray; ray.init(); print(\"alive\", sum(n[\"Alive\"] for n in ray.nodes()))'";
@@ -391,7 +391,7 @@ fn ipv6_head_address_works() {
 
 #[test]
 fn a_worker_that_cannot_start_fails_the_job_fast() {
-    let Some(lab) = lab("a_worker_that_cannot_start_fails_the_job_fast") else {
+    let Some((lab, _turn)) = lab("a_worker_that_cannot_start_fails_the_job_fast") else {
         return;
     };
     let dir = lab.workdir("badworker");
@@ -463,7 +463,7 @@ fn a_worker_that_cannot_start_fails_the_job_fast() {
 
 #[test]
 fn ray_missing_on_a_worker_fails_the_job_fast() {
-    let Some(lab) = lab("ray_missing_on_a_worker_fails_the_job_fast") else {
+    let Some((lab, _turn)) = lab("ray_missing_on_a_worker_fails_the_job_fast") else {
         return;
     };
     // `ray` reaches PATH through a directory in the head node's own /tmp: the workers inherit
@@ -502,7 +502,7 @@ fn ray_missing_on_a_worker_fails_the_job_fast() {
 
 #[test]
 fn hostile_command_runs_exactly_as_written() {
-    let Some(lab) = lab("hostile_command_runs_exactly_as_written") else {
+    let Some((lab, _turn)) = lab("hostile_command_runs_exactly_as_written") else {
         return;
     };
     let cmd = "printf '[%s]\\n' \"it's\" '$HOME stays' \"a \\\"quoted\\\" word\" 'ü 日本 🚀' \"$((6*7))\"\necho `echo backticks` ; echo \"two;\" && echo 'lines'";
@@ -517,7 +517,7 @@ fn hostile_command_runs_exactly_as_written() {
 
 #[test]
 fn plain_multi_node_program_without_ray() {
-    let Some(lab) = lab("plain_multi_node_program_without_ray") else {
+    let Some((lab, _turn)) = lab("plain_multi_node_program_without_ray") else {
         return;
     };
     let dir = lab.workdir("plaincopy");
@@ -557,7 +557,7 @@ fn worker_raylet(job_id: &str, head_ip: &str) -> Option<u32> {
 
 #[test]
 fn a_node_failing_mid_run_fails_the_job_fast() {
-    let Some(lab) = lab("a_node_failing_mid_run_fails_the_job_fast") else {
+    let Some((lab, _turn)) = lab("a_node_failing_mid_run_fails_the_job_fast") else {
         return;
     };
     let job = launch(
@@ -612,7 +612,7 @@ fn a_node_failing_mid_run_fails_the_job_fast() {
 
 #[test]
 fn the_time_limit_stops_the_run_cleanly() {
-    let Some(lab) = lab("the_time_limit_stops_the_run_cleanly") else {
+    let Some((lab, _turn)) = lab("the_time_limit_stops_the_run_cleanly") else {
         return;
     };
     // A 3-minute limit with SIGTERM asked for 60 s early: Slurm sends it 60 to 120 s in (its
@@ -651,7 +651,7 @@ fn the_time_limit_stops_the_run_cleanly() {
 /// the bootstrap killed the command 10 s after passing it on, whatever the grace.
 #[test]
 fn the_command_gets_the_stop_grace_to_finish() {
-    let Some(lab) = lab("the_command_gets_the_stop_grace_to_finish") else {
+    let Some((lab, _turn)) = lab("the_command_gets_the_stop_grace_to_finish") else {
         return;
     };
     // 20 s to "checkpoint" after SIGTERM: within the 60 s grace (less the teardown margin).
@@ -676,7 +676,7 @@ fn the_command_gets_the_stop_grace_to_finish() {
 
 #[test]
 fn a_ready_timeout_fails_the_job_and_stops_starting_workers() {
-    let Some(lab) = lab("a_ready_timeout_fails_the_job_and_stops_starting_workers") else {
+    let Some((lab, _turn)) = lab("a_ready_timeout_fails_the_job_and_stops_starting_workers") else {
         return;
     };
     // Ray needs several seconds to start here: 2 s is never enough.

@@ -83,7 +83,8 @@ impl World {
 
 #[test]
 fn launch_follow_prints_the_output_and_exits_with_the_jobs_code() {
-    let Some(lab) = lab("launch_follow_prints_the_output_and_exits_with_the_jobs_code") else {
+    let Some((lab, _turn)) = lab("launch_follow_prints_the_output_and_exits_with_the_jobs_code")
+    else {
         return;
     };
     let world = World::new(lab, "e2e-follow");
@@ -127,7 +128,7 @@ fn launch_follow_prints_the_output_and_exits_with_the_jobs_code() {
 
 #[test]
 fn logs_follow_streams_a_running_job() {
-    let Some(lab) = lab("logs_follow_streams_a_running_job") else {
+    let Some((lab, _turn)) = lab("logs_follow_streams_a_running_job") else {
         return;
     };
     let world = World::new(lab, "e2e-logs");
@@ -177,7 +178,7 @@ fn logs_follow_streams_a_running_job() {
 
 #[test]
 fn status_shows_pending_running_and_the_final_state() {
-    let Some(lab) = lab("status_shows_pending_running_and_the_final_state") else {
+    let Some((lab, _turn)) = lab("status_shows_pending_running_and_the_final_state") else {
         return;
     };
     let world = World::new(lab, "e2e-status");
@@ -212,7 +213,7 @@ fn status_shows_pending_running_and_the_final_state() {
 
 #[test]
 fn cancel_ends_a_running_job_and_status_shows_it_cancelled() {
-    let Some(lab) = lab("cancel_ends_a_running_job_and_status_shows_it_cancelled") else {
+    let Some((lab, _turn)) = lab("cancel_ends_a_running_job_and_status_shows_it_cancelled") else {
         return;
     };
     let world = World::new(lab, "e2e-cancel");
@@ -250,7 +251,7 @@ fn cancel_ends_a_running_job_and_status_shows_it_cancelled() {
 
 #[test]
 fn two_launches_at_once_are_both_recorded() {
-    let Some(lab) = lab("two_launches_at_once_are_both_recorded") else {
+    let Some((lab, _turn)) = lab("two_launches_at_once_are_both_recorded") else {
         return;
     };
     let world = World::new(lab, "e2e-twice");

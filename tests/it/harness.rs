@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::sync::{OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// The rayslurm binary under test.
 pub fn bin() -> PathBuf {
@@ -142,9 +142,36 @@ fn cluster_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/cluster.sh")
 }
 
-/// The test cluster if it is up. When it is not: a loud skip on a developer's machine, a
-/// failure under CI (`CI=true`), never a silent pass.
-pub fn lab(test: &str) -> Option<&'static Lab> {
+/// A test's turn on the cluster: shared with other tests, or the whole cluster for a test that
+/// kills nodes (and would fail every job beside it). Held until the test ends.
+pub enum Turn {
+    Shared(#[allow(dead_code)] RwLockReadGuard<'static, ()>),
+    Alone(#[allow(dead_code)] RwLockWriteGuard<'static, ()>),
+}
+
+static TURNS: RwLock<()> = RwLock::new(());
+
+/// The test cluster if it is up, shared with other tests. When it is not: a loud skip on a
+/// developer's machine, a failure under CI (`CI=true`), never a silent pass.
+pub fn lab(test: &str) -> Option<(&'static Lab, Turn)> {
+    let lab = lab_up(test)?;
+    Some((
+        lab,
+        Turn::Shared(TURNS.read().unwrap_or_else(PoisonError::into_inner)),
+    ))
+}
+
+/// [`lab`] for a test that must have the cluster to itself (it kills nodes): it waits until the
+/// other tests are done with it, and they wait for it.
+pub fn lab_alone(test: &str) -> Option<(&'static Lab, Turn)> {
+    let lab = lab_up(test)?;
+    Some((
+        lab,
+        Turn::Alone(TURNS.write().unwrap_or_else(PoisonError::into_inner)),
+    ))
+}
+
+fn lab_up(test: &str) -> Option<&'static Lab> {
     static LAB: OnceLock<Result<Lab, String>> = OnceLock::new();
     let lab = LAB.get_or_init(|| {
         let out = Command::new("bash")

@@ -8,4 +8,5 @@ mod layers;
 mod runs;
 
 mod e2e_bootstrap;
+mod e2e_failures;
 mod e2e_runs;

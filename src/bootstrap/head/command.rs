@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use super::Head;
+use crate::bootstrap::heartbeat;
 use crate::bootstrap::marked::{self, RunMark};
 use crate::bootstrap::outcome::Outcome;
 use crate::bootstrap::user_command::UserCommand;
@@ -54,8 +55,8 @@ impl Stopping {
     }
 }
 
-/// A node failure while the command runs: the worker step ended, or the head's raylet died
-/// (`ray_mark` is the run's mark when Ray runs).
+/// A node failure while the command runs: the worker step ended, a worker node went silent,
+/// or the head's raylet died (`ray_mark` is the run's mark when Ray runs).
 fn check_nodes(
     workers: &mut Option<WorkerStep>,
     ray_mark: Option<&RunMark>,
@@ -69,6 +70,9 @@ fn check_nodes(
             "the worker step ended with {} while the command ran: a worker node failed (its own message is above)",
             describe_status(status)
         ));
+    }
+    if let Some((node, quiet)) = workers.as_ref().and_then(WorkerStep::silent_node) {
+        return Some(heartbeat::silence_message(&node, quiet));
     }
     if let Some(mark) = ray_mark
         && last_check.elapsed() >= LIVENESS_EVERY

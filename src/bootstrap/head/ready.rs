@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::Head;
+use crate::bootstrap::heartbeat;
 use crate::bootstrap::outcome::Outcome;
 use crate::bootstrap::ray_node::RayStart;
 use crate::bootstrap::signals;
@@ -152,6 +153,11 @@ impl Head<'_> {
                 ),
             );
             ready.join(rank, j);
+        }
+        if let Some((silent, quiet)) = step.silent_node() {
+            return Err(Outcome::startup_failed(heartbeat::silence_message(
+                &silent, quiet,
+            )));
         }
         if ready.short_of_workers()
             && let Ok(Some(status)) = step.child.try_wait()

@@ -1,0 +1,130 @@
+//! End-to-end tests of failures the bootstrap must notice and clean up after, on the real test
+//! cluster: a node that dies (its whole namespace killed, as a crash does) while the command
+//! runs or while Ray starts. These kill nodes, so each has the cluster to itself.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::e2e_bootstrap::{Job, NODE_TMP, assert_clean, launch};
+use crate::harness::{Lab, expand_nodes, lab_alone, rayslurm, scontrol_job, text};
+
+/// `cluster.sh kill-node` / `revive-node` for a node named `nodeK`.
+fn cluster(verb: &str, node: &str) {
+    let k = node.trim_start_matches("node");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cluster/cluster.sh");
+    let out = Command::new("bash")
+        .args([script, verb, k])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cluster.sh {verb} {k}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The job's last node: a worker (the head is the first).
+fn a_worker_of(job: &Job) -> String {
+    let nodes = expand_nodes(&scontrol_job(&job.id)["NodeList"]);
+    assert!(nodes.len() >= 2, "{nodes:?}");
+    nodes.last().unwrap().clone()
+}
+
+/// Waits until the bootstrap has written its final state (its own end, which must come long
+/// before Slurm declares the dead node down); returns how long that took from `since`.
+fn bootstrap_end(job: &Job, since: Instant) -> Duration {
+    let state = job.log.with_extension("state.json");
+    while !state.exists() {
+        assert!(
+            since.elapsed() < Duration::from_secs(90),
+            "no final state 90 s after the node died\nlog:\n{}",
+            job.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    since.elapsed()
+}
+
+/// Revives the dead node, waits for the job to leave Slurm, and checks nothing is left on any
+/// node. The dead node's /tmp is as the crash left it (its Ray temp root among it): a crashed
+/// machine's files are not the run's to clean, so that one directory is removed here.
+fn revive_and_check(job: &Job, dead: &str) {
+    cluster("revive-node", dead);
+    job.wait(Duration::from_secs(120));
+    let _ = std::fs::remove_dir_all(format!("{NODE_TMP}/{dead}/rs0-{}", job.id));
+    assert_clean(job);
+}
+
+/// `status --json` of the run, as a user would ask while Slurm still cleans up.
+fn status_row(job: &Job) -> serde_json::Value {
+    let out = rayslurm(["status", "--json", &job.id]).output();
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out).1));
+    rows[0].clone()
+}
+
+fn launch_three(lab: &Lab, name: &str, command: &str) -> Job {
+    launch(lab, name, &["-n", "3", "--command", command])
+}
+
+#[test]
+fn a_node_that_dies_while_the_command_runs_fails_the_run_within_30_s() {
+    let Some((lab, _turn)) =
+        lab_alone("a_node_that_dies_while_the_command_runs_fails_the_run_within_30_s")
+    else {
+        return;
+    };
+    let job = launch_three(lab, "nodedies", "echo command-started; sleep 120");
+    job.wait_for_log("command-started", Duration::from_secs(300));
+    let dead = a_worker_of(&job);
+    let killed_at = Instant::now();
+    cluster("kill-node", &dead);
+    let took = bootstrap_end(&job, killed_at);
+    let log = job.log_text();
+    assert!(
+        took < Duration::from_secs(30),
+        "the run ended {took:?} after {dead} died\n{log}"
+    );
+    let state = job.state();
+    assert_eq!(state["ending"], "node-failed", "{log}");
+    let message = state["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("no heartbeat from {dead} for")),
+        "{message}"
+    );
+    assert!(
+        log.contains(&format!("no heartbeat from {dead} for")),
+        "{log}"
+    );
+    // Slurm keeps the job COMPLETING until it declares the node down; status already knows.
+    let row = status_row(&job);
+    assert_eq!(row["state"], "NODE_FAIL", "{row}");
+    revive_and_check(&job, &dead);
+}
+
+#[test]
+fn a_node_that_dies_while_ray_starts_fails_the_run_within_30_s() {
+    let Some((lab, _turn)) =
+        lab_alone("a_node_that_dies_while_ray_starts_fails_the_run_within_30_s")
+    else {
+        return;
+    };
+    let job = launch_three(lab, "nodediesearly", "echo should-not-run");
+    job.wait_for_log("starting Ray head", Duration::from_secs(300));
+    let dead = a_worker_of(&job);
+    let killed_at = Instant::now();
+    cluster("kill-node", &dead);
+    let took = bootstrap_end(&job, killed_at);
+    let log = job.log_text();
+    assert!(
+        took < Duration::from_secs(30),
+        "the run ended {took:?} after {dead} died\n{log}"
+    );
+    assert_eq!(job.state()["ending"], "startup-failed", "{log}");
+    assert!(
+        log.contains(&format!("no heartbeat from {dead} for")),
+        "{log}"
+    );
+    assert!(!log.contains("\nshould-not-run"), "{log}");
+    revive_and_check(&job, &dead);
+}
