@@ -20,6 +20,7 @@ mod ports;
 mod ray_node;
 mod signals;
 mod user_command;
+mod watchdog;
 mod worker;
 mod worker_step;
 
@@ -48,15 +49,20 @@ const READY_PREFIX: &str = "RAYSLURM-READY";
 pub(crate) fn run(args: &BootstrapArgs) -> Result<ExitCode> {
     let env: HashMap<String, String> = std::env::vars().collect();
     let alloc = Allocation::from_env(&env, args.requested_gpus)?;
+    if args.watchdog {
+        return Ok(exit_code(watchdog::run(args, &alloc)));
+    }
     signals::install()?;
     let code = if args.worker {
         worker::run(args, &alloc, &env)
     } else {
         head::run(args, &alloc)
     };
-    Ok(ExitCode::from(
-        u8::try_from(code.clamp(0, 255)).unwrap_or(1),
-    ))
+    Ok(exit_code(code))
+}
+
+fn exit_code(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code.clamp(0, 255)).unwrap_or(1))
 }
 
 /// A log line from the bootstrap: time, node, message, on stderr (the job's log).

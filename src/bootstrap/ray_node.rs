@@ -26,9 +26,16 @@ pub(crate) struct TempRoot {
 }
 
 impl TempRoot {
-    pub(crate) fn create(job_id: &str) -> Result<Self> {
+    /// The job's temp root on this node, whether it exists or not.
+    pub(crate) fn path_for(job_id: &str) -> Self {
         let uid = nix::unistd::getuid();
-        let path = PathBuf::from(format!("/tmp/rs{uid}-{job_id}"));
+        Self {
+            path: PathBuf::from(format!("/tmp/rs{uid}-{job_id}")),
+        }
+    }
+
+    pub(crate) fn create(job_id: &str) -> Result<Self> {
+        let path = Self::path_for(job_id).path;
         std::fs::create_dir_all(&path)
             .with_context(|| format!("cannot create Ray's temp dir `{}`", path.display()))?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;

@@ -25,6 +25,11 @@ impl UserCommand {
         Ok(Self { child, pgid })
     }
 
+    /// The command's process group.
+    pub(crate) fn pgid(&self) -> Pid {
+        self.pgid
+    }
+
     /// Signals the command's whole process group.
     pub(crate) fn signal(&self, signal: Signal) {
         let _ = killpg(self.pgid, signal);

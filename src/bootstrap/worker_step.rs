@@ -62,6 +62,7 @@ impl WorkerStep {
         let worker = BootstrapArgs {
             command: None,
             worker: true,
+            watchdog: false,
             head_address: Some(head_address.to_owned()),
             run_mark: Some(mark.to_owned()),
             requested_gpus: args.requested_gpus,

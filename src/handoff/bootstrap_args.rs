@@ -19,6 +19,10 @@ pub(crate) struct BootstrapArgs {
     #[arg(long)]
     pub(crate) worker: bool,
 
+    /// Watch the head's bootstrap (whose end of a pipe is stdin) and stop the run if it dies.
+    #[arg(long)]
+    pub(crate) watchdog: bool,
+
     /// The head's GCS address, for workers.
     #[arg(long)]
     pub(crate) head_address: Option<String>,
@@ -49,6 +53,7 @@ impl BootstrapArgs {
         Self {
             command: None,
             worker: false,
+            watchdog: false,
             head_address: None,
             run_mark: None,
             requested_gpus,
@@ -64,6 +69,7 @@ impl BootstrapArgs {
         let Self {
             command: _,
             worker,
+            watchdog,
             head_address,
             run_mark,
             requested_gpus,
@@ -74,6 +80,9 @@ impl BootstrapArgs {
         let mut flags = Vec::new();
         if *worker {
             flags.push(("--worker", None));
+        }
+        if *watchdog {
+            flags.push(("--watchdog", None));
         }
         let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
         let optional = [
@@ -113,6 +122,7 @@ mod tests {
         let worker = BootstrapArgs {
             command: None,
             worker: true,
+            watchdog: true,
             head_address: Some("[fd00::1]:12000".into()),
             run_mark: Some("42-7".into()),
             requested_gpus: 2,

@@ -23,6 +23,9 @@ pub(crate) enum Ending {
     NodeFailed,
     /// The job was asked to stop (scancel, time limit, SIGTERM) while the command ran.
     Stopped,
+    /// The head's bootstrap died (SIGKILL, the OOM killer, a crash); its watchdog stopped the
+    /// command and Ray and wrote this.
+    Killed,
 }
 
 impl Ending {
@@ -33,6 +36,7 @@ impl Ending {
             Self::StartupFailed => "startup-failed",
             Self::NodeFailed => "node-failed",
             Self::Stopped => "stopped",
+            Self::Killed => "killed",
         }
     }
 }

@@ -107,7 +107,7 @@ pub(crate) fn copy_example(job_dir: &Path, name: &str) {
 
 /// Processes of this job still alive on any node. The lab's nodes are PID namespaces below
 /// this host's, so the host sees them all: a process is the job's if it carries the job's run
-/// mark or holds a file below the job's Ray temp root.
+/// mark, holds a file below the job's Ray temp root, or is the job's watchdog.
 pub(crate) fn leftovers(job_id: &str) -> Vec<String> {
     let mark = format!("RAYSLURM_RUN_MARK={job_id}-");
     let root = format!("/tmp/rs0-{job_id}/");
@@ -124,6 +124,11 @@ pub(crate) fn leftovers(job_id: &str) -> Vec<String> {
         // the job's temp root in their arguments.
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let named = String::from_utf8_lossy(&cmdline).contains(&format!("/tmp/rs0-{job_id}/"));
+        // The head's watchdog ends with the run.
+        let watchdog = String::from_utf8_lossy(&cmdline).contains("--watchdog")
+            && environ
+                .split(|b| *b == 0)
+                .any(|v| v == format!("SLURM_JOB_ID={job_id}").as_bytes());
         let holds = std::fs::read_dir(format!("/proc/{pid}/fd"))
             .map(|fds| {
                 fds.filter_map(Result::ok)
@@ -135,7 +140,7 @@ pub(crate) fn leftovers(job_id: &str) -> Vec<String> {
         let zombie = stat
             .rsplit_once(')')
             .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
-        if (marked || holds || named) && !zombie {
+        if (marked || holds || named || watchdog) && !zombie {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
             found.push(format!("{pid} {}", comm.trim()));
         }
@@ -147,7 +152,7 @@ pub(crate) fn leftovers(job_id: &str) -> Vec<String> {
 pub(crate) const NODE_TMP: &str = "/var/lib/rayslurm-lab/tmp";
 
 /// Ray's temp dirs of the job left on any node's /tmp.
-fn leftover_temp_dirs(job_id: &str) -> Vec<PathBuf> {
+pub(crate) fn leftover_temp_dirs(job_id: &str) -> Vec<PathBuf> {
     let Ok(nodes) = std::fs::read_dir(NODE_TMP) else {
         return Vec::new();
     };

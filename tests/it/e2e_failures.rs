@@ -5,8 +5,8 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::e2e_bootstrap::{Job, NODE_TMP, assert_clean, launch};
-use crate::harness::{Lab, expand_nodes, lab_alone, rayslurm, scontrol_job, text};
+use crate::e2e_bootstrap::{Job, NODE_TMP, assert_clean, launch, leftover_temp_dirs, leftovers};
+use crate::harness::{Lab, expand_nodes, lab, lab_alone, rayslurm, scontrol_job, text};
 
 /// `cluster.sh kill-node` / `revive-node` for a node named `nodeK`.
 fn cluster(verb: &str, node: &str) {
@@ -127,4 +127,89 @@ fn a_node_that_dies_while_ray_starts_fails_the_run_within_30_s() {
     );
     assert!(!log.contains("\nshould-not-run"), "{log}");
     revive_and_check(&job, &dead);
+}
+
+/// PIDs of the processes whose command line holds every one of `parts`.
+fn processes_with(parts: &[&str]) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+            !zombie && parts.iter().all(|p| cmdline.contains(p))
+        })
+        .collect()
+}
+
+#[test]
+fn a_killed_bootstrap_leaves_nothing_and_says_so() {
+    let Some((lab, _turn)) = lab("a_killed_bootstrap_leaves_nothing_and_says_so") else {
+        return;
+    };
+    // A command easy to find: the watchdog must stop it too.
+    let job = launch(
+        lab,
+        "killedboot",
+        &["-n", "2", "--command", "echo command-started; sleep 4321.5"],
+    );
+    job.wait_for_log("command-started", Duration::from_secs(300));
+    let state = job.log.with_extension("state.json");
+    let state = state.to_string_lossy();
+    let head: Vec<u32> = processes_with(&["bootstrap", &state])
+        .into_iter()
+        .filter(|pid| {
+            processes_with(&["--watchdog", &state])
+                .binary_search(pid)
+                .is_err()
+        })
+        .collect();
+    assert_eq!(head.len(), 1, "the head's bootstrap: {head:?}");
+    assert_eq!(
+        processes_with(&["--watchdog", &state]).len(),
+        1,
+        "its watchdog"
+    );
+    assert!(
+        !leftovers(&job.id).is_empty(),
+        "Ray runs (the check can see it)"
+    );
+    let killed_at = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(head[0] as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    loop {
+        let left = (
+            leftovers(&job.id),
+            leftover_temp_dirs(&job.id),
+            processes_with(&["sleep 4321.5"]),
+            processes_with(&["--watchdog", &state]),
+        );
+        if left.0.is_empty() && left.1.is_empty() && left.2.is_empty() && left.3.is_empty() {
+            break;
+        }
+        assert!(
+            killed_at.elapsed() < Duration::from_secs(15),
+            "15 s after the bootstrap was killed, still there: {left:?}\nlog:\n{}",
+            job.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let final_state = job.state();
+    assert_eq!(final_state["ending"], "killed", "{final_state}");
+    let row = status_row(&job);
+    assert_eq!(row["state"], "FAILED", "{row}");
+    job.wait(Duration::from_secs(60));
+    assert!(
+        job.log_text()
+            .contains("its watchdog stopped the command and Ray")
+    );
+    assert_clean(&job);
 }

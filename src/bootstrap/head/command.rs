@@ -103,6 +103,9 @@ impl Head<'_> {
         let ray_mark = (!self.args.cluster.no_ray).then(|| self.run_mark());
         let node = self.alloc.node.clone();
         let grace = self.args.cluster.command_grace();
+        if let Some(w) = &mut self.watchdog {
+            w.command_started(cmd.pgid());
+        }
         let command = self.command.insert(cmd);
         let mut stop: Option<Stopping> = None;
         let mut node_failure: Option<String> = None;

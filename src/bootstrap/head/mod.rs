@@ -17,6 +17,7 @@ use super::outcome::Outcome;
 use super::ports;
 use super::ray_node::{RayStart, TempRoot, start_node};
 use super::user_command::UserCommand;
+use super::watchdog::Watchdog;
 use super::worker_step::WorkerStep;
 use super::{Allocation, RAY_STOP_GRACE, say};
 use crate::handoff::bootstrap_args::BootstrapArgs;
@@ -25,14 +26,28 @@ use crate::handoff::final_state::FinalState;
 /// Runs the head's part and returns the job's exit code.
 pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
     let started_at = Local::now();
+    let mark = format!("{}-{}", alloc.job_id, std::process::id());
+    let watchdog = match Watchdog::start(args, &mark) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            say(
+                &alloc.node,
+                format!(
+                    "warning: no watchdog (if this bootstrap is killed, Ray may be left running): {e:#}"
+                ),
+            );
+            None
+        }
+    };
     let mut head = Head {
         args,
         alloc,
-        mark: format!("{}-{}", alloc.job_id, std::process::id()),
+        mark,
         temp: None,
         dashboard_port: None,
         workers: None,
         command: None,
+        watchdog,
     };
     let outcome = head.run();
     head.teardown(outcome.code != 0);
@@ -62,6 +77,9 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
             super::memory_note()
         ),
     );
+    if let Some(w) = head.watchdog.take() {
+        w.done();
+    }
     outcome.code
 }
 
@@ -74,6 +92,8 @@ struct Head<'a> {
     dashboard_port: Option<u16>,
     workers: Option<WorkerStep>,
     command: Option<UserCommand>,
+    /// Stops the run if this process dies before it ends (see [`Watchdog`]).
+    watchdog: Option<Watchdog>,
 }
 
 impl Head<'_> {
