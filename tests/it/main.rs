@@ -5,6 +5,7 @@ mod harness;
 
 mod launch;
 mod runs;
+mod version;
 
 mod e2e_bootstrap;
 mod e2e_runs;
