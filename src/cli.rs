@@ -13,7 +13,14 @@ use crate::handoff::cluster::IpFamily;
 #[derive(Debug, Parser)]
 #[command(
     name = "rayslurm",
-    version,
+    version = concat!(
+        env!("CARGO_PKG_VERSION"),
+        " (",
+        env!("RAYSLURM_BUILD_COMMIT"),
+        " ",
+        env!("RAYSLURM_BUILD_TARGET"),
+        ")"
+    ),
     about = "Run Ray (and other multi-node programs) on a Slurm cluster with one command",
     propagate_version = true
 )]

@@ -199,6 +199,86 @@ fn hostile_text_survives_bash() {
     );
 }
 
+/// Runs a dry-run script whose binary copy was replaced by `fake` and returns the script's
+/// exit code and stderr: what a node prints when the copy is there but does not start.
+fn script_with_broken_copy(fake: &[u8]) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rayslurm([
+        "launch",
+        "--dry-run",
+        "--exp-name",
+        "b",
+        "--command",
+        "true",
+    ])
+    .cwd(dir.path())
+    .output();
+    assert!(out.status.success());
+    let script = text(&out).0;
+    let bins: Vec<_> = std::fs::read_dir(dir.path().join(".rayslurm/bin"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(bins.len(), 1, "{bins:?}");
+    std::fs::write(&bins[0], fake).unwrap();
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    (out.status.code(), text(&out).1)
+}
+
+/// The message an old glibc's loader prints, from a stand-in that prints it.
+#[test]
+fn a_copy_the_nodes_glibc_cannot_load_says_so() {
+    let fake = "#!/bin/bash\necho \"$0: /lib64/libc.so.6: version \\`GLIBC_2.34' not found (required by $0)\" >&2\nexit 1\n";
+    let (code, stderr) = script_with_broken_copy(fake.as_bytes());
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.starts_with("rayslurm: cannot run "), "{stderr}");
+    assert!(
+        stderr.contains(
+            "the node's glibc is older than this build needs: /lib64/libc.so.6: version `GLIBC_2.34' not found"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("glibc 2.17"), "{stderr}");
+}
+
+#[test]
+fn a_copy_for_another_cpu_says_so() {
+    // An ELF header alone, for a machine that is not this one.
+    let (machine, arch) = match std::env::consts::ARCH {
+        "aarch64" => (62u8, "x86_64"),
+        _ => (183u8, "aarch64"),
+    };
+    let mut elf = vec![0u8; 64];
+    elf[..7].copy_from_slice(b"\x7fELF\x02\x01\x01");
+    elf[16] = 2;
+    elf[18] = machine;
+    let (code, stderr) = script_with_broken_copy(&elf);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "it is built for {arch}, the node is {}",
+            std::env::consts::ARCH
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_copy_that_fails_otherwise_shows_the_first_line_of_its_error() {
+    let fake = "#!/bin/bash\necho 'first line' >&2\necho 'second line' >&2\nexit 3\n";
+    let (code, stderr) = script_with_broken_copy(fake.as_bytes());
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.ends_with(": first line (exit code 3)\n"), "{stderr}");
+    assert!(!stderr.contains("second line"), "{stderr}");
+}
+
 #[test]
 fn dry_run_writes_the_script_only() {
     let dir = tempfile::tempdir().unwrap();

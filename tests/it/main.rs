@@ -6,6 +6,7 @@ mod harness;
 mod launch;
 mod layers;
 mod runs;
+mod version;
 
 mod e2e_bootstrap;
 mod e2e_failures;

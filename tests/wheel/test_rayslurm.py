@@ -1,0 +1,208 @@
+"""Tests of the Python package inside the wheel, run against the installed wheel.
+
+`bash tests/wheel/check.sh` runs them with a fresh venv's Python in which only the wheel is
+installed (`python -m unittest`, nothing else needed). Slurm is faked by small scripts on
+PATH: these tests check what the package does with rayslurm's answers, not Slurm itself.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sysconfig
+import tempfile
+import unittest
+from pathlib import Path
+from typing import Dict
+from unittest import mock
+
+import rayslurm
+from rayslurm import RayslurmError
+
+
+def write_script(directory: Path, name: str, body: str) -> None:
+    path = directory / name
+    path.write_text(f"#!/bin/bash\n{body}\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+class Scratch(unittest.TestCase):
+    """A temp directory for logs, an empty run store, and a directory of fake Slurm commands
+    first on PATH; never the user's config or run records."""
+
+    def setUp(self) -> None:
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.root = Path(tmp.name)
+        self.logs = self.root / "logs"
+        self.shims = self.root / "shims"
+        for d in (self.logs, self.shims):
+            d.mkdir()
+        env: Dict[str, str] = {
+            "PATH": f"{self.shims}{os.pathsep}{os.environ.get('PATH', '')}",
+            "RAYSLURM_STATE_DIR": str(self.root / "state"),
+            "RAYSLURM_CONFIG": str(self.root / "no-config.toml"),
+        }
+        patcher = mock.patch.dict(os.environ, env)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        for name in list(os.environ):
+            if name.startswith("RAYSLURM_") and name not in env:
+                del os.environ[name]
+
+
+class FindBin(Scratch):
+    def test_finds_the_binary_the_wheel_installed_in_the_scripts_dir(self) -> None:
+        found = Path(rayslurm.find_bin())
+        self.assertEqual(found.parent, Path(sysconfig.get_path("scripts")))
+        self.assertTrue(os.access(found, os.X_OK))
+
+    def test_falls_back_to_path(self) -> None:
+        write_script(self.shims, "rayslurm", "echo fake")
+        with mock.patch.object(rayslurm, "_search_dirs", return_value=[self.root]):
+            self.assertEqual(rayslurm.find_bin(), str(self.shims / "rayslurm"))
+
+    def test_says_where_it_looked(self) -> None:
+        with mock.patch.object(rayslurm, "_search_dirs", return_value=[self.root]):
+            with mock.patch.dict(os.environ, {"PATH": str(self.logs)}):
+                with self.assertRaises(FileNotFoundError) as caught:
+                    rayslurm.find_bin()
+        self.assertIn(str(self.root), str(caught.exception))
+        self.assertIn("PATH", str(caught.exception))
+
+
+class Flags(unittest.TestCase):
+    def test_keyword_arguments_become_flags(self) -> None:
+        flags = rayslurm._flags(
+            {
+                "exp_name": "x",
+                "num_nodes": 3,
+                "exclusive": True,
+                "no_ray": False,
+                "partition": None,
+                "log_dir": Path("/shared/logs"),
+                "env": ["A=1", "B=two words"],
+                "sbatch_arg": ("--mail-type=END",),
+                "ray_args": "--num-cpus 1",
+            }
+        )
+        self.assertEqual(
+            flags,
+            [
+                "--exp-name=x",
+                "--num-nodes=3",
+                "--exclusive",
+                "--log-dir=/shared/logs",
+                "--env=A=1",
+                "--env=B=two words",
+                "--sbatch-arg=--mail-type=END",
+                "--ray-args=--num-cpus 1",
+            ],
+        )
+
+    def test_a_mapping_gives_key_value_flags(self) -> None:
+        self.assertEqual(
+            rayslurm._flags({"env": {"SEED": 1, "MODE": "fast"}}),
+            ["--env=SEED=1", "--env=MODE=fast"],
+        )
+
+    def test_zero_is_a_value_not_false(self) -> None:
+        self.assertEqual(rayslurm._flags({"num_gpus": 0}), ["--num-gpus=0"])
+
+    def test_values_that_are_not_text_are_refused(self) -> None:
+        for bad in ({"env": [["A=1"]]}, {"env": [True]}, {"mem": object()}):
+            with self.subTest(bad=bad), self.assertRaises(TypeError):
+                rayslurm._flags(bad)
+
+
+class Launch(Scratch):
+    def test_dry_run_returns_the_result(self) -> None:
+        result = rayslurm.launch(
+            exp_name="wheelcheck",
+            command="python -c 'print(1)'",
+            num_nodes=2,
+            dry_run=True,
+            log_dir=self.logs,
+        )
+        self.assertEqual(result["exp_name"], "wheelcheck")
+        self.assertIsNone(result["job_id"])
+        self.assertFalse(result["submitted"])
+        script = Path(result["script"])
+        self.assertEqual(script.parent, self.logs)
+        text = script.read_text()
+        self.assertIn("#SBATCH --nodes=2\n", text)
+        self.assertIn("python -c ", text)
+        self.assertTrue(result["log"].endswith(".log"))
+
+    def test_bad_input_raises_with_rayslurms_explanation(self) -> None:
+        with self.assertRaises(RayslurmError) as caught:
+            rayslurm.launch(exp_name="a/b", command="true", dry_run=True, log_dir=self.logs)
+        error = caught.exception
+        self.assertEqual(error.returncode, 2)
+        self.assertIn("invalid --exp-name `a/b`", error.stderr)
+        self.assertIn("invalid --exp-name `a/b`", str(error))
+        self.assertIn("--exp-name=a/b", str(error))
+        self.assertEqual(list(self.logs.iterdir()), [], "nothing written")
+
+    def test_an_unknown_flag_raises(self) -> None:
+        with self.assertRaises(RayslurmError) as caught:
+            rayslurm.launch(exp_name="x", command="true", dry_run=True, no_such_flag=1)
+        self.assertEqual(caught.exception.returncode, 2)
+        self.assertIn("--no-such-flag", caught.exception.stderr)
+
+    def test_flags_that_would_change_the_output_are_refused(self) -> None:
+        for key in ("follow", "json"):
+            with self.subTest(key=key), self.assertRaises(ValueError):
+                rayslurm.launch(exp_name="x", command="true", **{key: True})
+
+
+class StatusAndWait(Scratch):
+    """A fake sbatch (job 4242), squeue (prints the state written to a file) and scontrol."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.state = self.shims / "state"
+        self.state.write_text("RUNNING")
+        write_script(self.shims, "sbatch", '[ "$1" = --parsable ] && echo 4242')
+        # `%i|%T|%r|%M|%D`: without submit time and script the job is taken as the run's.
+        write_script(self.shims, "squeue", f'echo "4242|$(cat {self.state})|None|0:05|1"')
+        write_script(
+            self.shims,
+            "scontrol",
+            "echo 'JobId=4242 JobState=COMPLETED Reason=None ExitCode=0:0 "
+            "RunTime=00:00:07 NodeList=node1'",
+        )
+
+    def test_status_of_an_empty_store_is_empty(self) -> None:
+        self.assertEqual(rayslurm.status(), [])
+
+    def test_status_of_an_unknown_run_raises(self) -> None:
+        with self.assertRaises(RayslurmError) as caught:
+            rayslurm.status("nope")
+        self.assertEqual(caught.exception.returncode, 2)
+        self.assertIn("no run matches", caught.exception.stderr)
+
+    def test_launch_status_wait(self) -> None:
+        run = rayslurm.launch(exp_name="w", command="true", log_dir=self.logs)
+        self.assertEqual((run["job_id"], run["submitted"]), ("4242", True))
+
+        [record] = rayslurm.status(run)
+        self.assertEqual((record["job_id"], record["state"]), ("4242", "RUNNING"))
+        self.assertFalse(rayslurm.is_ended(record))
+        self.assertEqual(rayslurm.status("w"), [record])
+        with self.assertRaises(TimeoutError):
+            rayslurm.wait(run, poll=0.05, timeout=0.2)
+
+        self.state.write_text("COMPLETED")
+        final = rayslurm.wait("w", poll=0.05, timeout=30)
+        self.assertEqual((final["job_id"], final["state"]), ("4242", "COMPLETED"))
+        self.assertEqual(final["exit_code"], 0)
+        self.assertTrue(rayslurm.is_ended(final))
+
+    def test_waiting_for_a_dry_run_is_refused(self) -> None:
+        with self.assertRaises(ValueError):
+            rayslurm.wait({"job_id": None, "submitted": False})
+
+
+if __name__ == "__main__":
+    unittest.main()
