@@ -19,6 +19,9 @@ pub(crate) struct Allocation {
     pub(crate) cpus_on_node: Option<u32>,
     /// GPUs this node really has for the job (see [`gpus_on_node`]).
     pub(crate) gpus_on_node: u32,
+    /// Bytes of memory the job has on this node, where Slurm tracks memory (see
+    /// [`memory_on_node`]).
+    pub(crate) memory_on_node: Option<u64>,
 }
 
 impl Allocation {
@@ -36,12 +39,14 @@ impl Allocation {
         let list = get(slurm_env::SLURM_JOB_NODELIST).unwrap_or_else(|| node.clone());
         let nodes = hostlist::expand(&list)
             .with_context(|| format!("cannot read SLURM_JOB_NODELIST `{list}`"))?;
+        let cpus_on_node = get(slurm_env::SLURM_CPUS_ON_NODE).and_then(|c| leading_number(&c));
         Ok(Self {
             job_id,
             node,
             nodes,
-            cpus_on_node: get(slurm_env::SLURM_CPUS_ON_NODE).and_then(|c| leading_number(&c)),
+            cpus_on_node,
             gpus_on_node: gpus_on_node(env, requested_gpus),
+            memory_on_node: memory_on_node(env, cpus_on_node),
         })
     }
 
@@ -58,6 +63,20 @@ impl Allocation {
     pub(crate) fn job_number(&self) -> u64 {
         leading_number(&self.job_id).map_or(0, u64::from)
     }
+}
+
+/// The job's memory on this node in bytes: `SLURM_MEM_PER_NODE` (MB), else
+/// `SLURM_MEM_PER_CPU` (MB) times the node's CPUs. `None` where the site does not track memory
+/// (neither is set, or 0).
+pub(crate) fn memory_on_node(env: &HashMap<String, String>, cpus: Option<u32>) -> Option<u64> {
+    let megabytes = |k: &str| {
+        env.get(k)
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|mb| *mb > 0)
+    };
+    let mb = megabytes(slurm_env::SLURM_MEM_PER_NODE)
+        .or_else(|| Some(megabytes(slurm_env::SLURM_MEM_PER_CPU)? * u64::from(cpus?)))?;
+    Some(mb << 20)
 }
 
 /// `"4(x2)"` → 4, `"gpu:a100:2"` → 2, `"3"` → 3.
@@ -92,6 +111,26 @@ pub(crate) fn gpus_on_node(env: &HashMap<String, String>, requested: u32) -> u32
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_comes_from_the_allocation() {
+        let env = |pairs: &[(&str, &str)]| -> HashMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect()
+        };
+        let per_node = env(&[("SLURM_MEM_PER_NODE", "1500"), ("SLURM_MEM_PER_CPU", "9")]);
+        assert_eq!(memory_on_node(&per_node, Some(2)), Some(1500 << 20));
+        let per_cpu = env(&[("SLURM_MEM_PER_CPU", "1000")]);
+        assert_eq!(memory_on_node(&per_cpu, Some(2)), Some(2000 << 20));
+        assert_eq!(memory_on_node(&per_cpu, None), None);
+        assert_eq!(memory_on_node(&env(&[]), Some(2)), None);
+        assert_eq!(
+            memory_on_node(&env(&[("SLURM_MEM_PER_NODE", "0")]), Some(2)),
+            None
+        );
+    }
 
     fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs

@@ -58,6 +58,8 @@ pub(crate) struct RayNodeSpec<'a> {
     pub(crate) ports: RayPorts,
     pub(crate) num_cpus: Option<u32>,
     pub(crate) num_gpus: u32,
+    /// Ray's `memory` resource, in bytes.
+    pub(crate) memory: Option<u64>,
     pub(crate) object_store_memory: Option<u64>,
     pub(crate) extra: &'a [String],
 }
@@ -75,6 +77,9 @@ impl RayNodeSpec<'_> {
             args.push(format!("--num-cpus={c}"));
         }
         args.push(format!("--num-gpus={}", self.num_gpus));
+        if let Some(b) = self.memory {
+            args.push(format!("--memory={b}"));
+        }
         if let Some(b) = self.object_store_memory {
             args.push(format!("--object-store-memory={b}"));
         }
@@ -122,6 +127,60 @@ impl RayStart {
     }
 }
 
+/// Ray's share of the node's memory: its object store (Ray's own default share of the
+/// allocation unless `--object-store-memory` says) and its `memory` resource, the rest. Ray
+/// would otherwise take the whole machine's memory for both, schedule by it, and see its tasks
+/// killed by the site's memory limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MemorySplit {
+    /// The job's memory on this node, where Slurm tracks it.
+    allocated: Option<u64>,
+    pub(crate) ray: Option<u64>,
+    pub(crate) object_store: Option<u64>,
+}
+
+/// Ray's default share of a node's memory for its object store.
+const OBJECT_STORE_SHARE: f64 = 0.3;
+
+impl MemorySplit {
+    pub(crate) fn of(allocated: Option<u64>, object_store: Option<u64>) -> Self {
+        let Some(total) = allocated else {
+            return Self {
+                allocated,
+                ray: None,
+                object_store,
+            };
+        };
+        let store = object_store.unwrap_or((total as f64 * OBJECT_STORE_SHARE) as u64);
+        Self {
+            allocated,
+            // An object store as large as the allocation leaves Ray nothing to give: Ray's own
+            // check then says what is wrong.
+            ray: total.checked_sub(store).filter(|r| *r > 0),
+            object_store: Some(store),
+        }
+    }
+
+    /// The log line that says what Ray was given.
+    pub(crate) fn describe(&self) -> String {
+        let mb = |b: u64| b >> 20;
+        match (self.allocated, self.ray, self.object_store) {
+            (Some(total), Some(ray), Some(store)) => format!(
+                "Ray gets {} MB of memory and a {} MB object store: the {} MB Slurm allocated on this node",
+                mb(ray),
+                mb(store),
+                mb(total)
+            ),
+            (Some(total), _, store) => format!(
+                "warning: the object store ({} MB) leaves nothing of the {} MB Slurm allocated on this node; pass a smaller --object-store-memory",
+                store.map_or(0, mb),
+                mb(total)
+            ),
+            (None, ..) => "Slurm does not track memory here (no SLURM_MEM_PER_NODE or SLURM_MEM_PER_CPU): Ray takes the node's whole memory as its own".to_owned(),
+        }
+    }
+}
+
 /// Starts Ray on this node, head (`head_address` is `None`) or worker: checks that `ray` is on
 /// PATH, picks the ports, makes the temp root (kept in `temp_slot`, so that teardown removes it
 /// whatever happens next) and spawns `ray start`. The error is a message for the job's log.
@@ -139,7 +198,11 @@ pub(crate) fn start_node(
             "`ray` was not found on PATH on node {node}; make --load-env put Ray on PATH on every node (e.g. `source venv/bin/activate`)"
         ));
     }
-    super::check_shm(node, cluster.object_store_memory);
+    let memory = MemorySplit::of(alloc.memory_on_node, cluster.object_store_memory);
+    if head_address.is_none() {
+        super::say(node, memory.describe());
+    }
+    super::check_shm(node, memory.object_store);
     let ports = ports::choose(node, alloc.job_number(), cluster.port_base, ports::is_free)
         .map_err(|e| e.to_string())?;
     // Head-only flags (dashboard, autoscaler, ...) would make a worker's `ray start` fail.
@@ -164,7 +227,8 @@ pub(crate) fn start_node(
         ports,
         num_cpus: alloc.cpus_on_node,
         num_gpus: alloc.gpus_on_node,
-        object_store_memory: cluster.object_store_memory,
+        memory: memory.ray,
+        object_store_memory: memory.object_store,
         extra: &extra,
     };
     let start = RayStart::spawn(&spec, temp, mark).map_err(|e| format!("{e:#}"))?;
@@ -184,6 +248,7 @@ mod tests {
             ports: RayPorts { base: 13000 },
             num_cpus: Some(2),
             num_gpus: 0,
+            memory: Some(1 << 30),
             object_store_memory: Some(100_000_000),
             extra: &extra,
         };
@@ -196,6 +261,7 @@ mod tests {
             "--num-cpus=2",
             "--num-gpus=0",
             "--object-store-memory=100000000",
+            "--memory=1073741824",
             "--temp-dir=/tmp/rs0-5",
             "--min-worker-port=13010",
         ] {
@@ -203,5 +269,32 @@ mod tests {
         }
         assert!(args.ends_with("--include-dashboard=false"));
         assert!(!args.contains("--head"));
+    }
+
+    #[test]
+    fn ray_gets_the_allocations_memory() {
+        let mb = |n: u64| n << 20;
+        let split = MemorySplit::of(Some(mb(1500)), None);
+        assert_eq!(split.object_store, Some((mb(1500) as f64 * 0.3) as u64));
+        assert_eq!(split.ray, Some(mb(1500) - split.object_store.unwrap()));
+        let split = MemorySplit::of(Some(mb(1500)), Some(mb(100)));
+        assert_eq!(
+            (split.ray, split.object_store),
+            (Some(mb(1400)), Some(mb(100)))
+        );
+        assert!(
+            split
+                .describe()
+                .starts_with("Ray gets 1400 MB of memory and a 100 MB object store")
+        );
+        let untracked = MemorySplit::of(None, Some(mb(100)));
+        assert_eq!(
+            (untracked.ray, untracked.object_store),
+            (None, Some(mb(100)))
+        );
+        assert!(untracked.describe().contains("does not track memory"));
+        let too_big = MemorySplit::of(Some(mb(100)), Some(mb(100)));
+        assert_eq!(too_big.ray, None);
+        assert!(too_big.describe().starts_with("warning:"));
     }
 }

@@ -1,6 +1,7 @@
 //! `rayslurm launch`: config -> job spec -> rendered script -> submission -> run record
 //! (and, with `--follow`, the job followed until it ends).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -9,12 +10,14 @@ use serde::Serialize;
 
 use crate::error::UsageError;
 use crate::error::show;
+use crate::handoff::job_env;
 use crate::handoff::run_files::RunFiles;
 use crate::launch::config::LaunchConfig;
 use crate::launch::job_spec::JobSpec;
 use crate::launch::node_binary::node_visible_copy;
 use crate::launch::script_files;
 use crate::launch::template::Template;
+use crate::launch::validate;
 use crate::printer::Printer;
 use crate::runs::follow;
 use crate::runs::log_tail::Start;
@@ -47,6 +50,8 @@ pub(crate) fn run(config: &LaunchConfig, printer: &Printer) -> Result<ExitCode> 
                 .into(),
         );
     }
+
+    warn_if_node_local(printer);
 
     let bin = node_visible_copy(&config.log_dir)?;
     let now = Local::now();
@@ -147,6 +152,22 @@ fn print_result(
         printer.result(id);
     }
     Ok(())
+}
+
+/// Warns when the job is launched from a node-local directory: Slurm runs the job where it was
+/// submitted, and a compute node has its own /tmp (the bootstrap then fails the job at once).
+fn warn_if_node_local(printer: &Printer) {
+    let Ok(cwd) = std::env::current_dir() else {
+        return;
+    };
+    let tmpdir = std::env::var_os(job_env::TMPDIR).map(PathBuf::from);
+    if let Some(root) = validate::node_local_root(&cwd, tmpdir.as_deref()) {
+        printer.warn(&format!(
+            "launching from {}, inside the node-local `{}`: the compute nodes cannot see it, so the job will fail at start; launch from a shared filesystem (your home or project directory)",
+            show(&cwd.display().to_string()),
+            root.display()
+        ));
+    }
 }
 
 fn check_log_dir(config: &LaunchConfig) -> Result<(), UsageError> {

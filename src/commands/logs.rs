@@ -78,6 +78,10 @@ fn missing_log(run: &StoredRun, printer: &Printer) -> anyhow::Error {
             "{job} is {} but its log `{log}` does not exist yet",
             status.label()
         )),
+        Some(_) if status.never_ran() => anyhow::anyhow!(
+            "{job} ended before it started ({}), so it wrote no log",
+            status.label()
+        ),
         Some(_) => anyhow::anyhow!(
             "the log `{log}` of {job} does not exist (the job is {}); was it moved or deleted?",
             status.label()

@@ -144,6 +144,18 @@ fn to_json<'a>(run: &'a StoredRun, status: &'a JobStatus) -> RunJson<'a> {
     }
 }
 
+/// The most a NAME cell takes; a longer name is cut, with `…`, so that one long name does not
+/// push every other column.
+const NAME_WIDTH: usize = 32;
+
+fn shortened(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(width - 1).collect();
+    format!("{kept}…")
+}
+
 /// Aligned columns; the log path last, so a long one does not push the others.
 fn table(runs: &[&StoredRun], statuses: &[JobStatus]) -> String {
     let header = ["NAME", "JOBID", "STATE", "NODES", "ELAPSED", "EXIT", "LOG"].map(str::to_owned);
@@ -151,7 +163,7 @@ fn table(runs: &[&StoredRun], statuses: &[JobStatus]) -> String {
     for (run, status) in runs.iter().zip(statuses) {
         let r = &run.record;
         rows.push([
-            r.exp_name.clone(),
+            shortened(&r.exp_name, NAME_WIDTH),
             r.job_id.clone(),
             status.label(),
             status.nodes.unwrap_or(r.num_nodes).to_string(),
@@ -173,7 +185,8 @@ fn table(runs: &[&StoredRun], statuses: &[JobStatus]) -> String {
                 .unwrap_or(0)
         })
         .collect();
-    rows.iter()
+    let mut lines: Vec<String> = rows
+        .iter()
         .map(|row| {
             let mut line = String::new();
             for (c, cell) in row.iter().enumerate() {
@@ -185,8 +198,14 @@ fn table(runs: &[&StoredRun], statuses: &[JobStatus]) -> String {
             }
             line
         })
-        .collect::<Vec<_>>()
-        .join("\n")
+        .collect();
+    // What the bootstrap (or the lack of a final state) says, first line only, under the table.
+    for (run, status) in runs.iter().zip(statuses) {
+        if let Some(first) = status.message.as_deref().and_then(|m| m.lines().next()) {
+            lines.push(format!("job {}: {first}", run.record.job_id));
+        }
+    }
+    lines.join("\n")
 }
 
 #[cfg(test)]
@@ -255,5 +274,25 @@ mod tests {
             lines[1],
             "x     7      COMPLETED  1      0:01     0     /nonexistent/7.log"
         );
+    }
+
+    #[test]
+    fn a_long_name_is_cut_and_messages_follow_the_table() {
+        let mut long = run("8", 0, true);
+        long.record.exp_name = "n".repeat(100);
+        let runs = [long];
+        let refs: Vec<&StoredRun> = runs.iter().collect();
+        let status = JobStatus {
+            message: Some("ended without a final state\nmore".to_owned()),
+            ..JobStatus::from_record(runs[0].record.ended.as_ref().unwrap())
+        };
+        let text = table(&refs, &[status]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[1].starts_with(&format!("{}…  8", "n".repeat(31))),
+            "{text}"
+        );
+        assert_eq!(lines[2], "job 8: ended without a final state");
+        assert_eq!(lines.len(), 3);
     }
 }

@@ -3,6 +3,7 @@
 //! Each check returns a [`UsageError`] that names the flag, shows the value and says how to fix
 //! it. Values that become `#SBATCH` lines must not be able to add a line of their own.
 
+use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -13,7 +14,7 @@ use crate::error::{UsageError, show};
 pub(crate) fn exp_name(value: &str) -> Result<(), UsageError> {
     let bad = |why: &str| {
         Err(UsageError::new(format!("invalid --exp-name {}: {why}", show(value)))
-            .hint("use letters, digits, `_`, `-`, `.` and `+`, starting with a letter or digit, e.g. `--exp-name resnet-sweep`"))
+            .hint("use ASCII letters, digits, `_`, `-`, `.` and `+`, starting with a letter or digit, e.g. `--exp-name resnet-sweep`"))
     };
     if value.is_empty() {
         return bad("it is empty");
@@ -147,6 +148,22 @@ pub(crate) fn env_pair(value: &str) -> Result<(String, String), UsageError> {
     Ok((key.to_owned(), val.to_owned()))
 }
 
+/// The node-local directory (`/tmp`, `/var/tmp`, `/dev/shm`, `$TMPDIR`) that `dir` is in, if
+/// any: compute nodes have their own, so a job launched from there cannot run where it was
+/// launched.
+pub(crate) fn node_local_root(dir: &Path, tmpdir: Option<&Path>) -> Option<PathBuf> {
+    let roots = [
+        Path::new("/tmp"),
+        Path::new("/var/tmp"),
+        Path::new("/dev/shm"),
+    ];
+    roots
+        .into_iter()
+        .chain(tmpdir.filter(|t| t.is_absolute() && *t != Path::new("/")))
+        .find(|root| dir.starts_with(root))
+        .map(Path::to_path_buf)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,5 +247,26 @@ mod tests {
         for bad in ["A", "1A=x", "A-B=x", "=x", "A B=x"] {
             assert!(env_pair(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn node_local_directories() {
+        let p = Path::new;
+        assert_eq!(
+            node_local_root(p("/tmp/x"), None),
+            Some(PathBuf::from("/tmp"))
+        );
+        assert_eq!(
+            node_local_root(p("/dev/shm"), None),
+            Some(PathBuf::from("/dev/shm"))
+        );
+        assert_eq!(node_local_root(p("/tmpfoo/x"), None), None);
+        assert_eq!(node_local_root(p("/home/u/proj"), None), None);
+        let scratch = p("/local/scratch/u");
+        assert_eq!(
+            node_local_root(p("/local/scratch/u/p"), Some(scratch)),
+            Some(scratch.to_path_buf())
+        );
+        assert_eq!(node_local_root(p("/home/u"), Some(p("/"))), None);
     }
 }

@@ -166,6 +166,11 @@ impl JobStatus {
         }
     }
 
+    /// The job ended without ever running: no node, no time (cancelled while pending, say).
+    pub(crate) fn never_ran(&self) -> bool {
+        self.phase == Some(Phase::Ended) && self.nodelist.is_none() && self.elapsed == Some(0)
+    }
+
     /// The state with the pending reason, as a person reads it: `PENDING (Resources)`.
     pub(crate) fn label(&self) -> String {
         match &self.reason {
@@ -245,23 +250,46 @@ pub(crate) fn of_run(
                 ..JobStatus::from_final_state(f)
             },
             (Phase::Ended, None) => {
+                if never_ran(entry) {
+                    // `ExitCode=0:0` of a job cancelled while pending is no exit code.
+                    return JobStatus {
+                        message: Some("ended before it started".to_owned()),
+                        ..JobStatus::from_queue(entry, None, None)
+                    };
+                }
                 let exit = query::scontrol_job(&record.job_id)
                     .ok()
                     .flatten()
                     .and_then(|j| j.exit);
-                JobStatus::from_queue(entry, None, exit)
+                JobStatus {
+                    message: Some(NO_FINAL_STATE.to_owned()),
+                    ..JobStatus::from_queue(entry, None, exit)
+                }
             }
             _ => JobStatus::from_queue(entry, final_state, None),
         },
         InQueue::Other => final_state.map_or_else(JobStatus::gone, JobStatus::from_final_state),
         InQueue::Gone => match final_state {
             Some(f) => JobStatus::from_final_state(f),
-            None => query::sacct(&[record.job_id.as_str()])
-                .iter()
-                .find(|e| e.job_id == record.job_id && e.is_submitted_at(record.submitted()))
-                .map_or_else(JobStatus::gone, JobStatus::from_sacct),
+            None => JobStatus {
+                message: Some(NO_FINAL_STATE.to_owned()),
+                ..query::sacct(&[record.job_id.as_str()])
+                    .iter()
+                    .find(|e| e.job_id == record.job_id && e.is_submitted_at(record.submitted()))
+                    .map_or_else(JobStatus::gone, JobStatus::from_sacct)
+            },
         },
     }
+}
+
+/// What is said of an ended run whose bootstrap wrote no final state: its exit code, if any,
+/// is Slurm's, and how the run ended is not known.
+pub(crate) const NO_FINAL_STATE: &str = "ended without a final state";
+
+/// Slurm shows the job ended with no node and no time run: it never started (cancelled while
+/// pending, say).
+fn never_ran(entry: &QueueEntry) -> bool {
+    entry.nodelist.is_none() && entry.elapsed == Some(0)
 }
 
 /// Reads a run's final state file; a damaged one is reported and treated as absent.

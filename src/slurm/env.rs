@@ -7,6 +7,12 @@ pub(crate) const SLURMD_NODENAME: &str = "SLURMD_NODENAME";
 /// A task's rank within its step (workers: 0 for the first worker node).
 pub(crate) const SLURM_PROCID: &str = "SLURM_PROCID";
 pub(crate) const SLURM_CPUS_ON_NODE: &str = "SLURM_CPUS_ON_NODE";
+/// The job's memory per node, in MB (set where Slurm tracks memory).
+pub(crate) const SLURM_MEM_PER_NODE: &str = "SLURM_MEM_PER_NODE";
+/// The job's memory per CPU, in MB (set instead, with `--mem-per-cpu` or `DefMemPerCPU`).
+pub(crate) const SLURM_MEM_PER_CPU: &str = "SLURM_MEM_PER_CPU";
+/// The directory the job was submitted from, where its batch script should run.
+pub(crate) const SLURM_SUBMIT_DIR: &str = "SLURM_SUBMIT_DIR";
 pub(crate) const SLURM_GPUS_ON_NODE: &str = "SLURM_GPUS_ON_NODE";
 pub(crate) const SLURM_GPUS_PER_NODE: &str = "SLURM_GPUS_PER_NODE";
 pub(crate) const SLURM_GPUS_PER_TASK: &str = "SLURM_GPUS_PER_TASK";

@@ -18,7 +18,7 @@ pub(crate) struct Job {
 
 impl Job {
     /// The job that `launch --json` printed in `stdout`.
-    fn launched(stdout: &[u8], dir: PathBuf, tmp_before: BTreeSet<PathBuf>) -> Job {
+    pub(crate) fn launched(stdout: &[u8], dir: PathBuf, tmp_before: BTreeSet<PathBuf>) -> Job {
         let v: serde_json::Value = serde_json::from_slice(stdout).unwrap();
         Job {
             id: v["job_id"].as_str().unwrap().to_owned(),
@@ -164,7 +164,7 @@ pub(crate) fn leftover_temp_dirs(job_id: &str) -> Vec<PathBuf> {
 }
 
 /// Every entry of every node's /tmp.
-fn node_tmp_entries() -> BTreeSet<PathBuf> {
+pub(crate) fn node_tmp_entries() -> BTreeSet<PathBuf> {
     let dirs = |p: &Path| -> Vec<PathBuf> {
         std::fs::read_dir(p)
             .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())

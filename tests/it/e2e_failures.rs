@@ -213,3 +213,90 @@ fn a_killed_bootstrap_leaves_nothing_and_says_so() {
     );
     assert_clean(&job);
 }
+
+#[test]
+fn ray_is_told_the_allocations_memory_not_the_machines() {
+    let Some((lab, _turn)) = lab("ray_is_told_the_allocations_memory_not_the_machines") else {
+        return;
+    };
+    let cmd = "python -c 'import ray; ray.init(); r = ray.cluster_resources(); \
+               print(\"ray-memory\", int(r[\"memory\"]), int(r[\"object_store_memory\"]))'";
+    let job = launch(
+        lab,
+        "memory",
+        &["--mem", "1500M", "--no-exclusive", "--command", cmd],
+    );
+    job.wait(Duration::from_secs(300));
+    let log = job.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.starts_with("ray-memory "))
+        .unwrap_or_else(|| panic!("no ray-memory line:\n{log}"));
+    let numbers: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|n| n.parse().unwrap())
+        .collect();
+    // 1500 MiB allocated, less the 100 MB object store the tests ask for.
+    let expected = (1500u64 << 20) - 100_000_000;
+    assert!(
+        numbers[0].abs_diff(expected) < expected / 100,
+        "Ray's memory {} is the allocation's {expected}\n{log}",
+        numbers[0]
+    );
+    assert!(
+        log.contains("Ray gets 1404 MB of memory and a 95 MB object store"),
+        "{log}"
+    );
+    assert_clean(&job);
+}
+
+#[test]
+fn a_launch_from_a_node_local_directory_is_warned_and_fails_fast() {
+    let Some((lab, _turn)) = lab("a_launch_from_a_node_local_directory_is_warned_and_fails_fast")
+    else {
+        return;
+    };
+    // The login node's /tmp: the nodes each have their own.
+    let local = tempfile::tempdir_in("/tmp").unwrap();
+    let logs = lab.workdir("nodelocal");
+    let tmp_before = crate::e2e_bootstrap::node_tmp_entries();
+    let out = rayslurm([
+        "launch",
+        "--json",
+        "--exp-name",
+        "nodelocal",
+        "--load-env",
+        &lab.load_env(),
+        "--object-store-memory",
+        "100000000",
+        "--time",
+        "10",
+        "--log-dir",
+        &logs.display().to_string(),
+        "--command",
+        "echo should-not-run",
+    ])
+    .cwd(local.path())
+    .output();
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("inside the node-local `/tmp`"),
+        "launch warns: {stderr}"
+    );
+    let job = Job::launched(&out.stdout, logs, tmp_before);
+    let info = job.wait(Duration::from_secs(120));
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "FAILED", "{log}");
+    assert_eq!(job.state()["ending"], "startup-failed", "{log}");
+    assert!(
+        log.contains(&format!(
+            "the job was submitted from `{}`",
+            local.path().display()
+        )),
+        "{log}"
+    );
+    assert!(!log.contains("\nshould-not-run"), "{log}");
+    assert_clean(&job);
+}

@@ -557,3 +557,26 @@ fn launches_in_the_same_second_never_overwrite() {
         .collect();
     assert_eq!(scripts.len(), 6, "{scripts:?}");
 }
+
+/// Regression (reported): the `dry run: wrote ...` line must start a line of its own after the
+/// script, on one terminal where stdout and stderr meet.
+#[test]
+fn dry_run_output_ends_its_last_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "{} launch --dry-run --exp-name d --command true 2>&1",
+            crate::harness::bin().display()
+        ))
+        .current_dir(dir.path())
+        .env("RAYSLURM_CONFIG", "/nonexistent/rayslurm.toml")
+        .output()
+        .unwrap();
+    let merged = String::from_utf8_lossy(&out.stdout);
+    assert!(merged.ends_with('\n'), "{merged:?}");
+    assert!(
+        merged.lines().any(|l| l.starts_with("dry run: wrote ")),
+        "{merged}"
+    );
+}

@@ -1056,3 +1056,40 @@ fn cancel_of_an_array_job_waits_until_slurm_shows_it_stopped() {
         fake.calls("squeue")
     );
 }
+
+/// Regression: a job cancelled while pending showed exit code 0 (Slurm's `ExitCode=0:0`), and
+/// `logs` asked whether its log had been moved or deleted.
+#[test]
+fn a_job_cancelled_before_it_ran_has_no_exit_code_and_no_log() {
+    let fake = Fake::new();
+    fake.seed("early", "101", 1, None);
+    let submitted = squeue_time(fake.submitted("101"));
+    fake.shim(
+        "squeue",
+        &format!("echo \"101|CANCELLED|None|0:00|2|{submitted}|\""),
+    );
+    fake.shim(
+        "scontrol",
+        "echo 'JobId=101 JobState=CANCELLED ExitCode=0:0 RunTime=00:00:00'",
+    );
+    let out = fake.run(["status", "--json", "101"]).output();
+    let rows = json(&text(&out).0);
+    assert_eq!(rows[0]["state"], "CANCELLED");
+    assert_eq!(rows[0]["exit_code"], serde_json::Value::Null, "{}", rows[0]);
+    assert_eq!(rows[0]["message"], "ended before it started");
+    let out = fake.run(["status", "101"]).output();
+    let (stdout, _) = text(&out);
+    let row = stdout.lines().nth(1).unwrap();
+    assert!(
+        row.contains("CANCELLED") && row.contains("  -  "),
+        "{stdout}"
+    );
+    let out = fake.run(["logs", "101"]).output();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("job 101 (early) ended before it started (CANCELLED), so it wrote no log"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("moved or deleted"), "{stderr}");
+}

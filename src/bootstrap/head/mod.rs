@@ -6,6 +6,7 @@ mod command;
 mod ready;
 
 use std::net::IpAddr;
+use std::path::Path;
 use std::time::Instant;
 
 use chrono::{Local, SecondsFormat};
@@ -22,6 +23,7 @@ use super::worker_step::WorkerStep;
 use super::{Allocation, RAY_STOP_GRACE, say};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::final_state::FinalState;
+use crate::slurm::env as slurm_env;
 
 /// Runs the head's part and returns the job's exit code.
 pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
@@ -83,6 +85,23 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
     outcome.code
 }
 
+/// Why the job is not running where it was submitted, if it is not: Slurm starts the batch
+/// script in /tmp when the node cannot see the submit directory (a node-local directory such as
+/// the login node's /tmp), and the command would run there, failing later and obscurely.
+fn wrong_directory(cwd: Option<&Path>, submit_dir: Option<&Path>, node: &str) -> Option<String> {
+    let (cwd, submit_dir) = (cwd?, submit_dir?);
+    let same = |a: &Path, b: &Path| {
+        a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    };
+    (!same(cwd, submit_dir)).then(|| {
+        format!(
+            "the job was submitted from `{}`, which node {node} cannot see, so Slurm started it in `{}`; launch from a directory on a filesystem the compute nodes share (not /tmp or another node-local directory)",
+            submit_dir.display(),
+            cwd.display()
+        )
+    })
+}
+
 struct Head<'a> {
     args: &'a BootstrapArgs,
     alloc: &'a Allocation,
@@ -112,6 +131,15 @@ impl Head<'_> {
         let Some(command) = self.args.command.clone() else {
             return Outcome::startup_failed("no --command was given to the bootstrap");
         };
+        if let Some(why) = wrong_directory(
+            std::env::current_dir().ok().as_deref(),
+            std::env::var_os(slurm_env::SLURM_SUBMIT_DIR)
+                .as_deref()
+                .map(Path::new),
+            self.node(),
+        ) {
+            return Outcome::startup_failed(why);
+        }
         let c = &self.args.cluster;
         let ip = match super::node_ip(self.alloc, c) {
             Ok(ip) => ip,
@@ -238,5 +266,22 @@ impl Head<'_> {
                 ),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_running_outside_its_submit_directory_is_named() {
+        let p = Path::new;
+        assert_eq!(
+            wrong_directory(Some(p("/srv/a")), Some(p("/srv/a")), "n1"),
+            None
+        );
+        assert_eq!(wrong_directory(Some(p("/tmp")), None, "n1"), None);
+        let why = wrong_directory(Some(p("/tmp")), Some(p("/tmp/proj")), "n1").unwrap();
+        assert!(why.starts_with("the job was submitted from `/tmp/proj`, which node n1 cannot see, so Slurm started it in `/tmp`"), "{why}");
     }
 }
