@@ -212,6 +212,11 @@ pub(crate) struct ClusterArgs {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1024..=65000))]
     pub(crate) port_base: Option<u16>,
 
+    /// Start Ray without token authentication: anyone who can reach the nodes may then run
+    /// code on your cluster as you (config key `ray_auth = false`).
+    #[arg(long)]
+    pub(crate) no_ray_auth: bool,
+
     /// Seconds before the time limit at which Slurm asks the job to stop cleanly.
     #[arg(long, value_parser = count, allow_hyphen_values = true)]
     pub(crate) stop_grace: Option<u32>,

@@ -17,6 +17,7 @@ mod marked;
 mod net;
 mod outcome;
 mod ports;
+mod ray_auth;
 mod ray_node;
 mod signals;
 mod user_command;

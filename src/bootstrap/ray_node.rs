@@ -13,6 +13,7 @@ use std::process::{Child, Stdio};
 use anyhow::{Context, Result};
 
 use super::Allocation;
+use super::ray_auth::RayAuth;
 use super::ports::{self, RayPorts};
 use crate::handoff::cluster::ClusterOptions;
 use crate::handoff::cluster::parse_ray_args;
@@ -99,17 +100,26 @@ pub(crate) struct RayStart {
 
 impl RayStart {
     /// Starts `ray start`, marked so that teardown finds every process it leaves behind.
-    pub(crate) fn spawn(spec: &RayNodeSpec<'_>, temp: &TempRoot, mark: &str) -> Result<Self> {
-        let cmd = Cmd::new("ray")
+    pub(crate) fn spawn(
+        spec: &RayNodeSpec<'_>,
+        temp: &TempRoot,
+        mark: &str,
+        auth: &RayAuth,
+    ) -> Result<Self> {
+        let mut cmd = Cmd::new("ray")
             .args(spec.args(&temp.path))
             .env(job_env::RUN_MARK, mark)
             .env(job_env::RAY_TMPDIR, &temp.path)
             .env(job_env::TMPDIR, &temp.path);
+        for (k, v) in auth.env() {
+            cmd = cmd.env(k, v);
+        }
         let log = temp.start_log();
         let out =
             File::create(&log).with_context(|| format!("cannot write `{}`", log.display()))?;
         let child = cmd
             .command()
+            .env_remove(job_env::RAY_AUTH_TOKEN)
             .stdin(Stdio::null())
             .stdout(out.try_clone()?)
             .stderr(out)
@@ -190,6 +200,7 @@ pub(crate) fn start_node(
     head_address: Option<&str>,
     ip: IpAddr,
     mark: &str,
+    auth: &RayAuth,
     temp_slot: &mut Option<TempRoot>,
 ) -> Result<(RayStart, RayPorts), String> {
     let node = &alloc.node;
@@ -231,7 +242,7 @@ pub(crate) fn start_node(
         object_store_memory: memory.object_store,
         extra: &extra,
     };
-    let start = RayStart::spawn(&spec, temp, mark).map_err(|e| format!("{e:#}"))?;
+    let start = RayStart::spawn(&spec, temp, mark, auth).map_err(|e| format!("{e:#}"))?;
     Ok((start, ports))
 }
 

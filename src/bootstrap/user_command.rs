@@ -7,6 +7,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use crate::handoff::job_env;
+
 pub(crate) struct UserCommand {
     child: Child,
     pgid: Pid,
@@ -18,6 +20,8 @@ impl UserCommand {
             .arg("-c")
             .arg(command)
             .envs(env.iter().map(|(k, v)| (k, v)))
+            // Ray would prefer a token inherited from the login node to the run's own file.
+            .env_remove(job_env::RAY_AUTH_TOKEN)
             .stdin(Stdio::null())
             .process_group(0)
             .spawn()?;

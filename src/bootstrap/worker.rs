@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::heartbeat;
+use super::ray_auth::RayAuth;
 use super::kept_logs::{self, KEEP_LINE};
 use super::marked::{self, RunMark};
 use super::ray_node::{TempRoot, start_node};
@@ -77,7 +78,8 @@ fn start(
             .head_address
             .as_deref()
             .ok_or("no --head-address was given to the worker")?;
-        let (mut start, _) = start_node(alloc, c, Some(head), ip, mark, temp_slot)?;
+        let auth = RayAuth::of_worker(args);
+        let (mut start, _) = start_node(alloc, c, Some(head), ip, mark, &auth, temp_slot)?;
         let status = loop {
             // A head that gave up (its own start failed, or the ready timeout passed) says
             // stop; `ray start` would otherwise wait for a dead head for many minutes.

@@ -67,6 +67,7 @@ impl WorkerStep {
             run_mark: Some(mark.to_owned()),
             requested_gpus: args.requested_gpus,
             state_file: None,
+            run_dir: args.run_dir.clone(),
             ray_logs_dir: kept_logs::root(args.ray_logs_dir.as_deref(), args.state_file.as_deref()),
             cluster: args.cluster.for_workers(),
         };

@@ -39,6 +39,10 @@ pub(crate) struct BootstrapArgs {
     #[arg(long)]
     pub(crate) state_file: Option<PathBuf>,
 
+    /// The run's private directory (mode 0700) on the shared filesystem: its Ray token.
+    #[arg(long)]
+    pub(crate) run_dir: Option<PathBuf>,
+
     /// Where each node copies Ray's logs if the run fails (default: beside the state file).
     #[arg(long)]
     pub(crate) ray_logs_dir: Option<PathBuf>,
@@ -49,7 +53,12 @@ pub(crate) struct BootstrapArgs {
 
 impl BootstrapArgs {
     /// The head's arguments, as `launch` writes them into the script (the command apart).
-    pub(crate) fn head(state_file: PathBuf, requested_gpus: u32, cluster: ClusterOptions) -> Self {
+    pub(crate) fn head(
+        state_file: PathBuf,
+        run_dir: PathBuf,
+        requested_gpus: u32,
+        cluster: ClusterOptions,
+    ) -> Self {
         Self {
             command: None,
             worker: false,
@@ -58,6 +67,7 @@ impl BootstrapArgs {
             run_mark: None,
             requested_gpus,
             state_file: Some(state_file),
+            run_dir: Some(run_dir),
             ray_logs_dir: None,
             cluster,
         }
@@ -74,6 +84,7 @@ impl BootstrapArgs {
             run_mark,
             requested_gpus,
             state_file,
+            run_dir,
             ray_logs_dir,
             cluster,
         } = self;
@@ -89,6 +100,7 @@ impl BootstrapArgs {
             ("--head-address", head_address.clone()),
             ("--run-mark", run_mark.clone()),
             ("--state-file", path(state_file)),
+            ("--run-dir", path(run_dir)),
             ("--ray-logs-dir", path(ray_logs_dir)),
             (
                 "--requested-gpus",
@@ -127,6 +139,7 @@ mod tests {
             run_mark: Some("42-7".into()),
             requested_gpus: 2,
             state_file: None,
+            run_dir: Some("/shared/x.d".into()),
             ray_logs_dir: Some("/shared/x.ray-logs".into()),
             cluster: ClusterOptions {
                 ip_family: IpFamily::V4,
@@ -134,7 +147,12 @@ mod tests {
                 ..ClusterOptions::default()
             },
         };
-        let head = BootstrapArgs::head("/shared/x.state.json".into(), 0, ClusterOptions::default());
+        let head = BootstrapArgs::head(
+            "/shared/x.state.json".into(),
+            "/shared/x.d".into(),
+            0,
+            ClusterOptions::default(),
+        );
         for args in [worker, head] {
             let argv = std::iter::once("x".to_owned()).chain(joined_words(args.to_flags()));
             assert_eq!(Parse::try_parse_from(argv).expect("parses").args, args);

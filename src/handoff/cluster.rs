@@ -78,6 +78,9 @@ pub(crate) struct ClusterOptions {
     /// Seconds before the time limit at which Slurm signals the job.
     #[arg(long)]
     pub(crate) stop_grace: u32,
+    /// Start Ray without token authentication (anyone on the network may use the cluster).
+    #[arg(long)]
+    pub(crate) no_ray_auth: bool,
 }
 
 impl Default for ClusterOptions {
@@ -93,6 +96,7 @@ impl Default for ClusterOptions {
             ray_head_args: None,
             port_base: None,
             stop_grace: DEFAULT_STOP_GRACE,
+            no_ray_auth: false,
         }
     }
 }
@@ -111,10 +115,14 @@ impl ClusterOptions {
             ray_head_args,
             port_base,
             stop_grace,
+            no_ray_auth,
         } = self;
         let mut flags = Vec::new();
         if *no_ray {
             flags.push(("--no-ray", None));
+        }
+        if *no_ray_auth {
+            flags.push(("--no-ray-auth", None));
         }
         let optional = [
             ("--interface", interface.clone()),
@@ -210,6 +218,7 @@ mod tests {
             ray_head_args: Some("--include-dashboard=false".into()),
             port_base: Some(20_000),
             stop_grace: 0,
+            no_ray_auth: true,
         }
     }
 

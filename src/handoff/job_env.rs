@@ -16,3 +16,11 @@ pub(crate) const RAY_TMPDIR: &str = "RAY_TMPDIR";
 /// The temp dir of Ray's processes too: what they leave there (Python multiprocessing's
 /// `pymp-*` dirs, say) goes when the temp root goes.
 pub(crate) const TMPDIR: &str = "TMPDIR";
+/// Ray's token authentication: `token` on every cluster rayslurm starts (`disabled` with
+/// `--no-ray-auth`), for every node's `ray start` and for the command.
+pub(crate) const RAY_AUTH_MODE: &str = "RAY_AUTH_MODE";
+/// The file holding the run's token (mode 0600, in the run's private directory): Ray and the
+/// command read it there, so the token is never on a command line or in the environment.
+pub(crate) const RAY_AUTH_TOKEN_PATH: &str = "RAY_AUTH_TOKEN_PATH";
+/// A token by value, which Ray would prefer to the file: removed from what the job inherits.
+pub(crate) const RAY_AUTH_TOKEN: &str = "RAY_AUTH_TOKEN";

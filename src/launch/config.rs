@@ -38,6 +38,8 @@ pub(crate) struct FileDefaults {
     pub(crate) ray_head_args: Option<String>,
     pub(crate) ready_timeout: Option<u32>,
     pub(crate) stop_grace: Option<u32>,
+    /// `false` starts Ray without token authentication (`--no-ray-auth`).
+    pub(crate) ray_auth: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -322,6 +324,7 @@ fn resolve_cluster(
         ray_head_args,
         port_base,
         stop_grace,
+        no_ray_auth,
     } = args;
     let (p, u) = (&src.project, &src.user);
     let env = |key: &str| src.env.get(key).filter(|v| !v.is_empty()).cloned();
@@ -379,6 +382,8 @@ fn resolve_cluster(
         port_base: *port_base,
         stop_grace: layered(*stop_grace, None, &p.stop_grace, &u.stop_grace)
             .unwrap_or(DEFAULT_STOP_GRACE),
+        no_ray_auth: *no_ray_auth
+            || layered(None, None, &p.ray_auth, &u.ray_auth) == Some(false),
     })
 }
 

@@ -43,7 +43,12 @@ impl<'a> JobSpec<'a> {
     ) -> Self {
         let job = &config.job;
         let bootstrap_args =
-            BootstrapArgs::head(files.state.clone(), job.num_gpus, config.cluster.clone())
+            BootstrapArgs::head(
+            files.state.clone(),
+            files.dir.clone(),
+            job.num_gpus,
+            config.cluster.clone(),
+        )
                 .to_flags()
                 .into_iter()
                 .map(|(flag, value)| BootstrapArg {

@@ -93,7 +93,10 @@ impl Head<'_> {
         address: Option<&str>,
         ips: &[IpAddr],
     ) -> Outcome {
-        let env = command_env(ips, self.alloc.gpus_on_node, address);
+        let mut env = command_env(ips, self.alloc.gpus_on_node, address);
+        if !self.args.cluster.no_ray {
+            env.extend(self.auth.env().into_iter().map(|(k, v)| (k.to_owned(), v)));
+        }
         let cmd = match UserCommand::spawn(command, &env) {
             Ok(cmd) => cmd,
             Err(e) => {

@@ -16,6 +16,7 @@ use super::marked::{self, RunMark};
 use super::net::HostPort;
 use super::outcome::Outcome;
 use super::ports;
+use super::ray_auth::RayAuth;
 use super::ray_node::{RayStart, TempRoot, start_node};
 use super::user_command::UserCommand;
 use super::watchdog::Watchdog;
@@ -50,6 +51,7 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
         workers: None,
         command: None,
         watchdog,
+        auth: RayAuth::Disabled,
     };
     let outcome = head.run();
     head.teardown(outcome.code != 0);
@@ -113,6 +115,8 @@ struct Head<'a> {
     command: Option<UserCommand>,
     /// Stops the run if this process dies before it ends (see [`Watchdog`]).
     watchdog: Option<Watchdog>,
+    /// How this run's Ray authenticates (with Ray).
+    auth: RayAuth,
 }
 
 impl Head<'_> {
@@ -149,6 +153,10 @@ impl Head<'_> {
         let mut ray_start = None;
         let mut address = None;
         if !c.no_ray {
+            match RayAuth::prepare(self.args) {
+                Ok(auth) => self.auth = auth,
+                Err(e) => return Outcome::startup_failed(format!("{e:#}")),
+            }
             match self.start_ray(ip) {
                 Ok((start, gcs)) => {
                     ray_start = Some(start);
@@ -207,6 +215,7 @@ impl Head<'_> {
             None,
             ip,
             &self.mark,
+            &self.auth,
             &mut self.temp,
         )
         .map_err(Outcome::startup_failed)?;

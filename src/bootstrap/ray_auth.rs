@@ -1,0 +1,144 @@
+//! Ray's token authentication, on for every cluster rayslurm starts: without it anyone who
+//! can reach a node may attach to the cluster and run code as the job's owner (the ports are
+//! even predictable). The head makes a fresh random token for the run, in the run's private
+//! directory on the shared filesystem (mode 0600; a requeued attempt keeps it); every node's
+//! `ray start` and the user's command are given its path, never its value.
+
+use std::io::Read;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::handoff::bootstrap_args::BootstrapArgs;
+use crate::handoff::job_env;
+use crate::sys::staged_file::Staged;
+
+/// The token's file name in the run's directory.
+const TOKEN_FILE: &str = "ray-auth-token";
+
+/// How this run's Ray authenticates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RayAuth {
+    /// Token authentication with the token in this file.
+    Token(PathBuf),
+    /// `--no-ray-auth`: the user chose an open cluster.
+    Disabled,
+}
+
+impl RayAuth {
+    /// The head's: makes the run's directory and token, or keeps the token an earlier attempt
+    /// of the run made.
+    pub(crate) fn prepare(args: &BootstrapArgs) -> Result<Self> {
+        if args.cluster.no_ray_auth {
+            return Ok(Self::Disabled);
+        }
+        let dir = args
+            .run_dir
+            .as_deref()
+            .context("no --run-dir was given, so the run has nowhere private for Ray's token")?;
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .recursive(true)
+            .create(dir)
+            .with_context(|| format!("cannot create the run directory `{}`", dir.display()))?;
+        let path = dir.join(TOKEN_FILE);
+        if !path.exists() {
+            let mut file = Staged::new(dir, "token", 0o600)?;
+            file.write_all(new_token()?.as_bytes())?;
+            // `Some`: another process of the run made it first; theirs is the run's.
+            file.place_new(&path)?;
+        }
+        Ok(Self::Token(path))
+    }
+
+    /// A worker's: the head made the token before it started the workers.
+    pub(crate) fn of_worker(args: &BootstrapArgs) -> Self {
+        match (&args.run_dir, args.cluster.no_ray_auth) {
+            (Some(dir), false) => Self::Token(dir.join(TOKEN_FILE)),
+            _ => Self::Disabled,
+        }
+    }
+
+    /// The environment every `ray start` and the command get.
+    pub(crate) fn env(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Self::Token(path) => vec![
+                (job_env::RAY_AUTH_MODE, "token".to_owned()),
+                (job_env::RAY_AUTH_TOKEN_PATH, path.display().to_string()),
+            ],
+            Self::Disabled => vec![(job_env::RAY_AUTH_MODE, "disabled".to_owned())],
+        }
+    }
+
+    /// The token file, where there is one.
+    pub(crate) fn token_path(&self) -> Option<&Path> {
+        match self {
+            Self::Token(path) => Some(path),
+            Self::Disabled => None,
+        }
+    }
+}
+
+/// 32 random bytes from the kernel, as 64 hex digits.
+fn new_token() -> Result<String> {
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context("cannot read /dev/urandom for Ray's token")?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handoff::cluster::ClusterOptions;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn head(dir: &Path, no_ray_auth: bool) -> BootstrapArgs {
+        BootstrapArgs::head(
+            dir.join("x.state.json"),
+            dir.join("x.d"),
+            0,
+            ClusterOptions {
+                no_ray_auth,
+                ..ClusterOptions::default()
+            },
+        )
+    }
+
+    #[test]
+    fn the_head_makes_a_private_token_once_and_workers_find_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let args = head(tmp.path(), false);
+        let auth = RayAuth::prepare(&args).unwrap();
+        let path = auth.token_path().unwrap().to_owned();
+        let token = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(token.len(), 64);
+        assert!(token.chars().all(|c| c.is_ascii_hexdigit()));
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(path.parent().unwrap()), 0o700);
+        // A second attempt of the run keeps the token.
+        RayAuth::prepare(&args).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), token);
+        let worker = BootstrapArgs {
+            worker: true,
+            state_file: None,
+            ..args
+        };
+        assert_eq!(RayAuth::of_worker(&worker), auth);
+        let env = auth.env();
+        assert!(env.contains(&("RAY_AUTH_MODE", "token".to_owned())));
+        assert!(env.iter().all(|(_, v)| !v.contains(&token)), "never the value");
+    }
+
+    #[test]
+    fn opting_out_disables_it_explicitly() {
+        let tmp = tempfile::tempdir().unwrap();
+        let auth = RayAuth::prepare(&head(tmp.path(), true)).unwrap();
+        assert_eq!(auth, RayAuth::Disabled);
+        assert_eq!(auth.env(), vec![("RAY_AUTH_MODE", "disabled".to_owned())]);
+        assert!(!tmp.path().join("x.d").exists());
+    }
+}
