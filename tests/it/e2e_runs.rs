@@ -4,10 +4,10 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::harness::{Lab, bin, lab, rayslurm, text, wait_job_end};
+use crate::harness::{Lab, lab, rayslurm, text, wait_job_end};
 
 /// Jobs may wait behind other tests' jobs (three exclusive nodes): be patient.
 const PATIENCE: Duration = Duration::from_secs(180);
@@ -139,11 +139,10 @@ fn logs_follow_streams_a_running_job() {
     world.wait_state(&job, "started", |s| s != "PENDING");
 
     // Read `logs -f` line by line, with the time each line arrived.
-    let mut child = Command::new(bin())
-        .args(["logs", "-f", "logs-f"])
+    let mut child = rayslurm(["logs", "-f", "logs-f"])
         .env("RAYSLURM_STATE_DIR", world.state.path())
-        .env("RAYSLURM_CONFIG", "/nonexistent/rayslurm.toml")
-        .current_dir(&world.dir)
+        .cwd(&world.dir)
+        .command()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -50,12 +50,24 @@ impl Run {
         self
     }
 
-    pub fn output(self) -> Output {
+    /// The command, ready to run or spawn: the developer's own rayslurm settings removed, the
+    /// harness's defaults and then the test's own applied.
+    pub fn command(&self) -> Command {
         let mut cmd = Command::new(bin());
         cmd.args(&self.args);
-        // Tests never read the developer's own config or run records.
-        cmd.env_remove("RAYSLURM_PARTITION")
-            .env("RAYSLURM_CONFIG", "/nonexistent/rayslurm.toml");
+        // Tests never read the developer's own defaults, config files or run records: every
+        // `RAYSLURM_*` variable (today's and any added later) and the XDG bases go.
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("RAYSLURM_") {
+                cmd.env_remove(&key);
+            }
+        }
+        // COLUMNS would change how clap wraps `--help`.
+        for key in ["XDG_CONFIG_HOME", "XDG_STATE_HOME", "COLUMNS"] {
+            cmd.env_remove(key);
+        }
+        cmd.env("RAYSLURM_CONFIG", "/nonexistent/rayslurm.toml")
+            .env("RAYSLURM_STATE_DIR", scratch_state_dir());
         if let Some(dir) = &self.cwd {
             cmd.current_dir(dir);
         }
@@ -66,13 +78,14 @@ impl Run {
             joined.push(path);
             cmd.env("PATH", joined);
         }
-        if !self.env.contains_key(&OsString::from("RAYSLURM_STATE_DIR")) {
-            cmd.env("RAYSLURM_STATE_DIR", scratch_state_dir());
-        }
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        cmd.output().expect("rayslurm runs")
+        cmd
+    }
+
+    pub fn output(self) -> Output {
+        self.command().output().expect("rayslurm runs")
     }
 }
 

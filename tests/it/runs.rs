@@ -4,10 +4,10 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::harness::{Run, bin, rayslurm, shim, text};
+use crate::harness::{Run, rayslurm, shim, text};
 
 /// A scratch world: fake Slurm commands, a run store and a log directory.
 struct Fake {
@@ -64,7 +64,7 @@ impl Fake {
             .collect()
     }
 
-    fn run<const N: usize>(&self, args: [&str; N]) -> Run {
+    fn run<'a>(&self, args: impl IntoIterator<Item = &'a str>) -> Run {
         rayslurm(args)
             .shims(&self.shims)
             .env("TZ", TZ)
@@ -550,18 +550,9 @@ fn follow_of_a_run_with_a_recorded_end_asks_slurm_nothing() {
 
 /// Starts rayslurm with `args`, waits until it has asked squeue, and sends it SIGINT.
 fn interrupt(fake: &Fake, args: &[&str]) -> (Option<i32>, String) {
-    let path = format!(
-        "{}:{}",
-        fake.shims.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut child = Command::new(bin())
-        .args(args)
-        .env("PATH", path)
-        .env("TZ", TZ)
-        .env("RAYSLURM_STATE_DIR", &fake.state)
-        .env("RAYSLURM_CONFIG", "/nonexistent/rayslurm.toml")
-        .current_dir(&fake.logs)
+    let mut child = fake
+        .run(args.iter().copied())
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
