@@ -227,8 +227,10 @@ fn cancel_ends_a_running_job_and_status_shows_it_cancelled() {
         stderr.contains(&format!("cancelled job {job} (cancel-me)")),
         "{stderr}"
     );
+    // Exit code 0 already says the end was confirmed (within cancel's own 15 s); this only
+    // catches a hang, loosely, as timing is for benchmarks, not a shared machine.
     assert!(
-        start.elapsed() < Duration::from_secs(20),
+        start.elapsed() < Duration::from_secs(30),
         "{:?}",
         start.elapsed()
     );

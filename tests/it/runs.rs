@@ -535,14 +535,22 @@ fn follow_of_a_run_with_a_recorded_end_asks_slurm_nothing() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
     // The job id is handed to another job; the record keeps what it learned.
     fake.shim("squeue", &fake.line("101", "RUNNING"));
+    let scontrol_calls = fake.calls("scontrol").len();
     let start = Instant::now();
     let out = fake.run(["logs", "-f", "101"]).output();
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(6), "{stderr}");
     assert_eq!(stdout, "done long ago\n");
+    // No follow loop: that would ask squeue (at once, then every 2 s) or scontrol.
     assert_eq!(fake.calls("squeue").len(), 1, "only the status call");
+    assert_eq!(
+        fake.calls("scontrol").len(),
+        scontrol_calls,
+        "logs -f asks scontrol nothing"
+    );
+    // Only a hang is a failure here; how fast it is is for benchmarks, not a shared machine.
     assert!(
-        start.elapsed() < Duration::from_secs(2),
+        start.elapsed() < Duration::from_secs(30),
         "{:?}",
         start.elapsed()
     );
@@ -557,7 +565,7 @@ fn interrupt(fake: &Fake, args: &[&str]) -> (Option<i32>, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(30);
     while fake.calls("squeue").is_empty() {
         assert!(Instant::now() < deadline, "never asked squeue");
         std::thread::sleep(Duration::from_millis(50));
