@@ -447,33 +447,75 @@ fn missing_sbatch_suggests_dry_run_and_writes_nothing() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
+/// Twelve launches at once, some in the same second: each gets a script of its own (the second
+/// and later of a second with `-2`, `-3`, ... suffixes) holding exactly what it printed. Twelve,
+/// so that two of them usually race for one name between checking it is free and taking it
+/// (with the script written by replacing instead of linking to a new name, this test failed in
+/// 10 of 12 runs; with six launches, in 2 of 6).
 #[test]
 fn launches_in_the_same_second_never_overwrite() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("keep.log"), "x").unwrap();
-    let handles: Vec<_> = (0..6)
-        .map(|_| {
-            let d = dir.path().to_owned();
-            std::thread::spawn(move || {
-                rayslurm([
-                    "launch",
-                    "--dry-run",
-                    "--exp-name",
-                    "same",
-                    "--command",
-                    "true",
-                ])
-                .cwd(&d)
-                .output()
-            })
-        })
-        .collect();
-    for h in handles {
-        assert!(h.join().unwrap().status.success());
+    let stem = regex::Regex::new(r"^same_(\d{4}-\d{6})(?:-(\d+))?\.sh$").unwrap();
+    let wrote = regex::Regex::new(r"dry run: wrote (\S+) ").unwrap();
+    const LAUNCHES: usize = 12;
+    // The launches share a second unless they straddle twelve; should they, try again.
+    for _ in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("keep.log"), "x").unwrap();
+        let start = std::sync::Barrier::new(LAUNCHES);
+        let outputs: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..LAUNCHES)
+                .map(|_| {
+                    s.spawn(|| {
+                        let run = rayslurm([
+                            "launch",
+                            "--dry-run",
+                            "--exp-name",
+                            "same",
+                            "--command",
+                            "true",
+                        ])
+                        .cwd(dir.path());
+                        start.wait();
+                        run.output()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for out in &outputs {
+            assert!(out.status.success(), "{}", text(out).1);
+        }
+        let scripts: Vec<String> = visible_files(dir.path())
+            .into_iter()
+            .filter(|f| f.ends_with(".sh"))
+            .collect();
+        assert_eq!(scripts.len(), LAUNCHES, "{scripts:?}");
+        // Nothing was overwritten: each launch's file holds the script that launch printed.
+        for out in &outputs {
+            let (stdout, stderr) = text(out);
+            let path = &wrote.captures(&stderr).expect("names the script")[1];
+            let written = std::fs::read_to_string(path).unwrap();
+            assert_eq!(written.trim_end(), stdout.trim_end(), "{path}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("keep.log")).unwrap(),
+            "x"
+        );
+        let mut by_second = std::collections::BTreeMap::<String, Vec<u32>>::new();
+        for name in &scripts {
+            let c = stem.captures(name).unwrap_or_else(|| panic!("{name}"));
+            let n = c.get(2).map_or(1, |n| n.as_str().parse().unwrap());
+            by_second.entry(c[1].to_owned()).or_default().push(n);
+        }
+        if by_second.values().all(|ns| ns.len() < 2) {
+            continue;
+        }
+        for ns in by_second.values_mut() {
+            ns.sort_unstable();
+            let expected: Vec<u32> = (1..=ns.len() as u32).collect();
+            assert_eq!(*ns, expected, "{scripts:?}");
+        }
+        return;
     }
-    let scripts: Vec<String> = visible_files(dir.path())
-        .into_iter()
-        .filter(|f| f.ends_with(".sh"))
-        .collect();
-    assert_eq!(scripts.len(), 6, "{scripts:?}");
+    panic!("{LAUNCHES} launches never shared a second in five tries");
 }
