@@ -16,6 +16,7 @@ pub fn bin() -> PathBuf {
 pub struct Run {
     args: Vec<OsString>,
     env: HashMap<OsString, OsString>,
+    env_removed: Vec<OsString>,
     cwd: Option<PathBuf>,
     shims: Option<PathBuf>,
 }
@@ -28,6 +29,7 @@ where
     Run {
         args: args.into_iter().map(Into::into).collect(),
         env: HashMap::new(),
+        env_removed: Vec::new(),
         cwd: None,
         shims: None,
     }
@@ -36,6 +38,14 @@ where
 impl Run {
     pub fn env(mut self, k: &str, v: impl Into<OsString>) -> Self {
         self.env.insert(k.into(), v.into());
+        self
+    }
+
+    /// Unsets a variable the harness would set (e.g. `RAYSLURM_CONFIG`, to reach the user file
+    /// under `XDG_CONFIG_HOME` or `HOME`).
+    pub fn env_remove(mut self, k: &str) -> Self {
+        self.env.remove(&OsString::from(k));
+        self.env_removed.push(k.into());
         self
     }
 
@@ -77,6 +87,9 @@ impl Run {
             joined.push(":");
             joined.push(path);
             cmd.env("PATH", joined);
+        }
+        for k in &self.env_removed {
+            cmd.env_remove(k);
         }
         for (k, v) in &self.env {
             cmd.env(k, v);

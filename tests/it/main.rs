@@ -3,6 +3,7 @@
 
 mod harness;
 
+mod config;
 mod launch;
 mod layers;
 mod runs;
