@@ -255,6 +255,7 @@ fn bad_input_exits_2_and_writes_nothing() {
         (&["--exp-name", "a b"], "--exp-name"),
         (&["--exp-name", "a\nb"], "--exp-name"),
         (&["--exp-name", "-x"], "--exp-name"),
+        (&["--exp-name=-x"], "--exp-name"),
         (&["--exp-name", ".x"], "--exp-name"),
         (&["--command", ""], "--command"),
         (&["--command", "  \n "], "--command"),
@@ -280,10 +281,21 @@ fn bad_input_exits_2_and_writes_nothing() {
     ];
     for (args, needle) in cases {
         let dir = tempfile::tempdir().unwrap();
-        let mut argv = vec!["launch", "--exp-name", "x", "--command", "true"];
+        // A case's own --exp-name or --command replaces the default: given twice, clap would
+        // refuse the repetition before the value is ever checked.
+        let mut argv = vec!["launch"];
+        for (flag, default) in [("--exp-name", "x"), ("--command", "true")] {
+            if !args.iter().any(|a| a.starts_with(flag)) {
+                argv.extend([flag, default]);
+            }
+        }
         argv.extend_from_slice(args);
         let out = rayslurm(argv).cwd(dir.path()).output();
         let (_, stderr) = text(&out);
+        assert!(
+            !stderr.contains("cannot be used multiple times"),
+            "{args:?}: {stderr}"
+        );
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
         assert!(stderr.starts_with("error:"), "{args:?}: {stderr}");
