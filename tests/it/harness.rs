@@ -115,6 +115,47 @@ pub fn text(out: &Output) -> (String, String) {
     )
 }
 
+/// A command and what it printed, as a user would see it in a terminal, for snapshots:
+/// `$ rayslurm ARGS`, the exit code, then stdout and stderr (each only if not empty).
+pub fn transcript(args: &[&str], out: &Output) -> String {
+    let plain = regex::Regex::new(r"^[A-Za-z0-9_./=:+-]+$").unwrap();
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| {
+            if plain.is_match(a) {
+                (*a).to_owned()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect();
+    let (stdout, stderr) = text(out);
+    let mut t = format!("$ rayslurm {}\nexit code: ", words.join(" "));
+    match out.status.code() {
+        Some(code) => t.push_str(&code.to_string()),
+        None => t.push_str("none (killed by a signal)"),
+    }
+    t.push('\n');
+    for (name, stream) in [("stdout", stdout), ("stderr", stderr)] {
+        if !stream.is_empty() {
+            t.push_str(&format!("----- {name} -----\n{stream}"));
+        }
+    }
+    t
+}
+
+/// The sorted keys of a JSON object, one a line: the shape scripts rely on, without the values.
+pub fn json_keys(v: &serde_json::Value) -> String {
+    let mut keys: Vec<&str> = v
+        .as_object()
+        .unwrap_or_else(|| panic!("not an object: {v}"))
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys.join("\n")
+}
+
 /// Writes an executable shim script named `name` into `dir`.
 pub fn shim(dir: &Path, name: &str, body: &str) {
     let path = dir.join(name);

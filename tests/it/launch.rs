@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::harness::{filter_stamps, rayslurm, shim, text};
+use crate::harness::{filter_stamps, json_keys, rayslurm, shim, text, transcript};
 
 /// Replaces what changes between runs: the directory, times, the binary's build stamp.
 fn normalise(script: &str, dir: &Path) -> String {
@@ -240,6 +240,7 @@ fn dry_run_json() {
     assert_eq!(v["submitted"], false);
     assert!(v["script"].as_str().unwrap().ends_with(".sh"));
     assert!(v["log"].as_str().unwrap().ends_with(".log"));
+    insta::assert_snapshot!("launch_json_keys", json_keys(&v));
 }
 
 #[test]
@@ -304,6 +305,35 @@ fn bad_input_exits_2_and_writes_nothing() {
             0,
             "{args:?} wrote a file"
         );
+    }
+}
+
+/// The messages of the commonest mistakes, as snapshots: their wording is reviewed as a diff.
+#[test]
+fn usage_error_messages() {
+    let cases: &[(&str, &[&str])] = &[
+        ("bad_exp_name", &["--exp-name", "a/b", "--command", "true"]),
+        (
+            "bad_time",
+            &["--exp-name", "x", "--command", "true", "--time", "2 hours"],
+        ),
+        (
+            "bad_mem",
+            &["--exp-name", "x", "--command", "true", "--mem", "16GB"],
+        ),
+        (
+            "env_without_equals",
+            &["--exp-name", "x", "--command", "true", "--env", "NOVALUE"],
+        ),
+    ];
+    for (name, args) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let argv: Vec<&str> = std::iter::once("launch")
+            .chain(args.iter().copied())
+            .collect();
+        let out = rayslurm(&argv).cwd(dir.path()).output();
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out).1);
+        insta::assert_snapshot!(format!("error_{name}"), transcript(&argv, &out));
     }
 }
 
@@ -420,6 +450,7 @@ fn submission_json() {
     assert_eq!(v["job_id"], "77");
     assert_eq!(v["exp_name"], "s");
     assert!(Path::new(v["script"].as_str().unwrap()).exists());
+    insta::assert_snapshot!("launch_json_keys", json_keys(&v));
 }
 
 #[test]
@@ -441,12 +472,20 @@ fn sbatch_failure_keeps_the_script_and_shows_the_error() {
         stderr.contains(&files[0]),
         "names the kept script: {stderr}"
     );
+    insta::assert_snapshot!(
+        "error_sbatch_fails",
+        normalise(
+            &transcript(&["launch", "--command", "true", "--exp-name", "f"], &out),
+            dir.path()
+        )
+    );
 }
 
 #[test]
 fn missing_sbatch_suggests_dry_run_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let out = rayslurm(["launch", "--exp-name", "m", "--command", "true"])
+    let argv = ["launch", "--exp-name", "m", "--command", "true"];
+    let out = rayslurm(argv)
         .cwd(dir.path())
         .env("PATH", "/nonexistent")
         .output();
@@ -457,6 +496,7 @@ fn missing_sbatch_suggests_dry_run_and_writes_nothing() {
         "{stderr}"
     );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    insta::assert_snapshot!("error_sbatch_missing", transcript(&argv, &out));
 }
 
 /// Twelve launches at once, some in the same second: each gets a script of its own (the second

@@ -4,6 +4,7 @@
 mod harness;
 
 mod config;
+mod help;
 mod launch;
 mod layers;
 mod runs;

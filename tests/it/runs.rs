@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::harness::{Run, rayslurm, shim, text};
+use crate::harness::{Run, json_keys, rayslurm, shim, text, transcript};
 
 /// A scratch world: fake Slurm commands, a run store and a log directory.
 struct Fake {
@@ -216,6 +216,11 @@ fn status_json_shape() {
     ] {
         assert!(keys.iter().any(|k| *k == key), "missing {key} in {keys:?}");
     }
+    // Every row has the same keys, whatever its source; reviewed as a snapshot.
+    for row in &rows {
+        assert_eq!(json_keys(row), json_keys(&rows[0]), "{row}");
+    }
+    insta::assert_snapshot!("status_json_keys", json_keys(&rows[0]));
 }
 
 #[test]
@@ -312,6 +317,16 @@ fn unknown_target_is_a_usage_error_with_close_matches() {
     let out = fake.run(["logs", "103"]).output();
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).1.contains("`101`"), "{}", text(&out).1);
+    let messages: Vec<String> = [
+        &["logs", "resnet-swep"][..],
+        &["status", "resnet-swep"],
+        &["cancel", "resnet-swep"],
+        &["logs", "103"],
+    ]
+    .into_iter()
+    .map(|args| transcript(args, &fake.run(args.iter().copied()).output()))
+    .collect();
+    insta::assert_snapshot!("error_unknown_run", messages.join("\n"));
 }
 
 #[test]
@@ -326,6 +341,10 @@ fn empty_store() {
         text(&out).1.contains("no runs are recorded"),
         "{}",
         text(&out).1
+    );
+    insta::assert_snapshot!(
+        "error_no_runs_recorded",
+        transcript(&["logs", "x"], &out).replace(&fake.state.display().to_string(), "[STATE]")
     );
 }
 
