@@ -4,10 +4,10 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::harness::{Lab, bin, lab, rayslurm, text, wait_job_end};
+use crate::harness::{Lab, lab, rayslurm, text, wait_job_end};
 
 /// Jobs may wait behind other tests' jobs (three exclusive nodes): be patient.
 const PATIENCE: Duration = Duration::from_secs(180);
@@ -140,11 +140,10 @@ fn logs_follow_streams_a_running_job() {
     world.wait_state(&job, "started", |s| s != "PENDING");
 
     // Read `logs -f` line by line, with the time each line arrived.
-    let mut child = Command::new(bin())
-        .args(["logs", "-f", "logs-f"])
+    let mut child = rayslurm(["logs", "-f", "logs-f"])
         .env("RAYSLURM_STATE_DIR", world.state.path())
-        .env("RAYSLURM_CONFIG", "/nonexistent/rayslurm.toml")
-        .current_dir(&world.dir)
+        .cwd(&world.dir)
+        .command()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -229,8 +228,10 @@ fn cancel_ends_a_running_job_and_status_shows_it_cancelled() {
         stderr.contains(&format!("cancelled job {job} (cancel-me)")),
         "{stderr}"
     );
+    // Exit code 0 already says the end was confirmed (within cancel's own 15 s); this only
+    // catches a hang, loosely, as timing is for benchmarks, not a shared machine.
     assert!(
-        start.elapsed() < Duration::from_secs(20),
+        start.elapsed() < Duration::from_secs(30),
         "{:?}",
         start.elapsed()
     );

@@ -16,6 +16,7 @@ pub fn bin() -> PathBuf {
 pub struct Run {
     args: Vec<OsString>,
     env: HashMap<OsString, OsString>,
+    env_removed: Vec<OsString>,
     cwd: Option<PathBuf>,
     shims: Option<PathBuf>,
 }
@@ -28,6 +29,7 @@ where
     Run {
         args: args.into_iter().map(Into::into).collect(),
         env: HashMap::new(),
+        env_removed: Vec::new(),
         cwd: None,
         shims: None,
     }
@@ -36,6 +38,14 @@ where
 impl Run {
     pub fn env(mut self, k: &str, v: impl Into<OsString>) -> Self {
         self.env.insert(k.into(), v.into());
+        self
+    }
+
+    /// Unsets a variable the harness would set (e.g. `RAYSLURM_CONFIG`, to reach the user file
+    /// under `XDG_CONFIG_HOME` or `HOME`).
+    pub fn env_remove(mut self, k: &str) -> Self {
+        self.env.remove(&OsString::from(k));
+        self.env_removed.push(k.into());
         self
     }
 
@@ -50,12 +60,24 @@ impl Run {
         self
     }
 
-    pub fn output(self) -> Output {
+    /// The command, ready to run or spawn: the developer's own rayslurm settings removed, the
+    /// harness's defaults and then the test's own applied.
+    pub fn command(&self) -> Command {
         let mut cmd = Command::new(bin());
         cmd.args(&self.args);
-        // Tests never read the developer's own config or run records.
-        cmd.env_remove("RAYSLURM_PARTITION")
-            .env("RAYSLURM_CONFIG", "/nonexistent/rayslurm.toml");
+        // Tests never read the developer's own defaults, config files or run records: every
+        // `RAYSLURM_*` variable (today's and any added later) and the XDG bases go.
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("RAYSLURM_") {
+                cmd.env_remove(&key);
+            }
+        }
+        // COLUMNS would change how clap wraps `--help`.
+        for key in ["XDG_CONFIG_HOME", "XDG_STATE_HOME", "COLUMNS"] {
+            cmd.env_remove(key);
+        }
+        cmd.env("RAYSLURM_CONFIG", "/nonexistent/rayslurm.toml")
+            .env("RAYSLURM_STATE_DIR", scratch_state_dir());
         if let Some(dir) = &self.cwd {
             cmd.current_dir(dir);
         }
@@ -66,13 +88,17 @@ impl Run {
             joined.push(path);
             cmd.env("PATH", joined);
         }
-        if !self.env.contains_key(&OsString::from("RAYSLURM_STATE_DIR")) {
-            cmd.env("RAYSLURM_STATE_DIR", scratch_state_dir());
+        for k in &self.env_removed {
+            cmd.env_remove(k);
         }
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        cmd.output().expect("rayslurm runs")
+        cmd
+    }
+
+    pub fn output(self) -> Output {
+        self.command().output().expect("rayslurm runs")
     }
 }
 
@@ -87,6 +113,47 @@ pub fn text(out: &Output) -> (String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// A command and what it printed, as a user would see it in a terminal, for snapshots:
+/// `$ rayslurm ARGS`, the exit code, then stdout and stderr (each only if not empty).
+pub fn transcript(args: &[&str], out: &Output) -> String {
+    let plain = regex::Regex::new(r"^[A-Za-z0-9_./=:+-]+$").unwrap();
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| {
+            if plain.is_match(a) {
+                (*a).to_owned()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect();
+    let (stdout, stderr) = text(out);
+    let mut t = format!("$ rayslurm {}\nexit code: ", words.join(" "));
+    match out.status.code() {
+        Some(code) => t.push_str(&code.to_string()),
+        None => t.push_str("none (killed by a signal)"),
+    }
+    t.push('\n');
+    for (name, stream) in [("stdout", stdout), ("stderr", stderr)] {
+        if !stream.is_empty() {
+            t.push_str(&format!("----- {name} -----\n{stream}"));
+        }
+    }
+    t
+}
+
+/// The sorted keys of a JSON object, one a line: the shape scripts rely on, without the values.
+pub fn json_keys(v: &serde_json::Value) -> String {
+    let mut keys: Vec<&str> = v
+        .as_object()
+        .unwrap_or_else(|| panic!("not an object: {v}"))
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    keys.join("\n")
 }
 
 /// Writes an executable shim script named `name` into `dir`.

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::harness::{filter_stamps, rayslurm, shim, text};
+use crate::harness::{filter_stamps, json_keys, rayslurm, shim, text, transcript};
 
 /// Replaces what changes between runs: the directory, times, the binary's build stamp.
 fn normalise(script: &str, dir: &Path) -> String {
@@ -320,6 +320,7 @@ fn dry_run_json() {
     assert_eq!(v["submitted"], false);
     assert!(v["script"].as_str().unwrap().ends_with(".sh"));
     assert!(v["log"].as_str().unwrap().ends_with(".log"));
+    insta::assert_snapshot!("launch_json_keys", json_keys(&v));
 }
 
 #[test]
@@ -335,6 +336,7 @@ fn bad_input_exits_2_and_writes_nothing() {
         (&["--exp-name", "a b"], "--exp-name"),
         (&["--exp-name", "a\nb"], "--exp-name"),
         (&["--exp-name", "-x"], "--exp-name"),
+        (&["--exp-name=-x"], "--exp-name"),
         (&["--exp-name", ".x"], "--exp-name"),
         (&["--command", ""], "--command"),
         (&["--command", "  \n "], "--command"),
@@ -360,10 +362,21 @@ fn bad_input_exits_2_and_writes_nothing() {
     ];
     for (args, needle) in cases {
         let dir = tempfile::tempdir().unwrap();
-        let mut argv = vec!["launch", "--exp-name", "x", "--command", "true"];
+        // A case's own --exp-name or --command replaces the default: given twice, clap would
+        // refuse the repetition before the value is ever checked.
+        let mut argv = vec!["launch"];
+        for (flag, default) in [("--exp-name", "x"), ("--command", "true")] {
+            if !args.iter().any(|a| a.starts_with(flag)) {
+                argv.extend([flag, default]);
+            }
+        }
         argv.extend_from_slice(args);
         let out = rayslurm(argv).cwd(dir.path()).output();
         let (_, stderr) = text(&out);
+        assert!(
+            !stderr.contains("cannot be used multiple times"),
+            "{args:?}: {stderr}"
+        );
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
         assert!(stderr.starts_with("error:"), "{args:?}: {stderr}");
@@ -372,6 +385,35 @@ fn bad_input_exits_2_and_writes_nothing() {
             0,
             "{args:?} wrote a file"
         );
+    }
+}
+
+/// The messages of the commonest mistakes, as snapshots: their wording is reviewed as a diff.
+#[test]
+fn usage_error_messages() {
+    let cases: &[(&str, &[&str])] = &[
+        ("bad_exp_name", &["--exp-name", "a/b", "--command", "true"]),
+        (
+            "bad_time",
+            &["--exp-name", "x", "--command", "true", "--time", "2 hours"],
+        ),
+        (
+            "bad_mem",
+            &["--exp-name", "x", "--command", "true", "--mem", "16GB"],
+        ),
+        (
+            "env_without_equals",
+            &["--exp-name", "x", "--command", "true", "--env", "NOVALUE"],
+        ),
+    ];
+    for (name, args) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let argv: Vec<&str> = std::iter::once("launch")
+            .chain(args.iter().copied())
+            .collect();
+        let out = rayslurm(&argv).cwd(dir.path()).output();
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out).1);
+        insta::assert_snapshot!(format!("error_{name}"), transcript(&argv, &out));
     }
 }
 
@@ -488,6 +530,7 @@ fn submission_json() {
     assert_eq!(v["job_id"], "77");
     assert_eq!(v["exp_name"], "s");
     assert!(Path::new(v["script"].as_str().unwrap()).exists());
+    insta::assert_snapshot!("launch_json_keys", json_keys(&v));
 }
 
 #[test]
@@ -509,12 +552,20 @@ fn sbatch_failure_keeps_the_script_and_shows_the_error() {
         stderr.contains(&files[0]),
         "names the kept script: {stderr}"
     );
+    insta::assert_snapshot!(
+        "error_sbatch_fails",
+        normalise(
+            &transcript(&["launch", "--command", "true", "--exp-name", "f"], &out),
+            dir.path()
+        )
+    );
 }
 
 #[test]
 fn missing_sbatch_suggests_dry_run_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let out = rayslurm(["launch", "--exp-name", "m", "--command", "true"])
+    let argv = ["launch", "--exp-name", "m", "--command", "true"];
+    let out = rayslurm(argv)
         .cwd(dir.path())
         .env("PATH", "/nonexistent")
         .output();
@@ -525,37 +576,80 @@ fn missing_sbatch_suggests_dry_run_and_writes_nothing() {
         "{stderr}"
     );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    insta::assert_snapshot!("error_sbatch_missing", transcript(&argv, &out));
 }
 
+/// Twelve launches at once, some in the same second: each gets a script of its own (the second
+/// and later of a second with `-2`, `-3`, ... suffixes) holding exactly what it printed. Twelve,
+/// so that two of them usually race for one name between checking it is free and taking it
+/// (with the script written by replacing instead of linking to a new name, this test failed in
+/// 10 of 12 runs; with six launches, in 2 of 6).
 #[test]
 fn launches_in_the_same_second_never_overwrite() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("keep.log"), "x").unwrap();
-    let handles: Vec<_> = (0..6)
-        .map(|_| {
-            let d = dir.path().to_owned();
-            std::thread::spawn(move || {
-                rayslurm([
-                    "launch",
-                    "--dry-run",
-                    "--exp-name",
-                    "same",
-                    "--command",
-                    "true",
-                ])
-                .cwd(&d)
-                .output()
-            })
-        })
-        .collect();
-    for h in handles {
-        assert!(h.join().unwrap().status.success());
+    let stem = regex::Regex::new(r"^same_(\d{4}-\d{6})(?:-(\d+))?\.sh$").unwrap();
+    let wrote = regex::Regex::new(r"dry run: wrote (\S+) ").unwrap();
+    const LAUNCHES: usize = 12;
+    // The launches share a second unless they straddle twelve; should they, try again.
+    for _ in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("keep.log"), "x").unwrap();
+        let start = std::sync::Barrier::new(LAUNCHES);
+        let outputs: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..LAUNCHES)
+                .map(|_| {
+                    s.spawn(|| {
+                        let run = rayslurm([
+                            "launch",
+                            "--dry-run",
+                            "--exp-name",
+                            "same",
+                            "--command",
+                            "true",
+                        ])
+                        .cwd(dir.path());
+                        start.wait();
+                        run.output()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for out in &outputs {
+            assert!(out.status.success(), "{}", text(out).1);
+        }
+        let scripts: Vec<String> = visible_files(dir.path())
+            .into_iter()
+            .filter(|f| f.ends_with(".sh"))
+            .collect();
+        assert_eq!(scripts.len(), LAUNCHES, "{scripts:?}");
+        // Nothing was overwritten: each launch's file holds the script that launch printed.
+        for out in &outputs {
+            let (stdout, stderr) = text(out);
+            let path = &wrote.captures(&stderr).expect("names the script")[1];
+            let written = std::fs::read_to_string(path).unwrap();
+            assert_eq!(written.trim_end(), stdout.trim_end(), "{path}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("keep.log")).unwrap(),
+            "x"
+        );
+        let mut by_second = std::collections::BTreeMap::<String, Vec<u32>>::new();
+        for name in &scripts {
+            let c = stem.captures(name).unwrap_or_else(|| panic!("{name}"));
+            let n = c.get(2).map_or(1, |n| n.as_str().parse().unwrap());
+            by_second.entry(c[1].to_owned()).or_default().push(n);
+        }
+        if by_second.values().all(|ns| ns.len() < 2) {
+            continue;
+        }
+        for ns in by_second.values_mut() {
+            ns.sort_unstable();
+            let expected: Vec<u32> = (1..=ns.len() as u32).collect();
+            assert_eq!(*ns, expected, "{scripts:?}");
+        }
+        return;
     }
-    let scripts: Vec<String> = visible_files(dir.path())
-        .into_iter()
-        .filter(|f| f.ends_with(".sh"))
-        .collect();
-    assert_eq!(scripts.len(), 6, "{scripts:?}");
+    panic!("{LAUNCHES} launches never shared a second in five tries");
 }
 
 /// Regression (reported): the `dry run: wrote ...` line must start a line of its own after the

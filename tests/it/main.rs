@@ -3,6 +3,8 @@
 
 mod harness;
 
+mod config;
+mod help;
 mod launch;
 mod layers;
 mod runs;

@@ -1,0 +1,22 @@
+//! `--help` of rayslurm and of each subcommand, as snapshots: a change of wording is reviewed
+//! as a diff.
+
+use crate::harness::{rayslurm, transcript};
+
+#[test]
+fn help_texts() {
+    let cases: &[(&str, &[&str])] = &[
+        ("rayslurm", &["--help"]),
+        ("launch", &["launch", "--help"]),
+        ("launch_short", &["launch", "-h"]),
+        ("logs", &["logs", "--help"]),
+        ("status", &["status", "--help"]),
+        ("cancel", &["cancel", "--help"]),
+        ("template", &["template", "--help"]),
+    ];
+    for (name, args) in cases {
+        let out = rayslurm(*args).output();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        insta::assert_snapshot!(format!("help_{name}"), transcript(args, &out));
+    }
+}
