@@ -102,7 +102,12 @@ fn read_config(path: &Path) -> Result<FileDefaults, UsageError> {
     toml::from_str::<ConfigFile>(&text)
         .map(|c| c.launch)
         .map_err(|e| {
-            UsageError::new(format!("invalid config file `{}`: {e}", path.display()))
+            let e = e.to_string();
+            UsageError::new(format!(
+                "invalid config file `{}`: {}",
+                path.display(),
+                e.trim_end()
+            ))
                 .hint("fix or remove the file; keys go under `[launch]`")
         })
 }
@@ -224,6 +229,10 @@ impl LaunchConfig {
         let qos = layered(qos.clone(), from_env(env_vars::QOS), &p.qos, &u.qos);
         let constraint = layered(constraint.clone(), None, &p.constraint, &u.constraint);
         let time = layered(time.clone(), from_env(env_vars::TIME), &p.time, &u.time);
+        // Its own check first: it says what a time looks like.
+        if let Some(t) = &time {
+            validate::time(t)?;
+        }
         for (flag, value) in [
             ("--partition", &partition),
             ("--account", &account),
@@ -235,9 +244,6 @@ impl LaunchConfig {
             if let Some(v) = value {
                 validate::directive(flag, v)?;
             }
-        }
-        if let Some(t) = &time {
-            validate::time(t)?;
         }
         for (flag, value) in [("--mem", mem), ("--mem-per-cpu", mem_per_cpu)] {
             if let Some(m) = value {
