@@ -80,6 +80,53 @@ impl RayAuth {
     }
 }
 
+/// How the start-up check went.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Checked {
+    /// A request without the token was refused and one with it accepted.
+    Refused,
+    /// Nothing listens where the dashboard would be (`--include-dashboard=false`), so there
+    /// was nothing to ask.
+    NoDashboard,
+}
+
+/// Asks the head's dashboard, on this node, for `/api/version` without the run's token (it
+/// must be refused: an older Ray silently ignores `RAY_AUTH_MODE`) and with it (it must be
+/// accepted: the token Ray read is the run's). The error is a message for the job's log.
+pub(crate) fn check(token: &Path, dashboard_port: u16) -> Result<Checked, String> {
+    let url = format!("http://127.0.0.1:{dashboard_port}/api/version");
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(std::time::Duration::from_secs(10)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let without = match agent.get(&url).call() {
+        Ok(response) => response.status().as_u16(),
+        Err(ureq::Error::ConnectionFailed | ureq::Error::Io(_)) => return Ok(Checked::NoDashboard),
+        Err(e) => return Err(format!("cannot ask Ray's dashboard at {url}: {e}")),
+    };
+    if without != 401 && without != 403 {
+        return Err(format!(
+            "Ray accepted a request without the run's token (HTTP {without} from {url}): this Ray does not enforce RAY_AUTH_MODE=token, so anyone on the network could use the cluster; install a newer Ray, or pass --no-ray-auth to run it open on purpose"
+        ));
+    }
+    let value = std::fs::read_to_string(token)
+        .map_err(|e| format!("cannot read Ray's token `{}`: {e}", token.display()))?;
+    let with = agent
+        .get(&url)
+        .header("Authorization", &format!("Bearer {}", value.trim()))
+        .call()
+        .map(|r| r.status().as_u16())
+        .map_err(|e| format!("cannot ask Ray's dashboard at {url}: {e}"))?;
+    if with != 200 {
+        return Err(format!(
+            "Ray refused the run's own token (HTTP {with} from {url}): Ray did not read the token file `{}`",
+            token.display()
+        ));
+    }
+    Ok(Checked::Refused)
+}
+
 /// 32 random bytes from the kernel, as 64 hex digits.
 fn new_token() -> Result<String> {
     let mut bytes = [0u8; 32];
@@ -130,7 +177,10 @@ mod tests {
         assert_eq!(RayAuth::of_worker(&worker), auth);
         let env = auth.env();
         assert!(env.contains(&("RAY_AUTH_MODE", "token".to_owned())));
-        assert!(env.iter().all(|(_, v)| !v.contains(&token)), "never the value");
+        assert!(
+            env.iter().all(|(_, v)| !v.contains(&token)),
+            "never the value"
+        );
     }
 
     #[test]

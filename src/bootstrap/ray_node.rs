@@ -13,8 +13,8 @@ use std::process::{Child, Stdio};
 use anyhow::{Context, Result};
 
 use super::Allocation;
-use super::ray_auth::RayAuth;
 use super::ports::{self, RayPorts};
+use super::ray_auth::RayAuth;
 use crate::handoff::cluster::ClusterOptions;
 use crate::handoff::cluster::parse_ray_args;
 use crate::handoff::job_env;

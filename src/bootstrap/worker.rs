@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::heartbeat;
-use super::ray_auth::RayAuth;
 use super::kept_logs::{self, KEEP_LINE};
 use super::marked::{self, RunMark};
+use super::ray_auth::RayAuth;
 use super::ray_node::{TempRoot, start_node};
 use super::signals;
 use super::{Allocation, LIVENESS_EVERY, RAY_STOP_GRACE, READY_PREFIX, TICK, say};

@@ -108,7 +108,7 @@ fn read_config(path: &Path) -> Result<FileDefaults, UsageError> {
                 path.display(),
                 e.trim_end()
             ))
-                .hint("fix or remove the file; keys go under `[launch]`")
+            .hint("fix or remove the file; keys go under `[launch]`")
         })
 }
 
@@ -388,8 +388,7 @@ fn resolve_cluster(
         port_base: *port_base,
         stop_grace: layered(*stop_grace, None, &p.stop_grace, &u.stop_grace)
             .unwrap_or(DEFAULT_STOP_GRACE),
-        no_ray_auth: *no_ray_auth
-            || layered(None, None, &p.ray_auth, &u.ray_auth) == Some(false),
+        no_ray_auth: *no_ray_auth || layered(None, None, &p.ray_auth, &u.ray_auth) == Some(false),
     })
 }
 

@@ -42,20 +42,19 @@ impl<'a> JobSpec<'a> {
         created: String,
     ) -> Self {
         let job = &config.job;
-        let bootstrap_args =
-            BootstrapArgs::head(
+        let bootstrap_args = BootstrapArgs::head(
             files.state.clone(),
             files.dir.clone(),
             job.num_gpus,
             config.cluster.clone(),
         )
-                .to_flags()
-                .into_iter()
-                .map(|(flag, value)| BootstrapArg {
-                    flag: flag.to_owned(),
-                    value,
-                })
-                .collect();
+        .to_flags()
+        .into_iter()
+        .map(|(flag, value)| BootstrapArg {
+            flag: flag.to_owned(),
+            value,
+        })
+        .collect();
         Self {
             version: env!("CARGO_PKG_VERSION"),
             created,

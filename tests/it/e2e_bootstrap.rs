@@ -77,7 +77,15 @@ pub(crate) fn launch(lab: &Lab, name: &str, args: &[&str]) -> Job {
 
 /// [`launch`] with another `--load-env`.
 pub(crate) fn launch_with_env(lab: &Lab, name: &str, load_env: &str, args: &[&str]) -> Job {
-    let dir = lab.workdir(name);
+    launch_from(&lab.workdir(name), name, load_env, args)
+}
+
+/// [`launch`] from a directory the test prepared (with the files the command needs).
+pub(crate) fn launch_in(lab: &Lab, dir: &Path, name: &str, args: &[&str]) -> Job {
+    launch_from(dir, name, &lab.load_env(), args)
+}
+
+fn launch_from(dir: &Path, name: &str, load_env: &str, args: &[&str]) -> Job {
     let mut argv = vec![
         "launch",
         "--json",
@@ -93,9 +101,9 @@ pub(crate) fn launch_with_env(lab: &Lab, name: &str, load_env: &str, args: &[&st
     }
     argv.extend_from_slice(args);
     let tmp_before = node_tmp_entries();
-    let out = rayslurm(argv).cwd(&dir).output();
+    let out = rayslurm(argv).cwd(dir).output();
     assert!(out.status.success(), "launch failed: {}", text(&out).1);
-    Job::launched(&out.stdout, dir, tmp_before)
+    Job::launched(&out.stdout, dir.to_owned(), tmp_before)
 }
 
 pub(crate) fn copy_example(job_dir: &Path, name: &str) {

@@ -10,6 +10,7 @@ mod layers;
 mod runs;
 mod version;
 
+mod e2e_auth;
 mod e2e_bootstrap;
 mod e2e_failures;
 mod e2e_runs;

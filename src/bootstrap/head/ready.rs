@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use super::Head;
 use crate::bootstrap::heartbeat;
 use crate::bootstrap::outcome::Outcome;
+use crate::bootstrap::ray_auth::{self, Checked};
 use crate::bootstrap::ray_node::RayStart;
 use crate::bootstrap::signals;
 use crate::bootstrap::worker_step::Joined;
@@ -119,6 +120,7 @@ impl Head<'_> {
                     node,
                     format!("Ray head ready after {:.1} s", t0.elapsed().as_secs_f64()),
                 );
+                self.check_auth()?;
                 self.say_dashboard();
                 Ok(true)
             }
@@ -132,6 +134,33 @@ impl Head<'_> {
                 "cannot wait for `{}`: {e}",
                 start.cmd
             ))),
+        }
+    }
+
+    /// Checks for real that Ray refuses requests without the run's token.
+    fn check_auth(&self) -> Result<(), Outcome> {
+        let (Some(token), Some(port)) = (self.auth.token_path(), self.dashboard_port) else {
+            return Ok(());
+        };
+        match ray_auth::check(token, port) {
+            Ok(Checked::Refused) => {
+                say(
+                    self.node(),
+                    format!(
+                        "Ray requires the run's token (checked: a request without it is refused); it is in {}",
+                        token.display()
+                    ),
+                );
+                Ok(())
+            }
+            Ok(Checked::NoDashboard) => {
+                say(
+                    self.node(),
+                    "Ray requires the run's token (not checked: no dashboard to ask)",
+                );
+                Ok(())
+            }
+            Err(why) => Err(Outcome::startup_failed(why)),
         }
     }
 

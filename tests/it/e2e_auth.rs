@@ -1,0 +1,105 @@
+//! End-to-end: every Ray cluster rayslurm starts requires the run's token. A client without it
+//! is refused on every port that takes clients (the GCS, Ray Client's server, the dashboard and
+//! each node's dashboard agent) while the job's own command connects as usual; the token is in
+//! the run's private directory, never in the script or the log.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+use crate::e2e_bootstrap::{assert_clean, launch};
+use crate::harness::lab;
+
+/// Runs inside the job: connects as the command does, then tries every port as an outsider.
+const PROBE: &str = r#"
+import os, subprocess, sys, urllib.request, urllib.error
+import ray
+
+ray.init()
+print("own-driver-connected", int(ray.cluster_resources()["CPU"]))
+gcs_ip, gcs_port = os.environ["RAY_ADDRESS"].rsplit(":", 1)
+token = open(os.environ["RAY_AUTH_TOKEN_PATH"]).read().strip()
+# rayslurm's port block: GCS, dashboard, client server, ... (src/bootstrap/ports.rs).
+dashboard, client = int(gcs_port) + 1, int(gcs_port) + 2
+agents = [(n["NodeManagerAddress"], n["MetricsExportPort"] + 1) for n in ray.nodes() if n["Alive"]]
+
+def status(url, with_token):
+    req = urllib.request.Request(url)
+    if with_token:
+        req.add_header("Authorization", "Bearer " + token)
+    try:
+        return urllib.request.urlopen(req, timeout=10).status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+for name, url in [("dashboard", f"http://127.0.0.1:{dashboard}/api/version")] + [
+    (f"agent-{ip}", f"http://{ip}:{port}/api/jobs/") for ip, port in agents
+]:
+    print("http", name, "without", status(url, False), "with", status(url, True))
+
+outsider = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH") and k != "RAY_ADDRESS"}
+attach = "import ray, sys\ntry:\n    ray.init(address=sys.argv[1])\n    print('ATTACHED')\nexcept Exception as e:\n    print('REFUSED', type(e).__name__)\n"
+for name, address in [("gcs", f"{gcs_ip}:{gcs_port}"), ("client", f"ray://{gcs_ip}:{client}")]:
+    r = subprocess.run([sys.executable, "-c", attach, address], env=outsider,
+                       capture_output=True, text=True, timeout=120)
+    print("outsider", name, (r.stdout.strip().splitlines() or ["nothing"])[-1])
+"#;
+
+#[test]
+fn a_client_without_the_token_is_refused_on_every_port() {
+    let Some((lab, _turn)) = lab("a_client_without_the_token_is_refused_on_every_port") else {
+        return;
+    };
+    let dir = lab.workdir("auth");
+    std::fs::write(dir.join("probe.py"), PROBE).unwrap();
+    let job = crate::e2e_bootstrap::launch_in(
+        lab,
+        &dir,
+        "auth",
+        &["-n", "2", "--command", "python probe.py"],
+    );
+    let info = job.wait(Duration::from_secs(300));
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    assert!(log.contains("own-driver-connected 4"), "{log}");
+    assert!(
+        log.contains("a request without it is refused"),
+        "checked at start-up: {log}"
+    );
+    let http: Vec<&str> = log.lines().filter(|l| l.starts_with("http ")).collect();
+    assert_eq!(http.len(), 3, "the dashboard and both nodes' agents: {log}");
+    for line in &http {
+        assert!(
+            line.contains("without 401") && !line.contains("with 401"),
+            "{line}"
+        );
+    }
+    assert!(log.contains("outsider gcs REFUSED"), "{log}");
+    assert!(log.contains("outsider client REFUSED"), "{log}");
+    assert!(!log.contains("ATTACHED"), "{log}");
+    // The token: in the run's private directory, owner-only, and nowhere else.
+    let run_dir = job.log.with_extension("d");
+    let token_file = run_dir.join("ray-auth-token");
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!((mode(&run_dir), mode(&token_file)), (0o700, 0o600));
+    assert!(!log.contains(token.trim()), "the token is not in the log");
+    let script = std::fs::read_to_string(job.log.with_extension("sh")).unwrap();
+    assert!(!script.contains(token.trim()), "nor in the script");
+    assert_clean(&job);
+}
+
+#[test]
+fn no_ray_auth_runs_an_open_cluster_on_purpose() {
+    let Some((lab, _turn)) = lab("no_ray_auth_runs_an_open_cluster_on_purpose") else {
+        return;
+    };
+    let cmd =
+        "python -c 'import os, ray; ray.init(); print(\"mode\", os.environ[\"RAY_AUTH_MODE\"])'";
+    let job = launch(lab, "noauth", &["--no-ray-auth", "--command", cmd]);
+    let info = job.wait(Duration::from_secs(300));
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    assert!(log.contains("mode disabled"), "{log}");
+    assert!(!job.log.with_extension("d").exists(), "no token made");
+    assert_clean(&job);
+}
