@@ -180,6 +180,20 @@ pub(crate) struct ClusterArgs {
     #[arg(long)]
     pub(crate) no_ray: bool,
 
+    /// Run the command on every node (`--tasks-per-node` times each, every task with its own
+    /// rank), without Ray: for torchrun, JAX, MPI-style and plain shell work.
+    #[arg(long)]
+    pub(crate) per_node: bool,
+
+    /// Run this on every node first, in parallel, with the rank environment; the command (or
+    /// Ray) starts only once every node's setup succeeded.
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) setup: Option<String>,
+
+    /// With --per-node: do not prefix each output line with `[RANK NODE]`.
+    #[arg(long)]
+    pub(crate) no_prefix: bool,
+
     /// Network interface the head node's IP is taken from (e.g. `ib0`).
     #[arg(long)]
     pub(crate) interface: Option<String>,

@@ -17,9 +17,13 @@ mod marked;
 mod net;
 mod outcome;
 mod ports;
+mod protocol;
+mod rank_env;
 mod ray_auth;
 mod ray_node;
+mod setup;
 mod signals;
+mod task;
 mod user_command;
 mod watchdog;
 mod worker;
@@ -54,7 +58,9 @@ pub(crate) fn run(args: &BootstrapArgs) -> Result<ExitCode> {
         return Ok(exit_code(watchdog::run(args, &alloc)));
     }
     signals::install()?;
-    let code = if args.worker {
+    let code = if args.worker && args.cluster.per_node {
+        task::run(args, &alloc, &env)
+    } else if args.worker {
         worker::run(args, &alloc, &env)
     } else {
         head::run(args, &alloc)

@@ -46,6 +46,11 @@ impl RayPorts {
     pub(crate) fn client_server(&self) -> u16 {
         self.base + 2
     }
+    /// The port frameworks rendezvous on (`MASTER_PORT`): one of the block's fixed ports that
+    /// Ray does not use, so it is checked free with the others.
+    pub(crate) fn master(&self) -> u16 {
+        self.base + 9
+    }
 
     /// `ray start` flags for every port; `head` adds the head-only services.
     pub(crate) fn ray_flags(&self, head: bool) -> Vec<String> {

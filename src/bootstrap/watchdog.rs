@@ -22,7 +22,6 @@ use super::marked::{self, RunMark};
 use super::ray_node::TempRoot;
 use super::{Allocation, RAY_STOP_GRACE, kept_logs, say};
 use crate::handoff::bootstrap_args::BootstrapArgs;
-use crate::handoff::cluster::joined_words;
 use crate::handoff::final_state::{Ending, FinalState};
 use crate::sys::process::Cmd;
 
@@ -48,7 +47,7 @@ impl Watchdog {
         };
         let cmd = Cmd::new(std::env::current_exe()?)
             .arg("bootstrap")
-            .args(joined_words(args.to_flags()));
+            .args(args.to_words());
         let mut child = cmd
             .command()
             .stdin(Stdio::piped())

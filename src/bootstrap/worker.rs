@@ -10,9 +10,13 @@ use std::time::{Duration, Instant};
 use super::heartbeat;
 use super::kept_logs::{self, KEEP_LINE};
 use super::marked::{self, RunMark};
+use super::protocol::Report;
+use super::rank_env::setup_env_before_ray;
 use super::ray_auth::RayAuth;
 use super::ray_node::{TempRoot, start_node};
+use super::setup::{self, setup_failed};
 use super::signals;
+use super::user_command::Output;
 use super::{Allocation, LIVENESS_EVERY, RAY_STOP_GRACE, READY_PREFIX, TICK, say};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::slurm::env as slurm_env;
@@ -73,6 +77,31 @@ fn start(
     let node = &alloc.node;
     let c = &args.cluster;
     let ip = super::node_ip(alloc, c).map_err(|e| e.to_string())?;
+    if let Some(setup) = &c.setup {
+        let head_ip = args
+            .head_address
+            .as_deref()
+            .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+            .map_or(ip, |a| a.ip());
+        let env = setup_env_before_ray(alloc, head_ip, args.master_port.unwrap_or(0));
+        let output = Output::Prefixed(format!("[setup {node}] "));
+        let stop = || told_to_stop.load(Ordering::SeqCst);
+        let code = setup::run(setup, &env, &output, &stop);
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "{}",
+            Report::Setup {
+                node: node.clone(),
+                code
+            }
+            .line()
+        )
+        .and_then(|()| out.flush());
+        if code != 0 {
+            return Err(setup_failed(node, code));
+        }
+    }
     if !c.no_ray {
         let head = args
             .head_address

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use super::heartbeat::{self, Liveness};
 use super::kept_logs::{self, KEEP_LINE};
+use super::protocol::{Order, Report};
 use super::{Allocation, READY_PREFIX, TICK, say};
 use crate::handoff::bootstrap_args::BootstrapArgs;
-use crate::handoff::cluster::joined_words;
 use crate::sys::process::Cmd;
 
 /// A node that has joined.
@@ -29,52 +29,110 @@ pub(super) struct Joined {
 pub(super) struct WorkerStep {
     pub(super) child: Child,
     stdin: Option<ChildStdin>,
-    pub(super) events: Receiver<(u32, Joined)>,
+    pub(super) events: Receiver<StepEvent>,
     /// Every worker node's last heartbeat.
     pub(super) liveness: Liveness,
     pub(super) cmd: Cmd,
 }
 
+/// What the reading thread hears from the nodes (heartbeats aside).
+#[derive(Debug)]
+pub(super) enum StepEvent {
+    /// A Ray worker node joined, with its rank.
+    Joined(u32, Joined),
+    /// A node reported something else (its IP, its setup's end, a rank's end).
+    Report(Report),
+}
+
 impl WorkerStep {
+    /// The step of Ray workers (or `--no-ray` nodes): one task on every node but the head.
     pub(super) fn spawn(
         args: &BootstrapArgs,
         alloc: &Allocation,
         head_address: &str,
+        master_port: u16,
         mark: &str,
     ) -> anyhow::Result<Self> {
-        let exe = std::env::current_exe()?;
         let others = alloc.others();
         let n = others.len().to_string();
-        let mut cmd = Cmd::new("srun").args([
-            "--overlap".to_owned(),
+        let mut srun = vec![
             format!("--nodes={n}"),
             format!("--ntasks={n}"),
             "--ntasks-per-node=1".to_owned(),
             format!("--nodelist={}", others.join(",")),
-            "--cpu-bind=none".to_owned(),
-            "--input=all".to_owned(),
             "--job-name=rayslurm-workers".to_owned(),
-        ]);
+        ];
         if args.cluster.min_nodes.is_none() {
             // A worker that fails ends the step at once, and so the job.
-            cmd = cmd.arg("--kill-on-bad-exit=1");
+            srun.push("--kill-on-bad-exit=1".to_owned());
         }
         let worker = BootstrapArgs {
+            head_address: Some(head_address.to_owned()),
+            master_port: Some(master_port),
+            cluster: args.cluster.for_workers(),
+            ..Self::worker_args(args, mark)
+        };
+        Self::start(srun, &worker, &others)
+    }
+
+    /// The step of a per-node run: `tasks_per_node` tasks on every node, the head's included,
+    /// each running the command with its own rank.
+    pub(super) fn spawn_tasks(
+        args: &BootstrapArgs,
+        alloc: &Allocation,
+        mark: &str,
+        tasks_per_node: u32,
+    ) -> anyhow::Result<Self> {
+        let n = alloc.nodes.len();
+        let srun = vec![
+            format!("--nodes={n}"),
+            format!("--ntasks={}", n as u32 * tasks_per_node),
+            format!("--ntasks-per-node={tasks_per_node}"),
+            format!("--nodelist={}", alloc.nodes.join(",")),
+            "--job-name=rayslurm-ranks".to_owned(),
+            // A task reports its rank's end and exits 0; one that fails itself is killed with
+            // the rest, a backstop behind the head's own stop.
+            "--kill-on-bad-exit=1".to_owned(),
+        ];
+        let task = BootstrapArgs {
+            command: args.command.clone(),
+            ..Self::worker_args(args, mark)
+        };
+        Self::start(srun, &task, &alloc.nodes)
+    }
+
+    /// What every node's bootstrap is told, beyond the step's own.
+    fn worker_args(args: &BootstrapArgs, mark: &str) -> BootstrapArgs {
+        BootstrapArgs {
             command: None,
             worker: true,
             watchdog: false,
-            head_address: Some(head_address.to_owned()),
+            head_address: None,
+            master_port: None,
             run_mark: Some(mark.to_owned()),
             requested_gpus: args.requested_gpus,
             state_file: None,
             run_dir: args.run_dir.clone(),
             ray_logs_dir: kept_logs::root(args.ray_logs_dir.as_deref(), args.state_file.as_deref()),
-            cluster: args.cluster.for_workers(),
-        };
-        cmd = cmd
+            cluster: args.cluster.clone(),
+        }
+    }
+
+    /// Starts `srun` with `srun_args` and the bootstrap with `worker`, watching the heartbeats
+    /// of `nodes`.
+    fn start(
+        srun_args: Vec<String>,
+        worker: &BootstrapArgs,
+        nodes: &[String],
+    ) -> anyhow::Result<Self> {
+        let exe = std::env::current_exe()?;
+        let cmd = Cmd::new("srun")
+            .arg("--overlap")
+            .args(srun_args)
+            .args(["--cpu-bind=none", "--input=all"])
             .arg(exe)
             .arg("bootstrap")
-            .args(joined_words(worker.to_flags()));
+            .args(worker.to_words());
         let mut child = cmd
             .command()
             .stdin(Stdio::piped())
@@ -84,20 +142,22 @@ impl WorkerStep {
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().expect("piped stdout");
         let (tx, events) = mpsc::channel();
-        let liveness = Liveness::new(&others, Instant::now());
+        let liveness = Liveness::new(nodes, Instant::now());
         let seen = liveness.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                // The head may have stopped listening; heartbeats still count.
                 if let Some((node, gone)) = heartbeat::parse(&line) {
                     if gone {
                         seen.gone(node);
                     } else {
                         seen.seen(node, Instant::now());
                     }
-                } else if let Some(event) = parse_ready(&line) {
-                    seen.seen(&event.1.node, Instant::now());
-                    // The head may have stopped listening; heartbeats still count.
-                    let _ = tx.send(event);
+                } else if let Some((rank, joined)) = parse_ready(&line) {
+                    seen.seen(&joined.node, Instant::now());
+                    let _ = tx.send(StepEvent::Joined(rank, joined));
+                } else if let Some(report) = Report::parse(&line) {
+                    let _ = tx.send(StepEvent::Report(report));
                 } else {
                     println!("{line}");
                 }
@@ -110,6 +170,16 @@ impl WorkerStep {
             liveness,
             cmd,
         })
+    }
+
+    /// Tells every node `order`; false if the nodes can no longer hear it.
+    pub(super) fn tell(&mut self, order: &Order) -> bool {
+        let Some(stdin) = &mut self.stdin else {
+            return false;
+        };
+        writeln!(stdin, "{}", order.line())
+            .and_then(|()| stdin.flush())
+            .is_ok()
     }
 
     /// The worker node silent for longer than the heartbeat allows, with its silence.

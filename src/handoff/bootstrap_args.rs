@@ -27,6 +27,10 @@ pub(crate) struct BootstrapArgs {
     #[arg(long)]
     pub(crate) head_address: Option<String>,
 
+    /// The port on the head that frameworks rendezvous on (`MASTER_PORT`), for workers.
+    #[arg(long)]
+    pub(crate) master_port: Option<u16>,
+
     /// Marks the processes of this run (workers get the head's).
     #[arg(long)]
     pub(crate) run_mark: Option<String>,
@@ -64,6 +68,7 @@ impl BootstrapArgs {
             worker: false,
             watchdog: false,
             head_address: None,
+            master_port: None,
             run_mark: None,
             requested_gpus,
             state_file: Some(state_file),
@@ -71,6 +76,16 @@ impl BootstrapArgs {
             ray_logs_dir: None,
             cluster,
         }
+    }
+
+    /// The whole command line after `bootstrap`, one word a flag (`--flag=value`), the command
+    /// last: what the head gives the nodes' bootstrap through `srun`.
+    pub(crate) fn to_words(&self) -> Vec<String> {
+        let mut words = super::cluster::joined_words(self.to_flags());
+        if let Some(command) = &self.command {
+            words.push(format!("--command={command}"));
+        }
+        words
     }
 
     /// The flags that carry these arguments, as `(flag, value)`; `None` for a bare switch.
@@ -81,6 +96,7 @@ impl BootstrapArgs {
             worker,
             watchdog,
             head_address,
+            master_port,
             run_mark,
             requested_gpus,
             state_file,
@@ -98,6 +114,7 @@ impl BootstrapArgs {
         let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
         let optional = [
             ("--head-address", head_address.clone()),
+            ("--master-port", master_port.map(|p| p.to_string())),
             ("--run-mark", run_mark.clone()),
             ("--state-file", path(state_file)),
             ("--run-dir", path(run_dir)),
@@ -120,7 +137,7 @@ impl BootstrapArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::handoff::cluster::{IpFamily, joined_words};
+    use crate::handoff::cluster::IpFamily;
     use clap::Parser;
 
     #[derive(Parser)]
@@ -136,6 +153,7 @@ mod tests {
             worker: true,
             watchdog: true,
             head_address: Some("[fd00::1]:12000".into()),
+            master_port: Some(12009),
             run_mark: Some("42-7".into()),
             requested_gpus: 2,
             state_file: None,
@@ -153,8 +171,12 @@ mod tests {
             0,
             ClusterOptions::default(),
         );
-        for args in [worker, head] {
-            let argv = std::iter::once("x".to_owned()).chain(joined_words(args.to_flags()));
+        let task = BootstrapArgs {
+            command: Some("echo '$RANK' --x".into()),
+            ..worker.clone()
+        };
+        for args in [worker, head, task] {
+            let argv = std::iter::once("x".to_owned()).chain(args.to_words());
             assert_eq!(Parse::try_parse_from(argv).expect("parses").args, args);
         }
     }

@@ -51,6 +51,15 @@ pub(crate) struct ClusterOptions {
     /// Do not start Ray.
     #[arg(long)]
     pub(crate) no_ray: bool,
+    /// Run the command on every node (every task), without Ray.
+    #[arg(long)]
+    pub(crate) per_node: bool,
+    /// Run this on every node before Ray starts or the command runs.
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) setup: Option<String>,
+    /// Leave per-node output lines unprefixed.
+    #[arg(long)]
+    pub(crate) no_prefix: bool,
     /// Network interface nodes take their IP from.
     #[arg(long)]
     pub(crate) interface: Option<String>,
@@ -87,6 +96,9 @@ impl Default for ClusterOptions {
     fn default() -> Self {
         Self {
             no_ray: false,
+            per_node: false,
+            setup: None,
+            no_prefix: false,
             interface: None,
             ip_family: IpFamily::Auto,
             min_nodes: None,
@@ -106,6 +118,9 @@ impl ClusterOptions {
     pub(crate) fn to_flags(&self) -> Vec<(&'static str, Option<String>)> {
         let Self {
             no_ray,
+            per_node,
+            setup,
+            no_prefix,
             interface,
             ip_family,
             min_nodes,
@@ -118,13 +133,20 @@ impl ClusterOptions {
             no_ray_auth,
         } = self;
         let mut flags = Vec::new();
-        if *no_ray {
-            flags.push(("--no-ray", None));
+        for (set, flag) in [
+            (*no_ray, "--no-ray"),
+            (*per_node, "--per-node"),
+            (*no_prefix, "--no-prefix"),
+        ] {
+            if set {
+                flags.push((flag, None));
+            }
         }
         if *no_ray_auth {
             flags.push(("--no-ray-auth", None));
         }
         let optional = [
+            ("--setup", setup.clone()),
             ("--interface", interface.clone()),
             ("--ip-family", Some(ip_family.as_arg().to_owned())),
             ("--min-nodes", min_nodes.map(|n| n.to_string())),
@@ -153,6 +175,11 @@ impl ClusterOptions {
             ray_head_args: None,
             ..self.clone()
         }
+    }
+
+    /// Whether Ray runs at all: not with `--no-ray`, nor with `--per-node`.
+    pub(crate) fn with_ray(&self) -> bool {
+        !self.no_ray && !self.per_node
     }
 
     /// How long the command gets after SIGTERM before it is killed: the stop grace less what
@@ -209,6 +236,9 @@ mod tests {
     fn every_option() -> ClusterOptions {
         ClusterOptions {
             no_ray: true,
+            per_node: true,
+            setup: Some("pip install -e . && echo 'ready'".into()),
+            no_prefix: true,
             interface: Some("ib0".into()),
             ip_family: IpFamily::V6,
             min_nodes: Some(2),

@@ -24,3 +24,17 @@ pub(crate) const RAY_AUTH_MODE: &str = "RAY_AUTH_MODE";
 pub(crate) const RAY_AUTH_TOKEN_PATH: &str = "RAY_AUTH_TOKEN_PATH";
 /// A token by value, which Ray would prefer to the file: removed from what the job inherits.
 pub(crate) const RAY_AUTH_TOKEN: &str = "RAY_AUTH_TOKEN";
+
+/// The rank environment of every node (and task) of a run: the documented contract (README,
+/// "The rank environment"). Ranks come from Slurm (`SLURM_PROCID`, `SLURM_LOCALID`, the node's
+/// place in the job's node list), never from matching IPs.
+pub(crate) const RANK: &str = "RANK";
+pub(crate) const WORLD_SIZE: &str = "WORLD_SIZE";
+pub(crate) const LOCAL_RANK: &str = "LOCAL_RANK";
+pub(crate) const MASTER_ADDR: &str = "MASTER_ADDR";
+pub(crate) const MASTER_PORT: &str = "MASTER_PORT";
+/// SkyPilot's names for the same, so that a SkyPilot `run:` section works unchanged.
+pub(crate) const SKYPILOT_NODE_RANK: &str = "SKYPILOT_NODE_RANK";
+pub(crate) const SKYPILOT_NODE_IPS: &str = "SKYPILOT_NODE_IPS";
+pub(crate) const SKYPILOT_NUM_NODES: &str = "SKYPILOT_NUM_NODES";
+pub(crate) const SKYPILOT_NUM_GPUS_PER_NODE: &str = "SKYPILOT_NUM_GPUS_PER_NODE";

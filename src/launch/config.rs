@@ -321,6 +321,9 @@ fn resolve_cluster(
 ) -> Result<ClusterOptions, UsageError> {
     let ClusterArgs {
         no_ray,
+        per_node,
+        setup,
+        no_prefix,
         interface,
         ip_family,
         min_nodes,
@@ -349,6 +352,33 @@ fn resolve_cluster(
         return Err(UsageError::new(format!("invalid --interface {}", show(i)))
             .hint("give a network interface name as `ip link` shows it, e.g. `ib0` or `eth0`"));
     }
+    if *per_node {
+        for (flag, given) in [
+            ("--min-nodes", min_nodes.is_some()),
+            ("--ray-args", ray_args.is_some()),
+            ("--ray-head-args", ray_head_args.is_some()),
+            ("--object-store-memory", object_store_memory.is_some()),
+        ] {
+            if given {
+                return Err(UsageError::new(format!(
+                    "{flag} is a Ray option, and --per-node runs the command without Ray"
+                ))
+                .hint(format!(
+                    "drop {flag}, or drop --per-node to run a Ray cluster"
+                )));
+            }
+        }
+    }
+    if *no_prefix && !*per_node {
+        return Err(UsageError::new("--no-prefix goes with --per-node")
+            .hint("only --per-node prefixes output lines with `[RANK NODE]`"));
+    }
+    if let Some(s) = setup
+        && s.trim().is_empty()
+    {
+        return Err(UsageError::new("--setup is empty")
+            .hint("give the command to run on every node first, e.g. `--setup \"pip install -r requirements.txt\"`"));
+    }
     if let Some(m) = *min_nodes
         && m > num_nodes
     {
@@ -370,8 +400,13 @@ fn resolve_cluster(
     if let Some(r) = &ray_head_args {
         parse_ray_args("--ray-head-args", r)?;
     }
+    // Ray's options from config files mean nothing to a run without Ray.
+    let for_ray = |o: Option<String>| o.filter(|_| !*per_node);
     Ok(ClusterOptions {
         no_ray: *no_ray,
+        per_node: *per_node,
+        setup: setup.clone(),
+        no_prefix: *no_prefix,
         interface,
         ip_family: layered(*ip_family, None, &p.ip_family, &u.ip_family).unwrap_or(IpFamily::Auto),
         min_nodes: *min_nodes,
@@ -382,9 +417,10 @@ fn resolve_cluster(
             None,
             &p.object_store_memory,
             &u.object_store_memory,
-        ),
-        ray_args,
-        ray_head_args,
+        )
+        .filter(|_| !*per_node),
+        ray_args: for_ray(ray_args),
+        ray_head_args: for_ray(ray_head_args),
         port_base: *port_base,
         stop_grace: layered(*stop_grace, None, &p.stop_grace, &u.stop_grace)
             .unwrap_or(DEFAULT_STOP_GRACE),
@@ -545,6 +581,12 @@ pub(crate) mod tests {
             &["--env", "NOEQUALS"],
             &["--sbatch-arg", "x"],
             &["--sbatch-arg=--array=0-3"],
+            &["--per-node", "--min-nodes", "1"],
+            &["--per-node", "--ray-args", "--x=1"],
+            &["--per-node", "--ray-head-args", "--x=1"],
+            &["--per-node", "--object-store-memory", "100"],
+            &["--no-prefix"],
+            &["--setup", " "],
             &["--node", "n1\n#SBATCH --x"],
             &["-n", "2", "--min-nodes", "3"],
             &["--ray-args", "--x 'unclosed"],

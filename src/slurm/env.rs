@@ -6,6 +6,12 @@ pub(crate) const SLURM_JOB_NODELIST: &str = "SLURM_JOB_NODELIST";
 pub(crate) const SLURMD_NODENAME: &str = "SLURMD_NODENAME";
 /// A task's rank within its step (workers: 0 for the first worker node).
 pub(crate) const SLURM_PROCID: &str = "SLURM_PROCID";
+/// A task's rank on its node.
+pub(crate) const SLURM_LOCALID: &str = "SLURM_LOCALID";
+/// The tasks of the step.
+pub(crate) const SLURM_NTASKS: &str = "SLURM_NTASKS";
+/// The job's tasks per node (`--ntasks-per-node`).
+pub(crate) const SLURM_NTASKS_PER_NODE: &str = "SLURM_NTASKS_PER_NODE";
 pub(crate) const SLURM_CPUS_ON_NODE: &str = "SLURM_CPUS_ON_NODE";
 /// The job's memory per node, in MB (set where Slurm tracks memory).
 pub(crate) const SLURM_MEM_PER_NODE: &str = "SLURM_MEM_PER_NODE";

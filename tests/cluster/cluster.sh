@@ -16,7 +16,7 @@
 #   Every daemon runs in its own UTS + PID + mount namespace (tini is PID 1, /proc is its own,
 #   /tmp is a per-node directory); the rest of the filesystem is the host's.
 #   The namespaces have no default route: their traffic stays on the bridge.
-#   venv /opt/rayslurm-lab/venv (ray[default]==2.60.0), shared dir /srv/rayslurm-lab/shared,
+#   venv /opt/rayslurm-lab/venv (ray[default]==2.60.0), /opt/rayslurm-lab/jax-venv (jax[cpu]), shared dir /srv/rayslurm-lab/shared,
 #   slurm state/logs /var/lib/rayslurm-lab, PIDs /run/rayslurm-lab, /etc/slurm/slurm.conf (owned
 #   while up; a foreign one is backed up and restored), /etc/hosts lines marked "# rayslurm-lab".
 #   Partition "lab" (default), CPUs=2 RealMemory=4000 DefMemPerCPU=1000 per node, MinJobAge=300.
@@ -28,6 +28,8 @@ readonly LAB=rayslurm-lab
 readonly MARK="# ${LAB}"                       # marks our /etc/hosts lines and slurm.conf
 readonly VENV=/opt/${LAB}/venv
 readonly RAY_VERSION=2.60.0
+readonly JAX_VENV=/opt/${LAB}/jax-venv           # a real distributed framework, apart from Ray's
+readonly JAX_VERSION=0.10.2
 readonly SHARED=/srv/${LAB}/shared
 readonly VAR=/var/lib/${LAB}                  # slurm state, spool, logs, per-node /tmp dirs
 readonly LOGDIR=${VAR}/log
@@ -117,6 +119,21 @@ ensure_venv() {
   log "installing ray[default]==${RAY_VERSION} into $VENV (about 40 s)"
   "$VENV/bin/pip" install -q --disable-pip-version-check "ray[default]==${RAY_VERSION}" \
     || die "pip install ray[default]==${RAY_VERSION} failed"
+}
+
+# ensure_jax_venv: jax[cpu] in a venv of its own, for the per-node tests' real rendezvous
+ensure_jax_venv() {
+  local marker=("$JAX_VENV"/lib/python3*/site-packages/jax-"${JAX_VERSION}".dist-info)
+  [[ -x $JAX_VENV/bin/python && -d ${marker[0]} ]] && return 0
+  if [[ ! -x $JAX_VENV/bin/python ]]; then
+    local py
+    py=$(readlink -f "$VENV/bin/python")
+    log "creating venv $JAX_VENV from $py"
+    "$py" -m venv "$JAX_VENV"
+  fi
+  log "installing jax[cpu]==${JAX_VERSION} into $JAX_VENV (about 15 s)"
+  "$JAX_VENV/bin/pip" install -q --disable-pip-version-check "jax[cpu]==${JAX_VERSION}" \
+    || die "pip install jax[cpu]==${JAX_VERSION} failed"
 }
 
 # ---------------------------------------------------------------- configuration
@@ -381,6 +398,7 @@ cmd_up() {
   take_lock
   ensure_packages
   ensure_venv
+  ensure_jax_venv
   mkdir -p "$SHARED"
   chmod 1777 "$SHARED" "$(dirname "$SHARED")" 2>/dev/null || true
 
@@ -460,6 +478,7 @@ cmd_env() {
   cat <<EOF
 RAYSLURM_LAB_UP=${up}
 RAYSLURM_LAB_VENV=${VENV}
+RAYSLURM_LAB_JAX_VENV=${JAX_VENV}
 RAYSLURM_LAB_RAY_VERSION=${RAY_VERSION}
 RAYSLURM_LAB_SHARED=${SHARED}
 RAYSLURM_LAB_PARTITION=${PARTITION}

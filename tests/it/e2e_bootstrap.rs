@@ -85,7 +85,7 @@ pub(crate) fn launch_in(lab: &Lab, dir: &Path, name: &str, args: &[&str]) -> Job
     launch_from(dir, name, &lab.load_env(), args)
 }
 
-fn launch_from(dir: &Path, name: &str, load_env: &str, args: &[&str]) -> Job {
+pub(crate) fn launch_from(dir: &Path, name: &str, load_env: &str, args: &[&str]) -> Job {
     let mut argv = vec![
         "launch",
         "--json",
@@ -93,9 +93,11 @@ fn launch_from(dir: &Path, name: &str, load_env: &str, args: &[&str]) -> Job {
         name,
         "--load-env",
         load_env,
-        "--object-store-memory",
-        "100000000",
     ];
+    // A small object store for Ray runs; a per-node run has no Ray.
+    if !args.contains(&"--per-node") {
+        argv.extend(["--object-store-memory", "100000000"]);
+    }
     if !args.contains(&"--time") {
         argv.extend(["--time", "10"]);
     }

@@ -172,6 +172,8 @@ pub fn filter_stamps(text: &str) -> String {
 /// The local test cluster, as `tests/cluster/cluster.sh env` describes it.
 pub struct Lab {
     pub venv: PathBuf,
+    /// A venv with `jax[cpu]`, apart from Ray's.
+    pub jax_venv: PathBuf,
     pub shared: PathBuf,
     pub nodes: Vec<String>,
     pub node_ips: Vec<String>,
@@ -265,6 +267,11 @@ fn lab_up(test: &str) -> Option<&'static Lab> {
         };
         Ok(Lab {
             venv: PathBuf::from(vars.get("RAYSLURM_LAB_VENV").copied().unwrap_or_default()),
+            jax_venv: PathBuf::from(
+                vars.get("RAYSLURM_LAB_JAX_VENV")
+                    .copied()
+                    .unwrap_or_default(),
+            ),
             shared: PathBuf::from(vars.get("RAYSLURM_LAB_SHARED").copied().unwrap_or_default()),
             nodes: list("RAYSLURM_LAB_NODES"),
             node_ips: list("RAYSLURM_LAB_NODE_IPS"),

@@ -10,31 +10,31 @@ use super::Head;
 use crate::bootstrap::heartbeat;
 use crate::bootstrap::marked::{self, RunMark};
 use crate::bootstrap::outcome::Outcome;
-use crate::bootstrap::user_command::UserCommand;
+use crate::bootstrap::rank_env::{Ranks, rank_env};
+use crate::bootstrap::user_command::{Output, UserCommand};
 use crate::bootstrap::worker_step::WorkerStep;
 use crate::bootstrap::{LIVENESS_EVERY, TICK, say, signals};
 use crate::handoff::job_env;
 use crate::sys::process::{describe_status, exit_code_of};
 
-/// The environment the command gets: the documented contract (README, "Inside the job").
+/// The environment the command gets on the head: the rank environment of the one process
+/// that runs it (README, "The rank environment"), and Ray's address.
 pub(super) fn command_env(
     ips: &[IpAddr],
     gpus_per_node: u32,
     ray_address: Option<&str>,
+    master_port: u16,
 ) -> Vec<(String, String)> {
-    let ip_lines: Vec<String> = ips.iter().map(ToString::to_string).collect();
-    let mut env = vec![
-        (job_env::NODE_RANK, "0".to_owned()),
-        (job_env::NODE_IPS, ip_lines.join("\n")),
-        (job_env::NUM_NODES, ips.len().to_string()),
-        (job_env::NUM_GPUS_PER_NODE, gpus_per_node.to_string()),
-        (job_env::HEAD_IP, ip_lines[0].clone()),
-        (job_env::PYTHONUNBUFFERED, "1".to_owned()),
-    ];
+    let mut env = rank_env(
+        Ranks::head_only(ips.len() as u32),
+        ips,
+        gpus_per_node,
+        master_port,
+    );
     if let Some(a) = ray_address {
-        env.push((job_env::RAY_ADDRESS, a.to_owned()));
+        env.push((job_env::RAY_ADDRESS.to_owned(), a.to_owned()));
     }
-    env.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+    env
 }
 
 /// The command was asked to stop: by which signal, and when.
@@ -93,11 +93,11 @@ impl Head<'_> {
         address: Option<&str>,
         ips: &[IpAddr],
     ) -> Outcome {
-        let mut env = command_env(ips, self.alloc.gpus_on_node, address);
+        let mut env = command_env(ips, self.alloc.gpus_on_node, address, self.master_port);
         if !self.args.cluster.no_ray {
             env.extend(self.auth.env().into_iter().map(|(k, v)| (k.to_owned(), v)));
         }
-        let cmd = match UserCommand::spawn(command, &env) {
+        let cmd = match UserCommand::spawn(command, &env, &Output::Inherit) {
             Ok(cmd) => cmd,
             Err(e) => {
                 return Outcome::startup_failed(format!("cannot start bash for the command: {e}"));
@@ -174,7 +174,7 @@ mod tests {
     #[test]
     fn the_command_sees_every_node_in_rank_order() {
         let ips: Vec<IpAddr> = vec!["10.0.0.1".parse().unwrap(), "fd00::2".parse().unwrap()];
-        let env = command_env(&ips, 4, Some("10.0.0.1:6379"));
+        let env = command_env(&ips, 4, Some("10.0.0.1:6379"), 12009);
         let get = |k: &str| {
             env.iter()
                 .find(|(key, _)| key == k)
@@ -186,8 +186,11 @@ mod tests {
         assert_eq!(get("RAYSLURM_NUM_GPUS_PER_NODE"), Some("4"));
         assert_eq!(get("RAYSLURM_HEAD_IP"), Some("10.0.0.1"));
         assert_eq!(get("RAY_ADDRESS"), Some("10.0.0.1:6379"));
+        assert_eq!(get("RANK"), Some("0"));
+        assert_eq!(get("WORLD_SIZE"), Some("1"));
+        assert_eq!(get("MASTER_PORT"), Some("12009"));
         assert!(
-            command_env(&ips, 0, None)
+            command_env(&ips, 0, None, 12009)
                 .iter()
                 .all(|(k, _)| k != "RAY_ADDRESS")
         );

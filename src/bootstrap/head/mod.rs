@@ -3,6 +3,7 @@
 //! happened, before writing the run's final state.
 
 mod command;
+mod per_node;
 mod ready;
 
 use std::net::IpAddr;
@@ -15,14 +16,18 @@ use super::kept_logs;
 use super::marked::{self, RunMark};
 use super::net::HostPort;
 use super::outcome::Outcome;
-use super::ports;
+use super::ports::{self, RayPorts};
+use super::rank_env::setup_env_before_ray;
 use super::ray_auth::RayAuth;
 use super::ray_node::{RayStart, TempRoot, start_node};
+use super::setup::{self, setup_failed};
+use super::user_command::Output;
 use super::user_command::UserCommand;
 use super::watchdog::Watchdog;
 use super::worker_step::WorkerStep;
 use super::{Allocation, RAY_STOP_GRACE, say};
 use crate::handoff::bootstrap_args::BootstrapArgs;
+use crate::handoff::cluster::ClusterOptions;
 use crate::handoff::final_state::FinalState;
 use crate::slurm::env as slurm_env;
 
@@ -52,6 +57,7 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
         command: None,
         watchdog,
         auth: RayAuth::Disabled,
+        master_port: 0,
     };
     let outcome = head.run();
     head.teardown(outcome.code != 0);
@@ -117,6 +123,8 @@ struct Head<'a> {
     watchdog: Option<Watchdog>,
     /// How this run's Ray authenticates (with Ray).
     auth: RayAuth,
+    /// The port frameworks rendezvous on, from the run's block on the head.
+    master_port: u16,
 }
 
 impl Head<'_> {
@@ -150,32 +158,55 @@ impl Head<'_> {
             Err(e) => return Outcome::startup_failed(e.to_string()),
         };
         let t0 = Instant::now();
-        let mut ray_start = None;
-        let mut address = None;
-        if !c.no_ray {
+        if c.per_node {
+            return self.run_per_node(ip, t0);
+        }
+        // The block of ports first: the workers learn the head's address from it, and the
+        // command its rendezvous port.
+        let ports = match ports::choose(
+            &self.alloc.node,
+            self.alloc.job_number(),
+            c.port_base,
+            ports::is_free,
+        ) {
+            Ok(p) => p,
+            Err(e) => return Outcome::startup_failed(e.to_string()),
+        };
+        self.master_port = ports.master();
+        let address = c.with_ray().then(|| HostPort(ip, ports.gcs()).to_string());
+        if c.with_ray() {
             match RayAuth::prepare(self.args) {
                 Ok(auth) => self.auth = auth,
                 Err(e) => return Outcome::startup_failed(format!("{e:#}")),
-            }
-            match self.start_ray(ip) {
-                Ok((start, gcs)) => {
-                    ray_start = Some(start);
-                    address = Some(gcs);
-                }
-                Err(o) => return o,
             }
         }
         let head_address = address
             .clone()
             .unwrap_or_else(|| HostPort(ip, 0).to_string());
         let others = self.alloc.others();
-        if !others.is_empty() {
-            match WorkerStep::spawn(self.args, self.alloc, &head_address, &self.mark) {
-                Ok(step) => self.workers = Some(step),
-                Err(e) => {
-                    return Outcome::startup_failed(format!("cannot start the worker step: {e:#}"));
-                }
+        // With a setup the workers start at once and run theirs while the head runs its own;
+        // without, Ray's head starts first, as the head's setup would otherwise.
+        let spawn_first = c.setup.is_some();
+        if spawn_first && let Err(o) = self.spawn_workers(&head_address) {
+            return o;
+        }
+        if let Some(setup) = &c.setup {
+            let env = setup_env_before_ray(self.alloc, ip, self.master_port);
+            let output = Output::Prefixed(format!("[setup {}] ", self.alloc.node));
+            let code = setup::run(setup, &env, &output, &|| false);
+            if code != 0 {
+                return Outcome::startup_failed(setup_failed(&self.alloc.node, code));
             }
+        }
+        let mut ray_start = None;
+        if c.with_ray() {
+            match self.start_ray(ip, ports) {
+                Ok(start) => ray_start = Some(start),
+                Err(o) => return o,
+            }
+        }
+        if !spawn_first && let Err(o) = self.spawn_workers(&head_address) {
+            return o;
         }
         say(
             self.node(),
@@ -207,11 +238,32 @@ impl Head<'_> {
         self.run_command(&command, address.as_deref(), &ips)
     }
 
-    /// Starts `ray start --head`; returns it and the GCS address.
-    fn start_ray(&mut self, ip: IpAddr) -> Result<(RayStart, String), Outcome> {
+    /// Starts the worker step, if there are other nodes.
+    fn spawn_workers(&mut self, head_address: &str) -> Result<(), Outcome> {
+        if self.alloc.others().is_empty() {
+            return Ok(());
+        }
+        let step = WorkerStep::spawn(
+            self.args,
+            self.alloc,
+            head_address,
+            self.master_port,
+            &self.mark,
+        )
+        .map_err(|e| Outcome::startup_failed(format!("cannot start the worker step: {e:#}")))?;
+        self.workers = Some(step);
+        Ok(())
+    }
+
+    /// Starts `ray start --head` on the block of ports chosen for the run.
+    fn start_ray(&mut self, ip: IpAddr, ports: RayPorts) -> Result<RayStart, Outcome> {
+        let cluster = ClusterOptions {
+            port_base: Some(ports.base),
+            ..self.args.cluster.clone()
+        };
         let (start, ports) = start_node(
             self.alloc,
-            &self.args.cluster,
+            &cluster,
             None,
             ip,
             &self.mark,
@@ -220,7 +272,7 @@ impl Head<'_> {
         )
         .map_err(Outcome::startup_failed)?;
         self.dashboard_port = Some(ports.dashboard());
-        Ok((start, HostPort(ip, ports.gcs()).to_string()))
+        Ok(start)
     }
 
     /// Tells where the dashboard is, if Ray started one (`--include-dashboard=false` does not).

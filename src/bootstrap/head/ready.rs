@@ -7,10 +7,12 @@ use std::time::{Duration, Instant};
 use super::Head;
 use crate::bootstrap::heartbeat;
 use crate::bootstrap::outcome::Outcome;
+use crate::bootstrap::protocol::Report;
 use crate::bootstrap::ray_auth::{self, Checked};
 use crate::bootstrap::ray_node::RayStart;
+use crate::bootstrap::setup::setup_failed;
 use crate::bootstrap::signals;
-use crate::bootstrap::worker_step::Joined;
+use crate::bootstrap::worker_step::{Joined, StepEvent};
 use crate::bootstrap::{TICK, say};
 use crate::sys::process::describe_status;
 
@@ -171,17 +173,25 @@ impl Head<'_> {
         let Some(step) = &mut self.workers else {
             return Ok(());
         };
-        while let Ok((rank, j)) = step.events.try_recv() {
-            say(
-                &node,
-                format!(
-                    "node {} ({}) joined after {:.1} s",
-                    j.node,
-                    j.ip,
-                    t0.elapsed().as_secs_f64()
-                ),
-            );
-            ready.join(rank, j);
+        while let Ok(event) = step.events.try_recv() {
+            match event {
+                StepEvent::Joined(rank, j) => {
+                    say(
+                        &node,
+                        format!(
+                            "node {} ({}) joined after {:.1} s",
+                            j.node,
+                            j.ip,
+                            t0.elapsed().as_secs_f64()
+                        ),
+                    );
+                    ready.join(rank, j);
+                }
+                StepEvent::Report(Report::Setup { node: n, code }) if code != 0 => {
+                    return Err(Outcome::startup_failed(setup_failed(&n, code)));
+                }
+                StepEvent::Report(_) => {}
+            }
         }
         if let Some((silent, quiet)) = step.silent_node() {
             return Err(Outcome::startup_failed(heartbeat::silence_message(
@@ -191,6 +201,15 @@ impl Head<'_> {
         if ready.short_of_workers()
             && let Ok(Some(status)) = step.child.try_wait()
         {
+            // A worker whose setup failed said so before its step ended.
+            std::thread::sleep(TICK);
+            while let Ok(event) = step.events.try_recv() {
+                if let StepEvent::Report(Report::Setup { node: n, code }) = event
+                    && code != 0
+                {
+                    return Err(Outcome::startup_failed(setup_failed(&n, code)));
+                }
+            }
             return Err(Outcome::startup_failed(format!(
                 "the worker step (`{}`) ended with {} before every node joined; the worker's own error is above",
                 step.cmd,

@@ -1,0 +1,192 @@
+//! The rank environment every node and task of a run gets (README, "The rank environment"):
+//! ranks from Slurm (the node's place in the job's node list, `SLURM_PROCID`, `SLURM_NTASKS`,
+//! `SLURM_LOCALID`), never from matching IPs; every node's IP; the head's address and a port
+//! from the job's own block for frameworks' rendezvous; and SkyPilot's names for the same.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use super::Allocation;
+use crate::handoff::job_env;
+use crate::slurm::env as slurm_env;
+
+/// Where one process stands in the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ranks {
+    /// The node's place in the job's node list (0: the head).
+    pub(crate) node_rank: u32,
+    pub(crate) num_nodes: u32,
+    /// The task's rank among all tasks (`SLURM_PROCID` of the per-node step).
+    pub(crate) rank: u32,
+    pub(crate) world_size: u32,
+    /// The task's rank on its node.
+    pub(crate) local_rank: u32,
+}
+
+impl Ranks {
+    /// The ranks of the one process that runs the command on the head (Ray jobs, `--no-ray`).
+    pub(crate) fn head_only(num_nodes: u32) -> Self {
+        Self {
+            node_rank: 0,
+            num_nodes,
+            rank: 0,
+            world_size: 1,
+            local_rank: 0,
+        }
+    }
+
+    /// A node's ranks for its setup in a Ray (or `--no-ray`) run: one process per node.
+    pub(crate) fn node_setup(alloc: &Allocation) -> Self {
+        let node_rank = alloc
+            .nodes
+            .iter()
+            .position(|n| *n == alloc.node)
+            .unwrap_or(0) as u32;
+        let num_nodes = alloc.nodes.len() as u32;
+        Self {
+            node_rank,
+            num_nodes,
+            rank: node_rank,
+            world_size: num_nodes,
+            local_rank: 0,
+        }
+    }
+
+    /// A task's ranks, from the environment Slurm gave its step.
+    pub(crate) fn of_task(alloc: &Allocation, env: &HashMap<String, String>) -> Self {
+        let number = |k: &str| env.get(k).and_then(|v| v.trim().parse::<u32>().ok());
+        let node_rank = alloc
+            .nodes
+            .iter()
+            .position(|n| *n == alloc.node)
+            .unwrap_or(0) as u32;
+        Self {
+            node_rank,
+            num_nodes: alloc.nodes.len() as u32,
+            rank: number(slurm_env::SLURM_PROCID).unwrap_or(node_rank),
+            world_size: number(slurm_env::SLURM_NTASKS).unwrap_or(alloc.nodes.len() as u32),
+            local_rank: number(slurm_env::SLURM_LOCALID).unwrap_or(0),
+        }
+    }
+}
+
+/// The variables, for `ranks` on a run whose nodes have `ips` (node-rank order, head first).
+pub(crate) fn rank_env(
+    ranks: Ranks,
+    ips: &[IpAddr],
+    gpus_per_node: u32,
+    master_port: u16,
+) -> Vec<(String, String)> {
+    let ip_lines: Vec<String> = ips.iter().map(ToString::to_string).collect();
+    let head = ip_lines.first().cloned().unwrap_or_default();
+    let node_ips = ip_lines.join("\n");
+    [
+        (job_env::NODE_RANK, ranks.node_rank.to_string()),
+        (job_env::NUM_NODES, ranks.num_nodes.to_string()),
+        (job_env::NODE_IPS, node_ips.clone()),
+        (job_env::HEAD_IP, head.clone()),
+        (job_env::NUM_GPUS_PER_NODE, gpus_per_node.to_string()),
+        (job_env::MASTER_ADDR, head),
+        (job_env::MASTER_PORT, master_port.to_string()),
+        (job_env::RANK, ranks.rank.to_string()),
+        (job_env::WORLD_SIZE, ranks.world_size.to_string()),
+        (job_env::LOCAL_RANK, ranks.local_rank.to_string()),
+        (job_env::SKYPILOT_NODE_RANK, ranks.node_rank.to_string()),
+        (job_env::SKYPILOT_NODE_IPS, node_ips),
+        (job_env::SKYPILOT_NUM_NODES, ranks.num_nodes.to_string()),
+        (
+            job_env::SKYPILOT_NUM_GPUS_PER_NODE,
+            gpus_per_node.to_string(),
+        ),
+        (job_env::PYTHONUNBUFFERED, "1".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+/// The rank environment of a node's setup in a Ray (or `--no-ray`) run. Each node starts as
+/// soon as its own setup is done, so the other nodes' IPs are not known yet: the head's is.
+pub(crate) fn setup_env_before_ray(
+    alloc: &Allocation,
+    head_ip: IpAddr,
+    master_port: u16,
+) -> Vec<(String, String)> {
+    rank_env(
+        Ranks::node_setup(alloc),
+        &[head_ip],
+        alloc.gpus_on_node,
+        master_port,
+    )
+    .into_iter()
+    .filter(|(k, _)| k != job_env::NODE_IPS && k != job_env::SKYPILOT_NODE_IPS)
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alloc(node: &str) -> Allocation {
+        Allocation {
+            job_id: "7".into(),
+            node: node.into(),
+            nodes: vec!["n1".into(), "n2".into(), "n3".into()],
+            cpus_on_node: Some(2),
+            gpus_on_node: 0,
+            memory_on_node: None,
+        }
+    }
+
+    #[test]
+    fn ranks_come_from_slurm() {
+        let env: HashMap<String, String> = [
+            ("SLURM_PROCID", "5"),
+            ("SLURM_NTASKS", "6"),
+            ("SLURM_LOCALID", "1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+        let r = Ranks::of_task(&alloc("n3"), &env);
+        assert_eq!(
+            r,
+            Ranks {
+                node_rank: 2,
+                num_nodes: 3,
+                rank: 5,
+                world_size: 6,
+                local_rank: 1
+            }
+        );
+    }
+
+    #[test]
+    fn every_name_of_the_contract_is_set() {
+        let ips: Vec<IpAddr> = ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
+            .iter()
+            .map(|i| i.parse().unwrap())
+            .collect();
+        let r = Ranks::of_task(&alloc("n2"), &HashMap::new());
+        let env: HashMap<String, String> = rank_env(r, &ips, 4, 12009).into_iter().collect();
+        let expect = [
+            ("RAYSLURM_NODE_RANK", "1"),
+            ("RAYSLURM_NUM_NODES", "3"),
+            ("RAYSLURM_NODE_IPS", "10.0.0.1\n10.0.0.2\n10.0.0.3"),
+            ("RAYSLURM_HEAD_IP", "10.0.0.1"),
+            ("RAYSLURM_NUM_GPUS_PER_NODE", "4"),
+            ("MASTER_ADDR", "10.0.0.1"),
+            ("MASTER_PORT", "12009"),
+            ("RANK", "1"),
+            ("WORLD_SIZE", "3"),
+            ("LOCAL_RANK", "0"),
+            ("SKYPILOT_NODE_RANK", "1"),
+            ("SKYPILOT_NODE_IPS", "10.0.0.1\n10.0.0.2\n10.0.0.3"),
+            ("SKYPILOT_NUM_NODES", "3"),
+            ("SKYPILOT_NUM_GPUS_PER_NODE", "4"),
+        ];
+        for (k, v) in expect {
+            assert_eq!(env.get(k).map(String::as_str), Some(v), "{k}");
+        }
+    }
+}

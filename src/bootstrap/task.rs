@@ -1,0 +1,171 @@
+//! One task of a per-node run (`--per-node`): on every node, `--tasks-per-node` of them, each
+//! with its own rank. It tells the head its node's IP (the node's first task), learns every
+//! node's from the head, runs the node's setup (the first task), waits for the head's word that
+//! every setup succeeded, runs the command with the rank environment, and reports the command's
+//! exit code. The head decides the run's end: the task exits 0 whatever its command did, so that
+//! srun's `--kill-on-bad-exit` (which kills at once, with SIGKILL) fires only if the task
+//! itself fails.
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use super::protocol::{Order, Report};
+use super::rank_env::{Ranks, rank_env};
+use super::user_command::{Output, UserCommand};
+use super::{Allocation, TICK, heartbeat, say, setup, signals};
+use crate::handoff::bootstrap_args::BootstrapArgs;
+use crate::sys::process::exit_code_of;
+
+/// Runs the task's part; the exit code is 0 unless the task itself failed.
+pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String, String>) -> i32 {
+    let node = alloc.node.clone();
+    let ranks = Ranks::of_task(alloc, env);
+    let first_on_node = ranks.local_rank == 0;
+    if first_on_node {
+        heartbeat::start_beating(node.clone());
+    }
+    let code = run_rank(args, alloc, ranks, first_on_node);
+    if first_on_node {
+        heartbeat::say_gone(&node);
+    }
+    code
+}
+
+fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_node: bool) -> i32 {
+    let node = &alloc.node;
+    let orders = listen();
+    let ip = match super::node_ip(alloc, &args.cluster) {
+        Ok(ip) => ip,
+        Err(e) => {
+            say(node, format!("error: {e}"));
+            return 1;
+        }
+    };
+    if first_on_node {
+        report(&Report::Ip {
+            node: node.clone(),
+            ip,
+        });
+    }
+    let Some(Order::Go { master_port, ips }) = next_order(&orders) else {
+        return 0;
+    };
+    let env = rank_env(ranks, &ips, alloc.gpus_on_node, master_port);
+    let output = |what: &str| {
+        if args.cluster.no_prefix {
+            Output::Inherit
+        } else {
+            Output::Prefixed(format!("[{what} {node}] "))
+        }
+    };
+    if first_on_node && let Some(setup) = &args.cluster.setup {
+        let stop = || {
+            matches!(
+                orders.try_recv(),
+                Ok(Order::Stop { .. }) | Err(mpsc::TryRecvError::Disconnected)
+            )
+        };
+        let code = setup::run(setup, &env, &output("setup"), &stop);
+        report(&Report::Setup {
+            node: node.clone(),
+            code,
+        });
+        if code != 0 {
+            return 0;
+        }
+    }
+    if next_order(&orders) != Some(Order::Run) {
+        return 0;
+    }
+    let Some(command) = &args.command else {
+        say(node, "error: no --command was given to the task");
+        return 1;
+    };
+    let code = match UserCommand::spawn(command, &env, &output(&ranks.rank.to_string())) {
+        Ok(cmd) => watch(cmd, &orders, args.cluster.command_grace()),
+        Err(e) => {
+            say(
+                node,
+                format!("error: cannot start bash for the command: {e}"),
+            );
+            127
+        }
+    };
+    report(&Report::Exit {
+        rank: ranks.rank,
+        node: node.clone(),
+        code,
+    });
+    0
+}
+
+/// Waits for the command, passing signals on; the head's stop order (or the head gone) stops
+/// it: SIGTERM, then SIGKILL once its grace has passed.
+fn watch(mut cmd: UserCommand, orders: &Receiver<Order>, signal_grace: Duration) -> i32 {
+    let mut kill_at: Option<Instant> = None;
+    loop {
+        match cmd.try_wait() {
+            Ok(Some(status)) => return exit_code_of(status),
+            Ok(None) => {}
+            Err(_) => return 1,
+        }
+        let mut stop = |grace: Duration| {
+            cmd.signal(Signal::SIGTERM);
+            kill_at.get_or_insert(Instant::now() + grace);
+        };
+        match orders.try_recv() {
+            Ok(Order::Stop { grace }) => stop(Duration::from_secs(u64::from(grace))),
+            Err(mpsc::TryRecvError::Disconnected) => stop(signal_grace),
+            _ => {}
+        }
+        for signal in signals::take() {
+            cmd.signal(signal);
+            if signals::stops(signal) {
+                kill_at.get_or_insert(Instant::now() + signal_grace);
+            }
+        }
+        if kill_at.is_some_and(|at| Instant::now() > at) {
+            cmd.signal(Signal::SIGKILL);
+        }
+        std::thread::sleep(TICK);
+    }
+}
+
+/// The head's orders, read from stdin on a thread of its own; the channel closes when the
+/// head closes the step's stdin (or dies).
+fn listen() -> Receiver<Order> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines().map_while(Result::ok) {
+            if let Some(order) = Order::parse(&line)
+                && tx.send(order).is_err()
+            {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// The head's next order; `None` when it says stop, is gone, or a stop signal comes first.
+fn next_order(orders: &Receiver<Order>) -> Option<Order> {
+    loop {
+        match orders.recv_timeout(TICK) {
+            Ok(Order::Stop { .. }) | Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+            Ok(order) => return Some(order),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if signals::take().into_iter().any(signals::stops) {
+            return None;
+        }
+    }
+}
+
+fn report(report: &Report) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{}", report.line()).and_then(|()| out.flush());
+}

@@ -1,0 +1,343 @@
+//! End-to-end tests of `--per-node` runs and `--setup` on the real test cluster: the command on
+//! every node with the rank environment, a real distributed framework (JAX) forming one group
+//! across the nodes, setup with a barrier, fail-fast, and a clean end.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use crate::e2e_bootstrap::{Job, assert_clean, copy_example, launch, launch_in};
+use crate::harness::{expand_nodes, lab};
+
+/// The lines of the log that rank output prefixed with `[RANK NODE] ` and start with `what`.
+fn rank_lines(job: &Job, what: &str) -> Vec<String> {
+    job.log_text()
+        .lines()
+        .filter(|l| l.starts_with('[') && l.contains(&format!("] {what}")))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn every_node_runs_the_command_with_its_ranks_after_its_setup() {
+    let Some((lab, _turn)) = lab("every_node_runs_the_command_with_its_ranks_after_its_setup")
+    else {
+        return;
+    };
+    // Setup writes a marker on each node's own /tmp; the command checks it is there.
+    let setup = "echo \"$RAYSLURM_NODE_RANK\" > /tmp/setup-marker-$SLURM_JOB_ID";
+    let cmd = "test -f /tmp/setup-marker-$SLURM_JOB_ID && rm -f /tmp/setup-marker-$SLURM_JOB_ID; \
+               echo \"ranks rank=$RANK node_rank=$RAYSLURM_NODE_RANK sky=$SKYPILOT_NODE_RANK \
+               world=$WORLD_SIZE local=$LOCAL_RANK nodes=$RAYSLURM_NUM_NODES \
+               master=$MASTER_ADDR:$MASTER_PORT head=$RAYSLURM_HEAD_IP \
+               ips=$(echo \"$RAYSLURM_NODE_IPS\" | paste -sd,) marker=$?\"";
+    let job = launch(
+        lab,
+        "pernode",
+        &["--per-node", "-n", "3", "--setup", setup, "--command", cmd],
+    );
+    let info = job.wait(Duration::from_secs(300));
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    let nodes = expand_nodes(&info["NodeList"]);
+    let ips: Vec<String> = nodes.iter().map(|n| lab.ip_of(n)).collect();
+    let lines = rank_lines(&job, "ranks ");
+    assert_eq!(lines.len(), 3, "{log}");
+    let master = format!("master={}:", ips[0]);
+    for (k, node) in nodes.iter().enumerate() {
+        let line = lines
+            .iter()
+            .find(|l| l.starts_with(&format!("[{k} {node}] ")))
+            .unwrap_or_else(|| panic!("rank {k} on {node}:\n{log}"));
+        for part in [
+            format!("rank={k} "),
+            format!("node_rank={k} "),
+            format!("sky={k} "),
+            "world=3 ".to_owned(),
+            "local=0 ".to_owned(),
+            "nodes=3 ".to_owned(),
+            format!("head={} ", ips[0]),
+            format!("ips={}", ips.join(",")),
+            "marker=0".to_owned(),
+        ] {
+            assert!(line.contains(&part), "{part} in {line}");
+        }
+        assert!(line.contains(&master), "{line}");
+    }
+    let ports: BTreeSet<&str> = lines
+        .iter()
+        .map(|l| {
+            l.split("master=")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(ports.len(), 1, "one rendezvous for all: {ports:?}");
+    assert_clean(&job);
+}
+
+#[test]
+fn tasks_per_node_give_each_task_its_rank_and_setup_runs_once_a_node() {
+    let Some((lab, _turn)) =
+        lab("tasks_per_node_give_each_task_its_rank_and_setup_runs_once_a_node")
+    else {
+        return;
+    };
+    let job = launch(
+        lab,
+        "pertask",
+        &[
+            "--per-node",
+            "-n",
+            "2",
+            "--tasks-per-node",
+            "2",
+            "--setup",
+            "echo setup-ran-on-$RAYSLURM_NODE_RANK",
+            "--command",
+            "echo \"task rank=$RANK local=$LOCAL_RANK world=$WORLD_SIZE node=$RAYSLURM_NODE_RANK\"",
+        ],
+    );
+    let info = job.wait(Duration::from_secs(300));
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    let lines = rank_lines(&job, "task ");
+    assert_eq!(lines.len(), 4, "{log}");
+    for rank in 0..4 {
+        let line = lines
+            .iter()
+            .find(|l| l.contains(&format!("rank={rank} ")))
+            .unwrap_or_else(|| panic!("rank {rank}:\n{log}"));
+        assert!(line.contains("world=4"), "{line}");
+        assert!(line.contains(&format!("local={} ", rank % 2)), "{line}");
+    }
+    assert_eq!(
+        rank_lines(&job, "setup-ran-on-").len(),
+        2,
+        "once a node: {log}"
+    );
+    assert_clean(&job);
+}
+
+#[test]
+fn a_real_jax_group_forms_across_the_nodes() {
+    let Some((lab, _turn)) = lab("a_real_jax_group_forms_across_the_nodes") else {
+        return;
+    };
+    let dir = lab.workdir("jax");
+    copy_example(&dir, "jax_allgather.py");
+    let load_env = format!("source {}/bin/activate", lab.jax_venv.display());
+    let job = crate::e2e_bootstrap::launch_from(
+        &dir,
+        "jax",
+        &load_env,
+        &[
+            "--per-node",
+            "-n",
+            "3",
+            "--command",
+            "python jax_allgather.py",
+        ],
+    );
+    let info = job.wait(Duration::from_secs(300));
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    let lines = rank_lines(&job, "rank ");
+    assert_eq!(lines.len(), 3, "{log}");
+    for rank in 0..3 {
+        assert!(
+            lines.iter().any(|l| l.contains(&format!(
+                "rank {rank} of 3 on node {rank} gathered [0, 10, 20]"
+            ))),
+            "rank {rank}: {log}"
+        );
+    }
+    assert_clean(&job);
+}
+
+#[test]
+fn a_setup_that_fails_on_one_node_fails_the_run_naming_it() {
+    let Some((lab, _turn)) = lab("a_setup_that_fails_on_one_node_fails_the_run_naming_it") else {
+        return;
+    };
+    let setup = "if [ \"$RAYSLURM_NODE_RANK\" = 2 ]; then echo broken-setup; exit 3; fi; sleep 1";
+    let job = launch(
+        lab,
+        "setupfails",
+        &[
+            "--per-node",
+            "-n",
+            "3",
+            "--setup",
+            setup,
+            "--command",
+            "echo should-not-run",
+        ],
+    );
+    let info = job.wait(Duration::from_secs(300));
+    let log = job.log_text();
+    let third = &expand_nodes(&info["NodeList"])[2];
+    assert_eq!(info["JobState"], "FAILED", "{log}");
+    assert!(
+        log.contains(&format!("setup failed on {third} with exit code 3")),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("[setup {third}] broken-setup")),
+        "its output: {log}"
+    );
+    assert!(!log.contains("should-not-run"), "{log}");
+    assert_eq!(job.state()["ending"], "startup-failed");
+    assert_clean(&job);
+}
+
+#[test]
+fn ray_jobs_run_the_setup_on_every_node_before_ray_starts() {
+    let Some((lab, _turn)) = lab("ray_jobs_run_the_setup_on_every_node_before_ray_starts") else {
+        return;
+    };
+    let dir = lab.workdir("raysetup");
+    let job = launch_in(
+        lab,
+        &dir,
+        "raysetup",
+        &[
+            "-n",
+            "2",
+            "--setup",
+            "touch setup-done-$(hostname)",
+            "--command",
+            "echo nodes-set-up $(ls setup-done-* | wc -l)",
+        ],
+    );
+    let info = job.wait(Duration::from_secs(300));
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    assert!(log.contains("nodes-set-up 2"), "{log}");
+    assert_clean(&job);
+}
+
+#[test]
+fn a_rank_that_fails_gives_its_code_and_the_others_are_stopped() {
+    let Some((lab, _turn)) = lab("a_rank_that_fails_gives_its_code_and_the_others_are_stopped")
+    else {
+        return;
+    };
+    let cmd = "if [ \"$RANK\" = 1 ]; then sleep 3; echo rank-1-fails; exit 7; fi; sleep 4242.5";
+    let job = launch(
+        lab,
+        "failfast",
+        &["--per-node", "-n", "3", "--command", cmd],
+    );
+    job.wait_for_log("rank-1-fails", Duration::from_secs(300));
+    let failed_at = Instant::now();
+    let info = job.wait(Duration::from_secs(120));
+    let log = job.log_text();
+    assert!(
+        failed_at.elapsed() < Duration::from_secs(30),
+        "the run ended {:?} after rank 1 failed\n{log}",
+        failed_at.elapsed()
+    );
+    assert_eq!(info["JobState"], "FAILED", "{log}");
+    assert_eq!(
+        info["ExitCode"], "7:0",
+        "the failing rank's own code: {log}"
+    );
+    let second = &expand_nodes(&info["NodeList"])[1];
+    assert!(
+        log.contains(&format!(
+            "rank 1 on {second} exited with code 7, the first to fail"
+        )),
+        "{log}"
+    );
+    assert_eq!(job.state()["exit_code"], 7);
+    assert!(
+        processes_running("sleep 4242.5").is_empty(),
+        "the other ranks are gone"
+    );
+    assert_clean(&job);
+}
+
+#[test]
+fn scancel_of_a_per_node_run_leaves_nothing() {
+    let Some((lab, _turn)) = lab("scancel_of_a_per_node_run_leaves_nothing") else {
+        return;
+    };
+    let job = launch(
+        lab,
+        "pernodecancel",
+        &[
+            "--per-node",
+            "-n",
+            "3",
+            "--command",
+            "echo rank-started; sleep 4343.5",
+        ],
+    );
+    job.wait_for_log("rank-started", Duration::from_secs(300));
+    assert!(!processes_running("sleep 4343.5").is_empty());
+    let status = std::process::Command::new("scancel")
+        .arg(&job.id)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let info = job.wait(Duration::from_secs(60));
+    assert_eq!(info["JobState"], "CANCELLED", "{}", job.log_text());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_running("sleep 4343.5").is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(processes_running("sleep 4343.5"), Vec::<u32>::new());
+    assert_clean(&job);
+}
+
+#[test]
+fn two_per_node_runs_on_one_node_get_different_master_ports() {
+    let Some((lab, _turn)) = lab("two_per_node_runs_on_one_node_get_different_master_ports") else {
+        return;
+    };
+    let node = lab.nodes.last().unwrap().clone();
+    let cmd = "echo \"port $MASTER_PORT\"; sleep 6";
+    let args = [
+        "--per-node",
+        "--no-exclusive",
+        "-w",
+        &node,
+        "--command",
+        cmd,
+    ];
+    let a = launch(lab, "portsa", &args);
+    let b = launch(lab, "portsb", &args);
+    let (ia, ib) = (
+        a.wait(Duration::from_secs(300)),
+        b.wait(Duration::from_secs(300)),
+    );
+    assert_eq!(
+        (ia["JobState"].as_str(), ib["JobState"].as_str()),
+        ("COMPLETED", "COMPLETED")
+    );
+    let port = |job: &Job| {
+        let lines = rank_lines(job, "port ");
+        lines[0].rsplit(' ').next().unwrap().to_owned()
+    };
+    assert_ne!(port(&a), port(&b), "{}\n{}", a.log_text(), b.log_text());
+    assert_clean(&a);
+    assert_clean(&b);
+}
+
+/// PIDs of processes (on any node) whose command line contains `text`.
+fn processes_running(text: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline)
+                .replace('\0', " ")
+                .contains(text)
+        })
+        .collect()
+}
