@@ -341,3 +341,43 @@ fn processes_running(text: &str) -> Vec<u32> {
         })
         .collect()
 }
+
+#[test]
+fn the_torchrun_example_gets_its_rendezvous_from_the_rank_environment() {
+    let Some((lab, _turn)) =
+        lab("the_torchrun_example_gets_its_rendezvous_from_the_rank_environment")
+    else {
+        return;
+    };
+    let dir = lab.workdir("torchrun");
+    copy_example(&dir, "torchrun_nodes.sh");
+    let job = launch_in(
+        lab,
+        &dir,
+        "torchrun",
+        &[
+            "--per-node",
+            "-n",
+            "2",
+            "--command",
+            "bash torchrun_nodes.sh train.py",
+        ],
+    );
+    let info = job.wait(Duration::from_secs(300));
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    let nodes = expand_nodes(&info["NodeList"]);
+    let head_ip = lab.ip_of(&nodes[0]);
+    for (k, node) in nodes.iter().enumerate() {
+        let expected = format!(
+            "[{k} {node}] torch is not installed here; this node would run: torchrun --nnodes=2 --node-rank={k} --nproc-per-node=1 --master-addr={head_ip} --master-port="
+        );
+        assert!(log.contains(&expected), "{expected}\n{log}");
+    }
+    assert_eq!(
+        rank_lines(&job, "head node: 2 node(s)").len(),
+        1,
+        "rank 0 only: {log}"
+    );
+    assert_clean(&job);
+}
