@@ -43,8 +43,16 @@ pub(crate) enum Command {
     Logs(LogsArgs),
     /// Show runs and their states, newest first.
     Status(StatusArgs),
-    /// Cancel a run.
+    /// Cancel a run, or a job of a cluster.
     Cancel(CancelArgs),
+    /// Start a persistent Ray cluster: wait in the queue once, then `exec` many jobs onto it.
+    Up(Box<UpArgs>),
+    /// Run a command on a cluster as a Ray job (queued by Ray until resources are free).
+    Exec(ExecArgs),
+    /// Show a cluster's jobs, nodes, free resources and time left.
+    Queue(QueueArgs),
+    /// Stop a cluster: its running jobs, Ray, and its allocation.
+    Down(DownArgs),
     /// Inside the allocation: start Ray on every node, run the command, stop Ray.
     #[command(hide = true)]
     Bootstrap(Box<BootstrapArgs>),
@@ -72,6 +80,32 @@ pub(crate) struct LaunchArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub(crate) command: String,
 
+    #[command(flatten)]
+    pub(crate) job: JobArgs,
+
+    /// Write and show the script; submit nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+
+    /// Print the job id, script and log paths as JSON on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// After submitting, show the job's state and stream its log until it ends.
+    #[arg(long)]
+    pub(crate) follow: bool,
+
+    /// With --follow: cancel the job on Ctrl-C.
+    #[arg(long, requires = "follow")]
+    pub(crate) cancel_on_interrupt: bool,
+
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
+}
+
+/// What the job asks of Slurm and where its files go: `launch`'s and `up`'s.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct JobArgs {
     /// Number of nodes.
     #[arg(long, short = 'n', default_value = "1", value_parser = positive_count, allow_hyphen_values = true)]
     pub(crate) num_nodes: u32,
@@ -151,30 +185,11 @@ pub(crate) struct LaunchArgs {
     /// A Tera template to render instead of the built-in one (see `rayslurm template`).
     #[arg(long)]
     pub(crate) template: Option<PathBuf>,
-
-    /// Write and show the script; submit nothing.
-    #[arg(long)]
-    pub(crate) dry_run: bool,
-
-    /// Print the job id, script and log paths as JSON on stdout.
-    #[arg(long)]
-    pub(crate) json: bool,
-
-    /// After submitting, show the job's state and stream its log until it ends.
-    #[arg(long)]
-    pub(crate) follow: bool,
-
-    /// With --follow: cancel the job on Ctrl-C.
-    #[arg(long, requires = "follow")]
-    pub(crate) cancel_on_interrupt: bool,
-
-    #[command(flatten)]
-    pub(crate) cluster: ClusterArgs,
 }
 
 /// The cluster's flags as the user gives them; resolved (with config files and defaults) into
 /// `handoff::cluster::ClusterOptions`, which the bootstrap gets.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct ClusterArgs {
     /// Do not start Ray: run the command on the head node with the node list in its environment.
     #[arg(long)]
@@ -238,8 +253,10 @@ pub(crate) struct ClusterArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct LogsArgs {
-    /// Experiment name (its latest run) or job id.
+    /// Experiment name (its latest run), job id, or cluster name.
     pub(crate) target: String,
+    /// With a cluster: the id of one of its jobs (see `rayslurm queue`).
+    pub(crate) job: Option<u32>,
     /// Follow the log until the job ends.
     #[arg(long, short)]
     pub(crate) follow: bool,
@@ -262,8 +279,126 @@ pub(crate) struct StatusArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct CancelArgs {
-    /// Experiment name (its latest run) or job id.
+    /// Experiment name (its latest run), job id, or cluster name.
     pub(crate) target: String,
+    /// With a cluster: the id of the job to cancel.
+    pub(crate) job: Option<u32>,
+    /// With a cluster: cancel every running and pending job.
+    #[arg(long, conflicts_with = "job")]
+    pub(crate) all: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct UpArgs {
+    /// The cluster's name (clusters and experiments share one namespace).
+    pub(crate) name: String,
+
+    /// Return once the allocation is submitted, without waiting for the cluster.
+    #[arg(long, short)]
+    pub(crate) detach: bool,
+
+    /// Release the allocation after this long without a running or pending job
+    /// (e.g. `30m`, `2h`, `90s`; a plain number is minutes).
+    #[arg(long, value_parser = idle_duration)]
+    pub(crate) idle_timeout: Option<u32>,
+
+    /// Write and show the script; submit nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+
+    /// Print the job id, script and log paths as JSON on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    #[command(flatten)]
+    pub(crate) job: JobArgs,
+
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ExecArgs {
+    /// The cluster (from `rayslurm up`).
+    pub(crate) cluster: String,
+
+    /// Return once the job is submitted; follow it with `rayslurm logs CLUSTER JOB -f`.
+    #[arg(long, short)]
+    pub(crate) detach: bool,
+
+    /// A name for the job, shown by `queue`.
+    #[arg(long)]
+    pub(crate) name: Option<String>,
+
+    /// CPUs this job needs (Ray's entrypoint resources: it waits in Ray's queue until free).
+    #[arg(long)]
+    pub(crate) num_cpus: Option<f64>,
+
+    /// GPUs this job needs, in all (fractions allowed, e.g. 0.5); not per node as in `launch`.
+    #[arg(long)]
+    pub(crate) num_gpus: Option<f64>,
+
+    /// Memory this job needs (e.g. `4G`, `512M`).
+    #[arg(long)]
+    pub(crate) memory: Option<String>,
+
+    /// An environment variable for the job, `KEY=VALUE` (repeatable).
+    #[arg(long = "env", allow_hyphen_values = true)]
+    pub(crate) env: Vec<String>,
+
+    /// The command as one string, run through bash (instead of `-- CMD ARGS...`).
+    #[arg(long, allow_hyphen_values = true, conflicts_with = "args")]
+    pub(crate) command: Option<String>,
+
+    /// The command and its arguments, each quoted as given.
+    #[arg(last = true)]
+    pub(crate) args: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct QueueArgs {
+    /// The cluster.
+    pub(crate) cluster: String,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DownArgs {
+    /// The cluster.
+    pub(crate) cluster: String,
+}
+
+/// `30m`, `2h`, `90s` or a plain number of minutes, in seconds (clap value parser).
+fn idle_duration(value: &str) -> Result<u32, String> {
+    let v = value.trim();
+    let (number, unit) = match v.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&v[..i], c),
+        _ => (v, 'm'),
+    };
+    let scale = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        _ => {
+            return Err(format!(
+                "`{}` ends in an unknown unit (use s, m or h, e.g. `30m`)",
+                value.escape_debug()
+            ));
+        }
+    };
+    number
+        .parse::<u32>()
+        .ok()
+        .filter(|n| *n > 0)
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| {
+            format!(
+                "`{}` is not a duration such as `30m`, `2h` or `90s`",
+                value.escape_debug()
+            )
+        })
 }
 
 /// A count that must be at least 1 (clap value parser).
@@ -290,6 +425,17 @@ fn count(value: &str) -> Result<u32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idle_durations() {
+        assert_eq!(idle_duration("30m"), Ok(1800));
+        assert_eq!(idle_duration("2h"), Ok(7200));
+        assert_eq!(idle_duration("90s"), Ok(90));
+        assert_eq!(idle_duration("5"), Ok(300));
+        for bad in ["0", "x", "5d", "", "-3m"] {
+            assert!(idle_duration(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn counts() {

@@ -6,6 +6,7 @@
 //! - `launch/`: flags to a submitted job (config, validation, job spec, template, script files,
 //!   the node-visible copy of this binary);
 //! - `runs/`: what became of a run afterwards (records, selection, status, cancel, follow);
+//! - `clusters/`: persistent clusters (`up`) and the jobs submitted to them;
 //! - `slurm/`: every Slurm client and text format;
 //! - `handoff/`: the contract between launcher and bootstrap (the bootstrap's arguments, the
 //!   cluster options, the environment set inside jobs, a run's file names, its final state);
@@ -14,11 +15,12 @@
 //!
 //! The dependency rule, checked by `tests/it/layers.rs`: `bootstrap/` runs on other hosts and
 //! uses only `handoff`, `slurm`, `sys` and `error`; `handoff/`, `slurm/` and `sys/` use only
-//! each other (`handoff` and `slurm` may use `sys`, never the reverse) and `error`; `launch/`
-//! and `runs/` never use `bootstrap` or `commands`.
+//! each other (`handoff` and `slurm` may use `sys`, never the reverse) and `error`; `launch/`,
+//! `runs/` and `clusters/` never use `bootstrap` or `commands`.
 
 mod bootstrap;
 mod cli;
+mod clusters;
 mod commands;
 mod env_vars;
 mod error;
@@ -64,5 +66,9 @@ fn run(command: Command, printer: &Printer) -> anyhow::Result<ExitCode> {
         Command::Logs(args) => commands::logs::run(&args, printer),
         Command::Status(args) => commands::status::run(&args, printer),
         Command::Cancel(args) => commands::cancel::run(&args, printer),
+        Command::Up(args) => commands::up::run(&args, printer),
+        Command::Exec(args) => commands::exec::run(&args, printer),
+        Command::Queue(args) => commands::queue::run(&args, printer),
+        Command::Down(args) => commands::down::run(&args, printer),
     }
 }

@@ -5,13 +5,13 @@
 //! `ray start` and the user's command are given its path, never its value.
 
 use std::io::Read;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::job_env;
+use crate::handoff::run_files::create_private_dir;
 use crate::sys::staged_file::Staged;
 
 /// The token's file name in the run's directory.
@@ -37,11 +37,7 @@ impl RayAuth {
             .run_dir
             .as_deref()
             .context("no --run-dir was given, so the run has nowhere private for Ray's token")?;
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .recursive(true)
-            .create(dir)
-            .with_context(|| format!("cannot create the run directory `{}`", dir.display()))?;
+        create_private_dir(dir)?;
         let path = dir.join(TOKEN_FILE);
         if !path.exists() {
             let mut file = Staged::new(dir, "token", 0o600)?;

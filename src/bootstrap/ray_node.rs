@@ -104,14 +104,14 @@ impl RayStart {
         spec: &RayNodeSpec<'_>,
         temp: &TempRoot,
         mark: &str,
-        auth: &RayAuth,
+        env: &[(&str, String)],
     ) -> Result<Self> {
         let mut cmd = Cmd::new("ray")
             .args(spec.args(&temp.path))
             .env(job_env::RUN_MARK, mark)
             .env(job_env::RAY_TMPDIR, &temp.path)
             .env(job_env::TMPDIR, &temp.path);
-        for (k, v) in auth.env() {
+        for (k, v) in env {
             cmd = cmd.env(k, v);
         }
         let log = temp.start_log();
@@ -223,6 +223,22 @@ pub(crate) fn start_node(
         &None
     };
     let mut extra = Vec::new();
+    let mut env = auth.env();
+    if head_address.is_none() && cluster.serve {
+        // A persistent cluster's Jobs API is for the login node: it must listen on the node's
+        // address (the token keeps everyone else out).
+        let any = if ip.is_ipv6() { "::" } else { "0.0.0.0" };
+        extra.push(format!("--dashboard-host={any}"));
+        // Jobs wait in Ray's queue as long as the allocation lives, and get the stop grace.
+        env.push((
+            job_env::RAY_JOB_START_TIMEOUT_SECONDS,
+            "31536000".to_owned(),
+        ));
+        env.push((
+            job_env::RAY_JOB_STOP_WAIT_TIME_S,
+            cluster.command_grace().as_secs().to_string(),
+        ));
+    }
     for (flag, text) in [
         ("--ray-args", &cluster.ray_args),
         ("--ray-head-args", head_args),
@@ -242,7 +258,7 @@ pub(crate) fn start_node(
         object_store_memory: memory.object_store,
         extra: &extra,
     };
-    let start = RayStart::spawn(&spec, temp, mark, auth).map_err(|e| format!("{e:#}"))?;
+    let start = RayStart::spawn(&spec, temp, mark, &env).map_err(|e| format!("{e:#}"))?;
     Ok((start, ports))
 }
 

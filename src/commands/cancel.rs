@@ -5,15 +5,32 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use crate::cli::CancelArgs;
+use crate::clusters::{cluster::Cluster, jobs};
+use crate::commands::logs::no_such_job;
+use crate::error::{UsageError, show};
 use crate::printer::Printer;
 use crate::runs::cancel::{self, Cancelled};
 use crate::runs::select;
 use crate::runs::status;
-use crate::runs::store::{self, RunStore};
+use crate::runs::store::{self, RunStore, StoredRun};
 
 pub(crate) fn run(args: &CancelArgs, printer: &Printer) -> Result<ExitCode> {
     let store = RunStore::from_env()?;
     let runs = store::load_warning(&store, printer)?;
+    if args.job.is_some() || args.all {
+        return cancel_cluster_jobs(&runs, args, printer);
+    }
+    if Cluster::find(&runs, &args.target).is_ok() {
+        return Err(UsageError::new(format!(
+            "{} is a cluster: cancel takes one of its jobs",
+            show(&args.target)
+        ))
+        .hint(format!(
+            "`rayslurm cancel {0} JOB` or `--all` cancels its jobs; `rayslurm down {0}` stops the cluster",
+            args.target
+        ))
+        .into());
+    }
     let run = select::resolve(&runs, &args.target, store.dir())?.latest();
     let job = format!("job {} ({})", run.record.job_id, run.record.exp_name);
     if let Some(end) = &run.record.ended {
@@ -48,6 +65,53 @@ pub(crate) fn run(args: &CancelArgs, printer: &Printer) -> Result<ExitCode> {
         printer.info(&format!(
             "{job} already ended ({}); nothing to cancel{why}",
             status.label()
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cancel CLUSTER JOB` / `cancel CLUSTER --all`: asks Ray to stop the job(s) (SIGTERM, then
+/// SIGKILL after the cluster's stop grace), pending ones included.
+fn cancel_cluster_jobs(
+    runs: &[StoredRun],
+    args: &CancelArgs,
+    printer: &Printer,
+) -> Result<ExitCode> {
+    let cluster = Cluster::find(runs, &args.target)?;
+    let warn = |m: &str| printer.warn(m);
+    let status = status::gather(&[cluster.run], &status::ONE_SHOT_RETRIES, &warn)?
+        .statuses
+        .remove(0);
+    let (_, api) = cluster.api(&status)?;
+    let records = jobs::all(&cluster.run_dir)?;
+    let chosen: Vec<_> = match args.job {
+        Some(id) => vec![
+            records
+                .iter()
+                .find(|j| j.id == id)
+                .ok_or_else(|| no_such_job(&cluster, id))?,
+        ],
+        None => records.iter().collect(),
+    };
+    for job in chosen {
+        let info = api.job(&job.submission_id)?;
+        if info.ended() {
+            if args.job.is_some() {
+                printer.info(&format!(
+                    "job {} ({}) already ended ({})",
+                    job.id, job.name, info.status
+                ));
+            }
+            continue;
+        }
+        api.stop(&job.submission_id)?;
+        printer.result(&job.id.to_string());
+        printer.info(&format!(
+            "cancelled job {} ({}) on cluster {}: it was {}",
+            job.id,
+            job.name,
+            cluster.name(),
+            info.status
         ));
     }
     Ok(ExitCode::SUCCESS)

@@ -35,6 +35,34 @@ struct LaunchResult<'a> {
 }
 
 pub(crate) fn run(config: &LaunchConfig, printer: &Printer) -> Result<ExitCode> {
+    let Submitted::Job { record, stored } = submit(config, printer)? else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    if !config.follow {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let request = follow::Request {
+        record: &record,
+        stored: stored.as_deref().map(|(store, run)| (store, run)),
+        start: Start::Beginning,
+        cancel_on_interrupt: config.cancel_on_interrupt,
+    };
+    follow::follow(&request, printer)
+}
+
+/// What a submission gave.
+pub(crate) enum Submitted {
+    /// `--dry-run`: the script was written, nothing submitted.
+    DryRun,
+    /// The job, as recorded (`stored` is `None` if the run store could not be written).
+    Job {
+        record: Box<RunRecord>,
+        stored: Option<Box<(RunStore, StoredRun)>>,
+    },
+}
+
+/// Renders the script, submits it and records the run: `launch` and `up` alike.
+pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitted> {
     // Everything that can be refused is checked before a file is written.
     check_log_dir(config)?;
     let template = match &config.template {
@@ -74,7 +102,7 @@ pub(crate) fn run(config: &LaunchConfig, printer: &Printer) -> Result<ExitCode> 
             files.script.display(),
             crate::sys::quote::shell_quote(&files.script.display().to_string())
         ));
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Submitted::DryRun);
     }
 
     let job_id = slurm::sbatch(&files.script).with_context(|| {
@@ -93,26 +121,23 @@ pub(crate) fn run(config: &LaunchConfig, printer: &Printer) -> Result<ExitCode> 
     ));
 
     let workdir = std::env::current_dir().unwrap_or_else(|_| config.log_dir.clone());
-    let record = RunRecord::new(
-        &config.job.exp_name,
-        &job_id,
-        &files,
-        submitted_at,
-        &workdir,
-        &config.job.command,
-        config.job.num_nodes,
-    );
-    let stored = record_run(&record, printer);
-    if !config.follow {
-        return Ok(ExitCode::SUCCESS);
-    }
-    let request = follow::Request {
-        record: &record,
-        stored: stored.as_ref().map(|(store, run)| (store, run)),
-        start: Start::Beginning,
-        cancel_on_interrupt: config.cancel_on_interrupt,
+    let record = RunRecord {
+        cluster: config.cluster.serve,
+        ..RunRecord::new(
+            &config.job.exp_name,
+            &job_id,
+            &files,
+            submitted_at,
+            &workdir,
+            &config.job.command,
+            config.job.num_nodes,
+        )
     };
-    follow::follow(&request, printer)
+    let stored = record_run(&record, printer).map(Box::new);
+    Ok(Submitted::Job {
+        record: Box::new(record),
+        stored,
+    })
 }
 
 /// Keeps the run in the run store. The job is submitted whatever happens here, so a store that

@@ -6,7 +6,8 @@ use anyhow::Result;
 use nix::sys::signal::Signal;
 
 use crate::cli::LogsArgs;
-use crate::error::Hinted;
+use crate::clusters::{self, cluster::Cluster, jobs};
+use crate::error::{Hinted, UsageError, show};
 use crate::printer::Printer;
 use crate::runs::follow::{self, Request};
 use crate::runs::log_tail::{LogTail, Start};
@@ -18,11 +19,14 @@ use crate::slurm::query::Phase;
 pub(crate) fn run(args: &LogsArgs, printer: &Printer) -> Result<ExitCode> {
     let store = RunStore::from_env()?;
     let runs = store::load_warning(&store, printer)?;
-    let run = select::resolve(&runs, &args.target, store.dir())?.latest();
     let start = match args.tail {
         Some(n) => Start::LastLines(u64::from(n)),
         None => Start::Beginning,
     };
+    if let Some(id) = args.job {
+        return cluster_job_log(&runs, &args.target, id, start, args.follow, printer);
+    }
+    let run = select::resolve(&runs, &args.target, store.dir())?.latest();
     if args.follow {
         let request = Request {
             record: &run.record,
@@ -47,6 +51,59 @@ pub(crate) fn run(args: &LogsArgs, printer: &Printer) -> Result<ExitCode> {
             run.record.log.display()
         ))),
     }
+}
+
+/// `logs CLUSTER JOB`: the job's output file; with `-f`, followed until the job ends.
+fn cluster_job_log(
+    runs: &[StoredRun],
+    name: &str,
+    id: u32,
+    start: Start,
+    follow: bool,
+    printer: &Printer,
+) -> Result<ExitCode> {
+    let cluster = Cluster::find(runs, name)?;
+    let job = jobs::one(&cluster.run_dir, id)?.ok_or_else(|| no_such_job(&cluster, id))?;
+    if follow {
+        let warn = |m: &str| printer.warn(m);
+        let status = status::gather(&[cluster.run], &status::ONE_SHOT_RETRIES, &warn)?
+            .statuses
+            .remove(0);
+        let (_, api) = cluster.api(&status)?;
+        return clusters::follow::follow(&api, cluster.name(), &job, start, printer);
+    }
+    let mut tail = LogTail::new(&job.log, start);
+    match tail.pump(&mut std::io::stdout().lock()) {
+        Ok(_) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            Ok(ExitCode::from(128 + Signal::SIGPIPE as u8))
+        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!(
+            "cannot read the output `{}` of job {id}",
+            job.log.display()
+        ))),
+    }
+}
+
+/// The error for a job id the cluster never had, naming the ones it has.
+pub(crate) fn no_such_job(cluster: &Cluster, id: u32) -> anyhow::Error {
+    let ids: Vec<String> = jobs::all(&cluster.run_dir)
+        .unwrap_or_default()
+        .iter()
+        .map(|j| j.id.to_string())
+        .collect();
+    let hint = if ids.is_empty() {
+        format!("cluster {} has no jobs yet", cluster.name())
+    } else {
+        format!(
+            "its jobs are {}; `rayslurm queue {}` lists them",
+            ids.join(", "),
+            cluster.name()
+        )
+    };
+    UsageError::new(format!("cluster {} has no job {id}", show(cluster.name())))
+        .hint(hint)
+        .into()
 }
 
 /// Why a run has no log file, as far as Slurm can tell.

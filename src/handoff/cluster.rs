@@ -60,6 +60,12 @@ pub(crate) struct ClusterOptions {
     /// Leave per-node output lines unprefixed.
     #[arg(long)]
     pub(crate) no_prefix: bool,
+    /// Keep the cluster alive for jobs submitted to it (`rayslurm up`) instead of a command.
+    #[arg(long)]
+    pub(crate) serve: bool,
+    /// With `serve`: release the allocation after this many seconds without a job.
+    #[arg(long)]
+    pub(crate) idle_timeout: Option<u32>,
     /// Network interface nodes take their IP from.
     #[arg(long)]
     pub(crate) interface: Option<String>,
@@ -99,6 +105,8 @@ impl Default for ClusterOptions {
             per_node: false,
             setup: None,
             no_prefix: false,
+            serve: false,
+            idle_timeout: None,
             interface: None,
             ip_family: IpFamily::Auto,
             min_nodes: None,
@@ -121,6 +129,8 @@ impl ClusterOptions {
             per_node,
             setup,
             no_prefix,
+            serve,
+            idle_timeout,
             interface,
             ip_family,
             min_nodes,
@@ -137,6 +147,7 @@ impl ClusterOptions {
             (*no_ray, "--no-ray"),
             (*per_node, "--per-node"),
             (*no_prefix, "--no-prefix"),
+            (*serve, "--serve"),
         ] {
             if set {
                 flags.push((flag, None));
@@ -147,6 +158,7 @@ impl ClusterOptions {
         }
         let optional = [
             ("--setup", setup.clone()),
+            ("--idle-timeout", idle_timeout.map(|s| s.to_string())),
             ("--interface", interface.clone()),
             ("--ip-family", Some(ip_family.as_arg().to_owned())),
             ("--min-nodes", min_nodes.map(|n| n.to_string())),
@@ -239,6 +251,8 @@ mod tests {
             per_node: true,
             setup: Some("pip install -e . && echo 'ready'".into()),
             no_prefix: true,
+            serve: true,
+            idle_timeout: Some(1800),
             interface: Some("ib0".into()),
             ip_family: IpFamily::V6,
             min_nodes: Some(2),

@@ -38,3 +38,9 @@ pub(crate) const SKYPILOT_NODE_RANK: &str = "SKYPILOT_NODE_RANK";
 pub(crate) const SKYPILOT_NODE_IPS: &str = "SKYPILOT_NODE_IPS";
 pub(crate) const SKYPILOT_NUM_NODES: &str = "SKYPILOT_NUM_NODES";
 pub(crate) const SKYPILOT_NUM_GPUS_PER_NODE: &str = "SKYPILOT_NUM_GPUS_PER_NODE";
+/// Read by the head's dashboard agent: how long a job may wait in Ray's queue before Ray fails
+/// it (15 min by default). A persistent cluster's jobs wait as long as the allocation lives.
+pub(crate) const RAY_JOB_START_TIMEOUT_SECONDS: &str = "RAY_JOB_START_TIMEOUT_SECONDS";
+/// Read when Ray stops a job: seconds from SIGTERM to SIGKILL (3 by default); a persistent
+/// cluster gives its jobs the stop grace.
+pub(crate) const RAY_JOB_STOP_WAIT_TIME_S: &str = "RAY_JOB_STOP_WAIT_TIME_S";

@@ -4,6 +4,8 @@
 
 pub(crate) mod bootstrap_args;
 pub(crate) mod cluster;
+pub(crate) mod cluster_info;
 pub(crate) mod final_state;
 pub(crate) mod job_env;
+pub(crate) mod jobs_api;
 pub(crate) mod run_files;

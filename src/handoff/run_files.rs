@@ -3,7 +3,19 @@
 //! bootstrap writes, and the run's private directory for whatever else a run keeps.
 //! Launcher and bootstrap both find them here, so neither invents a name of its own.
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// Creates a run's private directory (mode 0700), or finds it there.
+pub(crate) fn create_private_dir(dir: &Path) -> Result<()> {
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(dir)
+        .with_context(|| format!("cannot create the run directory `{}`", dir.display()))
+}
 
 /// The files of one run.
 #[derive(Debug, Clone, PartialEq, Eq)]

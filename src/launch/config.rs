@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{ClusterArgs, GpuDirective, LaunchArgs};
+use crate::cli::{ClusterArgs, GpuDirective, JobArgs, LaunchArgs};
 use crate::env_vars;
 use crate::error::UsageError;
 use crate::error::show;
@@ -178,26 +178,29 @@ impl LaunchConfig {
         let LaunchArgs {
             exp_name,
             command,
-            num_nodes,
-            num_gpus,
-            gpu_directive,
-            node,
-            partition,
-            account,
-            qos,
-            constraint,
-            load_env,
-            tasks_per_node,
-            cpus_per_task,
-            mem,
-            mem_per_cpu,
-            time,
-            exclusive: _,
-            no_exclusive,
-            sbatch_args,
-            env,
-            log_dir,
-            template,
+            job:
+                JobArgs {
+                    num_nodes,
+                    num_gpus,
+                    gpu_directive,
+                    node,
+                    partition,
+                    account,
+                    qos,
+                    constraint,
+                    load_env,
+                    tasks_per_node,
+                    cpus_per_task,
+                    mem,
+                    mem_per_cpu,
+                    time,
+                    exclusive: _,
+                    no_exclusive,
+                    sbatch_args,
+                    env,
+                    log_dir,
+                    template,
+                },
             dry_run,
             json,
             follow,
@@ -407,6 +410,8 @@ fn resolve_cluster(
         per_node: *per_node,
         setup: setup.clone(),
         no_prefix: *no_prefix,
+        serve: false,
+        idle_timeout: None,
         interface,
         ip_family: layered(*ip_family, None, &p.ip_family, &u.ip_family).unwrap_or(IpFamily::Auto),
         min_nodes: *min_nodes,

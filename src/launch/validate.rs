@@ -128,6 +128,24 @@ pub(crate) fn memory(flag: &str, value: &str) -> Result<(), UsageError> {
     )
 }
 
+/// A memory size as Slurm writes it (`4G`, `512M`, a plain number is megabytes), in bytes.
+pub(crate) fn memory_bytes(flag: &str, value: &str) -> Result<u64, UsageError> {
+    memory(flag, value)?;
+    let upper = value.to_ascii_uppercase();
+    let (number, shift) = match upper.chars().last() {
+        Some('K') => (&upper[..upper.len() - 1], 10),
+        Some('M') => (&upper[..upper.len() - 1], 20),
+        Some('G') => (&upper[..upper.len() - 1], 30),
+        Some('T') => (&upper[..upper.len() - 1], 40),
+        _ => (upper.as_str(), 20),
+    };
+    number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or_else(|| UsageError::new(format!("{flag} {} is too large", show(value))))
+}
+
 static ENV_NAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[A-Za-z_][A-Za-z0-9_]*$").expect("valid regex"));
 
@@ -268,5 +286,13 @@ mod tests {
             Some(scratch.to_path_buf())
         );
         assert_eq!(node_local_root(p("/home/u"), Some(p("/"))), None);
+    }
+
+    #[test]
+    fn memory_sizes_in_bytes() {
+        assert_eq!(memory_bytes("--memory", "4G").unwrap(), 4 << 30);
+        assert_eq!(memory_bytes("--memory", "512m").unwrap(), 512 << 20);
+        assert_eq!(memory_bytes("--memory", "100").unwrap(), 100 << 20);
+        assert!(memory_bytes("--memory", "lots").is_err());
     }
 }

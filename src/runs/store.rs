@@ -41,6 +41,9 @@ pub(crate) struct RunRecord {
     /// How the run ended, once known for good.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) ended: Option<RecordedEnd>,
+    /// A persistent cluster (`rayslurm up`), not a command's run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) cluster: bool,
 }
 
 fn format_one() -> u32 {
@@ -112,11 +115,17 @@ impl RunRecord {
             command: command.to_owned(),
             num_nodes,
             ended: None,
+            cluster: false,
         }
     }
 
     pub(crate) fn submitted(&self) -> Option<DateTime<FixedOffset>> {
         DateTime::parse_from_rfc3339(&self.submitted_at).ok()
+    }
+
+    /// The run's files, named from its state file.
+    pub(crate) fn files(&self) -> Option<crate::handoff::run_files::RunFiles> {
+        crate::handoff::run_files::RunFiles::from_state_file(&self.state_file)
     }
 
     /// What tells this run's job from a later job given the same id.

@@ -243,6 +243,17 @@ pub(crate) fn squeue(job_ids: &[&str]) -> Result<Vec<QueueEntry>, QueryError> {
     }
 }
 
+/// The time left before a running job's limit, as squeue's `%L` says it (`1:59:30`,
+/// `UNLIMITED`); `None` if squeue does not answer or no longer has the job.
+pub(crate) fn time_left(job_id: &str) -> Option<String> {
+    let out = slurm_client("squeue")
+        .args(["--noheader", "--jobs", job_id, "--format", "%L"])
+        .stdout()
+        .ok()?;
+    let line = out.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(line.to_owned())
+}
+
 /// squeue and scontrol fail this way for a job id slurmctld has forgotten (or never had).
 fn is_unknown_job(error: &CmdError) -> bool {
     matches!(error, CmdError::Failed { stderr, .. } if stderr.contains("Invalid job id specified"))

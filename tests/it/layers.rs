@@ -62,7 +62,7 @@ fn the_shared_layers_stay_below_the_login_side() {
 
 #[test]
 fn the_login_side_never_reaches_into_the_bootstrap() {
-    for layer in ["launch", "runs"] {
+    for layer in ["launch", "runs", "clusters"] {
         let bad: Vec<_> = uses(layer)
             .into_iter()
             .filter(|(module, _)| module == "bootstrap" || module == "commands")

@@ -57,7 +57,7 @@ impl Stopping {
 
 /// A node failure while the command runs: the worker step ended, a worker node went silent,
 /// or the head's raylet died (`ray_mark` is the run's mark when Ray runs).
-fn check_nodes(
+pub(super) fn check_nodes(
     workers: &mut Option<WorkerStep>,
     ray_mark: Option<&RunMark>,
     node: &str,

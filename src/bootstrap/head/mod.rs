@@ -5,6 +5,7 @@
 mod command;
 mod per_node;
 mod ready;
+mod serve;
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -71,7 +72,8 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
         message: outcome.message.clone(),
     };
     if let Some(message) = &outcome.message {
-        say(&alloc.node, format!("error: {message}"));
+        let error = if outcome.code == 0 { "" } else { "error: " };
+        say(&alloc.node, format!("{error}{message}"));
     }
     if let Some(path) = &args.state_file
         && let Err(e) = state.write(path)
@@ -140,9 +142,10 @@ impl Head<'_> {
     }
 
     fn run(&mut self) -> Outcome {
-        let Some(command) = self.args.command.clone() else {
+        let command = self.args.command.clone().unwrap_or_default();
+        if command.is_empty() && !self.args.cluster.serve {
             return Outcome::startup_failed("no --command was given to the bootstrap");
-        };
+        }
         if let Some(why) = wrong_directory(
             std::env::current_dir().ok().as_deref(),
             std::env::var_os(slurm_env::SLURM_SUBMIT_DIR)
@@ -235,6 +238,12 @@ impl Head<'_> {
                 t0.elapsed().as_secs_f64()
             ),
         );
+        if c.serve {
+            let nodes = std::iter::once(self.alloc.node.clone())
+                .chain(joined.values().map(|j| j.node.clone()))
+                .collect();
+            return self.serve(ip, nodes);
+        }
         self.run_command(&command, address.as_deref(), &ips)
     }
 

@@ -1,0 +1,152 @@
+//! The head of a persistent cluster (`rayslurm up`): once the cluster is ready it writes where
+//! Ray's Jobs API is (`cluster.json` in the run's directory) and keeps the cluster alive for
+//! the jobs `rayslurm exec` submits, watching the nodes as a command's run does. It ends when
+//! asked to stop (`down`, scancel, the time limit: running jobs are stopped first, with the
+//! stop grace), when a node fails, or, with `--idle-timeout`, after that long without a running
+//! or pending job: it then releases the allocation itself.
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use chrono::{Local, SecondsFormat};
+
+use super::Head;
+use super::command::check_nodes;
+use crate::bootstrap::outcome::Outcome;
+use crate::bootstrap::{TICK, say, signals};
+use crate::handoff::cluster_info::ClusterInfo;
+use crate::handoff::final_state::Ending;
+use crate::handoff::jobs_api::JobsApi;
+use crate::handoff::run_files::create_private_dir;
+
+/// How often the head asks Ray whether any job runs or waits.
+const IDLE_CHECK_EVERY: Duration = Duration::from_secs(5);
+
+/// Whether a cluster last busy `idle_for` ago has been idle too long.
+pub(super) fn idle_too_long(idle_for: Duration, idle_timeout: Option<u32>) -> bool {
+    idle_timeout.is_some_and(|t| idle_for > Duration::from_secs(u64::from(t)))
+}
+
+impl Head<'_> {
+    /// Serves jobs until the cluster is told to stop, fails or idles out.
+    pub(super) fn serve(&mut self, ip: IpAddr, nodes: Vec<String>) -> Outcome {
+        let node = self.alloc.node.clone();
+        let c = &self.args.cluster;
+        let (Some(run_dir), Some(port)) = (self.args.run_dir.clone(), self.dashboard_port) else {
+            return Outcome::startup_failed(
+                "a persistent cluster needs Ray's dashboard (its Jobs API) and a run directory",
+            );
+        };
+        let info = ClusterInfo {
+            job_id: self.alloc.job_id.clone(),
+            head_node: node.clone(),
+            head_ip: ip,
+            dashboard_port: port,
+            nodes,
+            cpus_per_node: self.alloc.cpus_on_node,
+            gpus_per_node: self.alloc.gpus_on_node,
+            ready_at: Local::now().to_rfc3339_opts(SecondsFormat::Secs, false),
+            token_file: self.auth.token_path().map(Into::into),
+            idle_timeout: c.idle_timeout,
+        };
+        if let Err(e) = create_private_dir(&run_dir).and_then(|()| info.write(&run_dir)) {
+            return Outcome::startup_failed(format!("{e:#}"));
+        }
+        let api = match JobsApi::new(&format!("127.0.0.1:{port}"), self.auth.token_path()) {
+            Ok(api) => api,
+            Err(e) => return Outcome::startup_failed(format!("cannot read Ray's token: {e}")),
+        };
+        say(
+            &node,
+            format!(
+                "cluster up: Ray's Jobs API at {}{}; submit jobs with `rayslurm exec`",
+                info.api_address(),
+                c.idle_timeout
+                    .map(|t| format!(", released after {t} s without a job"))
+                    .unwrap_or_default()
+            ),
+        );
+        let ray_mark = Some(self.run_mark());
+        let mut last_check = Instant::now();
+        let mut last_busy = Instant::now();
+        let mut last_asked: Option<Instant> = None;
+        loop {
+            if let Some(signal) = signals::take().into_iter().find(|s| signals::stops(*s)) {
+                let stopped = stop_jobs(&api, self.args.cluster.command_grace());
+                return Outcome {
+                    code: 0,
+                    ending: Ending::Stopped,
+                    message: Some(format!(
+                        "the cluster was stopped by {} (down, scancel or the time limit); {stopped} running job(s) were stopped",
+                        signal.as_str()
+                    )),
+                };
+            }
+            if let Some(why) =
+                check_nodes(&mut self.workers, ray_mark.as_ref(), &node, &mut last_check)
+            {
+                return Outcome::of_command(1, Some(why), None);
+            }
+            if last_asked.is_none_or(|t| t.elapsed() >= IDLE_CHECK_EVERY) {
+                last_asked = Some(Instant::now());
+                // A cluster whose API does not answer counts as busy: never released by mistake.
+                let busy = api
+                    .jobs()
+                    .map_or(true, |jobs| jobs.iter().any(|j| j.active()));
+                if busy {
+                    last_busy = Instant::now();
+                }
+                if idle_too_long(last_busy.elapsed(), c.idle_timeout) {
+                    return Outcome {
+                        code: 0,
+                        ending: Ending::Completed,
+                        message: Some(format!(
+                            "no job for {} s (--idle-timeout): the cluster released its allocation",
+                            last_busy.elapsed().as_secs()
+                        )),
+                    };
+                }
+            }
+            std::thread::sleep(TICK);
+        }
+    }
+}
+
+/// Asks Ray to stop every running or pending job and waits for them to end, at most `grace`;
+/// returns how many there were.
+fn stop_jobs(api: &JobsApi, grace: Duration) -> usize {
+    let Ok(jobs) = api.jobs() else {
+        return 0;
+    };
+    let active: Vec<String> = jobs
+        .iter()
+        .filter(|j| j.active())
+        .filter_map(|j| j.submission_id.clone())
+        .collect();
+    for id in &active {
+        let _ = api.stop(id);
+    }
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        let still = api
+            .jobs()
+            .map_or(0, |jobs| jobs.iter().filter(|j| j.active()).count());
+        if still == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    active.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_idle_timeout_releases_a_cluster() {
+        assert!(!idle_too_long(Duration::from_secs(10_000), None));
+        assert!(!idle_too_long(Duration::from_secs(30), Some(30)));
+        assert!(idle_too_long(Duration::from_secs(31), Some(30)));
+    }
+}

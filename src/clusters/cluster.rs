@@ -1,0 +1,108 @@
+//! A persistent cluster as the login node sees it: its run record (a cluster and an
+//! experiment never share a name), and whether it is still pending, starting, up or down.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::error::{UsageError, show};
+use crate::handoff::cluster_info::ClusterInfo;
+use crate::handoff::jobs_api::JobsApi;
+use crate::runs::select::close_matches;
+use crate::runs::status::JobStatus;
+use crate::runs::store::StoredRun;
+use crate::slurm::query::Phase;
+
+/// Where a cluster stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum State {
+    /// Its allocation waits in Slurm's queue (with Slurm's state, e.g. `PENDING (Resources)`).
+    Pending(String),
+    /// Allocated, Ray still starting.
+    Starting,
+    /// Ray is up and takes jobs.
+    Up(ClusterInfo),
+    /// The allocation has ended (how, as `status` says).
+    Down(String),
+}
+
+/// A recorded cluster.
+pub(crate) struct Cluster<'a> {
+    pub(crate) run: &'a StoredRun,
+    pub(crate) run_dir: PathBuf,
+}
+
+impl<'a> Cluster<'a> {
+    /// The cluster named `name` among the recorded runs (its newest record).
+    pub(crate) fn find(runs: &'a [StoredRun], name: &str) -> Result<Self, UsageError> {
+        let run = runs
+            .iter()
+            .filter(|r| r.record.cluster && r.record.exp_name == name)
+            .max_by_key(|r| r.record.submitted());
+        let Some(run) = run else {
+            let names: Vec<&str> = runs
+                .iter()
+                .filter(|r| r.record.cluster)
+                .map(|r| r.record.exp_name.as_str())
+                .collect();
+            let close = close_matches(name, &names);
+            let mut err = UsageError::new(format!("no cluster named {}", show(name)));
+            err = if close.is_empty() {
+                err.hint("start one with `rayslurm up NAME`; `rayslurm status` lists clusters")
+            } else {
+                err.hint(format!("did you mean {}?", close.join(", ")))
+            };
+            return Err(err);
+        };
+        let run_dir = run.record.files().map(|f| f.dir).ok_or_else(|| {
+            UsageError::new(format!("the record of cluster {} is damaged", show(name)))
+        })?;
+        Ok(Self { run, run_dir })
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.run.record.exp_name
+    }
+
+    /// The cluster's state, from its job's status and what its head wrote.
+    pub(crate) fn state(&self, status: &JobStatus) -> Result<State> {
+        match status.phase {
+            Some(Phase::Pending) => Ok(State::Pending(status.label())),
+            Some(Phase::Running) => Ok(match ClusterInfo::read(&self.run_dir)? {
+                Some(info) => State::Up(info),
+                None => State::Starting,
+            }),
+            _ => Ok(State::Down(status.label())),
+        }
+    }
+
+    /// The cluster's Jobs API, if it is up; a clear error otherwise.
+    pub(crate) fn api(&self, status: &JobStatus) -> Result<(ClusterInfo, JobsApi)> {
+        let name = self.name();
+        match self.state(status)? {
+            State::Up(info) => {
+                let api = JobsApi::new(&info.api_address(), info.token_file.as_deref())
+                    .map_err(|e| anyhow::anyhow!("cannot read the cluster's token: {e}"))?;
+                Ok((info, api))
+            }
+            State::Pending(s) => Err(UsageError::new(format!(
+                "cluster {} is not up yet: its allocation is {s}",
+                show(name)
+            ))
+            .hint(format!("wait for it with `rayslurm up {name}` (it returns once it is up), or see `rayslurm status {name}`"))
+            .into()),
+            State::Starting => Err(UsageError::new(format!(
+                "cluster {} is starting: Ray is not up yet",
+                show(name)
+            ))
+            .hint("try again in a few seconds")
+            .into()),
+            State::Down(s) => Err(UsageError::new(format!(
+                "cluster {} is down ({s})",
+                show(name)
+            ))
+            .hint(format!("start it again with `rayslurm up {name}`"))
+            .into()),
+        }
+    }
+}

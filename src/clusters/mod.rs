@@ -1,0 +1,7 @@
+//! On the login node, persistent clusters (`rayslurm up`): which recorded run a cluster name
+//! means and what state it is in ([`cluster`]), and the jobs submitted to it through Ray's Jobs
+//! API, each with a short id and its output kept on the shared filesystem ([`jobs`]).
+
+pub(crate) mod cluster;
+pub(crate) mod follow;
+pub(crate) mod jobs;

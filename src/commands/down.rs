@@ -1,0 +1,72 @@
+//! `rayslurm down CLUSTER`: stops the cluster's running and pending jobs (Ray gives their
+//! commands SIGTERM first, then the stop grace), then its allocation (the bootstrap stops Ray
+//! on every node), and confirms the allocation is gone.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::cli::DownArgs;
+use crate::clusters::cluster::{Cluster, State};
+use crate::printer::Printer;
+use crate::runs::cancel::{self, Cancelled};
+use crate::runs::status;
+use crate::runs::store::{self, RunStore};
+
+pub(crate) fn run(args: &DownArgs, printer: &Printer) -> Result<ExitCode> {
+    let store = RunStore::from_env()?;
+    let runs = store::load_warning(&store, printer)?;
+    let cluster = Cluster::find(&runs, &args.cluster)?;
+    let name = cluster.name().to_owned();
+    let warn = |m: &str| printer.warn(m);
+    let status = status::gather(&[cluster.run], &status::ONE_SHOT_RETRIES, &warn)?
+        .statuses
+        .remove(0);
+    if let State::Up(_) = cluster.state(&status)?
+        && let Ok((_, api)) = cluster.api(&status)
+    {
+        let active: Vec<String> = api
+            .jobs()?
+            .into_iter()
+            .filter(|j| j.active())
+            .filter_map(|j| j.submission_id)
+            .collect();
+        for id in &active {
+            api.stop(id)?;
+        }
+        if !active.is_empty() {
+            printer.info(&format!(
+                "stopping {} job(s) of cluster {name}",
+                active.len()
+            ));
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < deadline && api.jobs()?.iter().any(|j| j.active()) {
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+    }
+    let status = match cancel::cancel(&cluster.run.record, &warn)? {
+        Cancelled::Stopped(status) => {
+            printer.info(&format!(
+                "cluster {name} is down: its job {} is {}",
+                cluster.run.record.job_id,
+                status.label()
+            ));
+            status
+        }
+        Cancelled::AlreadyEnded(status) | Cancelled::IdReused(status) => {
+            printer.info(&format!(
+                "cluster {name} was already down ({})",
+                status.label()
+            ));
+            status
+        }
+    };
+    if let Err(e) = status::remember(&store, cluster.run, &status) {
+        printer.warn(&format!(
+            "could not keep the cluster's end in its record: {e:#}"
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,171 @@
+//! `rayslurm up NAME [launch's job flags]`: submits an allocation whose bootstrap starts Ray
+//! exactly as `launch` does and then keeps the cluster alive for `rayslurm exec`; waits (showing
+//! the allocation's state) until the cluster is up, unless `--detach`.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::cli::{LaunchArgs, UpArgs};
+use crate::clusters::cluster::{Cluster, State};
+use crate::commands::launch::{Submitted, submit};
+use crate::error::{UsageError, show};
+use crate::launch::config::{LaunchConfig, Sources};
+use crate::launch::validate;
+use crate::printer::Printer;
+use crate::runs::interrupt;
+use crate::runs::status;
+use crate::runs::store::{self, RunStore, StoredRun};
+use crate::slurm::query::Phase;
+
+/// What the script says the command is: a no-op, since a cluster runs `exec`'s jobs instead.
+const NO_COMMAND: &str = ": a persistent cluster; its jobs come with rayslurm exec";
+
+pub(crate) fn run(args: &UpArgs, printer: &Printer) -> Result<ExitCode> {
+    validate::exp_name(&args.name)?;
+    let store = RunStore::from_env()?;
+    let runs = store::load_warning(&store, printer)?;
+    check_name_is_free(&runs, &args.name, printer)?;
+    let config = resolve(args)?;
+    let Submitted::Job { record, stored } = submit(&config, printer)? else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let name = &args.name;
+    if args.detach {
+        printer.info(&format!(
+            "cluster {name} submitted as job {}; `rayslurm status {name}` shows when it is up",
+            record.job_id
+        ));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some((_, run)) = stored.map(|s| *s) else {
+        printer.warn("the cluster is not recorded, so rayslurm cannot wait for it");
+        return Ok(ExitCode::FAILURE);
+    };
+    wait_until_up(&run, printer)
+}
+
+/// `launch`'s resolution of the job and cluster flags, with the cluster kept alive instead of
+/// a command.
+fn resolve(args: &UpArgs) -> Result<LaunchConfig> {
+    let launch = LaunchArgs {
+        exp_name: args.name.clone(),
+        command: NO_COMMAND.to_owned(),
+        job: args.job.clone(),
+        dry_run: args.dry_run,
+        json: args.json,
+        follow: false,
+        cancel_on_interrupt: false,
+        cluster: args.cluster.clone(),
+    };
+    let mut config = LaunchConfig::resolve(&launch, &Sources::load()?)?;
+    for (flag, given) in [
+        ("--per-node", config.cluster.per_node),
+        ("--no-ray", config.cluster.no_ray),
+    ] {
+        if given {
+            return Err(UsageError::new(format!(
+                "{flag} does not go with `up`: a cluster runs Ray, for the jobs `exec` gives it"
+            ))
+            .hint("use `rayslurm launch` for a run without Ray")
+            .into());
+        }
+    }
+    config.cluster.serve = true;
+    config.cluster.idle_timeout = args.idle_timeout;
+    Ok(config)
+}
+
+/// Clusters and experiments share one namespace, so that `logs`, `cancel`, `status` and the
+/// cluster commands never have to guess: a name is free unless an experiment has it, or a
+/// cluster of that name is still alive.
+fn check_name_is_free(runs: &[StoredRun], name: &str, printer: &Printer) -> Result<()> {
+    if runs
+        .iter()
+        .any(|r| !r.record.cluster && r.record.exp_name == name)
+    {
+        return Err(UsageError::new(format!(
+            "{} is the name of a recorded experiment",
+            show(name)
+        ))
+        .hint("clusters and experiments share one namespace: choose another name")
+        .into());
+    }
+    let Ok(cluster) = Cluster::find(runs, name) else {
+        return Ok(());
+    };
+    let warn = |m: &str| printer.warn(m);
+    let status = status::gather(&[cluster.run], &status::ONE_SHOT_RETRIES, &warn)?
+        .statuses
+        .remove(0);
+    if status.phase != Some(Phase::Ended) {
+        return Err(UsageError::new(format!(
+            "cluster {} is already {} (job {})",
+            show(name),
+            status.label(),
+            cluster.run.record.job_id
+        ))
+        .hint(format!(
+            "use it with `rayslurm exec {name} -- CMD`, or stop it first with `rayslurm down {name}`"
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Shows the allocation's state as it changes until the cluster is up (exit 0) or its job
+/// ended first (exit 1, with the bootstrap's message).
+fn wait_until_up(run: &StoredRun, printer: &Printer) -> Result<ExitCode> {
+    if let Err(e) = interrupt::install() {
+        printer.warn(&format!("Ctrl-C will not be handled: {e}"));
+    }
+    let runs = std::slice::from_ref(run);
+    let cluster = Cluster::find(runs, &run.record.exp_name)?;
+    let name = cluster.name().to_owned();
+    let warn = |m: &str| printer.warn(m);
+    let t0 = Instant::now();
+    let mut shown = String::new();
+    loop {
+        if interrupt::received().is_some() {
+            printer.info(&format!(
+                "stopped waiting; cluster {name} keeps starting (`rayslurm status {name}`, `rayslurm down {name}`)"
+            ));
+            return Ok(ExitCode::from(130));
+        }
+        let status = status::gather(&[run], &status::ONE_SHOT_RETRIES, &warn)?
+            .statuses
+            .remove(0);
+        let state = cluster.state(&status)?;
+        let line = match &state {
+            State::Pending(s) => format!("cluster {name} is {s}"),
+            State::Starting => format!(
+                "cluster {name} is starting Ray on {}",
+                status.nodelist.as_deref().unwrap_or("its nodes")
+            ),
+            State::Up(info) => {
+                printer.info(&format!(
+                    "cluster {name} is up after {:.0} s: {} node(s) ({}), job {}; run jobs with `rayslurm exec {name} -- CMD`",
+                    t0.elapsed().as_secs_f64(),
+                    info.nodes.len(),
+                    info.nodes.join(","),
+                    info.job_id
+                ));
+                return Ok(ExitCode::SUCCESS);
+            }
+            State::Down(s) => {
+                let why = status.message.as_deref().unwrap_or("see its log");
+                printer.info(&format!(
+                    "cluster {name} ended before it was up ({s}): {why}"
+                ));
+                printer.info(&format!("  log: {}", run.record.log.display()));
+                return Ok(ExitCode::FAILURE);
+            }
+        };
+        if line != shown {
+            printer.info(&line);
+            shown = line;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}

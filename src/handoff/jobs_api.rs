@@ -1,0 +1,223 @@
+//! A small client of Ray's Jobs API (the REST API on the head's dashboard port), used by the
+//! login node to run jobs on a persistent cluster and by the head itself (autostop, stopping
+//! jobs at the end of the allocation). Every call carries the run's token.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Where the API is and the token it wants.
+#[derive(Debug, Clone)]
+pub(crate) struct JobsApi {
+    base: String,
+    token: Option<String>,
+    agent: ureq::Agent,
+}
+
+/// What `POST /api/jobs/` takes.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct Submit {
+    pub(crate) entrypoint: String,
+    pub(crate) submission_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) entrypoint_num_cpus: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) entrypoint_num_gpus: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) entrypoint_memory: Option<u64>,
+    pub(crate) runtime_env: RuntimeEnv,
+    pub(crate) metadata: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct RuntimeEnv {
+    pub(crate) env_vars: BTreeMap<String, String>,
+}
+
+/// A job as `GET /api/jobs/{id}` describes it.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub(crate) struct JobInfo {
+    pub(crate) submission_id: Option<String>,
+    /// PENDING, RUNNING, STOPPED, SUCCEEDED or FAILED.
+    pub(crate) status: String,
+    #[serde(default)]
+    pub(crate) message: Option<String>,
+    /// Milliseconds since the epoch.
+    #[serde(default)]
+    pub(crate) start_time: Option<u64>,
+    #[serde(default)]
+    pub(crate) end_time: Option<u64>,
+    #[serde(default)]
+    pub(crate) driver_exit_code: Option<i32>,
+    #[serde(default)]
+    pub(crate) metadata: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub(crate) entrypoint: Option<String>,
+}
+
+impl JobInfo {
+    /// Whether the job has ended (Ray's final states).
+    pub(crate) fn ended(&self) -> bool {
+        matches!(self.status.as_str(), "STOPPED" | "SUCCEEDED" | "FAILED")
+    }
+
+    /// Whether the job holds or waits for the cluster's resources.
+    pub(crate) fn active(&self) -> bool {
+        matches!(self.status.as_str(), "PENDING" | "RUNNING")
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ApiError {
+    #[error("Ray's Jobs API at {url} answered HTTP {status}: {body}")]
+    Status {
+        url: String,
+        status: u16,
+        body: String,
+    },
+    #[error("cannot reach Ray's Jobs API at {url}: {message}")]
+    Unreachable { url: String, message: String },
+}
+
+impl JobsApi {
+    /// The API on `host:port`, with the token read from `token_file` (if any).
+    pub(crate) fn new(host_port: &str, token_file: Option<&Path>) -> std::io::Result<Self> {
+        let token = token_file
+            .map(std::fs::read_to_string)
+            .transpose()?
+            .map(|t| t.trim().to_owned());
+        let agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(30)))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        Ok(Self {
+            base: format!("http://{host_port}"),
+            token,
+            agent,
+        })
+    }
+
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<String, ApiError> {
+        let url = format!("{}{path}", self.base);
+        let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let result = match (method, body) {
+            ("GET", _) => {
+                let mut req = self.agent.get(&url);
+                if let Some(a) = &auth {
+                    req = req.header("Authorization", a);
+                }
+                req.call()
+            }
+            (_, body) => {
+                let mut req = self.agent.post(&url);
+                if let Some(a) = &auth {
+                    req = req.header("Authorization", a);
+                }
+                match body {
+                    Some(b) => req.send_json(b),
+                    None => req.send_empty(),
+                }
+            }
+        };
+        let mut response = result.map_err(|e| ApiError::Unreachable {
+            url: url.clone(),
+            message: e.to_string(),
+        })?;
+        let status = response.status().as_u16();
+        let text = response
+            .body_mut()
+            .read_to_string()
+            .map_err(|e| ApiError::Unreachable {
+                url: url.clone(),
+                message: e.to_string(),
+            })?;
+        if (200..300).contains(&status) {
+            Ok(text)
+        } else {
+            Err(ApiError::Status {
+                url,
+                status,
+                body: text.trim().chars().take(300).collect(),
+            })
+        }
+    }
+
+    fn parse<T: serde::de::DeserializeOwned>(&self, text: &str, path: &str) -> Result<T, ApiError> {
+        serde_json::from_str(text).map_err(|e| ApiError::Unreachable {
+            url: format!("{}{path}", self.base),
+            message: format!(
+                "unexpected answer ({e}): {}",
+                text.chars().take(200).collect::<String>()
+            ),
+        })
+    }
+
+    /// Submits a job; returns its submission id.
+    pub(crate) fn submit(&self, job: &Submit) -> Result<String, ApiError> {
+        let body = serde_json::to_value(job).expect("a job serializes");
+        let text = self.call("POST", "/api/jobs/", Some(&body))?;
+        #[derive(Deserialize)]
+        struct Submitted {
+            submission_id: String,
+        }
+        Ok(self.parse::<Submitted>(&text, "/api/jobs/")?.submission_id)
+    }
+
+    pub(crate) fn job(&self, submission_id: &str) -> Result<JobInfo, ApiError> {
+        let path = format!("/api/jobs/{submission_id}");
+        let text = self.call("GET", &path, None)?;
+        self.parse(&text, &path)
+    }
+
+    /// Every job the cluster knows.
+    pub(crate) fn jobs(&self) -> Result<Vec<JobInfo>, ApiError> {
+        let text = self.call("GET", "/api/jobs/", None)?;
+        self.parse(&text, "/api/jobs/")
+    }
+
+    /// Asks Ray to stop a job (SIGTERM, then SIGKILL after `RAY_JOB_STOP_WAIT_TIME_S`).
+    pub(crate) fn stop(&self, submission_id: &str) -> Result<(), ApiError> {
+        self.call("POST", &format!("/api/jobs/{submission_id}/stop"), None)
+            .map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_serializes_as_the_api_takes_it() {
+        let mut env = BTreeMap::new();
+        env.insert("LR".to_owned(), "0.1".to_owned());
+        let job = Submit {
+            entrypoint: "python t.py".into(),
+            submission_id: "rs-c-1".into(),
+            entrypoint_num_cpus: Some(2.0),
+            runtime_env: RuntimeEnv { env_vars: env },
+            ..Submit::default()
+        };
+        let v = serde_json::to_value(&job).unwrap();
+        assert_eq!(v["entrypoint_num_cpus"], 2.0);
+        assert_eq!(v["runtime_env"]["env_vars"]["LR"], "0.1");
+        assert!(v.get("entrypoint_num_gpus").is_none());
+    }
+
+    #[test]
+    fn states() {
+        let info: JobInfo = serde_json::from_str(
+            r#"{"submission_id": "x", "status": "FAILED", "driver_exit_code": 3, "type": "SUBMISSION"}"#,
+        )
+        .unwrap();
+        assert!(info.ended() && !info.active());
+        assert_eq!(info.driver_exit_code, Some(3));
+    }
+}
