@@ -12,6 +12,7 @@ mod version;
 
 mod e2e_auth;
 mod e2e_bootstrap;
+mod e2e_clusters;
 mod e2e_failures;
 mod e2e_per_node;
 mod e2e_runs;

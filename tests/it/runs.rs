@@ -1111,3 +1111,62 @@ fn a_job_cancelled_before_it_ran_has_no_exit_code_and_no_log() {
     );
     assert!(!stderr.contains("moved or deleted"), "{stderr}");
 }
+
+/// Marks a seeded run as a persistent cluster (as `up` records it).
+fn seed_cluster(fake: &Fake, name: &str, job: &str) {
+    fake.seed(name, job, 3, Some("cluster log"));
+    let path = fake.state.join(format!("runs/{job}.json"));
+    let mut record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    record["cluster"] = serde_json::Value::Bool(true);
+    std::fs::write(&path, record.to_string()).unwrap();
+}
+
+#[test]
+fn cluster_commands_refuse_bad_input_and_submit_nothing() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    seed_cluster(&fake, "sweep", "102");
+    let cases: &[(&[&str], &str)] = &[
+        (&["exec", "swep", "--", "true"], "no cluster named `swep`"),
+        (&["exec", "swep", "--", "true"], "did you mean sweep?"),
+        (&["exec", "sweep"], "no command to run"),
+        (
+            &["exec", "sweep", "--num-gpus", "0", "--", "true"],
+            "--num-gpus 0 is not a positive number",
+        ),
+        (
+            &["exec", "sweep", "--memory", "lots", "--", "true"],
+            "invalid --memory",
+        ),
+        (
+            &["exec", "sweep", "--env", "NOEQUALS", "--", "true"],
+            "--env",
+        ),
+        (&["queue", "nope"], "no cluster named `nope`"),
+        (&["down", "nope"], "no cluster named `nope`"),
+        (
+            &["up", "resnet"],
+            "`resnet` is the name of a recorded experiment",
+        ),
+        (&["up", "a/b"], "invalid --exp-name"),
+        (
+            &["up", "x", "--per-node"],
+            "--per-node does not go with `up`",
+        ),
+        (&["up", "x", "--idle-timeout", "5d"], "unknown unit"),
+        (
+            &["cancel", "sweep"],
+            "`rayslurm down sweep` stops the cluster",
+        ),
+        (&["logs", "sweep", "7"], "cluster `sweep` has no job 7"),
+    ];
+    for (args, needle) in cases {
+        let out = fake.run(args.iter().copied()).output();
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert_eq!(stdout, "", "{args:?}");
+    }
+    assert!(fake.calls("sbatch").is_empty(), "nothing submitted");
+}

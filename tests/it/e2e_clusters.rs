@@ -1,0 +1,258 @@
+//! End-to-end tests of persistent clusters on the real test cluster: `up` once, then many jobs
+//! through Ray's own Jobs API (`exec`, `queue`, `logs`, `cancel`), `down`, and autostop.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::e2e_bootstrap::{Job, assert_clean, node_tmp_entries};
+use crate::harness::{Lab, lab, rayslurm, text};
+
+/// `rayslurm ARGS` in `dir`; returns (exit code, stdout, stderr).
+fn rs(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = rayslurm(args.iter().copied()).cwd(dir).output();
+    let (stdout, stderr) = text(&out);
+    (out.status.code(), stdout, stderr)
+}
+
+/// Starts a 2-node cluster (4 CPUs in all) and waits until it is up.
+fn up(lab: &Lab, dir: &Path, name: &str, extra: &[&str]) -> Job {
+    let load_env = lab.load_env();
+    let mut args = vec![
+        "up",
+        name,
+        "--json",
+        "-n",
+        "2",
+        "--load-env",
+        &load_env,
+        "--object-store-memory",
+        "100000000",
+        "--time",
+        "15",
+    ];
+    args.extend_from_slice(extra);
+    let tmp_before = node_tmp_entries();
+    let out = rayslurm(args).cwd(dir).output();
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "up failed: {stderr}");
+    assert!(
+        stderr.contains(&format!("cluster {name} is up")),
+        "{stderr}"
+    );
+    Job::launched(&out.stdout, dir.to_owned(), tmp_before)
+}
+
+/// `queue --json`: the jobs' statuses by id.
+fn statuses(dir: &Path, name: &str) -> Vec<(u64, String)> {
+    let (code, stdout, stderr) = rs(dir, &["queue", name, "--json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["id"].as_u64().unwrap(),
+                j["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Waits until `ok` holds for the queue, at most `limit`.
+fn wait_queue(dir: &Path, name: &str, limit: Duration, ok: impl Fn(&[(u64, String)]) -> bool) {
+    let t0 = Instant::now();
+    loop {
+        let s = statuses(dir, name);
+        if ok(&s) {
+            return;
+        }
+        assert!(t0.elapsed() < limit, "queue still {s:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn status_of(s: &[(u64, String)], id: u64) -> &str {
+    s.iter()
+        .find(|(i, _)| *i == id)
+        .map_or("", |(_, st)| st.as_str())
+}
+
+fn exec_detached(dir: &Path, name: &str, args: &[&str]) -> u64 {
+    let mut all = vec!["exec", name, "-d"];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = rs(dir, &all);
+    assert_eq!(code, Some(0), "{stderr}");
+    stdout.trim().parse().unwrap()
+}
+
+/// An HTTP GET without any token, as an outsider on the network would send it.
+fn status_without_token(host: &str, port: u64, path: &str) -> String {
+    let mut s = std::net::TcpStream::connect((host, port as u16)).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    answer.lines().next().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn a_cluster_runs_many_jobs_through_rays_queue() {
+    let Some((lab, _turn)) = lab("a_cluster_runs_many_jobs_through_rays_queue") else {
+        return;
+    };
+    let dir = lab.workdir("clusterflow");
+    let name = format!("flow{}", std::process::id());
+    let cluster = up(lab, &dir, &name, &[]);
+
+    // A grid search of five trials of 2 CPUs on 4 CPUs: two run at once, the rest wait.
+    for i in 1..=5 {
+        let (trial, env) = (format!("trial-{i}"), format!("TRIAL={i}"));
+        let id = exec_detached(
+            &dir,
+            &name,
+            &[
+                "--name",
+                &trial,
+                "--num-cpus",
+                "2",
+                "--env",
+                &env,
+                "--",
+                "bash",
+                "-c",
+                "echo \"trial=$TRIAL\"; sleep 4",
+            ],
+        );
+        assert_eq!(id, i);
+    }
+    let t0 = Instant::now();
+    let (mut saw_pending, mut saw_two) = (false, false);
+    loop {
+        let s = statuses(&dir, &name);
+        let running = s.iter().filter(|(_, st)| st == "RUNNING").count();
+        assert!(running <= 2, "at most 2 jobs of 2 CPUs on 4 CPUs: {s:?}");
+        saw_two |= running == 2;
+        saw_pending |= s.iter().any(|(_, st)| st == "PENDING");
+        if s.iter().all(|(_, st)| st == "SUCCEEDED") && s.len() == 5 {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(180), "{s:?}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(
+        saw_two && saw_pending,
+        "two ran at once and the others waited"
+    );
+    let jobs_dir = cluster.log.with_extension("d").join("jobs");
+    for i in 1..=5 {
+        let log = std::fs::read_to_string(jobs_dir.join(format!("{i}.log"))).unwrap();
+        assert_eq!(
+            log.trim(),
+            format!("trial={i}"),
+            "job {i} saw its own --env"
+        );
+    }
+
+    // Without -d, exec follows the job and exits with its code.
+    let (code, stdout, _) = rs(
+        &dir,
+        &[
+            "exec",
+            &name,
+            "--",
+            "bash",
+            "-c",
+            "echo hello-from-job; exit 3",
+        ],
+    );
+    assert_eq!(code, Some(3));
+    assert!(stdout.contains("hello-from-job"), "{stdout}");
+    let (code, _, stderr) = rs(&dir, &["exec", &name, "--command", "pwd"]);
+    assert_eq!(code, Some(0), "{stderr}");
+
+    // Cancel a running job and a pending one.
+    let ids: Vec<u64> = (0..3)
+        .map(|_| exec_detached(&dir, &name, &["--num-cpus", "2", "--", "sleep", "300"]))
+        .collect();
+    wait_queue(&dir, &name, Duration::from_secs(60), |s| {
+        status_of(s, ids[0]) == "RUNNING" && status_of(s, ids[1]) == "RUNNING"
+    });
+    assert_eq!(status_of(&statuses(&dir, &name), ids[2]), "PENDING");
+    for id in [ids[0], ids[2]] {
+        let (code, _, stderr) = rs(&dir, &["cancel", &name, &id.to_string()]);
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+    wait_queue(&dir, &name, Duration::from_secs(60), |s| {
+        status_of(s, ids[0]) == "STOPPED" && status_of(s, ids[2]) == "STOPPED"
+    });
+    assert_eq!(status_of(&statuses(&dir, &name), ids[1]), "RUNNING");
+    let (code, _, stderr) = rs(&dir, &["cancel", &name, "--all"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    wait_queue(&dir, &name, Duration::from_secs(60), |s| {
+        status_of(s, ids[1]) == "STOPPED"
+    });
+
+    // logs -f streams a running job to its end.
+    let id = exec_detached(
+        &dir,
+        &name,
+        &[
+            "--",
+            "bash",
+            "-c",
+            "for i in 1 2 3; do echo tick-$i; sleep 1; done",
+        ],
+    );
+    let (code, stdout, stderr) = rs(&dir, &["logs", &name, &id.to_string(), "-f"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("tick-1") && stdout.contains("tick-3"),
+        "{stdout}"
+    );
+
+    // Nobody gets in without the token.
+    let info: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(cluster.log.with_extension("d").join("cluster.json")).unwrap(),
+    )
+    .unwrap();
+    let head = info["head_ip"].as_str().unwrap();
+    let port = info["dashboard_port"].as_u64().unwrap();
+    let answer = status_without_token(head, port, "/api/jobs/");
+    assert!(answer.contains(" 401 "), "{answer}");
+
+    let (code, _, stderr) = rs(&dir, &["down", &name]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cluster {name} is down")),
+        "{stderr}"
+    );
+    cluster.wait(Duration::from_secs(60));
+    assert_clean(&cluster);
+}
+
+#[test]
+fn an_idle_cluster_releases_its_allocation() {
+    let Some((lab, _turn)) = lab("an_idle_cluster_releases_its_allocation") else {
+        return;
+    };
+    let dir = lab.workdir("idle");
+    let name = format!("idle{}", std::process::id());
+    let cluster = up(lab, &dir, &name, &["--idle-timeout", "15s"]);
+    let id = exec_detached(&dir, &name, &["--", "sleep", "10"]);
+    assert_eq!(id, 1);
+    // Busy for 10 s, then idle for 15 s: released well within two minutes.
+    let info = cluster.wait(Duration::from_secs(120));
+    let log = cluster.log_text();
+    assert!(
+        log.contains("(--idle-timeout): the cluster released its allocation"),
+        "{log}"
+    );
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    let state = cluster.state();
+    assert_eq!(state["ending"], "completed");
+    // The job ran to its end first.
+    assert!(std::fs::read_to_string(cluster.log.with_extension("d").join("jobs/1.json")).is_ok());
+    assert_clean(&cluster);
+}
