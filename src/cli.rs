@@ -53,6 +53,11 @@ pub(crate) enum Command {
     Queue(QueueArgs),
     /// Stop a cluster: its running jobs, Ray, and its allocation.
     Down(DownArgs),
+    /// Forward a cluster's (or a run's) Ray dashboard to a port on this machine.
+    Dashboard(DashboardArgs),
+    /// On a cluster's head: relay bytes between stdin/stdout and a local port.
+    #[command(hide = true)]
+    Relay(RelayArgs),
     /// Inside the allocation: start Ray on every node, run the command, stop Ray.
     #[command(hide = true)]
     Bootstrap(Box<BootstrapArgs>),
@@ -368,6 +373,22 @@ pub(crate) struct QueueArgs {
 pub(crate) struct DownArgs {
     /// The cluster.
     pub(crate) cluster: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DashboardArgs {
+    /// The cluster (or a run of `launch`).
+    pub(crate) target: String,
+    /// The local port to listen on (default: the dashboard's own port number).
+    #[arg(long)]
+    pub(crate) port: Option<u16>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RelayArgs {
+    /// `HOST:PORT` to connect to.
+    #[arg(long)]
+    pub(crate) to: String,
 }
 
 /// `30m`, `2h`, `90s` or a plain number of minutes, in seconds (clap value parser).

@@ -20,3 +20,6 @@ pub(crate) const XDG_STATE_HOME: &str = "XDG_STATE_HOME";
 pub(crate) const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
 pub(crate) const HOME: &str = "HOME";
 pub(crate) const NO_COLOR: &str = "NO_COLOR";
+/// How the login node reaches a cluster's head: `always` through the allocation (an `srun`
+/// step relaying bytes), `never` only directly; unset, directly where it can, else relayed.
+pub(crate) const RELAY: &str = "RAYSLURM_RELAY";

@@ -70,5 +70,7 @@ fn run(command: Command, printer: &Printer) -> anyhow::Result<ExitCode> {
         Command::Exec(args) => commands::exec::run(&args, printer),
         Command::Queue(args) => commands::queue::run(&args, printer),
         Command::Down(args) => commands::down::run(&args, printer),
+        Command::Dashboard(args) => commands::dashboard::run(&args, printer),
+        Command::Relay(args) => commands::relay::run(&args),
     }
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+use super::relay;
 use crate::error::{UsageError, show};
 use crate::handoff::cluster_info::ClusterInfo;
 use crate::handoff::jobs_api::JobsApi;
@@ -81,7 +82,8 @@ impl<'a> Cluster<'a> {
         let name = self.name();
         match self.state(status)? {
             State::Up(info) => {
-                let api = JobsApi::new(&info.api_address(), info.token_file.as_deref())
+                let address = relay::address(&info, info.dashboard_port)?;
+                let api = JobsApi::new(&address, info.token_file.as_deref())
                     .map_err(|e| anyhow::anyhow!("cannot read the cluster's token: {e}"))?;
                 Ok((info, api))
             }

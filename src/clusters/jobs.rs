@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::handoff::jobs_api::JobInfo;
 use crate::sys::quote::shell_quote;
 use crate::sys::staged_file::Staged;
 
@@ -35,10 +36,12 @@ fn jobs_dir(run_dir: &Path) -> PathBuf {
 }
 
 impl JobRecord {
-    /// Takes the next free id in `run_dir` and writes the record under it.
+    /// Takes the next free id in `run_dir`, above `ray_highest` (the highest id Ray already
+    /// knows, as [`highest_in_ray`] finds it), and writes the record under it.
     pub(crate) fn create(
         run_dir: &Path,
         cluster_job: &str,
+        ray_highest: u32,
         name: Option<&str>,
         command: &str,
         workdir: &Path,
@@ -47,7 +50,8 @@ impl JobRecord {
         let dir = jobs_dir(run_dir);
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create `{}`", dir.display()))?;
-        let mut id = all(run_dir)?.iter().map(|j| j.id).max().unwrap_or(0) + 1;
+        let recorded = all(run_dir)?.iter().map(|j| j.id).max().unwrap_or(0);
+        let mut id = recorded.max(ray_highest) + 1;
         loop {
             let record = Self {
                 id,
@@ -96,6 +100,23 @@ impl JobRecord {
     }
 }
 
+/// The highest short id among the jobs Ray knows for the cluster of Slurm job `cluster_job`:
+/// a job whose submission's answer was lost (a timeout) is in Ray but has no record, and its
+/// id must not be given again.
+pub(crate) fn highest_in_ray(jobs: &[JobInfo], cluster_job: &str) -> u32 {
+    let prefix = format!("rayslurm-{cluster_job}-");
+    jobs.iter()
+        .filter_map(|j| {
+            j.submission_id
+                .as_deref()?
+                .strip_prefix(&prefix)?
+                .parse()
+                .ok()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// Every job of the cluster whose run directory this is, by id.
 pub(crate) fn all(run_dir: &Path) -> Result<Vec<JobRecord>> {
     let dir = jobs_dir(run_dir);
@@ -133,6 +154,7 @@ mod tests {
                         JobRecord::create(
                             dir.path(),
                             "42",
+                            0,
                             None,
                             "true",
                             Path::new("/w"),
@@ -155,11 +177,45 @@ mod tests {
     }
 
     #[test]
+    fn an_id_ray_already_has_is_never_given_again() {
+        let info = |id: &str| JobInfo {
+            submission_id: Some(id.into()),
+            status: "SUCCEEDED".into(),
+            message: None,
+            start_time: None,
+            end_time: None,
+            driver_exit_code: None,
+            metadata: None,
+            entrypoint: None,
+        };
+        let ray = [
+            info("rayslurm-42-1"),
+            info("rayslurm-42-4"),
+            info("rayslurm-7-9"),
+            info("raysubmit_x"),
+        ];
+        assert_eq!(highest_in_ray(&ray, "42"), 4);
+        assert_eq!(highest_in_ray(&[], "42"), 0);
+        let dir = tempfile::tempdir().unwrap();
+        let job = JobRecord::create(
+            dir.path(),
+            "42",
+            4,
+            None,
+            "true",
+            Path::new("/w"),
+            "t".into(),
+        );
+        assert_eq!(job.unwrap().id, 5);
+    }
+
+    #[test]
     fn the_entrypoint_runs_the_command_where_exec_ran_and_keeps_its_output() {
         let dir = tempfile::tempdir().unwrap();
         let job = JobRecord::create(
             dir.path(),
             "42",
+            0,
             Some("trial"),
             "python t.py --lr 'a b'",
             Path::new("/shared/my proj"),

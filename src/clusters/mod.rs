@@ -5,3 +5,4 @@
 pub(crate) mod cluster;
 pub(crate) mod follow;
 pub(crate) mod jobs;
+pub(crate) mod relay;

@@ -13,7 +13,7 @@ use chrono::{Local, SecondsFormat};
 use crate::cli::ExecArgs;
 use crate::clusters::cluster::Cluster;
 use crate::clusters::follow;
-use crate::clusters::jobs::JobRecord;
+use crate::clusters::jobs::{self, JobRecord};
 use crate::error::{UsageError, show};
 use crate::handoff::cluster_info::ClusterInfo;
 use crate::handoff::job_env;
@@ -59,9 +59,14 @@ pub(crate) fn run(args: &ExecArgs, printer: &Printer) -> Result<ExitCode> {
     check_fits(&info, args, cluster.name())?;
 
     let workdir = std::env::current_dir().context("cannot read the current directory")?;
+    let known = api.jobs().context(format!(
+        "cannot list the jobs of cluster {}",
+        cluster.name()
+    ))?;
     let mut job = JobRecord::create(
         &cluster.run_dir,
         &cluster.run.record.job_id,
+        jobs::highest_in_ray(&known, &cluster.run.record.job_id),
         args.name.as_deref(),
         &command,
         &workdir,
@@ -85,8 +90,15 @@ pub(crate) fn run(args: &ExecArgs, printer: &Printer) -> Result<ExitCode> {
         ]),
     };
     if let Err(e) = api.submit(&submit) {
-        job.remove(&cluster.run_dir);
-        return Err(e).context(format!("job not submitted to cluster {}", cluster.name()));
+        // The answer may be lost after Ray took the job (a timeout): then it is submitted, and
+        // its id must never be given again.
+        let taken = api
+            .job(&submit.submission_id)
+            .is_ok_and(|j| j.entrypoint.as_deref() == Some(submit.entrypoint.as_str()));
+        if !taken {
+            job.remove(&cluster.run_dir);
+            return Err(e).context(format!("job not submitted to cluster {}", cluster.name()));
+        }
     }
     printer.result(&job.id.to_string());
     let name = cluster.name();

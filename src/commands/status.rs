@@ -11,12 +11,14 @@ use chrono::{DateTime, FixedOffset, Local};
 use serde::Serialize;
 
 use crate::cli::StatusArgs;
+use crate::clusters::cluster::Cluster;
 use crate::error::WithHint;
 use crate::printer::Printer;
 use crate::runs::select;
 use crate::runs::status::{self, JobStatus};
 use crate::runs::store::{self, RunStore, StoredRun};
 use crate::slurm::duration;
+use crate::slurm::query;
 use crate::slurm::query::QueryError;
 
 const RECENT_COUNT: usize = 20;
@@ -39,6 +41,8 @@ struct RunJson<'a> {
     submitted_at: &'a str,
     workdir: String,
     command: &'a str,
+    /// A persistent cluster (`rayslurm up`), not a command's run.
+    cluster: bool,
     /// Where the state came from: squeue, final-state, sacct, record, none.
     source: &'a str,
     message: Option<&'a str>,
@@ -90,6 +94,11 @@ pub(crate) fn run(args: &StatusArgs, printer: &Printer) -> Result<ExitCode> {
         ));
     } else {
         printer.result(&table(&shown, &gathered.statuses));
+        for (run, status) in shown.iter().zip(&gathered.statuses) {
+            if let Some(line) = cluster_line(run, status) {
+                printer.result(&line);
+            }
+        }
     }
     if shown.len() < total {
         printer.info(&format!(
@@ -102,6 +111,28 @@ pub(crate) fn run(args: &StatusArgs, printer: &Printer) -> Result<ExitCode> {
         anyhow::bail!("squeue did not answer, so runs without a final state are shown as UNKNOWN");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A live cluster's line under the table: its state, nodes, jobs and time left.
+fn cluster_line(run: &StoredRun, status: &JobStatus) -> Option<String> {
+    if !run.record.cluster || status.phase != Some(crate::slurm::query::Phase::Running) {
+        return None;
+    }
+    let runs = std::slice::from_ref(run);
+    let cluster = Cluster::find(runs, &run.record.exp_name).ok()?;
+    let name = cluster.name();
+    let Ok((info, api)) = cluster.api(status) else {
+        return Some(format!("cluster {name}: starting"));
+    };
+    let jobs = api.jobs().unwrap_or_default();
+    let count = |s: &str| jobs.iter().filter(|j| j.status == s).count();
+    Some(format!(
+        "cluster {name}: up, {} node(s), {} job(s) running, {} pending, time left {}",
+        info.nodes.len(),
+        count("RUNNING"),
+        count("PENDING"),
+        query::time_left(&run.record.job_id).unwrap_or_else(|| "?".to_owned())
+    ))
 }
 
 /// The runs shown by default: the newest of the last days, and any older run whose end is
@@ -139,6 +170,7 @@ fn to_json<'a>(run: &'a StoredRun, status: &'a JobStatus) -> RunJson<'a> {
         submitted_at: &r.submitted_at,
         workdir: r.workdir.display().to_string(),
         command: &r.command,
+        cluster: r.cluster,
         source: status.source.as_str(),
         message: status.message.as_deref(),
     }

@@ -28,6 +28,8 @@ pub(crate) struct ClusterInfo {
     pub(crate) ready_at: String,
     /// The token every call must carry (none with `--no-ray-auth`).
     pub(crate) token_file: Option<PathBuf>,
+    /// The cluster's own rayslurm on the nodes (it serves as the relay).
+    pub(crate) rayslurm_bin: PathBuf,
     /// Seconds without a running or pending job after which the cluster releases itself.
     pub(crate) idle_timeout: Option<u32>,
 }
@@ -55,7 +57,7 @@ impl ClusterInfo {
         }
     }
 
-    /// `host:port` of the Jobs API (IPv6 bracketed).
+    /// `host:port` of the Jobs API on the head (IPv6 bracketed).
     pub(crate) fn api_address(&self) -> String {
         match self.head_ip {
             IpAddr::V4(ip) => format!("{ip}:{}", self.dashboard_port),
@@ -82,6 +84,7 @@ mod tests {
             gpus_per_node: 0,
             ready_at: "2026-11-22T10:00:00+00:00".into(),
             token_file: Some(dir.path().join("ray-auth-token")),
+            rayslurm_bin: "/shared/.rayslurm/bin/rayslurm-x".into(),
             idle_timeout: Some(1800),
         };
         info.write(dir.path()).unwrap();

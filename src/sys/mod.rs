@@ -2,5 +2,6 @@
 //! quoting for bash ([`quote`]) and files that appear whole or not at all ([`staged_file`]).
 
 pub(crate) mod process;
+pub(crate) mod pump;
 pub(crate) mod quote;
 pub(crate) mod staged_file;

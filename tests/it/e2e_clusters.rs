@@ -222,6 +222,45 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
     let answer = status_without_token(head, port, "/api/jobs/");
     assert!(answer.contains(" 401 "), "{answer}");
 
+    // Through the allocation, as from a login node that cannot reach compute nodes' ports.
+    let out = rayslurm(["exec", &name, "--", "echo", "through-the-relay"])
+        .cwd(&dir)
+        .env("RAYSLURM_RELAY", "always")
+        .output();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("through-the-relay"), "{stdout}");
+
+    // The dashboard, forwarded to a local port through the allocation until Ctrl-C.
+    let local = 29000 + (std::process::id() % 500) as u16;
+    let mut dashboard = rayslurm(["dashboard", &name, "--port", &local.to_string()])
+        .cwd(&dir)
+        .command()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(dashboard.stdout.take().unwrap()),
+        &mut url,
+    )
+    .unwrap();
+    assert_eq!(url.trim(), format!("http://localhost:{local}"));
+    let answer = status_without_token("127.0.0.1", u64::from(local), "/api/jobs/");
+    assert!(
+        answer.contains(" 401 "),
+        "the browser must give the token: {answer}"
+    );
+    let answer = status_without_token("127.0.0.1", u64::from(local), "/");
+    assert!(answer.contains(" 200 "), "the dashboard's page: {answer}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(dashboard.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    assert!(dashboard.wait().unwrap().success());
+
     let (code, _, stderr) = rs(&dir, &["down", &name]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(

@@ -47,6 +47,7 @@ impl Head<'_> {
             gpus_per_node: self.alloc.gpus_on_node,
             ready_at: Local::now().to_rfc3339_opts(SecondsFormat::Secs, false),
             token_file: self.auth.token_path().map(Into::into),
+            rayslurm_bin: std::env::current_exe().unwrap_or_default(),
             idle_timeout: c.idle_timeout,
         };
         if let Err(e) = create_private_dir(&run_dir).and_then(|()| info.write(&run_dir)) {

@@ -1,0 +1,25 @@
+//! `rayslurm relay --to HOST:PORT` (hidden): runs on a cluster's head node inside an
+//! `srun --overlap` step and copies bytes between its stdin/stdout and a TCP connection to
+//! `HOST:PORT` there. The login node reaches the cluster's Jobs API or dashboard through it
+//! where it cannot reach compute nodes' ports. Plain bytes, so the login node's rayslurm and
+//! the cluster's copy may be of different versions.
+
+use std::net::TcpStream;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use crate::cli::RelayArgs;
+use crate::sys::pump::pump;
+
+pub(crate) fn run(args: &RelayArgs) -> Result<ExitCode> {
+    let stream = TcpStream::connect(&args.to)
+        .with_context(|| format!("the relay cannot connect to {}", args.to))?;
+    let to_socket = stream.try_clone()?;
+    std::thread::spawn(move || {
+        pump(std::io::stdin().lock(), &to_socket);
+        let _ = to_socket.shutdown(std::net::Shutdown::Write);
+    });
+    pump(&stream, std::io::stdout().lock());
+    Ok(ExitCode::SUCCESS)
+}
