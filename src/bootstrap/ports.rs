@@ -111,6 +111,26 @@ pub(crate) fn choose(
         })
 }
 
+/// Chooses a block as [`choose`] does and holds it while the returned listener (on the block's
+/// first port) lives. A run that opens none of the block's ports itself (a per-node run, whose
+/// framework binds `MASTER_PORT` only later, if at all) would otherwise leave the block looking
+/// free to the next job on the node whose id picks the same block.
+pub(crate) fn choose_held(
+    node: &str,
+    job_number: u64,
+    base: Option<u16>,
+) -> Result<(RayPorts, TcpListener), PortError> {
+    let mut lost = Vec::new();
+    loop {
+        let ports = choose(node, job_number, base, |p| !lost.contains(&p) && is_free(p))?;
+        match TcpListener::bind((Ipv4Addr::UNSPECIFIED, ports.base)) {
+            Ok(held) => return Ok((ports, held)),
+            // Another job took it between the check and now.
+            Err(_) => lost.push(ports.base),
+        }
+    }
+}
+
 /// Whether nothing listens on `port` on this node (IPv4 and, where present, IPv6).
 pub(crate) fn is_free(port: u16) -> bool {
     let v4 = TcpListener::bind((Ipv4Addr::UNSPECIFIED, port)).is_ok();
@@ -131,6 +151,18 @@ pub(crate) fn listening_locally(port: u16) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_held_block_is_not_chosen_again_by_a_job_whose_id_picks_it() {
+        // Job ids 7 and 27 pick the same block first; the first run holds it.
+        let (first, _held) = choose_held("n1", 7, None).unwrap();
+        let (second, _held2) = choose_held("n1", 27, None).unwrap();
+        assert_ne!(first.base, second.base);
+        assert_ne!(first.master(), second.master());
+        // A base the user asked for that is held: refused, not moved.
+        let err = choose_held("n1", 99, Some(first.base)).unwrap_err();
+        assert!(matches!(err, PortError::BaseBusy { .. }), "{err}");
+    }
 
     #[test]
     fn listening_locally_sees_a_listener() {

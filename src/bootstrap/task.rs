@@ -55,9 +55,11 @@ fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_nod
         return 0;
     };
     let env = rank_env(ranks, &ips, alloc.gpus_on_node, master_port);
+    // Always copied line by line, never inherited: the task's stdout also carries its reports
+    // and heartbeats, which a last line without a newline would swallow.
     let output = |what: &str| {
         if args.cluster.no_prefix {
-            Output::Inherit
+            Output::Prefixed(String::new())
         } else {
             Output::Prefixed(format!("[{what} {node}] "))
         }
@@ -103,29 +105,43 @@ fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_nod
     0
 }
 
+/// How long a rank's command has to stop once the head is gone (its bootstrap killed, or its
+/// node dead): no one will report the rank's end, and Slurm's own cleanup of the job may come
+/// much later or not reach it, so it does not get its whole stop grace.
+const HEAD_GONE_GRACE: Duration = Duration::from_secs(3);
+
 /// Waits for the command, passing signals on; the head's stop order (or the head gone) stops
 /// it: SIGTERM, then SIGKILL once its grace has passed.
 fn watch(mut cmd: UserCommand, orders: &Receiver<Order>, signal_grace: Duration) -> i32 {
     let mut kill_at: Option<Instant> = None;
+    let mut head_gone = false;
     loop {
         match cmd.try_wait() {
             Ok(Some(status)) => return exit_code_of(status),
             Ok(None) => {}
             Err(_) => return 1,
         }
-        let mut stop = |grace: Duration| {
-            cmd.signal(Signal::SIGTERM);
-            kill_at.get_or_insert(Instant::now() + grace);
+        // The earliest deadline wins: a head gone after a SIGTERM shortens the grace.
+        let mut deadline = |grace: Duration| {
+            let at = Instant::now() + grace;
+            kill_at = Some(kill_at.map_or(at, |k| k.min(at)));
         };
         match orders.try_recv() {
-            Ok(Order::Stop { grace }) => stop(Duration::from_secs(u64::from(grace))),
-            Err(mpsc::TryRecvError::Disconnected) => stop(signal_grace),
+            Ok(Order::Stop { grace }) => {
+                cmd.signal(Signal::SIGTERM);
+                deadline(Duration::from_secs(u64::from(grace)));
+            }
+            Err(mpsc::TryRecvError::Disconnected) if !head_gone => {
+                head_gone = true;
+                cmd.signal(Signal::SIGTERM);
+                deadline(HEAD_GONE_GRACE);
+            }
             _ => {}
         }
         for signal in signals::take() {
             cmd.signal(signal);
             if signals::stops(signal) {
-                kill_at.get_or_insert(Instant::now() + signal_grace);
+                deadline(signal_grace);
             }
         }
         if kill_at.is_some_and(|at| Instant::now() > at) {

@@ -158,7 +158,43 @@ fn a_killed_bootstrap_leaves_nothing_and_says_so() {
         "killedboot",
         &["-n", "2", "--command", "echo command-started; sleep 4321.5"],
     );
+    kill_the_head_and_expect_nothing_left(&job, true, 1);
+}
+
+#[test]
+fn a_killed_bootstrap_of_a_per_node_run_leaves_no_rank() {
+    let Some((lab, _turn)) = lab("a_killed_bootstrap_of_a_per_node_run_leaves_no_rank") else {
+        return;
+    };
+    // Every rank must stop, the head's and the others', though no one is left to report them.
+    let job = launch(
+        lab,
+        "killedranks",
+        &[
+            "--per-node",
+            "-n",
+            "2",
+            "--command",
+            "echo command-started; sleep 4321.5",
+        ],
+    );
+    kill_the_head_and_expect_nothing_left(&job, false, 2);
+}
+
+/// SIGKILLs the head's bootstrap once the command runs, then expects no command, no Ray, no
+/// temp dir and no watchdog on any node within 15 s, and a final state that says so. `ray`:
+/// the run has Ray; `commands`: how many copies of the command run (one a rank).
+fn kill_the_head_and_expect_nothing_left(job: &Job, ray: bool, commands: usize) {
     job.wait_for_log("command-started", Duration::from_secs(300));
+    let started = Instant::now();
+    while processes_with(&["sleep 4321.5"]).len() < commands {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{}",
+            job.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let state = job.log.with_extension("state.json");
     let state = state.to_string_lossy();
     let head: Vec<u32> = processes_with(&["bootstrap", &state])
@@ -175,10 +211,12 @@ fn a_killed_bootstrap_leaves_nothing_and_says_so() {
         1,
         "its watchdog"
     );
-    assert!(
-        !leftovers(&job.id).is_empty(),
-        "Ray runs (the check can see it)"
-    );
+    if ray {
+        assert!(
+            !leftovers(&job.id).is_empty(),
+            "Ray runs (the check can see it)"
+        );
+    }
     let killed_at = Instant::now();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(head[0] as i32),
@@ -204,14 +242,14 @@ fn a_killed_bootstrap_leaves_nothing_and_says_so() {
     }
     let final_state = job.state();
     assert_eq!(final_state["ending"], "killed", "{final_state}");
-    let row = status_row(&job);
+    let row = status_row(job);
     assert_eq!(row["state"], "FAILED", "{row}");
     job.wait(Duration::from_secs(60));
     assert!(
         job.log_text()
             .contains("its watchdog stopped the command and Ray")
     );
-    assert_clean(&job);
+    assert_clean(job);
 }
 
 #[test]
@@ -298,5 +336,35 @@ fn a_launch_from_a_node_local_directory_is_warned_and_fails_fast() {
         "{log}"
     );
     assert!(!log.contains("\nshould-not-run"), "{log}");
+    assert_clean(&job);
+}
+
+#[test]
+fn a_job_sent_elsewhere_with_chdir_runs_there() {
+    let Some((lab, _turn)) = lab("a_job_sent_elsewhere_with_chdir_runs_there") else {
+        return;
+    };
+    // Not the submit directory, on purpose: only a submit directory the node cannot see is an
+    // error (regression: every --chdir run failed as if launched from a node-local directory).
+    let elsewhere = lab.workdir("chdirtarget");
+    let chdir = format!("--chdir={}", elsewhere.display());
+    let job = launch(
+        lab,
+        "chdir",
+        &[
+            "--no-ray",
+            "--sbatch-arg",
+            &chdir,
+            "--command",
+            "echo \"cwd=$PWD\"",
+        ],
+    );
+    let info = job.wait(Duration::from_secs(120));
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    assert!(
+        log.contains(&format!("cwd={}", elsewhere.display())),
+        "{log}"
+    );
     assert_clean(&job);
 }

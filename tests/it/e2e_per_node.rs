@@ -299,7 +299,7 @@ fn two_per_node_runs_on_one_node_get_different_master_ports() {
         return;
     };
     let node = lab.nodes.last().unwrap().clone();
-    let cmd = "echo \"port $MASTER_PORT\"; sleep 6";
+    let cmd = "echo \"port $MASTER_PORT\"; sleep 20";
     let args = [
         "--per-node",
         "--no-exclusive",
@@ -308,7 +308,28 @@ fn two_per_node_runs_on_one_node_get_different_master_ports() {
         "--command",
         cmd,
     ];
+    // The node has 2 CPUs, a run takes 1: `a` runs beside `c`, then beside `b`.
     let a = launch(lab, "portsa", &args);
+    // The block stays held while the run lives, though nothing listens on MASTER_PORT: a run
+    // that asks for the same block on that node is refused, not given the same port.
+    a.wait_for_log("] port ", Duration::from_secs(120));
+    let port_a: u16 = rank_lines(&a, "port ")[0]
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let base = (port_a - 9).to_string();
+    let mut same = args.to_vec();
+    same.extend(["--port-base", &base]);
+    let c = launch(lab, "portsc", &same);
+    let ic = c.wait(Duration::from_secs(120));
+    assert_eq!(ic["JobState"], "FAILED", "{}", c.log_text());
+    assert!(
+        c.log_text().contains("are not all free"),
+        "{}",
+        c.log_text()
+    );
     let b = launch(lab, "portsb", &args);
     let (ia, ib) = (
         a.wait(Duration::from_secs(300)),
@@ -325,6 +346,7 @@ fn two_per_node_runs_on_one_node_get_different_master_ports() {
     assert_ne!(port(&a), port(&b), "{}\n{}", a.log_text(), b.log_text());
     assert_clean(&a);
     assert_clean(&b);
+    assert_clean(&c);
 }
 
 /// PIDs of processes (on any node) whose command line contains `text`.
@@ -379,5 +401,38 @@ fn the_torchrun_example_gets_its_rendezvous_from_the_rank_environment() {
         1,
         "rank 0 only: {log}"
     );
+    assert_clean(&job);
+}
+
+#[test]
+fn no_prefix_output_without_a_last_newline_keeps_every_ranks_report() {
+    let Some((lab, _turn)) =
+        lab("no_prefix_output_without_a_last_newline_keeps_every_ranks_report")
+    else {
+        return;
+    };
+    // The ranks' output shares the step's stream with their reports: a last line with no
+    // newline once glued onto the report, and the run failed with "only N of M ranks reported".
+    let job = launch(
+        lab,
+        "noprefix",
+        &[
+            "--per-node",
+            "-n",
+            "2",
+            "--no-prefix",
+            "--command",
+            "printf \"bare-$RANK\"",
+        ],
+    );
+    let info = job.wait(Duration::from_secs(300));
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    for rank in 0..2 {
+        assert!(
+            log.lines().any(|l| l == format!("bare-{rank}")),
+            "rank {rank}'s line, unprefixed:\n{log}"
+        );
+    }
     assert_clean(&job);
 }

@@ -97,13 +97,15 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
 
 /// Why the job is not running where it was submitted, if it is not: Slurm starts the batch
 /// script in /tmp when the node cannot see the submit directory (a node-local directory such as
-/// the login node's /tmp), and the command would run there, failing later and obscurely.
+/// the login node's /tmp), and the command would run there, failing later and obscurely. A job
+/// that moved on purpose (`--sbatch-arg=--chdir=DIR`, a `cd` in `--load-env`, a template of
+/// its own) runs elsewhere while the submit directory is there to see: that is not an error.
 fn wrong_directory(cwd: Option<&Path>, submit_dir: Option<&Path>, node: &str) -> Option<String> {
     let (cwd, submit_dir) = (cwd?, submit_dir?);
     let same = |a: &Path, b: &Path| {
         a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
     };
-    (!same(cwd, submit_dir)).then(|| {
+    (!same(cwd, submit_dir) && !submit_dir.is_dir()).then(|| {
         format!(
             "the job was submitted from `{}`, which node {node} cannot see, so Slurm started it in `{}`; launch from a directory on a filesystem the compute nodes share (not /tmp or another node-local directory)",
             submit_dir.display(),
@@ -351,7 +353,18 @@ mod tests {
             None
         );
         assert_eq!(wrong_directory(Some(p("/tmp")), None, "n1"), None);
-        let why = wrong_directory(Some(p("/tmp")), Some(p("/tmp/proj")), "n1").unwrap();
-        assert!(why.starts_with("the job was submitted from `/tmp/proj`, which node n1 cannot see, so Slurm started it in `/tmp`"), "{why}");
+        let why = wrong_directory(Some(p("/tmp")), Some(p("/nonexistent/proj")), "n1").unwrap();
+        assert!(why.starts_with("the job was submitted from `/nonexistent/proj`, which node n1 cannot see, so Slurm started it in `/tmp`"), "{why}");
+    }
+
+    #[test]
+    fn a_job_that_changed_directory_on_purpose_is_not_stopped() {
+        // --sbatch-arg=--chdir=DIR or a `cd` in --load-env: the submit directory is visible.
+        let submit = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        assert_eq!(
+            wrong_directory(Some(elsewhere.path()), Some(submit.path()), "n1"),
+            None
+        );
     }
 }

@@ -66,9 +66,10 @@ impl Head<'_> {
             .filter(|t| *t > 0)
             .unwrap_or(1);
         let c = &self.args.cluster;
-        let master_port =
-            match ports::choose(&alloc.node, alloc.job_number(), c.port_base, ports::is_free) {
-                Ok(p) => p.master(),
+        // Held until the run ends, so that another run on this node cannot pick the block.
+        let (master_port, _held) =
+            match ports::choose_held(&alloc.node, alloc.job_number(), c.port_base) {
+                Ok((p, held)) => (p.master(), held),
                 Err(e) => return Outcome::startup_failed(e.to_string()),
             };
         match WorkerStep::spawn_tasks(self.args, alloc, &self.mark, tasks_per_node) {
