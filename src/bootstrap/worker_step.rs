@@ -1,6 +1,8 @@
 //! The one `srun` step that runs the bootstrap on every worker node, and what the workers
 //! report through it.
 
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::net::IpAddr;
 use std::process::{Child, ChildStdin, Stdio};
@@ -10,6 +12,7 @@ use std::time::{Duration, Instant};
 use super::heartbeat::{self, Liveness};
 use super::kept_logs::{self, KEEP_LINE};
 use super::protocol::{Order, Report};
+use super::setup::setup_failed;
 use super::{Allocation, READY_PREFIX, TICK, say};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::sys::process::Cmd;
@@ -29,7 +32,9 @@ pub(super) struct Joined {
 pub(super) struct WorkerStep {
     pub(super) child: Child,
     stdin: Option<ChildStdin>,
-    pub(super) events: Receiver<StepEvent>,
+    events: Receiver<StepEvent>,
+    /// Events taken early (by [`WorkerStep::setup_trouble`]), handed out first.
+    held: RefCell<VecDeque<StepEvent>>,
     /// Every worker node's last heartbeat.
     pub(super) liveness: Liveness,
     pub(super) cmd: Cmd,
@@ -167,8 +172,34 @@ impl WorkerStep {
             child,
             stdin,
             events,
+            held: RefCell::default(),
             liveness,
             cmd,
+        })
+    }
+
+    /// The nodes' next event, if one has come.
+    pub(super) fn next_event(&self) -> Option<StepEvent> {
+        self.held
+            .borrow_mut()
+            .pop_front()
+            .or_else(|| self.events.try_recv().ok())
+    }
+
+    /// Why the run cannot go on while the head runs its own setup: a node's setup failed, or a
+    /// node went silent. Events seen here stay for [`WorkerStep::next_event`].
+    pub(super) fn setup_trouble(&self) -> Option<String> {
+        let mut held = self.held.borrow_mut();
+        held.extend(self.events.try_iter());
+        let failed = held.iter().find_map(|e| match e {
+            StepEvent::Report(Report::Setup { node, code }) if *code != 0 => {
+                Some(setup_failed(node, *code))
+            }
+            _ => None,
+        });
+        failed.or_else(|| {
+            self.silent_node()
+                .map(|(node, quiet)| heartbeat::silence_message(&node, quiet))
         })
     }
 

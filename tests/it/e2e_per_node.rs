@@ -162,7 +162,9 @@ fn a_setup_that_fails_on_one_node_fails_the_run_naming_it() {
     let Some((lab, _turn)) = lab("a_setup_that_fails_on_one_node_fails_the_run_naming_it") else {
         return;
     };
-    let setup = "if [ \"$RAYSLURM_NODE_RANK\" = 2 ]; then echo broken-setup; exit 3; fi; sleep 1";
+    // The other nodes' setups would take minutes: the failing one ends the run at once.
+    let setup = "if [ \"$RAYSLURM_NODE_RANK\" = 2 ]; then echo broken-setup; exit 3; fi; sleep 120";
+    let launched = Instant::now();
     let job = launch(
         lab,
         "setupfails",
@@ -177,6 +179,11 @@ fn a_setup_that_fails_on_one_node_fails_the_run_naming_it() {
         ],
     );
     let info = job.wait(Duration::from_secs(300));
+    assert!(
+        launched.elapsed() < Duration::from_secs(90),
+        "the run waited for the other setups: {:?}",
+        launched.elapsed()
+    );
     let log = job.log_text();
     let third = &expand_nodes(&info["NodeList"])[2];
     assert_eq!(info["JobState"], "FAILED", "{log}");
@@ -216,6 +223,47 @@ fn ray_jobs_run_the_setup_on_every_node_before_ray_starts() {
     let log = job.log_text();
     assert_eq!(info["JobState"], "COMPLETED", "{log}");
     assert!(log.contains("nodes-set-up 2"), "{log}");
+    assert_clean(&job);
+}
+
+#[test]
+fn a_workers_failed_setup_ends_a_ray_job_while_the_heads_setup_still_runs() {
+    let Some((lab, _turn)) =
+        lab("a_workers_failed_setup_ends_a_ray_job_while_the_heads_setup_still_runs")
+    else {
+        return;
+    };
+    // The head's own setup takes minutes; a worker's fails at once. The head once saw the
+    // worker's failure only when its own setup had ended.
+    let setup = "if [ \"$RAYSLURM_NODE_RANK\" = 1 ]; then exit 4; fi; sleep 120";
+    let launched = Instant::now();
+    let job = launch(
+        lab,
+        "raysetupfails",
+        &[
+            "-n",
+            "2",
+            "--setup",
+            setup,
+            "--command",
+            "echo should-not-run",
+        ],
+    );
+    let info = job.wait(Duration::from_secs(300));
+    assert!(
+        launched.elapsed() < Duration::from_secs(90),
+        "the run waited for the head's setup: {:?}",
+        launched.elapsed()
+    );
+    let log = job.log_text();
+    let second = &expand_nodes(&info["NodeList"])[1];
+    assert_eq!(info["JobState"], "FAILED", "{log}");
+    assert!(
+        log.contains(&format!("setup failed on {second} with exit code 4")),
+        "{log}"
+    );
+    assert!(!log.contains("\nshould-not-run"), "{log}");
+    assert_eq!(job.state()["ending"], "startup-failed");
     assert_clean(&job);
 }
 

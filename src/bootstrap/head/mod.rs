@@ -7,6 +7,7 @@ mod per_node;
 mod ready;
 mod serve;
 
+use std::cell::{Cell, RefCell};
 use std::net::IpAddr;
 use std::path::Path;
 use std::time::Instant;
@@ -26,7 +27,7 @@ use super::user_command::Output;
 use super::user_command::UserCommand;
 use super::watchdog::Watchdog;
 use super::worker_step::WorkerStep;
-use super::{Allocation, RAY_STOP_GRACE, say};
+use super::{Allocation, RAY_STOP_GRACE, say, signals};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::cluster::ClusterOptions;
 use crate::handoff::final_state::FinalState;
@@ -198,7 +199,29 @@ impl Head<'_> {
         if let Some(setup) = &c.setup {
             let env = setup_env_before_ray(self.alloc, ip, self.master_port);
             let output = Output::Prefixed(format!("[setup {}] ", self.alloc.node));
-            let code = setup::run(setup, &env, &output, &|| false);
+            // The head's setup ends early when a worker's setup fails or a node goes silent
+            // (the run is lost), or when the job is told to stop (a stop, not a failure).
+            let trouble = RefCell::new(None);
+            let stopped_by = Cell::new(None);
+            let stop = || {
+                if let Some(s) = signals::take().into_iter().find(|s| signals::stops(*s)) {
+                    stopped_by.set(Some(s));
+                    return true;
+                }
+                let why = self.workers.as_ref().and_then(WorkerStep::setup_trouble);
+                let stop = why.is_some();
+                if stop {
+                    trouble.replace(why);
+                }
+                stop
+            };
+            let code = setup::run(setup, &env, &output, &stop);
+            if let Some(signal) = stopped_by.get() {
+                return Outcome::stopped_while_starting(signal);
+            }
+            if let Some(why) = trouble.take() {
+                return Outcome::startup_failed(why);
+            }
             if code != 0 {
                 return Outcome::startup_failed(setup_failed(&self.alloc.node, code));
             }

@@ -121,7 +121,7 @@ impl Head<'_> {
                 return Err(Outcome::stopped_while_starting(signal));
             }
             let step = self.workers.as_mut().expect("the step of ranks");
-            while let Ok(event) = step.events.try_recv() {
+            while let Some(event) = step.next_event() {
                 match event {
                     StepEvent::Report(Report::Ip { node, ip }) => {
                         ips.insert(node, ip);
@@ -198,7 +198,7 @@ impl Head<'_> {
             }
             let step = self.workers.as_mut().expect("the step of ranks");
             let mut fail_fast = false;
-            while let Ok(event) = step.events.try_recv() {
+            while let Some(event) = step.next_event() {
                 if let StepEvent::Report(Report::Exit {
                     rank,
                     node: n,

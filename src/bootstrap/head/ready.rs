@@ -173,7 +173,7 @@ impl Head<'_> {
         let Some(step) = &mut self.workers else {
             return Ok(());
         };
-        while let Ok(event) = step.events.try_recv() {
+        while let Some(event) = step.next_event() {
             match event {
                 StepEvent::Joined(rank, j) => {
                     say(
@@ -203,7 +203,7 @@ impl Head<'_> {
         {
             // A worker whose setup failed said so before its step ended.
             std::thread::sleep(TICK);
-            while let Ok(event) = step.events.try_recv() {
+            while let Some(event) = step.next_event() {
                 if let StepEvent::Report(Report::Setup { node: n, code }) = event
                     && code != 0
                 {
