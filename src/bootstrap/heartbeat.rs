@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 pub(super) const BEAT_EVERY: Duration = Duration::from_secs(2);
 /// Silence after which a worker node counts as dead: six missed beats.
 pub(super) const SILENCE_LIMIT: Duration = Duration::from_secs(12);
+/// Silence allowed before a node's first heartbeat: its bootstrap must first be started by
+/// Slurm there (a site's task prolog, a slow filesystem to load the binary from), which can
+/// take longer than a beat; still well inside the 30 s in which a dead node must be noticed.
+pub(super) const FIRST_CONTACT_LIMIT: Duration = Duration::from_secs(20);
 /// `RAYSLURM-ALIVE <node>`.
 pub(super) const ALIVE_PREFIX: &str = "RAYSLURM-ALIVE";
 /// `RAYSLURM-GONE <node>`: the worker is exiting; its silence from now on means nothing.
@@ -58,7 +62,8 @@ pub(super) fn parse(line: &str) -> Option<(&str, bool)> {
 /// thread that reads the step's output and the head's loops.
 #[derive(Debug, Clone)]
 pub(super) struct Liveness {
-    last_seen: Arc<Mutex<HashMap<String, Instant>>>,
+    /// Each node's last sign of life, and whether it has spoken at all yet.
+    last_seen: Arc<Mutex<HashMap<String, (Instant, bool)>>>,
 }
 
 impl Liveness {
@@ -66,12 +71,12 @@ impl Liveness {
     pub(super) fn new(nodes: &[String], since: Instant) -> Self {
         Self {
             last_seen: Arc::new(Mutex::new(
-                nodes.iter().map(|n| (n.clone(), since)).collect(),
+                nodes.iter().map(|n| (n.clone(), (since, false))).collect(),
             )),
         }
     }
 
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, bool)>> {
         self.last_seen
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -80,7 +85,7 @@ impl Liveness {
     /// `node` said something at `at`.
     pub(super) fn seen(&self, node: &str, at: Instant) {
         if let Some(last) = self.map().get_mut(node) {
-            *last = at;
+            *last = (at, true);
         }
     }
 
@@ -89,12 +94,21 @@ impl Liveness {
         self.map().remove(node);
     }
 
-    /// The node silent for longest, if it has been silent for more than `limit` at `now`.
+    /// The node silent for longest, if it has been silent for more than `limit` at `now` (or,
+    /// not having spoken yet, for more than [`FIRST_CONTACT_LIMIT`] too).
     pub(super) fn silent(&self, now: Instant, limit: Duration) -> Option<(String, Duration)> {
         self.map()
             .iter()
-            .map(|(node, last)| (node.clone(), now.saturating_duration_since(*last)))
-            .filter(|(_, quiet)| *quiet > limit)
+            .map(|(node, (last, spoke))| {
+                let allowed = if *spoke {
+                    limit
+                } else {
+                    limit.max(FIRST_CONTACT_LIMIT)
+                };
+                (node.clone(), now.saturating_duration_since(*last), allowed)
+            })
+            .filter(|(_, quiet, allowed)| quiet > allowed)
+            .map(|(node, quiet, _)| (node, quiet))
             .max_by_key(|(_, quiet)| *quiet)
     }
 }
@@ -128,8 +142,10 @@ mod tests {
         live.seen("n2", t0 + Duration::from_secs(10));
         live.gone("n4");
         assert_eq!(live.silent(t0 + Duration::from_secs(12), limit), None);
-        let (node, quiet) = live.silent(t0 + Duration::from_secs(13), limit).unwrap();
-        assert_eq!((node.as_str(), quiet.as_secs()), ("n3", 13));
+        // n3 has not spoken yet: its start may be slow, up to the first-contact limit.
+        assert_eq!(live.silent(t0 + Duration::from_secs(20), limit), None);
+        let (node, quiet) = live.silent(t0 + Duration::from_secs(21), limit).unwrap();
+        assert_eq!((node.as_str(), quiet.as_secs()), ("n3", 21));
         live.seen("n3", t0 + Duration::from_secs(13));
         assert_eq!(live.silent(t0 + Duration::from_secs(20), limit), None);
         // A node not watched is never reported, even if it speaks.

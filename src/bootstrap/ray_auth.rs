@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::job_env;
-use crate::handoff::run_files::create_private_dir;
+use crate::handoff::run_files::{check_private_file, create_private_dir};
 use crate::sys::staged_file::Staged;
 
 /// The token's file name in the run's directory.
@@ -45,6 +45,8 @@ impl RayAuth {
             // `Some`: another process of the run made it first; theirs is the run's.
             file.place_new(&path)?;
         }
+        // Kept from an earlier attempt, or made just now: either way the user's, and private.
+        check_private_file(&path)?;
         Ok(Self::Token(path))
     }
 
@@ -76,6 +78,9 @@ impl RayAuth {
     }
 }
 
+/// How long the check waits for a dashboard that does not answer before it says there is none.
+const NO_DASHBOARD_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How the start-up check went.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Checked {
@@ -96,10 +101,22 @@ pub(crate) fn check(token: &Path, dashboard_port: u16) -> Result<Checked, String
         .http_status_as_error(false)
         .build()
         .into();
-    let without = match agent.get(&url).call() {
-        Ok(response) => response.status().as_u16(),
-        Err(ureq::Error::ConnectionFailed | ureq::Error::Io(_)) => return Ok(Checked::NoDashboard),
-        Err(e) => return Err(format!("cannot ask Ray's dashboard at {url}: {e}")),
+    // The dashboard may still be binding its port: asked again for a few seconds before the
+    // run is said to have none.
+    let asked = std::time::Instant::now();
+    let without = loop {
+        match agent.get(&url).call() {
+            Ok(response) => break response.status().as_u16(),
+            Err(ureq::Error::ConnectionFailed | ureq::Error::Io(_))
+                if asked.elapsed() < NO_DASHBOARD_AFTER =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            Err(ureq::Error::ConnectionFailed | ureq::Error::Io(_)) => {
+                return Ok(Checked::NoDashboard);
+            }
+            Err(e) => return Err(format!("cannot ask Ray's dashboard at {url}: {e}")),
+        }
     };
     if without != 401 && without != 403 {
         return Err(format!(
@@ -177,6 +194,25 @@ mod tests {
             env.iter().all(|(_, v)| !v.contains(&token)),
             "never the value"
         );
+    }
+
+    #[test]
+    fn a_token_open_to_others_is_refused_and_an_open_run_dir_is_closed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let args = head(tmp.path(), false);
+        let dir = tmp.path().join("x.d");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        // Planted, readable by all: never used as the run's token.
+        let planted = dir.join(TOKEN_FILE);
+        std::fs::write(&planted, "0".repeat(64)).unwrap();
+        std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = RayAuth::prepare(&args).unwrap_err().to_string();
+        assert!(err.contains("is not a private file (mode 644)"), "{err}");
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        std::fs::remove_file(&planted).unwrap();
+        assert!(RayAuth::prepare(&args).is_ok());
     }
 
     #[test]

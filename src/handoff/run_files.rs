@@ -3,18 +3,58 @@
 //! bootstrap writes, and the run's private directory for whatever else a run keeps.
 //! Launcher and bootstrap both find them here, so neither invents a name of its own.
 
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-/// Creates a run's private directory (mode 0700), or finds it there.
+/// Creates a run's private directory (mode 0700), or finds it there. One found must be the
+/// user's own (it holds secrets: in a group-writable log directory another user could have
+/// made it first); one the user made open to others is closed again.
 pub(crate) fn create_private_dir(dir: &Path) -> Result<()> {
     std::fs::DirBuilder::new()
         .mode(0o700)
         .recursive(true)
         .create(dir)
-        .with_context(|| format!("cannot create the run directory `{}`", dir.display()))
+        .with_context(|| format!("cannot create the run directory `{}`", dir.display()))?;
+    let meta = std::fs::symlink_metadata(dir)
+        .with_context(|| format!("cannot read the run directory `{}`", dir.display()))?;
+    ensure_own(dir, &meta)?;
+    if !meta.is_dir() {
+        anyhow::bail!("the run directory `{}` is not a directory", dir.display());
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot make `{}` private", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// A run's private file found there (its Ray token) must be the user's own and private.
+pub(crate) fn check_private_file(path: &Path) -> Result<()> {
+    let meta = std::fs::symlink_metadata(path)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    ensure_own(path, &meta)?;
+    if !meta.is_file() || meta.mode() & 0o077 != 0 {
+        anyhow::bail!(
+            "`{}` is not a private file (mode {:o}): remove it, and the run makes a new one",
+            path.display(),
+            meta.mode() & 0o7777
+        );
+    }
+    Ok(())
+}
+
+fn ensure_own(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me {
+        anyhow::bail!(
+            "`{}` belongs to user id {}, not to you (user id {me}): a run keeps its secrets there, so it must be yours; remove it or use another --log-dir",
+            path.display(),
+            meta.uid()
+        );
+    }
+    Ok(())
 }
 
 /// The files of one run.
