@@ -19,7 +19,8 @@
 #   venv /opt/rayslurm-lab/venv (ray[default]==2.60.0), /opt/rayslurm-lab/jax-venv (jax[cpu]), shared dir /srv/rayslurm-lab/shared,
 #   slurm state/logs /var/lib/rayslurm-lab, PIDs /run/rayslurm-lab, /etc/slurm/slurm.conf (owned
 #   while up; a foreign one is backed up and restored), /etc/hosts lines marked "# rayslurm-lab".
-#   Partition "lab" (default), CPUs=2 RealMemory=4000 DefMemPerCPU=1000 per node, MinJobAge=300.
+#   Partition "lab" (default), CPUs=2 RealMemory=4000 DefMemPerCPU=1000 per node, MinJobAge=300,
+#   AuthInfo=cred_expire=10 (a requeued job may start again after 11 s, not Slurm's 121 s).
 #   RAYSLURM_LAB_UP_TIMEOUT (default 60 s) bounds the wait for all nodes to be idle.
 # Must run as root. Needs: Debian apt (first run only) and PyPI (first run only).
 set -euo pipefail
@@ -163,6 +164,7 @@ AccountingStorageType=accounting_storage/none
 MpiDefault=none
 ReturnToService=2
 MinJobAge=300
+AuthInfo=cred_expire=10
 DefMemPerCPU=1000
 StateSaveLocation=${VAR}/state
 SlurmdSpoolDir=${VAR}/spool/%n
