@@ -863,6 +863,128 @@ fn status_ignores_what_sacct_says_of_a_newer_job_with_the_id() {
     assert_eq!(rows[1]["exit_code"], serde_json::Value::Null);
 }
 
+/// What `status` says of an ended run without a final state, in both forms.
+const NO_FINAL_STATE: &str = "ended without a final state";
+
+/// Two `status` commands, one after the other, and their stdout: for a run Slurm shows ended,
+/// the first asks Slurm and the second reads the run's end from its record.
+fn status_twice(fake: &Fake, first: &[&str], second: &[&str]) -> [String; 2] {
+    [first, second].map(|args| {
+        let out = fake.run(args.iter().copied()).output();
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        stdout
+    })
+}
+
+/// An ended job whose bootstrap wrote no final state (killed before anything could write one,
+/// say): `status` shows only what Slurm knows and says that nothing told how the run ended,
+/// and still says so once the end is kept in the run's record.
+#[test]
+fn status_of_an_ended_job_without_a_final_state_says_so() {
+    let fake = Fake::new();
+    // Slurm shows it FAILED; slurmctld has forgotten it and there is no accounting; it wrote a
+    // final state.
+    fake.seed("resnet", "101", 1, None);
+    fake.seed("bert", "102", 2, None);
+    fake.seed("gpt", "103", 3, None);
+    fake.final_state("gpt", "103", 0, "completed");
+    fake.shim(
+        "squeue",
+        &format!(
+            "{}\n{}",
+            fake.line("101", "FAILED"),
+            fake.line("103", "COMPLETED")
+        ),
+    );
+    fake.shim(
+        "scontrol",
+        "echo 'JobId=101 JobState=FAILED Reason=NonZeroExitCode ExitCode=3:0 RunTime=00:00:07 NodeList=node[1-2]'",
+    );
+    fake.shim("sacct", "exit 0");
+    let said = Some(NO_FINAL_STATE.to_owned());
+    let check_rows = |stdout: &str, from: &str| {
+        let rows = json(stdout);
+        let seen: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r["job_id"].as_str().unwrap().to_owned(),
+                    r["state"].as_str().unwrap().to_owned(),
+                    r["exit_code"].as_i64(),
+                    r["message"].as_str().map(str::to_owned),
+                )
+            })
+            .collect();
+        let expected = [
+            ("103", "COMPLETED", Some(0), None),
+            // No state guessed.
+            ("102", "ENDED", None, said.clone()),
+            // Slurm's state and exit code, nothing more.
+            ("101", "FAILED", Some(3), said.clone()),
+        ]
+        .map(|(id, state, code, message)| (id.to_owned(), state.to_owned(), code, message));
+        assert_eq!(seen, expected, "{from}");
+    };
+    let check_table = |table: &str, from: &str| {
+        assert!(
+            table.contains(&format!("\njob 101: {NO_FINAL_STATE}\n"))
+                && table.contains(&format!("\njob 102: {NO_FINAL_STATE}\n")),
+            "{from}: {table}"
+        );
+        assert!(!table.contains("job 103:"), "{from}: {table}");
+    };
+    let [rows, table] = status_twice(&fake, &["status", "--json"], &["status"]);
+    check_rows(&rows, "asking Slurm");
+    check_table(&table, "from the records");
+    let [table, rows] = status_twice(&fake, &["status"], &["status", "--json"]);
+    check_table(&table, "from the records");
+    check_rows(&rows, "from the records");
+    assert_eq!(
+        fake.calls("squeue").len(),
+        1,
+        "the ends were kept in the records"
+    );
+}
+
+/// Regression: a run whose job id Slurm had given to a newer job, and whose bootstrap wrote no
+/// final state, was shown `ENDED` without saying that nothing told how it ended.
+#[test]
+fn status_of_a_reused_job_id_without_a_final_state_says_it_ended_without_one() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    fake.shim(
+        "squeue",
+        &line_at("101", "RUNNING", &reused(&fake, "101", 3)),
+    );
+    let check_row = |stdout: &str, from: &str| {
+        let row = &json(stdout)[0];
+        assert_eq!(row["state"], "ENDED", "{from}: {row}");
+        assert_eq!(row["exit_code"], serde_json::Value::Null, "{from}: {row}");
+        assert_eq!(row["nodelist"], serde_json::Value::Null, "{from}: {row}");
+        assert_eq!(row["message"], NO_FINAL_STATE, "{from}: {row}");
+    };
+    let check_table = |table: &str, from: &str| {
+        assert!(
+            table.contains(&format!("\njob 101: {NO_FINAL_STATE}")),
+            "{from}: {table}"
+        );
+        assert!(!table.contains("RUNNING"), "{from}: {table}");
+    };
+    let [rows, table] = status_twice(&fake, &["status", "--json"], &["status"]);
+    check_row(&rows, "asking Slurm");
+    check_table(&table, "from the record");
+    // And the table when it is the one that asks Slurm.
+    std::fs::remove_dir_all(fake.state.join("runs")).unwrap();
+    fake.seed("resnet", "101", 1, None);
+    let [table, rows] = status_twice(&fake, &["status"], &["status", "--json"]);
+    check_table(&table, "asking Slurm");
+    check_row(&rows, "from the record");
+    // scontrol and sacct would describe the new job.
+    assert!(fake.calls("scontrol").is_empty());
+    assert!(fake.calls("sacct").is_empty());
+}
+
 #[test]
 fn cancel_of_a_run_whose_job_id_was_reused_leaves_the_new_job_alone() {
     let fake = Fake::new();
