@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::harness::{Run, json_keys, rayslurm, shim, text, transcript};
+use crate::harness::{Run, json_keys, rayslurm, shim, text, transcript, wait_within};
 
 /// A scratch world: fake Slurm commands, a run store and a log directory.
 struct Fake {
@@ -112,21 +112,27 @@ impl Fake {
 
     /// Writes the bootstrap's final state for a seeded run.
     fn final_state(&self, exp: &str, job: &str, code: i32, ending: &str) {
-        let state = serde_json::json!({
-            "job_id": job,
-            "exit_code": code,
-            "ending": ending,
-            "started_at": "2026-11-22T09:00:00+00:00",
-            "ended_at": "2026-11-22T09:00:07+00:00",
-            "head_node": "node1",
-            "message": null,
-        });
-        std::fs::write(
-            self.logs.join(format!("{exp}_{job}.state.json")),
-            state.to_string(),
-        )
-        .unwrap();
+        write_final_state(
+            &self.logs.join(format!("{exp}_{job}.state.json")),
+            job,
+            code,
+            ending,
+        );
     }
+}
+
+/// Writes a final state as the bootstrap does (`handoff::final_state`).
+fn write_final_state(path: &Path, job: &str, code: i32, ending: &str) {
+    let state = serde_json::json!({
+        "job_id": job,
+        "exit_code": code,
+        "ending": ending,
+        "started_at": "2026-11-22T09:00:00+00:00",
+        "ended_at": "2026-11-22T09:00:07+00:00",
+        "head_node": "node1",
+        "message": null,
+    });
+    std::fs::write(path, state.to_string()).unwrap();
 }
 
 /// squeue's answer for job `id` in `state`, submitted at `submitted` (squeue's `%V`: local
@@ -573,6 +579,105 @@ fn follow_of_a_run_with_a_recorded_end_asks_slurm_nothing() {
         "{:?}",
         start.elapsed()
     );
+}
+
+/// Starts following (`args`) job 101, which squeue shows RUNNING and then COMPLETING for good,
+/// as a dead node keeps it for minutes; once squeue has been asked a second time, writes the
+/// final state at the path `state_file` finds, with exit code 5. Returns the follower's output
+/// and how long it took after the final state was written.
+fn follow_while_completing(
+    fake: &Fake,
+    args: &[&str],
+    submitted: &str,
+    state_file: &dyn Fn(&Fake) -> PathBuf,
+) -> (std::process::Output, Duration) {
+    fake.shim(
+        "squeue",
+        &format!(
+            "case $N in 1) {};; *) {};; esac",
+            line_at("101", "RUNNING", submitted),
+            line_at("101", "COMPLETING", submitted)
+        ),
+    );
+    let child = fake
+        .run(args.iter().copied())
+        .command()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fake.calls("squeue").len() < 2 {
+        assert!(Instant::now() < deadline, "never asked squeue twice");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    write_final_state(&state_file(fake), "101", 5, "node-failed");
+    let written = Instant::now();
+    let out = wait_within(child, Duration::from_secs(30));
+    (out, written.elapsed())
+}
+
+/// A node that dies keeps the job COMPLETING until Slurm declares the node down
+/// (`SlurmdTimeout`, 300 s by default), though the bootstrap has ended and written its final
+/// state. `logs -f` and `launch --follow` end with the final state's ending and exit code then,
+/// not when Slurm lets the job go.
+#[test]
+fn follow_ends_with_the_final_state_while_slurm_still_shows_completing() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, Some("training\n"));
+    let submitted = squeue_time(fake.submitted("101"));
+    let (out, after) =
+        follow_while_completing(&fake, &["logs", "-f", "resnet"], &submitted, &|f| {
+            f.logs.join("resnet_101.state.json")
+        });
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert_eq!(stdout, "training\n");
+    assert!(
+        stderr.contains("job 101 (resnet) is COMPLETING"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("job 101 (resnet) NODE_FAIL, exit code 5"),
+        "the final state's ending and code: {stderr}"
+    );
+    assert!(after < Duration::from_secs(30), "{after:?}");
+    assert!(
+        fake.calls("scontrol").is_empty(),
+        "the final state has the code"
+    );
+
+    // `launch --follow`: the final state goes where the launch put its script.
+    let fake = Fake::new();
+    fake.shim("sbatch", "echo 101");
+    let (out, after) = follow_while_completing(
+        &fake,
+        &[
+            "launch",
+            "--exp-name",
+            "resnet",
+            "--command",
+            "python train.py",
+            "--follow",
+        ],
+        NOW,
+        &|f| {
+            let call = f.calls("sbatch").pop().expect("sbatch was called");
+            let script = call.split_whitespace().last().unwrap().to_owned();
+            PathBuf::from(script.strip_suffix(".sh").unwrap().to_owned() + ".state.json")
+        },
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert_eq!(
+        stdout, "101\n",
+        "the job id, then no log (none was written)"
+    );
+    assert!(
+        stderr.contains("job 101 (resnet) NODE_FAIL, exit code 5"),
+        "{stderr}"
+    );
+    assert!(after < Duration::from_secs(30), "{after:?}");
 }
 
 /// Starts rayslurm with `args`, waits until it has asked squeue, and sends it SIGINT.
