@@ -70,8 +70,7 @@ pub(crate) fn sbatch_arg(value: &str) -> Result<(), UsageError> {
         ))
         .hint("pass one option a flag, starting with `-`, e.g. `--sbatch-arg=--mail-type=END`"));
     }
-    let option = value.split_once('=').map_or(value, |(k, _)| k);
-    if option == "--array" || (option.starts_with("-a") && !option.starts_with("--")) {
+    if is_array_option(value) {
         return Err(UsageError::new(format!(
             "--sbatch-arg {}: array jobs are not supported yet, since every task would share one log and one final state",
             show(value)
@@ -92,6 +91,42 @@ pub(crate) fn sbatch_arg(value: &str) -> Result<(), UsageError> {
         }
     }
     Ok(())
+}
+
+/// sbatch's long options that start with `a` (Slurm's `src/common/slurm_opt.c`, 20.02 to
+/// 25.11; `autocomplete` since 23.02). sbatch reads options with `getopt_long`, which takes
+/// any unambiguous abbreviation: `--arr=0-3` is `--array=0-3`, while `--a` and `--ac` match
+/// more than one and sbatch refuses them itself.
+const SBATCH_LONG_A: [&str; 4] = ["account", "acctg-freq", "array", "autocomplete"];
+
+/// sbatch's short options that take no argument, so that another may follow in the same word
+/// (`-Ha0-3` is `-H -a 0-3`).
+const SBATCH_SHORT_FLAGS: &str = "HOQVWhsv";
+
+/// Whether an sbatch option (its first word: `--array=0-3`, `--arr 1`, `-a0-3`, `-Ha1`) asks
+/// for an array job, as sbatch would read it.
+fn is_array_option(value: &str) -> bool {
+    let word = value.split_whitespace().next().unwrap_or_default();
+    if let Some(long) = word.strip_prefix("--") {
+        let name = long.split_once('=').map_or(long, |(name, _)| name);
+        let mut matches = SBATCH_LONG_A.iter().filter(|o| o.starts_with(name));
+        // An exact name wins over options it abbreviates; an empty name is no option.
+        return !name.is_empty()
+            && (name == "array" || (matches.next() == Some(&"array") && matches.next().is_none()));
+    }
+    let Some(short) = word.strip_prefix('-') else {
+        return false;
+    };
+    for c in short.chars() {
+        if c == 'a' {
+            return true;
+        }
+        if !SBATCH_SHORT_FLAGS.contains(c) {
+            // The rest of the word is this option's argument.
+            return false;
+        }
+    }
+    false
 }
 
 static TIME: LazyLock<Regex> = LazyLock::new(|| {
@@ -218,15 +253,55 @@ mod tests {
         assert!(sbatch_arg("--comment two").is_err());
         assert!(sbatch_arg("--comment=say \"hi there\"").is_err());
         assert!(sbatch_arg("--x=1\n#SBATCH --y").is_err());
-        for array in ["--array=0-3", "--array", "-a0-3", "-a=1"] {
-            let err = sbatch_arg(array).unwrap_err();
-            assert!(
-                err.message.contains("array jobs"),
-                "{array}: {}",
-                err.message
-            );
+    }
+
+    /// Every way sbatch reads as `--array` is refused; options it reads otherwise, and
+    /// abbreviations it finds ambiguous (its own error), are passed on.
+    #[test]
+    fn array_jobs_are_refused_however_sbatch_would_spell_them() {
+        let cases: &[(&str, bool)] = &[
+            ("--array=0-3", true),
+            ("--array", true),
+            ("--array 0-3", true),
+            ("--arra=0-3", true),
+            ("--arr=0-3", true),
+            ("--ar=1-2", true),
+            ("--ar 1-2", true),
+            ("-a0-3", true),
+            ("-a 0-3", true),
+            ("-a=1", true),
+            ("-a", true),
+            ("-Ha0-3", true),
+            ("-vWa1", true),
+            ("--a=1", false),
+            ("--ac=x", false),
+            ("--acc=x", false),
+            ("--account=proj", false),
+            ("--acco=proj", false),
+            ("--acctg-freq=task=30", false),
+            ("--au=x", false),
+            ("--arrays=0-3", false),
+            ("--mail-type=ARRAY_TASKS", false),
+            ("--batch=a", false),
+            ("-A=acct", false),
+            ("-Aa", false),
+            ("-Ja", false),
+            ("-Ha", true),
+            ("-H", false),
+            ("--", false),
+        ];
+        let wrong: Vec<String> = cases
+            .iter()
+            .filter(|(value, array)| is_array_option(value) != *array)
+            .map(|(value, array)| format!("{value}: expected array = {array}"))
+            .collect();
+        assert!(wrong.is_empty(), "{wrong:#?}");
+        for (value, array) in cases {
+            let refused = sbatch_arg(value)
+                .err()
+                .is_some_and(|e| e.message.contains("array jobs are not supported"));
+            assert_eq!(refused, *array, "{value}");
         }
-        assert!(sbatch_arg("-A=acct").is_ok());
     }
 
     #[test]

@@ -140,9 +140,13 @@ impl JobStatus {
         }
     }
 
-    /// Slurm no longer knows the job and nothing says how it ended.
+    /// Slurm no longer knows the run's job (it has forgotten it, or given its id to another
+    /// job) and nothing says how it ended: `ENDED`, and that it has no final state.
     pub(crate) fn gone() -> Self {
-        Self::unsourced("ENDED", Some(Phase::Ended))
+        Self {
+            message: Some(NO_FINAL_STATE.to_owned()),
+            ..Self::unsourced("ENDED", Some(Phase::Ended))
+        }
     }
 
     /// Slurm could not be asked.
@@ -234,8 +238,9 @@ impl<'a> InQueue<'a> {
 /// A job Slurm is still cleaning up (`COMPLETING`: a dead node keeps it there for minutes)
 /// whose bootstrap has written its final state has ended as that state says. An ended job's
 /// exit code is the command's own from the final state, else Slurm's from `scontrol`. A job
-/// Slurm has forgotten is described by the final state, else by `sacct` where accounting
-/// answers, else as `ENDED`.
+/// Slurm has forgotten (or whose id another job has now) is described by the final state, else
+/// by `sacct` where accounting answers, else as `ENDED`. An ended run without a final state
+/// says so ([`NO_FINAL_STATE`]): its state is only what Slurm knows, never a guess.
 pub(crate) fn of_run(
     record: &RunRecord,
     in_queue: InQueue<'_>,
@@ -253,7 +258,7 @@ pub(crate) fn of_run(
                 if never_ran(entry) {
                     // `ExitCode=0:0` of a job cancelled while pending is no exit code.
                     return JobStatus {
-                        message: Some("ended before it started".to_owned()),
+                        message: Some(NEVER_STARTED.to_owned()),
                         ..JobStatus::from_queue(entry, None, None)
                     };
                 }
@@ -285,6 +290,22 @@ pub(crate) fn of_run(
 /// What is said of an ended run whose bootstrap wrote no final state: its exit code, if any,
 /// is Slurm's, and how the run ended is not known.
 pub(crate) const NO_FINAL_STATE: &str = "ended without a final state";
+
+/// What is said of a job that ended without ever running (cancelled while pending, say).
+const NEVER_STARTED: &str = "ended before it started";
+
+/// A run whose end its record keeps: as recorded, with what the record does not keep, so that
+/// `status` says the same after the first time: the bootstrap's message from its final state,
+/// else that the job never started or that it ended without a final state.
+pub(crate) fn of_recorded(end: &RecordedEnd, final_state: Option<&FinalState>) -> JobStatus {
+    let status = JobStatus::from_record(end);
+    let message = match final_state {
+        Some(f) => f.message.clone(),
+        None if status.never_ran() => Some(NEVER_STARTED.to_owned()),
+        None => Some(NO_FINAL_STATE.to_owned()),
+    };
+    JobStatus { message, ..status }
+}
 
 /// Slurm shows the job ended with no node and no time run: it never started (cancelled while
 /// pending, say).
@@ -355,10 +376,10 @@ pub(crate) fn gather(
         .iter()
         .map(|run| {
             let record = &run.record;
-            if let Some(end) = &record.ended {
-                return JobStatus::from_record(end);
-            }
             let final_state = read_final_state(record, warn);
+            if let Some(end) = &record.ended {
+                return of_recorded(end, final_state.as_ref());
+            }
             match &queue {
                 Some(entries) => {
                     let mine: Vec<QueueEntry> = entries
@@ -495,5 +516,55 @@ mod tests {
         assert_eq!(JobStatus::unknown().phase, None);
         assert_eq!(JobStatus::unknown().recorded_end(), None);
         assert_eq!(JobStatus::gone().shell_exit_code(), 1);
+    }
+
+    fn record() -> RunRecord {
+        let files = crate::handoff::run_files::RunFiles::for_stem(
+            std::path::Path::new("/nonexistent"),
+            "x_1122-090000",
+        );
+        let at = DateTime::parse_from_rfc3339("2026-11-22T09:00:00+00:00").unwrap();
+        RunRecord::new("x", "7", &files, at, std::path::Path::new("/w"), "true", 1)
+    }
+
+    /// Regression: with the job id given to another job and no final state, the run was
+    /// `ENDED` without saying that nothing told how it ended.
+    #[test]
+    fn a_reused_job_id_without_a_final_state_says_so() {
+        let s = of_run(&record(), InQueue::Other, None);
+        assert_eq!(
+            (s.state.as_str(), s.exit_code, s.message.as_deref()),
+            ("ENDED", None, Some(NO_FINAL_STATE))
+        );
+        let f = final_state(4, Ending::Failed);
+        let s = of_run(&record(), InQueue::Other, Some(&f));
+        assert_eq!(
+            (s.state.as_str(), s.exit_code, s.message.as_deref()),
+            ("FAILED", Some(4), None)
+        );
+    }
+
+    #[test]
+    fn a_recorded_end_says_what_the_record_does_not_keep() {
+        let end = |nodelist: Option<&str>, elapsed| RecordedEnd {
+            state: "CANCELLED".into(),
+            exit_code: None,
+            elapsed_seconds: Some(elapsed),
+            nodelist: nodelist.map(str::to_owned),
+            source: Source::Squeue,
+        };
+        let ran = end(Some("node1"), 7);
+        let message = |end: &RecordedEnd, f: Option<&FinalState>| of_recorded(end, f).message;
+        assert_eq!(message(&ran, None).as_deref(), Some(NO_FINAL_STATE));
+        assert_eq!(message(&end(None, 0), None).as_deref(), Some(NEVER_STARTED));
+        let mut f = final_state(143, Ending::Stopped);
+        assert_eq!(message(&ran, Some(&f)), None);
+        f.message = Some("no heartbeat from node3 for 20 s".into());
+        assert_eq!(message(&ran, Some(&f)), f.message);
+        assert_eq!(
+            of_recorded(&ran, Some(&f)).state,
+            "CANCELLED",
+            "as recorded"
+        );
     }
 }

@@ -24,6 +24,36 @@ const LAYERS: [Layer; 4] = [Layer::Cli, Layer::Env, Layer::Project, Layer::User]
 enum Kind {
     Text,
     Number,
+    /// A boolean whose command-line flag takes no value: giving the flag is the command line's
+    /// value.
+    Bool,
+}
+
+/// How the script shows a value.
+#[derive(Debug, PartialEq, Eq)]
+enum Shown {
+    /// It holds this text.
+    Present(String),
+    /// It lacks this text (a switch that is off writes nothing).
+    Absent(String),
+}
+
+impl Shown {
+    fn holds(&self, script: &str) -> bool {
+        match self {
+            Self::Present(text) => script.contains(text),
+            Self::Absent(text) => !script.contains(text),
+        }
+    }
+}
+
+impl std::fmt::Display for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Present(text) => write!(f, "`{}`", text.trim()),
+            Self::Absent(text) => write!(f, "no `{}`", text.trim()),
+        }
+    }
 }
 
 /// One setting of `launch` that a config file may give.
@@ -38,8 +68,8 @@ struct Key {
     /// `env`); `[DIR]` stands for the test's directory. Where a value equals the built-in
     /// default, it is the command line's, so that a file's value is never mistaken for it.
     values: [&'static str; 4],
-    /// The script text that shows a value (`[DIR]` and `[STAMP]` as [`normalise`] leaves them).
-    shown: fn(&str) -> String,
+    /// How the script shows a value (`[DIR]` and `[STAMP]` as [`normalise`] leaves them).
+    shown: fn(&str) -> Shown,
 }
 
 const KEYS: &[Key] = &[
@@ -49,7 +79,7 @@ const KEYS: &[Key] = &[
         flag: "--partition",
         kind: Kind::Text,
         values: ["p-cli", "p-env", "p-project", "p-user"],
-        shown: |v| format!("#SBATCH --partition={v}\n"),
+        shown: |v| Shown::Present(format!("#SBATCH --partition={v}\n")),
     },
     Key {
         file: "account",
@@ -57,7 +87,7 @@ const KEYS: &[Key] = &[
         flag: "--account",
         kind: Kind::Text,
         values: ["a-cli", "a-env", "a-project", "a-user"],
-        shown: |v| format!("#SBATCH --account={v}\n"),
+        shown: |v| Shown::Present(format!("#SBATCH --account={v}\n")),
     },
     Key {
         file: "qos",
@@ -65,7 +95,7 @@ const KEYS: &[Key] = &[
         flag: "--qos",
         kind: Kind::Text,
         values: ["q-cli", "q-env", "q-project", "q-user"],
-        shown: |v| format!("#SBATCH --qos={v}\n"),
+        shown: |v| Shown::Present(format!("#SBATCH --qos={v}\n")),
     },
     Key {
         file: "time",
@@ -73,7 +103,7 @@ const KEYS: &[Key] = &[
         flag: "--time",
         kind: Kind::Text,
         values: ["10:00", "20:00", "30:00", "40:00"],
-        shown: |v| format!("#SBATCH --time={v}\n"),
+        shown: |v| Shown::Present(format!("#SBATCH --time={v}\n")),
     },
     Key {
         file: "log_dir",
@@ -86,7 +116,7 @@ const KEYS: &[Key] = &[
             "[DIR]/logs-project",
             "[DIR]/logs-user",
         ],
-        shown: |v| format!("#SBATCH --output={v}/exp_[STAMP].log\n"),
+        shown: |v| Shown::Present(format!("#SBATCH --output={v}/exp_[STAMP].log\n")),
     },
     Key {
         file: "load_env",
@@ -94,7 +124,7 @@ const KEYS: &[Key] = &[
         flag: "--load-env",
         kind: Kind::Text,
         values: ["source cli", "source env", "source project", "source user"],
-        shown: |v| format!("\neval '{v}' || "),
+        shown: |v| Shown::Present(format!("\neval '{v}' || ")),
     },
     Key {
         file: "interface",
@@ -102,7 +132,7 @@ const KEYS: &[Key] = &[
         flag: "--interface",
         kind: Kind::Text,
         values: ["ib-cli", "ib-env", "ib-project", "ib-user"],
-        shown: |v| format!("  --interface {v} \\\n"),
+        shown: |v| Shown::Present(format!("  --interface {v} \\\n")),
     },
     Key {
         file: "constraint",
@@ -110,7 +140,7 @@ const KEYS: &[Key] = &[
         flag: "--constraint",
         kind: Kind::Text,
         values: ["c-cli", "", "c-project", "c-user"],
-        shown: |v| format!("#SBATCH --constraint={v}\n"),
+        shown: |v| Shown::Present(format!("#SBATCH --constraint={v}\n")),
     },
     Key {
         file: "template",
@@ -123,7 +153,7 @@ const KEYS: &[Key] = &[
             "[DIR]/project.tera",
             "[DIR]/user.tera",
         ],
-        shown: |v| format!("\n# template {v}\n"),
+        shown: |v| Shown::Present(format!("\n# template {v}\n")),
     },
     Key {
         file: "gpu_directive",
@@ -131,9 +161,11 @@ const KEYS: &[Key] = &[
         flag: "--gpu-directive",
         kind: Kind::Text,
         values: ["gpus-per-task", "", "gres", "gpus-per-node"],
-        shown: |v| match v {
-            "gres" => "#SBATCH --gres=gpu:2\n".to_owned(),
-            other => format!("#SBATCH --{other}=2\n"),
+        shown: |v| {
+            Shown::Present(match v {
+                "gres" => "#SBATCH --gres=gpu:2\n".to_owned(),
+                other => format!("#SBATCH --{other}=2\n"),
+            })
         },
     },
     Key {
@@ -142,7 +174,7 @@ const KEYS: &[Key] = &[
         flag: "--ip-family",
         kind: Kind::Text,
         values: ["auto", "", "6", "4"],
-        shown: |v| format!("  --ip-family {v} \\\n"),
+        shown: |v| Shown::Present(format!("  --ip-family {v} \\\n")),
     },
     Key {
         file: "object_store_memory",
@@ -150,7 +182,7 @@ const KEYS: &[Key] = &[
         flag: "--object-store-memory",
         kind: Kind::Number,
         values: ["1000001", "", "1000003", "1000004"],
-        shown: |v| format!("  --object-store-memory {v} \\\n"),
+        shown: |v| Shown::Present(format!("  --object-store-memory {v} \\\n")),
     },
     Key {
         file: "ray_args",
@@ -158,7 +190,7 @@ const KEYS: &[Key] = &[
         flag: "--ray-args",
         kind: Kind::Text,
         values: ["--r-cli=1", "", "--r-project=1", "--r-user=1"],
-        shown: |v| format!("  --ray-args {v} \\\n"),
+        shown: |v| Shown::Present(format!("  --ray-args {v} \\\n")),
     },
     Key {
         file: "ray_head_args",
@@ -166,7 +198,7 @@ const KEYS: &[Key] = &[
         flag: "--ray-head-args",
         kind: Kind::Text,
         values: ["--h-cli=1", "", "--h-project=1", "--h-user=1"],
-        shown: |v| format!("  --ray-head-args {v} \\\n"),
+        shown: |v| Shown::Present(format!("  --ray-head-args {v} \\\n")),
     },
     Key {
         file: "ready_timeout",
@@ -174,7 +206,7 @@ const KEYS: &[Key] = &[
         flag: "--ready-timeout",
         kind: Kind::Number,
         values: ["111", "", "113", "114"],
-        shown: |v| format!("  --ready-timeout {v} \\\n"),
+        shown: |v| Shown::Present(format!("  --ready-timeout {v} \\\n")),
     },
     Key {
         file: "stop_grace",
@@ -182,7 +214,25 @@ const KEYS: &[Key] = &[
         flag: "--stop-grace",
         kind: Kind::Number,
         values: ["21", "", "23", "24"],
-        shown: |v| format!("  --stop-grace {v} \\\n"),
+        shown: |v| Shown::Present(format!("  --stop-grace {v} \\\n")),
+    },
+    // `true` (Ray's token authentication on) is the built-in default, and the command line can
+    // only turn it off: the project file's `true` shows that it is read by beating the user
+    // file's `false`.
+    Key {
+        file: "ray_auth",
+        env: None,
+        flag: "--no-ray-auth",
+        kind: Kind::Bool,
+        values: ["false", "", "true", "false"],
+        shown: |v| {
+            let off = "  --no-ray-auth \\\n".to_owned();
+            if v == "false" {
+                Shown::Present(off)
+            } else {
+                Shown::Absent(off)
+            }
+        },
     },
 ];
 
@@ -247,6 +297,7 @@ impl World {
             let value = match key.kind {
                 Kind::Text => toml::Value::String(value),
                 Kind::Number => toml::Value::Integer(value.parse().unwrap()),
+                Kind::Bool => toml::Value::Boolean(value.parse().unwrap()),
             };
             launch.insert(key.file.to_owned(), value);
         }
@@ -283,7 +334,9 @@ impl World {
         ];
         for key in in_layer(Layer::Cli) {
             args.push(key.flag.to_owned());
-            args.push(self.real(key.value(Layer::Cli)));
+            if !matches!(key.kind, Kind::Bool) {
+                args.push(self.real(key.value(Layer::Cli)));
+            }
         }
         let mut run = rayslurm(args)
             .cwd(&self.work())
@@ -334,17 +387,13 @@ fn command_line_beats_environment_beats_project_file_beats_user_file() {
                 continue;
             };
             let want = (key.shown)(key.value(winner));
-            if !script.contains(&want) {
-                wrong.push(format!(
-                    "{} from {winner:?}: no `{}`",
-                    key.file,
-                    want.trim()
-                ));
+            if !want.holds(&script) {
+                wrong.push(format!("{} from {winner:?}: wanted {want}", key.file));
             }
             for loser in layers.iter().filter(|l| **l != winner) {
                 let not = (key.shown)(key.value(*loser));
-                if not != want && script.contains(&not) {
-                    wrong.push(format!("{} from {loser:?}: `{}`", key.file, not.trim()));
+                if not != want && not.holds(&script) {
+                    wrong.push(format!("{} from {loser:?}: {not}", key.file));
                 }
             }
         }

@@ -2,10 +2,12 @@
 
 use std::collections::HashMap;
 use std::ffi::OsString;
+use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
 use std::sync::{OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
 
 /// The rayslurm binary under test.
 pub fn bin() -> PathBuf {
@@ -99,6 +101,46 @@ impl Run {
 
     pub fn output(self) -> Output {
         self.command().output().expect("rayslurm runs")
+    }
+}
+
+/// Waits for a spawned rayslurm (stdout and stderr piped) to end and returns its output. One
+/// still running after `limit` is killed and fails the test, so a command that would never end
+/// fails instead of hanging the test run. The limit is loose: only a hang is a failure.
+pub fn wait_within(mut child: Child, limit: Duration) -> Output {
+    let start = Instant::now();
+    let read = |mut stream: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = stream.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().expect("stdout is piped")));
+    let stderr = read(Box::new(child.stderr.take().expect("stderr is piped")));
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("rayslurm can be waited for") {
+            break Some(status);
+        }
+        if start.elapsed() >= limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stdout = stdout.join().expect("stdout is read");
+    let stderr = stderr.join().expect("stderr is read");
+    let Some(status) = status else {
+        panic!(
+            "still running after {limit:?}, so it was killed; its stderr:\n{}",
+            String::from_utf8_lossy(&stderr)
+        );
+    };
+    Output {
+        status,
+        stdout,
+        stderr,
     }
 }
 

@@ -388,6 +388,67 @@ fn bad_input_exits_2_and_writes_nothing() {
     }
 }
 
+/// Regression: `--array` in `--sbatch-arg` was refused only as `--array` or `-a`, but sbatch
+/// also takes any unambiguous abbreviation of a long option (`--arr=0-3`), and flags before
+/// `a` in one word (`-Ha0-3`): those went through, and every task of the array would have
+/// shared one log and one final state. Refused before anything is written or submitted.
+#[test]
+fn array_jobs_are_refused_however_sbatch_would_spell_them() {
+    let cases: &[&[&str]] = &[
+        &["--sbatch-arg=--array=0-3"],
+        &["--sbatch-arg", "--array=0-3"],
+        &["--sbatch-arg=--arr=0-3"],
+        &["--sbatch-arg=--ar=1-2"],
+        &["--sbatch-arg", "--ar 1-2"],
+        &["--sbatch-arg", "-a 0-3"],
+        &["--sbatch-arg=-a0-3"],
+        &["--sbatch-arg=-Ha0-3"],
+        &["--sbatch-arg=--mail-type=END", "--sbatch-arg=--arr=0-3"],
+    ];
+    for args in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let shims = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let calls = shims.path().join("sbatch.calls");
+        shim(
+            shims.path(),
+            "sbatch",
+            &format!("echo \"$*\" >> {}; echo 4242", calls.display()),
+        );
+        let mut argv = vec!["launch", "--exp-name", "sweep", "--command", "true"];
+        argv.extend_from_slice(args);
+        let out = rayslurm(argv)
+            .cwd(dir.path())
+            .shims(shims.path())
+            .env("RAYSLURM_STATE_DIR", state.path())
+            .output();
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with("error: --sbatch-arg "),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains(
+                "array jobs are not supported yet, since every task would share one log and one final state"
+            ),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(stdout, "", "{args:?}");
+        assert!(!calls.exists(), "{args:?}: sbatch was called");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "{args:?}: wrote a script or log"
+        );
+        assert_eq!(
+            std::fs::read_dir(state.path()).unwrap().count(),
+            0,
+            "{args:?}: recorded a run"
+        );
+    }
+}
+
 /// The messages of the commonest mistakes, as snapshots: their wording is reviewed as a diff.
 #[test]
 fn usage_error_messages() {
@@ -404,6 +465,16 @@ fn usage_error_messages() {
         (
             "env_without_equals",
             &["--exp-name", "x", "--command", "true", "--env", "NOVALUE"],
+        ),
+        (
+            "sbatch_array",
+            &[
+                "--exp-name",
+                "x",
+                "--command",
+                "true",
+                "--sbatch-arg=--arr=0-3",
+            ],
         ),
     ];
     for (name, args) in cases {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::harness::{Run, json_keys, rayslurm, shim, text, transcript};
+use crate::harness::{Run, json_keys, rayslurm, shim, text, transcript, wait_within};
 
 /// A scratch world: fake Slurm commands, a run store and a log directory.
 struct Fake {
@@ -112,21 +112,27 @@ impl Fake {
 
     /// Writes the bootstrap's final state for a seeded run.
     fn final_state(&self, exp: &str, job: &str, code: i32, ending: &str) {
-        let state = serde_json::json!({
-            "job_id": job,
-            "exit_code": code,
-            "ending": ending,
-            "started_at": "2026-11-22T09:00:00+00:00",
-            "ended_at": "2026-11-22T09:00:07+00:00",
-            "head_node": "node1",
-            "message": null,
-        });
-        std::fs::write(
-            self.logs.join(format!("{exp}_{job}.state.json")),
-            state.to_string(),
-        )
-        .unwrap();
+        write_final_state(
+            &self.logs.join(format!("{exp}_{job}.state.json")),
+            job,
+            code,
+            ending,
+        );
     }
+}
+
+/// Writes a final state as the bootstrap does (`handoff::final_state`).
+fn write_final_state(path: &Path, job: &str, code: i32, ending: &str) {
+    let state = serde_json::json!({
+        "job_id": job,
+        "exit_code": code,
+        "ending": ending,
+        "started_at": "2026-11-22T09:00:00+00:00",
+        "ended_at": "2026-11-22T09:00:07+00:00",
+        "head_node": "node1",
+        "message": null,
+    });
+    std::fs::write(path, state.to_string()).unwrap();
 }
 
 /// squeue's answer for job `id` in `state`, submitted at `submitted` (squeue's `%V`: local
@@ -575,6 +581,105 @@ fn follow_of_a_run_with_a_recorded_end_asks_slurm_nothing() {
     );
 }
 
+/// Starts following (`args`) job 101, which squeue shows RUNNING and then COMPLETING for good,
+/// as a dead node keeps it for minutes; once squeue has been asked a second time, writes the
+/// final state at the path `state_file` finds, with exit code 5. Returns the follower's output
+/// and how long it took after the final state was written.
+fn follow_while_completing(
+    fake: &Fake,
+    args: &[&str],
+    submitted: &str,
+    state_file: &dyn Fn(&Fake) -> PathBuf,
+) -> (std::process::Output, Duration) {
+    fake.shim(
+        "squeue",
+        &format!(
+            "case $N in 1) {};; *) {};; esac",
+            line_at("101", "RUNNING", submitted),
+            line_at("101", "COMPLETING", submitted)
+        ),
+    );
+    let child = fake
+        .run(args.iter().copied())
+        .command()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fake.calls("squeue").len() < 2 {
+        assert!(Instant::now() < deadline, "never asked squeue twice");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    write_final_state(&state_file(fake), "101", 5, "node-failed");
+    let written = Instant::now();
+    let out = wait_within(child, Duration::from_secs(30));
+    (out, written.elapsed())
+}
+
+/// A node that dies keeps the job COMPLETING until Slurm declares the node down
+/// (`SlurmdTimeout`, 300 s by default), though the bootstrap has ended and written its final
+/// state. `logs -f` and `launch --follow` end with the final state's ending and exit code then,
+/// not when Slurm lets the job go.
+#[test]
+fn follow_ends_with_the_final_state_while_slurm_still_shows_completing() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, Some("training\n"));
+    let submitted = squeue_time(fake.submitted("101"));
+    let (out, after) =
+        follow_while_completing(&fake, &["logs", "-f", "resnet"], &submitted, &|f| {
+            f.logs.join("resnet_101.state.json")
+        });
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert_eq!(stdout, "training\n");
+    assert!(
+        stderr.contains("job 101 (resnet) is COMPLETING"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("job 101 (resnet) NODE_FAIL, exit code 5"),
+        "the final state's ending and code: {stderr}"
+    );
+    assert!(after < Duration::from_secs(30), "{after:?}");
+    assert!(
+        fake.calls("scontrol").is_empty(),
+        "the final state has the code"
+    );
+
+    // `launch --follow`: the final state goes where the launch put its script.
+    let fake = Fake::new();
+    fake.shim("sbatch", "echo 101");
+    let (out, after) = follow_while_completing(
+        &fake,
+        &[
+            "launch",
+            "--exp-name",
+            "resnet",
+            "--command",
+            "python train.py",
+            "--follow",
+        ],
+        NOW,
+        &|f| {
+            let call = f.calls("sbatch").pop().expect("sbatch was called");
+            let script = call.split_whitespace().last().unwrap().to_owned();
+            PathBuf::from(script.strip_suffix(".sh").unwrap().to_owned() + ".state.json")
+        },
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert_eq!(
+        stdout, "101\n",
+        "the job id, then no log (none was written)"
+    );
+    assert!(
+        stderr.contains("job 101 (resnet) NODE_FAIL, exit code 5"),
+        "{stderr}"
+    );
+    assert!(after < Duration::from_secs(30), "{after:?}");
+}
+
 /// Starts rayslurm with `args`, waits until it has asked squeue, and sends it SIGINT.
 fn interrupt(fake: &Fake, args: &[&str]) -> (Option<i32>, String) {
     let mut child = fake
@@ -861,6 +966,128 @@ fn status_ignores_what_sacct_says_of_a_newer_job_with_the_id() {
     );
     assert_eq!(rows[1]["state"], "ENDED", "{stdout}");
     assert_eq!(rows[1]["exit_code"], serde_json::Value::Null);
+}
+
+/// What `status` says of an ended run without a final state, in both forms.
+const NO_FINAL_STATE: &str = "ended without a final state";
+
+/// Two `status` commands, one after the other, and their stdout: for a run Slurm shows ended,
+/// the first asks Slurm and the second reads the run's end from its record.
+fn status_twice(fake: &Fake, first: &[&str], second: &[&str]) -> [String; 2] {
+    [first, second].map(|args| {
+        let out = fake.run(args.iter().copied()).output();
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        stdout
+    })
+}
+
+/// An ended job whose bootstrap wrote no final state (killed before anything could write one,
+/// say): `status` shows only what Slurm knows and says that nothing told how the run ended,
+/// and still says so once the end is kept in the run's record.
+#[test]
+fn status_of_an_ended_job_without_a_final_state_says_so() {
+    let fake = Fake::new();
+    // Slurm shows it FAILED; slurmctld has forgotten it and there is no accounting; it wrote a
+    // final state.
+    fake.seed("resnet", "101", 1, None);
+    fake.seed("bert", "102", 2, None);
+    fake.seed("gpt", "103", 3, None);
+    fake.final_state("gpt", "103", 0, "completed");
+    fake.shim(
+        "squeue",
+        &format!(
+            "{}\n{}",
+            fake.line("101", "FAILED"),
+            fake.line("103", "COMPLETED")
+        ),
+    );
+    fake.shim(
+        "scontrol",
+        "echo 'JobId=101 JobState=FAILED Reason=NonZeroExitCode ExitCode=3:0 RunTime=00:00:07 NodeList=node[1-2]'",
+    );
+    fake.shim("sacct", "exit 0");
+    let said = Some(NO_FINAL_STATE.to_owned());
+    let check_rows = |stdout: &str, from: &str| {
+        let rows = json(stdout);
+        let seen: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r["job_id"].as_str().unwrap().to_owned(),
+                    r["state"].as_str().unwrap().to_owned(),
+                    r["exit_code"].as_i64(),
+                    r["message"].as_str().map(str::to_owned),
+                )
+            })
+            .collect();
+        let expected = [
+            ("103", "COMPLETED", Some(0), None),
+            // No state guessed.
+            ("102", "ENDED", None, said.clone()),
+            // Slurm's state and exit code, nothing more.
+            ("101", "FAILED", Some(3), said.clone()),
+        ]
+        .map(|(id, state, code, message)| (id.to_owned(), state.to_owned(), code, message));
+        assert_eq!(seen, expected, "{from}");
+    };
+    let check_table = |table: &str, from: &str| {
+        assert!(
+            table.contains(&format!("\njob 101: {NO_FINAL_STATE}\n"))
+                && table.contains(&format!("\njob 102: {NO_FINAL_STATE}\n")),
+            "{from}: {table}"
+        );
+        assert!(!table.contains("job 103:"), "{from}: {table}");
+    };
+    let [rows, table] = status_twice(&fake, &["status", "--json"], &["status"]);
+    check_rows(&rows, "asking Slurm");
+    check_table(&table, "from the records");
+    let [table, rows] = status_twice(&fake, &["status"], &["status", "--json"]);
+    check_table(&table, "from the records");
+    check_rows(&rows, "from the records");
+    assert_eq!(
+        fake.calls("squeue").len(),
+        1,
+        "the ends were kept in the records"
+    );
+}
+
+/// Regression: a run whose job id Slurm had given to a newer job, and whose bootstrap wrote no
+/// final state, was shown `ENDED` without saying that nothing told how it ended.
+#[test]
+fn status_of_a_reused_job_id_without_a_final_state_says_it_ended_without_one() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    fake.shim(
+        "squeue",
+        &line_at("101", "RUNNING", &reused(&fake, "101", 3)),
+    );
+    let check_row = |stdout: &str, from: &str| {
+        let row = &json(stdout)[0];
+        assert_eq!(row["state"], "ENDED", "{from}: {row}");
+        assert_eq!(row["exit_code"], serde_json::Value::Null, "{from}: {row}");
+        assert_eq!(row["nodelist"], serde_json::Value::Null, "{from}: {row}");
+        assert_eq!(row["message"], NO_FINAL_STATE, "{from}: {row}");
+    };
+    let check_table = |table: &str, from: &str| {
+        assert!(
+            table.contains(&format!("\njob 101: {NO_FINAL_STATE}")),
+            "{from}: {table}"
+        );
+        assert!(!table.contains("RUNNING"), "{from}: {table}");
+    };
+    let [rows, table] = status_twice(&fake, &["status", "--json"], &["status"]);
+    check_row(&rows, "asking Slurm");
+    check_table(&table, "from the record");
+    // And the table when it is the one that asks Slurm.
+    std::fs::remove_dir_all(fake.state.join("runs")).unwrap();
+    fake.seed("resnet", "101", 1, None);
+    let [table, rows] = status_twice(&fake, &["status"], &["status", "--json"]);
+    check_table(&table, "asking Slurm");
+    check_row(&rows, "from the record");
+    // scontrol and sacct would describe the new job.
+    assert!(fake.calls("scontrol").is_empty());
+    assert!(fake.calls("sacct").is_empty());
 }
 
 #[test]

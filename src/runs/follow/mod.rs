@@ -291,7 +291,7 @@ impl<'a> Follower<'a> {
                 status::of_run(self.record, InQueue::Own(&entry), final_state().as_ref())
             }
             End::Gone => status::of_run(self.record, InQueue::Gone, final_state().as_ref()),
-            End::Recorded(end) => JobStatus::from_record(&end),
+            End::Recorded(end) => status::of_recorded(&end, final_state().as_ref()),
         }
     }
 }
