@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::cluster::IpFamily;
+use crate::handoff::signal_name::SignalName;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -106,6 +107,44 @@ pub(crate) struct LaunchArgs {
 
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
+
+    #[command(flatten, next_help_heading = "Long runs")]
+    pub(crate) long_run: LongRunArgs,
+}
+
+/// Runs that outlive one allocation: the time limit's warning, requeue, chains (`launch`).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct LongRunArgs {
+    /// Signal the command gets before the time limit [default: TERM]
+    ///
+    /// Sent `--stop-grace` seconds before the limit (e.g. `USR1`, which NCCL leaves alone); Ray
+    /// keeps running meanwhile, so the program can still use it to checkpoint.
+    #[arg(long, value_name = "SIG")]
+    pub(crate) signal: Option<SignalName>,
+
+    /// Requeue the job when the time limit, preemption or a node failure stops it
+    ///
+    /// The next attempt gets `RAYSLURM_RESTART_COUNT` one higher and the same
+    /// `RAYSLURM_RUN_DIR`, where the command resumes from what it saved. A command that fails
+    /// by itself, or a run you cancel, is never requeued.
+    #[arg(long)]
+    pub(crate) requeue: bool,
+
+    /// With --requeue: at most this many times [default: 3]
+    #[arg(long, value_parser = count, allow_hyphen_values = true)]
+    pub(crate) max_requeues: Option<u32>,
+
+    /// Start after RUN has ended, with its RAYSLURM_RUN_DIR
+    ///
+    /// RUN is an experiment name (its latest run) or a job id. The new run waits for it to end,
+    /// however it ends (Slurm's `afterany`), and starts at once if it has ended already: a
+    /// training as a chain of allocations.
+    #[arg(long, value_name = "RUN")]
+    pub(crate) after: Option<String>,
+
+    /// One job of this experiment name at a time (Slurm's singleton)
+    #[arg(long)]
+    pub(crate) singleton: bool,
 }
 
 /// What the job asks of Slurm and where its files go: `launch`'s and `up`'s.
@@ -286,6 +325,12 @@ pub(crate) struct StatusArgs {
 pub(crate) struct CancelArgs {
     /// Experiment name (its latest run), job id, or cluster name.
     pub(crate) target: String,
+    /// Send this signal to the run's command instead; the run goes on
+    ///
+    /// E.g. `USR1` to ask it to checkpoint. TERM, INT and HUP reach the command too, without
+    /// stopping the run.
+    #[arg(long, value_name = "SIG", conflicts_with_all = ["job", "all"])]
+    pub(crate) signal: Option<SignalName>,
     /// With a cluster: the id of the job to cancel.
     pub(crate) job: Option<u32>,
     /// With a cluster: cancel every running and pending job.

@@ -12,6 +12,8 @@ pub(crate) const TIME: &str = "RAYSLURM_TIME";
 pub(crate) const LOG_DIR: &str = "RAYSLURM_LOG_DIR";
 pub(crate) const LOAD_ENV: &str = "RAYSLURM_LOAD_ENV";
 pub(crate) const INTERFACE: &str = "RAYSLURM_INTERFACE";
+pub(crate) const SIGNAL: &str = "RAYSLURM_SIGNAL";
+pub(crate) const MAX_REQUEUES: &str = "RAYSLURM_MAX_REQUEUES";
 /// Where run records are kept; default `$XDG_STATE_HOME/rayslurm` or `~/.local/state/rayslurm`.
 pub(crate) const STATE_DIR: &str = "RAYSLURM_STATE_DIR";
 /// A user config file to read instead of `$XDG_CONFIG_HOME/rayslurm/config.toml`.

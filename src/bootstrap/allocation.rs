@@ -22,6 +22,9 @@ pub(crate) struct Allocation {
     /// Bytes of memory the job has on this node, where Slurm tracks memory (see
     /// [`memory_on_node`]).
     pub(crate) memory_on_node: Option<u64>,
+    /// How many times Slurm has requeued the job before this attempt (0 on the first: Slurm
+    /// leaves `SLURM_RESTART_COUNT` unset then).
+    pub(crate) restart_count: u32,
 }
 
 impl Allocation {
@@ -47,6 +50,9 @@ impl Allocation {
             cpus_on_node,
             gpus_on_node: gpus_on_node(env, requested_gpus),
             memory_on_node: memory_on_node(env, cpus_on_node),
+            restart_count: get(slurm_env::SLURM_RESTART_COUNT)
+                .and_then(|c| c.trim().parse().ok())
+                .unwrap_or(0),
         })
     }
 

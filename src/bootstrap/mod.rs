@@ -21,6 +21,7 @@ mod protocol;
 mod rank_env;
 mod ray_auth;
 mod ray_node;
+mod requeue;
 mod setup;
 mod signals;
 mod task;

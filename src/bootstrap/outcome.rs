@@ -5,6 +5,11 @@
 use nix::sys::signal::Signal;
 
 use crate::handoff::final_state::Ending;
+use crate::handoff::signal_name::TIME_WARNING;
+
+/// The exit code of a run the time limit stopped whose command exited 0 on the warning: it
+/// did not finish, so not 0; 143 (128 + SIGTERM), as a run stopped by SIGTERM reports.
+pub(super) const TIME_LIMIT_CODE: i32 = 143;
 
 /// The end of a run as the head decided it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +30,18 @@ impl Outcome {
     }
 
     /// A stop signal came before the command started: 128 + the signal, as a shell reports it.
+    /// The time warning (Slurm may send it up to a minute early, so it can come while Ray
+    /// starts) ends the attempt as the time limit does.
     pub(super) fn stopped_while_starting(signal: Signal) -> Self {
+        if signal == TIME_WARNING {
+            return Self {
+                code: TIME_LIMIT_CODE,
+                ending: Ending::TimeLimit,
+                message: Some(
+                    "the time limit's warning came while the cluster was starting".into(),
+                ),
+            };
+        }
         Self {
             code: 128 + signal as i32,
             ending: Ending::Stopped,
@@ -45,6 +61,21 @@ impl Outcome {
         }
     }
 
+    /// A run stopped by SIGTERM that Slurm is putting back in its queue (asked by `requeued`,
+    /// so that Slurm is only asked about runs that were stopped) was preempted.
+    pub(super) fn or_preempted(self, requeued: impl FnOnce() -> bool) -> Self {
+        if self.ending != Ending::Stopped || !requeued() {
+            return self;
+        }
+        Self {
+            ending: Ending::Preempted,
+            message: Some(
+                "stopped by Slurm to go back in its queue (preemption or scontrol requeue)".into(),
+            ),
+            ..self
+        }
+    }
+
     /// The command ended with `code` (its own, or 128 + the signal that ended it).
     ///
     /// A node failure fails the run whatever the command made of it (never exit 0); a stop
@@ -60,6 +91,13 @@ impl Outcome {
                 code: if code == 0 { 1 } else { code },
                 ending: Ending::NodeFailed,
                 message: Some(why),
+            },
+            (None, Some(TIME_WARNING)) => Self {
+                code: if code == 0 { TIME_LIMIT_CODE } else { code },
+                ending: Ending::TimeLimit,
+                message: Some(format!(
+                    "stopped by the time limit (the command ended with exit code {code})"
+                )),
             },
             (None, Some(signal)) => Self {
                 code: if code == 0 { 128 + signal as i32 } else { code },

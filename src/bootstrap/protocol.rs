@@ -5,12 +5,15 @@
 
 use std::net::IpAddr;
 
+use nix::sys::signal::Signal;
+
 const IP: &str = "RAYSLURM-IP";
 const SETUP: &str = "RAYSLURM-SETUP";
 const EXIT: &str = "RAYSLURM-EXIT";
 const GO: &str = "RAYSLURM-GO";
 const RUN: &str = "RAYSLURM-RUN";
 const STOP: &str = "RAYSLURM-STOP";
+const SIGNAL: &str = "RAYSLURM-SIGNAL";
 
 /// What a node tells the head.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,9 +64,11 @@ pub(crate) enum Order {
     Go { master_port: u16, ips: Vec<IpAddr> },
     /// Every node's setup succeeded: run the command.
     Run,
-    /// Stop the command (another rank failed, or the run was asked to stop): SIGTERM, then
+    /// Stop the command (another rank failed, or the run was asked to stop): `signal`, then
     /// SIGKILL after `grace` seconds.
-    Stop { grace: u32 },
+    Stop { grace: u32, signal: Signal },
+    /// Pass this signal on to the command (`rayslurm cancel --signal`); nothing stops.
+    Signal { signal: Signal },
 }
 
 impl Order {
@@ -74,7 +79,8 @@ impl Order {
                 format!("{GO} {master_port} {}", ips.join(","))
             }
             Self::Run => RUN.to_owned(),
-            Self::Stop { grace } => format!("{STOP} {grace}"),
+            Self::Stop { grace, signal } => format!("{STOP} {grace} {}", signal.as_str()),
+            Self::Signal { signal } => format!("{SIGNAL} {}", signal.as_str()),
         }
     }
 
@@ -90,8 +96,12 @@ impl Order {
                     .ok()?,
             }),
             [RUN] => Some(Self::Run),
-            [STOP, grace] => Some(Self::Stop {
+            [STOP, grace, signal] => Some(Self::Stop {
                 grace: grace.parse().ok()?,
+                signal: signal.parse().ok()?,
+            }),
+            [SIGNAL, signal] => Some(Self::Signal {
+                signal: signal.parse().ok()?,
             }),
             _ => None,
         }
@@ -128,7 +138,17 @@ mod tests {
                 ips: vec!["10.0.0.1".parse().unwrap(), "fd00::2".parse().unwrap()],
             },
             Order::Run,
-            Order::Stop { grace: 5 },
+            Order::Stop {
+                grace: 5,
+                signal: Signal::SIGTERM,
+            },
+            Order::Stop {
+                grace: 55,
+                signal: Signal::SIGUSR1,
+            },
+            Order::Signal {
+                signal: Signal::SIGUSR2,
+            },
         ];
         for o in orders {
             assert_eq!(Order::parse(&o.line()), Some(o));

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::path::Path;
 
 use super::Allocation;
 use crate::handoff::job_env;
@@ -105,6 +106,19 @@ pub(crate) fn rank_env(
     .collect()
 }
 
+/// What the command (and setup) learns of the run's attempts: how many came before, and the
+/// run's private directory, the same for every attempt, for its checkpoints.
+pub(crate) fn attempt_env(alloc: &Allocation, run_dir: Option<&Path>) -> Vec<(String, String)> {
+    let mut env = vec![(
+        job_env::RESTART_COUNT.to_owned(),
+        alloc.restart_count.to_string(),
+    )];
+    if let Some(dir) = run_dir {
+        env.push((job_env::RUN_DIR.to_owned(), dir.display().to_string()));
+    }
+    env
+}
+
 /// The rank environment of a node's setup in a Ray (or `--no-ray`) run. Each node starts as
 /// soon as its own setup is done, so the other nodes' IPs are not known yet: the head's is.
 pub(crate) fn setup_env_before_ray(
@@ -135,7 +149,25 @@ mod tests {
             cpus_on_node: Some(2),
             gpus_on_node: 0,
             memory_on_node: None,
+            restart_count: 0,
         }
+    }
+
+    #[test]
+    fn every_attempt_sees_its_restart_count_and_the_runs_directory() {
+        let mut a = alloc("n1");
+        a.restart_count = 2;
+        let env = attempt_env(&a, Some(Path::new("/shared/x_1122-093005.d")));
+        assert_eq!(
+            env,
+            vec![
+                ("RAYSLURM_RESTART_COUNT".to_owned(), "2".to_owned()),
+                (
+                    "RAYSLURM_RUN_DIR".to_owned(),
+                    "/shared/x_1122-093005.d".to_owned()
+                ),
+            ]
+        );
     }
 
     #[test]

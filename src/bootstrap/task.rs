@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use super::protocol::{Order, Report};
-use super::rank_env::{Ranks, rank_env};
+use super::rank_env::{Ranks, attempt_env, rank_env};
 use super::user_command::{Output, UserCommand};
 use super::{Allocation, TICK, heartbeat, say, setup, signals};
 use crate::handoff::bootstrap_args::BootstrapArgs;
@@ -54,7 +54,8 @@ fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_nod
     let Some(Order::Go { master_port, ips }) = next_order(&orders) else {
         return 0;
     };
-    let env = rank_env(ranks, &ips, alloc.gpus_on_node, master_port);
+    let mut env = rank_env(ranks, &ips, alloc.gpus_on_node, master_port);
+    env.extend(attempt_env(alloc, args.run_dir.as_deref()));
     // Always copied line by line, never inherited: the task's stdout also carries its reports
     // and heartbeats, which a last line without a newline would swallow.
     let output = |what: &str| {
@@ -127,10 +128,11 @@ fn watch(mut cmd: UserCommand, orders: &Receiver<Order>, signal_grace: Duration)
             kill_at = Some(kill_at.map_or(at, |k| k.min(at)));
         };
         match orders.try_recv() {
-            Ok(Order::Stop { grace }) => {
-                cmd.signal(Signal::SIGTERM);
+            Ok(Order::Stop { grace, signal }) => {
+                cmd.signal(signal);
                 deadline(Duration::from_secs(u64::from(grace)));
             }
+            Ok(Order::Signal { signal }) => cmd.signal(signal),
             Err(mpsc::TryRecvError::Disconnected) if !head_gone => {
                 head_gone = true;
                 cmd.signal(Signal::SIGTERM);
@@ -172,6 +174,8 @@ fn next_order(orders: &Receiver<Order>) -> Option<Order> {
     loop {
         match orders.recv_timeout(TICK) {
             Ok(Order::Stop { .. }) | Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+            // Meant for a running command; there is none yet.
+            Ok(Order::Signal { .. }) => {}
             Ok(order) => return Some(order),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }

@@ -22,7 +22,7 @@ use super::marked::{self, RunMark};
 use super::ray_node::TempRoot;
 use super::{Allocation, RAY_STOP_GRACE, kept_logs, say};
 use crate::handoff::bootstrap_args::BootstrapArgs;
-use crate::handoff::final_state::{Ending, FinalState};
+use crate::handoff::final_state::{Attempt, Ending, FinalState};
 use crate::sys::process::Cmd;
 
 /// What the bootstrap tells its watchdog, one line each.
@@ -124,7 +124,15 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
     let Some(path) = &args.state_file else {
         return 1;
     };
-    if path.exists() {
+    // The bootstrap wrote this attempt's end before it died: that stands. (An earlier
+    // attempt's, after a requeue, is not this one's.)
+    let written = FinalState::read(path).ok().flatten().is_some_and(|s| {
+        s.job_id == alloc.job_id
+            && s.attempts
+                .last()
+                .is_none_or(|a| a.restart == alloc.restart_count)
+    });
+    if written {
         return 1;
     }
     let node = &alloc.node;
@@ -132,15 +140,20 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
         "the bootstrap on {node} died before the run ended (killed by SIGKILL or the OOM killer, or it crashed); its watchdog stopped the command and Ray"
     );
     say(node, format!("error: {message}"));
-    let state = FinalState {
-        job_id: alloc.job_id.clone(),
-        exit_code: 1,
-        ending: Ending::Killed,
-        started_at: started_at.to_rfc3339_opts(SecondsFormat::Millis, false),
-        ended_at: Local::now().to_rfc3339_opts(SecondsFormat::Millis, false),
-        head_node: node.clone(),
-        message: Some(message),
-    };
+    let state = FinalState::after_attempt(
+        Some(path),
+        &alloc.job_id,
+        node,
+        Attempt {
+            restart: alloc.restart_count,
+            started_at: started_at.to_rfc3339_opts(SecondsFormat::Millis, false),
+            ended_at: Local::now().to_rfc3339_opts(SecondsFormat::Millis, false),
+            ending: Ending::Killed,
+            exit_code: 1,
+            requeued: false,
+            message: Some(message),
+        },
+    );
     if let Err(e) = state.write(path) {
         say(node, format!("warning: {e:#}"));
     }

@@ -11,7 +11,7 @@ use super::heartbeat;
 use super::kept_logs::{self, KEEP_LINE};
 use super::marked::{self, RunMark};
 use super::protocol::Report;
-use super::rank_env::setup_env_before_ray;
+use super::rank_env::{attempt_env, setup_env_before_ray};
 use super::ray_auth::RayAuth;
 use super::ray_node::{TempRoot, start_node};
 use super::setup::{self, setup_failed};
@@ -83,7 +83,8 @@ fn start(
             .as_deref()
             .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
             .map_or(ip, |a| a.ip());
-        let env = setup_env_before_ray(alloc, head_ip, args.master_port.unwrap_or(0));
+        let mut env = setup_env_before_ray(alloc, head_ip, args.master_port.unwrap_or(0));
+        env.extend(attempt_env(alloc, args.run_dir.as_deref()));
         let output = Output::Prefixed(format!("[setup {node}] "));
         let stop = || told_to_stop.load(Ordering::SeqCst);
         let code = setup::run(setup, &env, &output, &stop);

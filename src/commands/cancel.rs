@@ -9,7 +9,7 @@ use crate::clusters::{cluster::Cluster, jobs};
 use crate::commands::logs::no_such_job;
 use crate::error::{UsageError, show};
 use crate::printer::Printer;
-use crate::runs::cancel::{self, Cancelled};
+use crate::runs::cancel::{self, Cancelled, Signalled};
 use crate::runs::select;
 use crate::runs::status;
 use crate::runs::store::{self, RunStore, StoredRun};
@@ -33,6 +33,23 @@ pub(crate) fn run(args: &CancelArgs, printer: &Printer) -> Result<ExitCode> {
     }
     let run = select::resolve(&runs, &args.target, store.dir())?.latest();
     let job = format!("job {} ({})", run.record.job_id, run.record.exp_name);
+    if let Some(signal) = args.signal {
+        let warn = |m: &str| printer.warn(m);
+        return match cancel::signal(&run.record, signal, &warn)? {
+            Signalled::Sent => {
+                printer.info(&format!(
+                    "sent {signal} to the command of {job}; the run goes on"
+                ));
+                Ok(ExitCode::SUCCESS)
+            }
+            Signalled::NotRunning(status) => Err(UsageError::new(format!(
+                "{job} is {}, so its command cannot be signalled",
+                status.label()
+            ))
+            .hint("a signal reaches the command only while the job runs")
+            .into()),
+        };
+    }
     if let Some(end) = &run.record.ended {
         printer.info(&format!(
             "{job} already ended ({}); nothing to cancel",

@@ -19,6 +19,7 @@ use crate::launch::script_files;
 use crate::launch::template::Template;
 use crate::launch::validate;
 use crate::printer::Printer;
+use crate::runs::chain;
 use crate::runs::follow;
 use crate::runs::log_tail::Start;
 use crate::runs::store::{RunRecord, RunStore, StoredRun};
@@ -81,10 +82,11 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
 
     warn_if_node_local(printer);
 
+    let link = chain::link(config.after.as_deref(), config.singleton, printer)?;
     let bin = node_visible_copy(&config.log_dir)?;
     let now = Local::now();
     let files = script_files::write_new(&config.log_dir, &config.job.exp_name, &now, |files| {
-        let spec = JobSpec::new(config, files, &bin, now.to_rfc3339());
+        let spec = JobSpec::new(config, files, &bin, now.to_rfc3339(), &link);
         template
             .render(&spec)
             .map_err(|e| UsageError::new(e.to_string()).into())
@@ -123,6 +125,7 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
     let workdir = std::env::current_dir().unwrap_or_else(|_| config.log_dir.clone());
     let record = RunRecord {
         cluster: config.cluster.serve,
+        run_dir: link.run_dir.clone(),
         ..RunRecord::new(
             &config.job.exp_name,
             &job_id,

@@ -46,6 +46,8 @@ struct RunJson<'a> {
     /// Where the state came from: squeue, final-state, sacct, record, none.
     source: &'a str,
     message: Option<&'a str>,
+    /// How many times the run has run (more than 1 once requeued), where its final state says.
+    attempts: Option<usize>,
 }
 
 pub(crate) fn run(args: &StatusArgs, printer: &Printer) -> Result<ExitCode> {
@@ -173,6 +175,7 @@ fn to_json<'a>(run: &'a StoredRun, status: &'a JobStatus) -> RunJson<'a> {
         cluster: r.cluster,
         source: status.source.as_str(),
         message: status.message.as_deref(),
+        attempts: status.attempts,
     }
 }
 
@@ -232,9 +235,18 @@ fn table(runs: &[&StoredRun], statuses: &[JobStatus]) -> String {
         })
         .collect();
     // What the bootstrap (or the lack of a final state) says, first line only, under the table.
+    // A requeued run's attempts are named there too.
     for (run, status) in runs.iter().zip(statuses) {
-        if let Some(first) = status.message.as_deref().and_then(|m| m.lines().next()) {
-            lines.push(format!("job {}: {first}", run.record.job_id));
+        let first = status.message.as_deref().and_then(|m| m.lines().next());
+        let attempts = status.attempts.filter(|a| *a > 1);
+        let job = &run.record.job_id;
+        match (attempts, first) {
+            (Some(n), Some(m)) if !m.starts_with("attempt ") => {
+                lines.push(format!("job {job} ({n} attempts): {m}"));
+            }
+            (Some(n), None) => lines.push(format!("job {job}: {n} attempts")),
+            (_, Some(m)) => lines.push(format!("job {job}: {m}")),
+            (None, None) => {}
         }
     }
     lines.join("\n")

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::cli::{LaunchArgs, UpArgs};
+use crate::cli::{LaunchArgs, LongRunArgs, UpArgs};
 use crate::clusters::cluster::{Cluster, State};
 use crate::commands::launch::{Submitted, submit};
 use crate::error::{UsageError, show};
@@ -58,6 +58,7 @@ fn resolve(args: &UpArgs) -> Result<LaunchConfig> {
         follow: false,
         cancel_on_interrupt: false,
         cluster: args.cluster.clone(),
+        long_run: LongRunArgs::default(),
     };
     let mut config = LaunchConfig::resolve(&launch, &Sources::load()?)?;
     for (flag, given) in [

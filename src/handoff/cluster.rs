@@ -9,6 +9,7 @@ use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{UsageError, show};
+use crate::handoff::signal_name::SignalName;
 
 /// `--ready-timeout` when neither the command line nor a config file sets it.
 pub(crate) const DEFAULT_READY_TIMEOUT: u32 = 180;
@@ -17,6 +18,8 @@ pub(crate) const DEFAULT_STOP_GRACE: u32 = 60;
 /// Seconds of the stop grace the bootstrap keeps for itself after the command is killed:
 /// stopping Ray on every node and keeping its logs takes about a second, so this is ample.
 pub(crate) const TEARDOWN_MARGIN: u32 = 5;
+/// `--max-requeues` when neither the command line nor a config file sets it.
+pub(crate) const DEFAULT_MAX_REQUEUES: u32 = 3;
 /// How long the command gets after SIGTERM when no grace is set (`--stop-grace 0`): the signal
 /// then comes from `scancel` or the user, and Slurm's own KillWait (30 s by default) follows.
 pub(crate) const NO_GRACE_COMMAND_GRACE: u32 = 10;
@@ -96,6 +99,16 @@ pub(crate) struct ClusterOptions {
     /// Start Ray without token authentication (anyone on the network may use the cluster).
     #[arg(long)]
     pub(crate) no_ray_auth: bool,
+    /// What the command gets when the time limit nears (Ray keeps running for the grace).
+    #[arg(long, default_value_t)]
+    pub(crate) signal: SignalName,
+    /// Put the job back in the queue when the time limit, a preemption or a node failure
+    /// stopped it.
+    #[arg(long)]
+    pub(crate) requeue: bool,
+    /// With `requeue`: at most this many times (counted by Slurm's restart count).
+    #[arg(long, default_value_t = DEFAULT_MAX_REQUEUES)]
+    pub(crate) max_requeues: u32,
 }
 
 impl Default for ClusterOptions {
@@ -117,6 +130,9 @@ impl Default for ClusterOptions {
             port_base: None,
             stop_grace: DEFAULT_STOP_GRACE,
             no_ray_auth: false,
+            signal: SignalName::default(),
+            requeue: false,
+            max_requeues: DEFAULT_MAX_REQUEUES,
         }
     }
 }
@@ -141,6 +157,9 @@ impl ClusterOptions {
             port_base,
             stop_grace,
             no_ray_auth,
+            signal,
+            requeue,
+            max_requeues,
         } = self;
         let mut flags = Vec::new();
         for (set, flag) in [
@@ -155,6 +174,9 @@ impl ClusterOptions {
         }
         if *no_ray_auth {
             flags.push(("--no-ray-auth", None));
+        }
+        if *requeue {
+            flags.push(("--requeue", None));
         }
         let optional = [
             ("--setup", setup.clone()),
@@ -171,6 +193,15 @@ impl ClusterOptions {
             ("--ray-head-args", ray_head_args.clone()),
             ("--port-base", port_base.map(|p| p.to_string())),
             ("--stop-grace", Some(stop_grace.to_string())),
+            // Left out at their defaults, so that scripts show them only where they matter.
+            (
+                "--signal",
+                Some(signal.to_string()).filter(|_| *signal != SignalName::default()),
+            ),
+            (
+                "--max-requeues",
+                Some(max_requeues.to_string()).filter(|_| *max_requeues != DEFAULT_MAX_REQUEUES),
+            ),
         ];
         flags.extend(
             optional
@@ -263,6 +294,9 @@ mod tests {
             port_base: Some(20_000),
             stop_grace: 0,
             no_ray_auth: true,
+            signal: SignalName(nix::sys::signal::Signal::SIGUSR1),
+            requeue: true,
+            max_requeues: 5,
         }
     }
 

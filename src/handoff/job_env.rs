@@ -8,6 +8,12 @@ pub(crate) const NODE_IPS: &str = "RAYSLURM_NODE_IPS";
 pub(crate) const NUM_NODES: &str = "RAYSLURM_NUM_NODES";
 pub(crate) const NUM_GPUS_PER_NODE: &str = "RAYSLURM_NUM_GPUS_PER_NODE";
 pub(crate) const HEAD_IP: &str = "RAYSLURM_HEAD_IP";
+/// How many times the run was put back in the queue before this attempt (0 on the first;
+/// Slurm leaves its own `SLURM_RESTART_COUNT` unset then).
+pub(crate) const RESTART_COUNT: &str = "RAYSLURM_RESTART_COUNT";
+/// The run's private directory on the shared filesystem, the same for every attempt (and for
+/// the runs of a chain, `--after`): where a program keeps its checkpoints.
+pub(crate) const RUN_DIR: &str = "RAYSLURM_RUN_DIR";
 pub(crate) const PYTHONUNBUFFERED: &str = "PYTHONUNBUFFERED";
 /// Marks every process a bootstrap starts, so that it stops exactly those and no others.
 pub(crate) const RUN_MARK: &str = "RAYSLURM_RUN_MARK";

@@ -9,3 +9,4 @@ pub(crate) mod final_state;
 pub(crate) mod job_env;
 pub(crate) mod jobs_api;
 pub(crate) mod run_files;
+pub(crate) mod signal_name;

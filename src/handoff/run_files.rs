@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+/// In the run's private directory: the name of a signal `rayslurm cancel --signal` sent, so
+/// that the bootstrap passes a TERM, INT or HUP on to the command instead of stopping the run.
+pub(crate) const SIGNAL_REQUEST: &str = "signal-request";
+
 /// Creates a run's private directory (mode 0700), or finds it there. One found must be the
 /// user's own (it holds secrets: in a group-writable log directory another user could have
 /// made it first); one the user made open to others is closed again.

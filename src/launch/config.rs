@@ -9,14 +9,17 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{ClusterArgs, GpuDirective, JobArgs, LaunchArgs};
+use crate::cli::{ClusterArgs, GpuDirective, JobArgs, LaunchArgs, LongRunArgs};
 use crate::env_vars;
 use crate::error::UsageError;
 use crate::error::show;
 use crate::handoff::cluster::{
-    ClusterOptions, DEFAULT_READY_TIMEOUT, DEFAULT_STOP_GRACE, IpFamily, parse_ray_args,
+    ClusterOptions, DEFAULT_MAX_REQUEUES, DEFAULT_READY_TIMEOUT, DEFAULT_STOP_GRACE, IpFamily,
+    parse_ray_args,
 };
+use crate::handoff::signal_name::SignalName;
 use crate::launch::validate;
+use crate::slurm::duration;
 
 /// Defaults a config file may set, under `[launch]`.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -40,6 +43,10 @@ pub(crate) struct FileDefaults {
     pub(crate) stop_grace: Option<u32>,
     /// `false` starts Ray without token authentication (`--no-ray-auth`).
     pub(crate) ray_auth: Option<bool>,
+    /// `--signal`: what the command gets before the time limit (a site's or project's choice).
+    pub(crate) signal: Option<String>,
+    /// `--max-requeues`, for the runs launched with `--requeue`.
+    pub(crate) max_requeues: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -157,6 +164,10 @@ pub(crate) struct LaunchConfig {
     pub(crate) follow: bool,
     pub(crate) cancel_on_interrupt: bool,
     pub(crate) cluster: ClusterOptions,
+    /// `--after RUN`: the run this one follows (resolved when it is submitted).
+    pub(crate) after: Option<String>,
+    /// `--singleton`: one job of this experiment name at a time.
+    pub(crate) singleton: bool,
 }
 
 /// Picks the first value present: command line, environment, project file, user file.
@@ -206,6 +217,14 @@ impl LaunchConfig {
             follow,
             cancel_on_interrupt,
             cluster,
+            long_run:
+                LongRunArgs {
+                    signal,
+                    requeue,
+                    max_requeues,
+                    after,
+                    singleton,
+                },
         } = args;
         let from_env = |key: &str| src.env.get(key).filter(|v| !v.is_empty()).cloned();
         let (p, u) = (&src.project, &src.user);
@@ -280,7 +299,19 @@ impl LaunchConfig {
         let template =
             layered(template.clone(), None, &p.template, &u.template).map(|t| src.cwd.join(t));
 
-        let cluster = resolve_cluster(cluster, *num_nodes, src)?;
+        let mut cluster = resolve_cluster(cluster, *num_nodes, src)?;
+        resolve_long_run(
+            &mut cluster,
+            (*signal, *requeue, *max_requeues),
+            time.as_deref(),
+            src,
+        )?;
+        if let Some(a) = after
+            && a.trim().is_empty()
+        {
+            return Err(UsageError::new("--after is empty")
+                .hint("name the run to follow: its experiment name or job id"));
+        }
 
         Ok(Self {
             job: JobRequest {
@@ -313,8 +344,65 @@ impl LaunchConfig {
             follow: *follow,
             cancel_on_interrupt: *cancel_on_interrupt,
             cluster,
+            after: after.clone(),
+            singleton: *singleton,
         })
     }
+}
+
+/// `--signal`, `--requeue` and `--max-requeues` (with their environment and file values) into
+/// the options the bootstrap gets, checked against `--stop-grace` and `--time`.
+fn resolve_long_run(
+    cluster: &mut ClusterOptions,
+    (signal, requeue, max_requeues): (Option<SignalName>, bool, Option<u32>),
+    time: Option<&str>,
+    src: &Sources,
+) -> Result<(), UsageError> {
+    let (p, u) = (&src.project, &src.user);
+    let env = |key: &str| src.env.get(key).filter(|v| !v.is_empty()).cloned();
+    if max_requeues.is_some() && !requeue {
+        return Err(UsageError::new("--max-requeues goes with --requeue")
+            .hint("add --requeue to put the job back in the queue when it is stopped"));
+    }
+    let parse_signal = |origin: &str, name: &str| {
+        name.parse::<SignalName>().map_err(|why| {
+            UsageError::new(format!("invalid signal {} ({origin})", show(name))).hint(why)
+        })
+    };
+    cluster.signal = match signal {
+        Some(s) => s,
+        None => match (env(env_vars::SIGNAL), &p.signal, &u.signal) {
+            (Some(s), _, _) => parse_signal(env_vars::SIGNAL, &s)?,
+            (None, Some(s), _) => parse_signal("project config file", s)?,
+            (None, None, Some(s)) => parse_signal("user config file", s)?,
+            (None, None, None) => SignalName::default(),
+        },
+    };
+    let from_env = match env(env_vars::MAX_REQUEUES) {
+        Some(v) => Some(v.trim().parse::<u32>().map_err(|_| {
+            UsageError::new(format!(
+                "{} {} is not a whole number",
+                env_vars::MAX_REQUEUES,
+                show(&v)
+            ))
+        })?),
+        None => None,
+    };
+    cluster.requeue = requeue;
+    cluster.max_requeues = layered(max_requeues, from_env, &p.max_requeues, &u.max_requeues)
+        .unwrap_or(DEFAULT_MAX_REQUEUES);
+    if let Some(limit) = time.and_then(duration::time_limit)
+        && cluster.stop_grace > 0
+        && u64::from(cluster.stop_grace) >= limit
+    {
+        return Err(UsageError::new(format!(
+            "--stop-grace {} s is not shorter than --time {} ({limit} s): the command would be warned before it starts",
+            cluster.stop_grace,
+            time.unwrap_or_default()
+        ))
+        .hint("give a longer --time or a shorter --stop-grace (0 asks for no warning)"));
+    }
+    Ok(())
 }
 
 fn resolve_cluster(
@@ -430,6 +518,10 @@ fn resolve_cluster(
         stop_grace: layered(*stop_grace, None, &p.stop_grace, &u.stop_grace)
             .unwrap_or(DEFAULT_STOP_GRACE),
         no_ray_auth: *no_ray_auth || layered(None, None, &p.ray_auth, &u.ray_auth) == Some(false),
+        // `launch`'s own (see `resolve_long_run`); a cluster of `up` keeps the defaults.
+        signal: SignalName::default(),
+        requeue: false,
+        max_requeues: DEFAULT_MAX_REQUEUES,
     })
 }
 

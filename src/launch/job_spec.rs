@@ -2,13 +2,15 @@
 //!
 //! A user's own template (`--template`) gets exactly this context; README.md lists its keys.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::cli::GpuDirective;
 use crate::handoff::bootstrap_args::BootstrapArgs;
+use crate::handoff::cluster::ClusterOptions;
 use crate::handoff::run_files::RunFiles;
+use crate::handoff::signal_name::{SignalName, TIME_WARNING};
 use crate::launch::config::{JobRequest, LaunchConfig};
 
 #[derive(Debug, Serialize)]
@@ -34,17 +36,28 @@ pub(crate) struct JobSpec<'a> {
     pub(crate) bootstrap_args: Vec<BootstrapArg>,
 }
 
+/// Where a run stands among others: the run it follows (`--after`), whose private directory
+/// it keeps using, and whether it waits for it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Link {
+    /// Slurm's `--dependency`, if the run must wait (`afterany:ID`, `singleton`, or both).
+    pub(crate) dependency: Option<String>,
+    /// The run directory of the run followed, used instead of this run's own.
+    pub(crate) run_dir: Option<PathBuf>,
+}
+
 impl<'a> JobSpec<'a> {
     pub(crate) fn new(
         config: &'a LaunchConfig,
         files: &RunFiles,
         rayslurm_bin: &Path,
         created: String,
+        link: &Link,
     ) -> Self {
         let job = &config.job;
         let bootstrap_args = BootstrapArgs::head(
             files.state.clone(),
-            files.dir.clone(),
+            link.run_dir.clone().unwrap_or_else(|| files.dir.clone()),
             job.num_gpus,
             config.cluster.clone(),
         )
@@ -59,7 +72,7 @@ impl<'a> JobSpec<'a> {
             version: env!("CARGO_PKG_VERSION"),
             created,
             job,
-            directives: directives(job, &files.log, config.cluster.stop_grace),
+            directives: directives(job, &files.log, &config.cluster, link),
             script_path: files.script.display().to_string(),
             log_path: files.log.display().to_string(),
             state_path: files.state.display().to_string(),
@@ -70,7 +83,7 @@ impl<'a> JobSpec<'a> {
 }
 
 /// The `#SBATCH` options of a job, in order.
-fn directives(job: &JobRequest, log: &Path, stop_grace: u32) -> Vec<String> {
+fn directives(job: &JobRequest, log: &Path, cluster: &ClusterOptions, link: &Link) -> Vec<String> {
     let mut d = vec![
         format!("--job-name={}", job.exp_name),
         format!("--output={}", log.display()),
@@ -106,9 +119,20 @@ fn directives(job: &JobRequest, log: &Path, stop_grace: u32) -> Vec<String> {
             GpuDirective::Gres => format!("--gres=gpu:{n}"),
         });
     }
-    if stop_grace > 0 {
-        // Ask Slurm for SIGTERM before the time limit, so Ray is stopped cleanly in time.
-        d.push(format!("--signal=B:TERM@{stop_grace}"));
+    if cluster.stop_grace > 0 {
+        // Slurm's warning before the time limit, to the bootstrap alone and in a signal of its
+        // own (never taken for scancel's SIGTERM); the command then gets `--signal`.
+        d.push(format!(
+            "--signal=B:{}@{}",
+            SignalName(TIME_WARNING).short(),
+            cluster.stop_grace
+        ));
+    }
+    if cluster.requeue {
+        d.push("--requeue".to_owned());
+    }
+    if let Some(dependency) = &link.dependency {
+        d.push(format!("--dependency={dependency}"));
     }
     d.extend(job.sbatch_args.iter().map(|a| sbatch_arg_line(a)));
     d
@@ -160,6 +184,7 @@ mod tests {
             &files,
             Path::new("/logs/.rayslurm/bin/rayslurm-0"),
             "2026-11-22T09:30:05+00:00".into(),
+            &Link::default(),
         );
         let json = serde_json::to_string_pretty(&spec)
             .unwrap()

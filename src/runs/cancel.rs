@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::error::WithHint;
+use crate::handoff::run_files::SIGNAL_REQUEST;
+use crate::handoff::signal_name::SignalName;
 use crate::runs::status::{self, InQueue, JobStatus};
 use crate::runs::store::RunRecord;
 use crate::slurm::query::{self, Phase, QueryError, QueueEntry};
@@ -90,6 +92,51 @@ pub(crate) fn cancel(record: &RunRecord, warn: &dyn Fn(&str)) -> Result<Cancelle
         };
         std::thread::sleep(Duration::from_millis(pause));
     }
+}
+
+/// How `cancel --signal` went.
+#[derive(Debug)]
+pub(crate) enum Signalled {
+    /// The bootstrap was sent the signal, to pass on to the command.
+    Sent,
+    /// The job is not running (pending, ended, or its id is another job's now).
+    NotRunning(JobStatus),
+}
+
+/// Sends `signal` to the run's command without ending the run: `scancel --batch --signal` to
+/// the bootstrap (the batch step alone: Slurm would otherwise signal Ray's processes too),
+/// which passes it on. A TERM, INT or HUP is named first in the run's directory, so that the
+/// bootstrap does not take it for a request to stop.
+pub(crate) fn signal(
+    record: &RunRecord,
+    signal: SignalName,
+    warn: &dyn Fn(&str),
+) -> Result<Signalled> {
+    let job_id = record.job_id.as_str();
+    let entries = queue_of(job_id, warn)?;
+    let final_state = status::read_final_state(record, warn);
+    let found = InQueue::find(&entries, record);
+    let running = matches!(&found, InQueue::Own(e) if e.state.phase() == Phase::Running);
+    if !running {
+        return Ok(Signalled::NotRunning(status::of_run(
+            record,
+            found,
+            final_state.as_ref(),
+        )));
+    }
+    if let Some(dir) = record.run_dir() {
+        let request = dir.join(SIGNAL_REQUEST);
+        std::fs::write(&request, format!("{signal}\n"))
+            .with_context(|| format!("cannot write `{}`", request.display()))?;
+    }
+    let cmd = Cmd::new("scancel")
+        .arg("--batch")
+        .arg(format!("--signal={signal}"))
+        .arg(job_id);
+    cmd.output()
+        .map_err(anyhow::Error::from)
+        .with_context(|| format!("cannot signal job {job_id}"))?;
+    Ok(Signalled::Sent)
 }
 
 /// squeue's lines for the job id, retried while squeue fails: without its answer no job is

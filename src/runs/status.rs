@@ -46,6 +46,9 @@ pub(crate) struct JobStatus {
     pub(crate) source: Source,
     /// The bootstrap's message, if it left one.
     pub(crate) message: Option<String>,
+    /// How many attempts the run has had (more than one once requeued), where its final state
+    /// says.
+    pub(crate) attempts: Option<usize>,
 }
 
 impl JobStatus {
@@ -76,6 +79,7 @@ impl JobStatus {
             exit_code,
             succeeded,
             source: Source::Squeue,
+            attempts: None,
             message: final_state.and_then(|f| f.message.clone()),
         }
     }
@@ -87,6 +91,8 @@ impl JobStatus {
             Ending::Failed | Ending::StartupFailed | Ending::Killed => "FAILED",
             Ending::NodeFailed => "NODE_FAIL",
             Ending::Stopped => "STOPPED",
+            Ending::TimeLimit => "TIMEOUT",
+            Ending::Preempted => "PREEMPTED",
         };
         let elapsed = match (
             DateTime::parse_from_rfc3339(&f.started_at),
@@ -105,6 +111,7 @@ impl JobStatus {
             exit_code: Some(f.exit_code),
             succeeded: f.ending == Ending::Completed && f.exit_code == 0,
             source: Source::FinalState,
+            attempts: Some(f.attempt_count()),
             message: f.message.clone(),
         }
     }
@@ -120,6 +127,7 @@ impl JobStatus {
             exit_code: e.exit.map(SlurmExit::shell_code),
             succeeded: e.state.as_str() == "COMPLETED",
             source: Source::Sacct,
+            attempts: None,
             message: None,
         }
     }
@@ -136,6 +144,7 @@ impl JobStatus {
             exit_code: end.exit_code,
             succeeded: state.as_str() == "COMPLETED" && end.exit_code.is_none_or(|c| c == 0),
             source: Source::Record,
+            attempts: None,
             message: None,
         }
     }
@@ -166,6 +175,7 @@ impl JobStatus {
             exit_code: None,
             succeeded: false,
             source: Source::None,
+            attempts: None,
             message: None,
         }
     }
@@ -246,6 +256,20 @@ pub(crate) fn of_run(
     in_queue: InQueue<'_>,
     final_state: Option<&FinalState>,
 ) -> JobStatus {
+    // A requeued attempt's end is not the run's while Slurm has the job again.
+    let requeued = final_state.filter(|f| f.requeued);
+    if let (InQueue::Own(entry), Some(f)) = (&in_queue, requeued) {
+        let last = f.attempts.last().map_or(f.ending, |a| a.ending);
+        return JobStatus {
+            message: Some(format!(
+                "attempt {} (requeued after {})",
+                f.attempt_count(),
+                last.as_str()
+            )),
+            attempts: Some(f.attempt_count()),
+            ..JobStatus::from_queue(entry, None, None)
+        };
+    }
     match in_queue {
         InQueue::Own(entry) => match (entry.state.phase(), final_state) {
             (Phase::Ending, Some(f)) => JobStatus {
@@ -304,7 +328,11 @@ pub(crate) fn of_recorded(end: &RecordedEnd, final_state: Option<&FinalState>) -
         None if status.never_ran() => Some(NEVER_STARTED.to_owned()),
         None => Some(NO_FINAL_STATE.to_owned()),
     };
-    JobStatus { message, ..status }
+    JobStatus {
+        message,
+        attempts: final_state.map(FinalState::attempt_count),
+        ..status
+    }
 }
 
 /// Slurm shows the job ended with no node and no time run: it never started (cancelled while
@@ -435,7 +463,47 @@ mod tests {
             ended_at: "2026-11-22T01:01:05+00:00".into(),
             head_node: "node1".into(),
             message: None,
+            requeued: false,
+            attempts: Vec::new(),
         }
+    }
+
+    /// A requeued attempt wrote its end, and Slurm has the job back: the run goes on.
+    #[test]
+    fn a_requeued_attempts_end_is_not_the_runs() {
+        let mut f = final_state(143, Ending::TimeLimit);
+        f.requeued = true;
+        f.attempts = vec![crate::handoff::final_state::Attempt {
+            restart: 0,
+            started_at: f.started_at.clone(),
+            ended_at: f.ended_at.clone(),
+            ending: Ending::TimeLimit,
+            exit_code: 143,
+            requeued: true,
+            message: None,
+        }];
+        for line in [
+            "7|COMPLETING|None|1:00|1|node1",
+            "7|PENDING|BeginTime|0:00|1|",
+            "7|RUNNING|None|0:05|1|node2",
+        ] {
+            let e = entry(line);
+            let s = of_run(&record(), InQueue::Own(&e), Some(&f));
+            assert_ne!(s.phase, Some(Phase::Ended), "{line}");
+            assert_eq!(s.exit_code, None, "{line}");
+            assert_eq!(s.attempts, Some(2), "{line}");
+            assert_eq!(
+                s.message.as_deref(),
+                Some("attempt 2 (requeued after time-limit)"),
+                "{line}"
+            );
+        }
+        // Once the last attempt has ended, its state is the run's.
+        f.requeued = false;
+        let e = entry("7|COMPLETING|None|1:00|1|node1");
+        let s = of_run(&record(), InQueue::Own(&e), Some(&f));
+        assert_eq!((s.phase, s.exit_code), (Some(Phase::Ended), Some(143)));
+        assert_eq!(s.state, "TIMEOUT");
     }
 
     #[test]

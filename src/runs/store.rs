@@ -44,6 +44,9 @@ pub(crate) struct RunRecord {
     /// A persistent cluster (`rayslurm up`), not a command's run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) cluster: bool,
+    /// The private directory it uses when not its own: that of the run it follows (`--after`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) run_dir: Option<PathBuf>,
 }
 
 fn format_one() -> u32 {
@@ -116,6 +119,7 @@ impl RunRecord {
             num_nodes,
             ended: None,
             cluster: false,
+            run_dir: None,
         }
     }
 
@@ -126,6 +130,12 @@ impl RunRecord {
     /// The run's files, named from its state file.
     pub(crate) fn files(&self) -> Option<crate::handoff::run_files::RunFiles> {
         crate::handoff::run_files::RunFiles::from_state_file(&self.state_file)
+    }
+
+    /// The run's private directory (`RAYSLURM_RUN_DIR` inside the job): its own, or the one it
+    /// took over from the run it follows.
+    pub(crate) fn run_dir(&self) -> Option<PathBuf> {
+        self.run_dir.clone().or_else(|| self.files().map(|f| f.dir))
     }
 
     /// What tells this run's job from a later job given the same id.

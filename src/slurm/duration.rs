@@ -26,6 +26,28 @@ pub(crate) fn parse(text: &str) -> Option<u64> {
     Some(((days * 24 + h) * 60 + m) * 60 + s)
 }
 
+/// A `--time` limit as sbatch reads it, in seconds: `M`, `M:S`, `H:M:S`, `D-H`, `D-H:M`,
+/// `D-H:M:S`; `None` for `UNLIMITED` or what is not a time.
+pub(crate) fn time_limit(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let numbers = |t: &str| -> Option<Vec<u64>> { t.split(':').map(|p| p.parse().ok()).collect() };
+    let (days, h, m, s) = match text.split_once('-') {
+        Some((d, rest)) => match numbers(rest)?.as_slice() {
+            [h] => (d.parse().ok()?, *h, 0, 0),
+            [h, m] => (d.parse().ok()?, *h, *m, 0),
+            [h, m, s] => (d.parse().ok()?, *h, *m, *s),
+            _ => return None,
+        },
+        None => match numbers(text)?.as_slice() {
+            [m] => (0, 0, *m, 0),
+            [m, s] => (0, 0, *m, *s),
+            [h, m, s] => (0, *h, *m, *s),
+            _ => return None,
+        },
+    };
+    Some(((days * 24 + h) * 60 + m) * 60 + s)
+}
+
 /// Formats seconds as squeue does: `0:05`, `12:34`, `1:02:03`, `2-01:00:00`.
 pub(crate) fn format(seconds: u64) -> String {
     let (d, rest) = (seconds / 86_400, seconds % 86_400);
@@ -42,6 +64,24 @@ pub(crate) fn format(seconds: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_limits_as_sbatch_reads_them() {
+        for (text, seconds) in [
+            ("30", 1800),
+            ("3", 180),
+            ("2:30", 150),
+            ("2:00:00", 7200),
+            ("1-12", 129_600),
+            ("1-12:30", 131_400),
+            ("1-0:0:5", 86_405),
+        ] {
+            assert_eq!(time_limit(text), Some(seconds), "{text}");
+        }
+        for text in ["UNLIMITED", "", "1:2:3:4", "x"] {
+            assert_eq!(time_limit(text), None, "{text}");
+        }
+    }
 
     #[test]
     fn slurm_forms() {

@@ -19,6 +19,8 @@ pub(crate) const SLURM_MEM_PER_NODE: &str = "SLURM_MEM_PER_NODE";
 pub(crate) const SLURM_MEM_PER_CPU: &str = "SLURM_MEM_PER_CPU";
 /// The directory the job was submitted from, where its batch script should run.
 pub(crate) const SLURM_SUBMIT_DIR: &str = "SLURM_SUBMIT_DIR";
+/// How many times Slurm has requeued the job; unset on its first run.
+pub(crate) const SLURM_RESTART_COUNT: &str = "SLURM_RESTART_COUNT";
 pub(crate) const SLURM_GPUS_ON_NODE: &str = "SLURM_GPUS_ON_NODE";
 pub(crate) const SLURM_GPUS_PER_NODE: &str = "SLURM_GPUS_PER_NODE";
 pub(crate) const SLURM_GPUS_PER_TASK: &str = "SLURM_GPUS_PER_TASK";

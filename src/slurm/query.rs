@@ -294,6 +294,9 @@ pub(crate) struct ScontrolJob {
     pub(crate) exit: Option<SlurmExit>,
     pub(crate) elapsed: Option<u64>,
     pub(crate) nodelist: Option<String>,
+    /// How many times Slurm has requeued it (`Restarts=`): it counts a requeue as soon as the
+    /// job is being stopped for it, while the job still runs.
+    pub(crate) restarts: Option<u32>,
 }
 
 /// Splits `scontrol show job -o` output into `Key=Value` fields. A value may hold spaces
@@ -332,7 +335,16 @@ pub(crate) fn parse_scontrol_job(text: &str) -> Option<ScontrolJob> {
         exit: fields.get("ExitCode").and_then(|e| SlurmExit::parse(e)),
         elapsed: fields.get("RunTime").and_then(|t| duration::parse(t)),
         nodelist: fields.get("NodeList").and_then(|n| known(n)),
+        restarts: fields.get("Restarts").and_then(|r| r.parse().ok()),
     })
+}
+
+/// `scontrol requeue ID`: puts a running job back in the queue, ending it at once.
+pub(crate) fn requeue(job_id: &str) -> Result<(), CmdError> {
+    Cmd::new("scontrol")
+        .args(["requeue", job_id])
+        .output()
+        .map(|_| ())
 }
 
 /// `scontrol show job -o ID`; `Ok(None)` once slurmctld has forgotten the job.
@@ -618,6 +630,9 @@ mod tests {
         assert_eq!(job.exit, Some(SlurmExit { code: 3, signal: 0 }));
         assert_eq!(job.elapsed, Some(3));
         assert_eq!(job.nodelist.as_deref(), Some("node1"));
+        assert_eq!(job.restarts, None);
+        let requeued = parse_scontrol_job("JobId=1 JobState=COMPLETING Requeue=1 Restarts=2 \n");
+        assert_eq!(requeued.unwrap().restarts, Some(2));
         let fields = parse_scontrol_fields(text);
         assert_eq!(fields["WorkDir"], "/srv/my dir");
         assert_eq!(fields["Power"], "");

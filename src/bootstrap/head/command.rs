@@ -7,14 +7,17 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use super::Head;
+use crate::bootstrap::Allocation;
 use crate::bootstrap::heartbeat;
 use crate::bootstrap::marked::{self, RunMark};
 use crate::bootstrap::outcome::Outcome;
-use crate::bootstrap::rank_env::{Ranks, rank_env};
+use crate::bootstrap::rank_env::{Ranks, attempt_env, rank_env};
+use crate::bootstrap::signals::received;
 use crate::bootstrap::user_command::{Output, UserCommand};
 use crate::bootstrap::worker_step::WorkerStep;
 use crate::bootstrap::{LIVENESS_EVERY, TICK, say, signals};
 use crate::handoff::job_env;
+use crate::slurm::query;
 use crate::sys::process::{describe_status, exit_code_of};
 
 /// The environment the command gets on the head: the rank environment of the one process
@@ -35,6 +38,21 @@ pub(super) fn command_env(
         env.push((job_env::RAY_ADDRESS.to_owned(), a.to_owned()));
     }
     env
+}
+
+/// How long the command has to stop when Slurm is requeuing the job (preemption, `scontrol
+/// requeue`): Slurm sends SIGKILL after its KillWait, 30 s by default, and the bootstrap must
+/// have stopped Ray and written the attempt down before then.
+pub(super) const PREEMPTED_GRACE: Duration = Duration::from_secs(20);
+
+/// Whether Slurm is stopping this job to put it back in its queue: its restart count has
+/// already gone up while the job still runs (`scancel` leaves it as it was).
+pub(super) fn requeue_under_way(alloc: &Allocation) -> bool {
+    query::scontrol_job(&alloc.job_id)
+        .ok()
+        .flatten()
+        .and_then(|j| j.restarts)
+        .is_some_and(|r| r > alloc.restart_count)
 }
 
 /// The command was asked to stop: by which signal, and when.
@@ -94,6 +112,7 @@ impl Head<'_> {
         ips: &[IpAddr],
     ) -> Outcome {
         let mut env = command_env(ips, self.alloc.gpus_on_node, address, self.master_port);
+        env.extend(attempt_env(self.alloc, self.args.run_dir.as_deref()));
         if !self.args.cluster.no_ray {
             env.extend(self.auth.env().into_iter().map(|(k, v)| (k.to_owned(), v)));
         }
@@ -105,7 +124,7 @@ impl Head<'_> {
         };
         let ray_mark = (!self.args.cluster.no_ray).then(|| self.run_mark());
         let node = self.alloc.node.clone();
-        let grace = self.args.cluster.command_grace();
+        let mut grace = self.args.cluster.command_grace();
         if let Some(w) = &mut self.watchdog {
             w.command_started(cmd.pgid());
         }
@@ -123,13 +142,34 @@ impl Head<'_> {
                 }
             }
             for signal in signals::take() {
+                // The time warning: the command gets the user's --signal, and Ray stays up
+                // for the grace so that the program can still use it to checkpoint.
+                let to_command = if signal == signals::TIME_WARNING {
+                    self.args.cluster.signal.0
+                } else {
+                    signal
+                };
                 say(
                     &node,
-                    format!("{} received; passing it to the command", signal.as_str()),
+                    format!(
+                        "{}; passing {} to the command",
+                        received(signal),
+                        to_command.as_str()
+                    ),
                 );
-                command.signal(signal);
-                if signals::stops(signal) && stop.is_none() {
+                command.signal(to_command);
+                let asked = signals::requested(self.args.run_dir.as_deref(), signal);
+                if signals::stops(signal) && !asked && stop.is_none() {
                     stop = Some(Stopping::new(signal, Instant::now()));
+                    if signal == Signal::SIGTERM && requeue_under_way(self.alloc) {
+                        // Preemption or `scontrol requeue`: Slurm kills the job after its
+                        // KillWait, whatever our grace.
+                        say(
+                            &node,
+                            "Slurm is putting the job back in its queue (preemption or scontrol requeue)",
+                        );
+                        grace = grace.min(PREEMPTED_GRACE);
+                    }
                 }
             }
             if node_failure.is_none() && stop.is_none() {

@@ -19,9 +19,10 @@ use super::marked::{self, RunMark};
 use super::net::HostPort;
 use super::outcome::Outcome;
 use super::ports::{self, RayPorts};
-use super::rank_env::setup_env_before_ray;
+use super::rank_env::{attempt_env, setup_env_before_ray};
 use super::ray_auth::RayAuth;
 use super::ray_node::{RayStart, TempRoot, start_node};
+use super::requeue::{self, Requeue};
 use super::setup::{self, setup_failed};
 use super::user_command::Output;
 use super::user_command::UserCommand;
@@ -30,12 +31,16 @@ use super::worker_step::WorkerStep;
 use super::{Allocation, RAY_STOP_GRACE, say, signals};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::cluster::ClusterOptions;
-use crate::handoff::final_state::FinalState;
+use crate::handoff::final_state::{Attempt, FinalState};
 use crate::slurm::env as slurm_env;
+use crate::slurm::query;
 
 /// Runs the head's part and returns the job's exit code.
 pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
     let started_at = Local::now();
+    if let Some(header) = attempt_header(alloc, args.state_file.as_deref()) {
+        say(&alloc.node, header);
+    }
     let mark = format!("{}-{}", alloc.job_id, std::process::id());
     let watchdog = match Watchdog::start(args, &mark) {
         Ok(w) => Some(w),
@@ -63,24 +68,30 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
     };
     let outcome = head.run();
     head.teardown(outcome.code != 0);
-    let state = FinalState {
-        job_id: alloc.job_id.clone(),
-        exit_code: outcome.code,
-        ending: outcome.ending,
+    let outcome = outcome.or_preempted(|| command::requeue_under_way(alloc));
+    let restart = alloc.restart_count;
+    let requeue = requeue::decide(outcome.ending, &args.cluster, restart);
+    let note = requeue::note(requeue, &args.cluster, restart);
+    let message = match (&outcome.message, &note) {
+        (Some(m), Some(n)) => Some(format!("{m}; {n}")),
+        (m, n) => m.clone().or_else(|| n.clone()),
+    };
+    let attempt = Attempt {
+        restart,
         started_at: started_at.to_rfc3339_opts(SecondsFormat::Millis, false),
         ended_at: Local::now().to_rfc3339_opts(SecondsFormat::Millis, false),
-        head_node: alloc.node.clone(),
-        message: outcome.message.clone(),
+        ending: outcome.ending,
+        exit_code: outcome.code,
+        requeued: requeue.follows(),
+        message,
     };
-    if let Some(message) = &outcome.message {
+    let state_file = args.state_file.as_deref();
+    let mut state = FinalState::after_attempt(state_file, &alloc.job_id, &alloc.node, attempt);
+    if let Some(message) = &state.message {
         let error = if outcome.code == 0 { "" } else { "error: " };
         say(&alloc.node, format!("{error}{message}"));
     }
-    if let Some(path) = &args.state_file
-        && let Err(e) = state.write(path)
-    {
-        say(&alloc.node, format!("warning: {e:#}"));
-    }
+    write_state(state_file, &state, &alloc.node);
     say(
         &alloc.node,
         format!(
@@ -93,7 +104,52 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
     if let Some(w) = head.watchdog.take() {
         w.done();
     }
+    if requeue == Requeue::ByRayslurm {
+        // The last act: Slurm ends the job at once. Everything is stopped and written down.
+        if let Err(e) = query::requeue(&alloc.job_id) {
+            let why = format!(
+                "Slurm refused to put the job back in its queue ({e}); the site may not allow requeues"
+            );
+            say(&alloc.node, format!("error: {why}"));
+            state.requeued = false;
+            state.message = Some(why.clone());
+            if let Some(last) = state.attempts.last_mut() {
+                last.requeued = false;
+                last.message = Some(why);
+            }
+            write_state(state_file, &state, &alloc.node);
+        }
+    }
     outcome.code
+}
+
+fn write_state(path: Option<&Path>, state: &FinalState, node: &str) {
+    if let Some(path) = path
+        && let Err(e) = state.write(path)
+    {
+        say(node, format!("warning: {e:#}"));
+    }
+}
+
+/// The first line of an attempt after a requeue, so that the log (appended to by every
+/// attempt) shows where each begins and why the last one ended.
+fn attempt_header(alloc: &Allocation, state_file: Option<&Path>) -> Option<String> {
+    if alloc.restart_count == 0 {
+        return None;
+    }
+    let last = state_file
+        .and_then(|p| FinalState::read(p).ok().flatten())
+        .filter(|s| s.job_id == alloc.job_id)
+        .and_then(|s| s.attempts.last().cloned());
+    let why = last.map_or_else(String::new, |a| {
+        format!("; the last one ended: {}", a.ending.as_str())
+    });
+    Some(format!(
+        "======== attempt {} of job {} (Slurm restart {}){why} ========",
+        alloc.restart_count + 1,
+        alloc.job_id,
+        alloc.restart_count
+    ))
 }
 
 /// Why the job is not running where it was submitted, if it is not: Slurm starts the batch
@@ -197,7 +253,8 @@ impl Head<'_> {
             return o;
         }
         if let Some(setup) = &c.setup {
-            let env = setup_env_before_ray(self.alloc, ip, self.master_port);
+            let mut env = setup_env_before_ray(self.alloc, ip, self.master_port);
+            env.extend(attempt_env(self.alloc, self.args.run_dir.as_deref()));
             let output = Output::Prefixed(format!("[setup {}] ", self.alloc.node));
             // The head's setup ends early when a worker's setup fails or a node goes silent
             // (the run is lost), or when the job is told to stop (a stop, not a failure).

@@ -8,11 +8,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::Signal;
+
 use super::Head;
 use crate::bootstrap::outcome::Outcome;
 use crate::bootstrap::ports;
 use crate::bootstrap::protocol::{Order, Report};
 use crate::bootstrap::setup::setup_failed;
+use crate::bootstrap::signals::received;
 use crate::bootstrap::worker_step::{StepEvent, WorkerStep};
 use crate::bootstrap::{TICK, heartbeat, say, signals};
 use crate::handoff::final_state::Ending;
@@ -88,6 +91,7 @@ impl Head<'_> {
         if let Err(outcome) = self.gather_and_set_up(master_port, t0) {
             self.tell(&Order::Stop {
                 grace: FAIL_FAST_GRACE,
+                signal: Signal::SIGTERM,
             });
             return outcome;
         }
@@ -185,15 +189,38 @@ impl Head<'_> {
         let mut stopping_since: Option<Instant> = None;
         loop {
             for signal in signals::take() {
-                if signals::stops(signal) && stopped_by.is_none() {
+                let asked = signals::requested(self.args.run_dir.as_deref(), signal);
+                if signals::stops(signal) && !asked {
+                    if stopped_by.is_some() {
+                        continue;
+                    }
+                    // The time warning: the ranks get the user's --signal and the grace.
+                    let to_ranks = if signal == signals::TIME_WARNING {
+                        self.args.cluster.signal.0
+                    } else {
+                        signal
+                    };
                     say(
                         &node,
-                        format!("{} received; stopping every rank", signal.as_str()),
+                        format!(
+                            "{}; sending {} to every rank",
+                            received(signal),
+                            to_ranks.as_str()
+                        ),
                     );
                     stopped_by = Some(signal);
                     let secs = u32::try_from(grace.as_secs()).unwrap_or(u32::MAX);
-                    self.tell(&Order::Stop { grace: secs });
+                    self.tell(&Order::Stop {
+                        grace: secs,
+                        signal: to_ranks,
+                    });
                     stopping_since.get_or_insert_with(Instant::now);
+                } else {
+                    say(
+                        &node,
+                        format!("{} received; passing it to every rank", signal.as_str()),
+                    );
+                    self.tell(&Order::Signal { signal });
                 }
             }
             let step = self.workers.as_mut().expect("the step of ranks");
@@ -237,6 +264,7 @@ impl Head<'_> {
             if fail_fast {
                 self.tell(&Order::Stop {
                     grace: FAIL_FAST_GRACE,
+                    signal: Signal::SIGTERM,
                 });
                 stopping_since.get_or_insert_with(Instant::now);
             }

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use nix::sys::signal::Signal;
 
+use crate::handoff::final_state::FinalState;
 use crate::printer::Printer;
 use crate::runs::cancel::{self, Cancelled};
 use crate::runs::interrupt;
@@ -186,7 +187,12 @@ impl<'a> Follower<'a> {
                 Ok(_) => {}
                 Err(Closed) => return Ok(Err(Outcome::ClosedOutput)),
             }
-            let finished = self.record.state_file.exists();
+            // The bootstrap has written the run's end (an attempt that was requeued has not).
+            let finished = self.record.state_file.exists()
+                && FinalState::read(&self.record.state_file)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|f| !f.requeued);
             if finished {
                 watcher.hurry();
             }
