@@ -64,16 +64,7 @@ impl Sources {
         let env: HashMap<String, String> = std::env::vars().collect();
         let cwd = std::env::current_dir()
             .map_err(|e| UsageError::new(format!("cannot read the current directory: {e}")))?;
-        let user_path = env.get(env_vars::CONFIG).map(PathBuf::from).or_else(|| {
-            let base = env
-                .get(env_vars::XDG_CONFIG_HOME)
-                .map(PathBuf::from)
-                .or_else(|| {
-                    env.get(env_vars::HOME)
-                        .map(|h| Path::new(h).join(".config"))
-                })?;
-            Some(base.join("rayslurm").join("config.toml"))
-        });
+        let user_path = user_config_path(&env);
         let user = match user_path {
             Some(path) => read_config(&path)?,
             None => FileDefaults::default(),
@@ -86,6 +77,25 @@ impl Sources {
             cwd,
         })
     }
+}
+
+/// The user file: `$RAYSLURM_CONFIG`, else `$XDG_CONFIG_HOME/rayslurm/config.toml`, else
+/// `$HOME/.config/rayslurm/config.toml`. An `XDG_CONFIG_HOME` that is empty or relative is
+/// ignored, as the XDG rules say (an empty one would read `./rayslurm/config.toml`).
+fn user_config_path(env: &HashMap<String, String>) -> Option<PathBuf> {
+    if let Some(named) = env.get(env_vars::CONFIG).filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(named));
+    }
+    let base = env
+        .get(env_vars::XDG_CONFIG_HOME)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            env.get(env_vars::HOME)
+                .filter(|h| !h.is_empty())
+                .map(|h| Path::new(h).join(".config"))
+        })?;
+    Some(base.join("rayslurm").join("config.toml"))
 }
 
 fn read_config(path: &Path) -> Result<FileDefaults, UsageError> {
@@ -494,6 +504,57 @@ pub(crate) mod tests {
         assert_eq!(j.partition, None);
         assert_eq!(c.cluster.ready_timeout, DEFAULT_READY_TIMEOUT);
         assert_eq!(c.cluster.ip_family, IpFamily::Auto);
+    }
+
+    fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn the_user_file_ignores_an_empty_or_relative_xdg_config_home() {
+        let home = "/home/u/.config/rayslurm/config.toml";
+        for (env, want) in [
+            (vec![(env_vars::HOME, "/home/u")], Some(home)),
+            (
+                vec![
+                    (env_vars::XDG_CONFIG_HOME, "/xdg"),
+                    (env_vars::HOME, "/home/u"),
+                ],
+                Some("/xdg/rayslurm/config.toml"),
+            ),
+            (
+                vec![(env_vars::XDG_CONFIG_HOME, ""), (env_vars::HOME, "/home/u")],
+                Some(home),
+            ),
+            (
+                vec![
+                    (env_vars::XDG_CONFIG_HOME, "conf"),
+                    (env_vars::HOME, "/home/u"),
+                ],
+                Some(home),
+            ),
+            (vec![(env_vars::XDG_CONFIG_HOME, "")], None),
+            (
+                vec![
+                    (env_vars::CONFIG, "/named.toml"),
+                    (env_vars::HOME, "/home/u"),
+                ],
+                Some("/named.toml"),
+            ),
+            (
+                vec![(env_vars::CONFIG, ""), (env_vars::HOME, "/home/u")],
+                Some(home),
+            ),
+        ] {
+            assert_eq!(
+                user_config_path(&vars(&env)),
+                want.map(PathBuf::from),
+                "{env:?}"
+            );
+        }
     }
 
     #[test]

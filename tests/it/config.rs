@@ -353,9 +353,11 @@ fn command_line_beats_environment_beats_project_file_beats_user_file() {
 }
 
 /// Where the user file is looked for: `$RAYSLURM_CONFIG`, else
-/// `$XDG_CONFIG_HOME/rayslurm/config.toml`, else `$HOME/.config/rayslurm/config.toml`.
+/// `$XDG_CONFIG_HOME/rayslurm/config.toml` (only if absolute), else
+/// `$HOME/.config/rayslurm/config.toml`.
 #[test]
 fn the_user_file_is_found_by_rayslurm_config_then_xdg_config_home_then_home() {
+    // (The regression: an empty XDG_CONFIG_HOME read `./rayslurm/config.toml`.)
     let world = World::new();
     let named = world.dir().join("named.toml");
     let xdg = world.dir().join("xdg");
@@ -367,6 +369,11 @@ fn the_user_file_is_found_by_rayslurm_config_then_xdg_config_home_then_home() {
     partition(&named, "named");
     partition(&xdg.join("rayslurm/config.toml"), "xdg");
     partition(&home.join(".config/rayslurm/config.toml"), "home");
+    partition(&world.work().join("rayslurm/config.toml"), "cwd-empty-xdg");
+    partition(
+        &world.work().join("xdg/rayslurm/config.toml"),
+        "cwd-relative-xdg",
+    );
     let launch = || {
         rayslurm([
             "launch",
@@ -398,6 +405,24 @@ fn the_user_file_is_found_by_rayslurm_config_then_xdg_config_home_then_home() {
         (
             "HOME",
             launch().env_remove("RAYSLURM_CONFIG").env("HOME", &home),
+            "home",
+        ),
+        // The XDG rule: an empty or relative XDG_CONFIG_HOME is ignored. Both would otherwise
+        // find a file below the working directory.
+        (
+            "XDG_CONFIG_HOME empty",
+            launch()
+                .env_remove("RAYSLURM_CONFIG")
+                .env("XDG_CONFIG_HOME", "")
+                .env("HOME", &home),
+            "home",
+        ),
+        (
+            "XDG_CONFIG_HOME relative",
+            launch()
+                .env_remove("RAYSLURM_CONFIG")
+                .env("XDG_CONFIG_HOME", "xdg")
+                .env("HOME", &home),
             "home",
         ),
     ];
