@@ -11,7 +11,7 @@ use crate::cli::{LaunchArgs, UpArgs};
 use crate::clusters::cluster::{Cluster, State};
 use crate::commands::launch::{Submitted, submit};
 use crate::error::{UsageError, show};
-use crate::launch::config::{LaunchConfig, Sources};
+use crate::launch::config::{self, LaunchConfig, Sources};
 use crate::launch::validate;
 use crate::printer::Printer;
 use crate::runs::interrupt;
@@ -59,7 +59,8 @@ fn resolve(args: &UpArgs) -> Result<LaunchConfig> {
         cancel_on_interrupt: false,
         cluster: args.cluster.clone(),
     };
-    let mut config = LaunchConfig::resolve(&launch, &Sources::load()?)?;
+    let sources = Sources::load()?;
+    let mut config = LaunchConfig::resolve(&launch, &sources)?;
     for (flag, given) in [
         ("--per-node", config.cluster.per_node),
         ("--no-ray", config.cluster.no_ray),
@@ -73,7 +74,7 @@ fn resolve(args: &UpArgs) -> Result<LaunchConfig> {
         }
     }
     config.cluster.serve = true;
-    config.cluster.idle_timeout = args.idle_timeout;
+    config.cluster.idle_timeout = config::idle_timeout(args.idle_timeout, &sources);
     Ok(config)
 }
 

@@ -1,8 +1,10 @@
 //! Resolution of `launch` arguments into a validated [`LaunchConfig`].
 //!
 //! Precedence: command line > environment > project file (`./rayslurm.toml`) > user file
-//! (`$XDG_CONFIG_HOME/rayslurm/config.toml`) > built-in default. Resolution is pure: the
-//! environment and files are read once into [`Sources`], so it is table-tested without I/O.
+//! (`$XDG_CONFIG_HOME/rayslurm/config.toml`) > built-in default. clap takes an option from its
+//! `RAYSLURM_*` variable (`env_vars`) when the command line does not give it, so the arguments
+//! arrive here with both; resolution is pure: the files are read once into [`Sources`], so it
+//! is table-tested without I/O.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -40,6 +42,26 @@ pub(crate) struct FileDefaults {
     pub(crate) stop_grace: Option<u32>,
     /// `false` starts Ray without token authentication (`--no-ray-auth`).
     pub(crate) ray_auth: Option<bool>,
+    /// `up --idle-timeout`: `"30m"`, `"2h"`, `"90s"`, or a number of minutes; in seconds.
+    #[serde(default, deserialize_with = "idle_timeout_in_file")]
+    pub(crate) idle_timeout: Option<u32>,
+}
+
+/// `idle_timeout` as a file gives it: text as `--idle-timeout` takes it, or whole minutes.
+fn idle_timeout_in_file<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Given {
+        Minutes(u64),
+        Text(String),
+    }
+    let text = match Given::deserialize(d)? {
+        Given::Minutes(m) => m.to_string(),
+        Given::Text(t) => t,
+    };
+    crate::cli::idle_duration(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -49,10 +71,9 @@ struct ConfigFile {
     launch: FileDefaults,
 }
 
-/// Everything resolution reads besides the arguments.
+/// Everything resolution reads besides the arguments (and the variables clap read into them).
 #[derive(Debug, Default)]
 pub(crate) struct Sources {
-    pub(crate) env: HashMap<String, String>,
     pub(crate) project: FileDefaults,
     pub(crate) user: FileDefaults,
     pub(crate) cwd: PathBuf,
@@ -70,12 +91,7 @@ impl Sources {
             None => FileDefaults::default(),
         };
         let project = read_config(&cwd.join("rayslurm.toml"))?;
-        Ok(Self {
-            env,
-            project,
-            user,
-            cwd,
-        })
+        Ok(Self { project, user, cwd })
     }
 }
 
@@ -169,16 +185,15 @@ pub(crate) struct LaunchConfig {
     pub(crate) cluster: ClusterOptions,
 }
 
-/// Picks the first value present: command line, environment, project file, user file.
-fn layered<T: Clone>(
-    cli: Option<T>,
-    env: Option<T>,
-    project: &Option<T>,
-    user: &Option<T>,
-) -> Option<T> {
-    cli.or(env)
-        .or_else(|| project.clone())
-        .or_else(|| user.clone())
+/// Picks the first value present: command line (or its environment variable, which clap
+/// reads), project file, user file.
+fn layered<T: Clone>(cli: Option<T>, project: &Option<T>, user: &Option<T>) -> Option<T> {
+    cli.or_else(|| project.clone()).or_else(|| user.clone())
+}
+
+/// `up --idle-timeout` (or its variable), else the files' `idle_timeout`.
+pub(crate) fn idle_timeout(cli: Option<u32>, src: &Sources) -> Option<u32> {
+    layered(cli, &src.project.idle_timeout, &src.user.idle_timeout)
 }
 
 impl LaunchConfig {
@@ -217,7 +232,6 @@ impl LaunchConfig {
             cancel_on_interrupt,
             cluster,
         } = args;
-        let from_env = |key: &str| src.env.get(key).filter(|v| !v.is_empty()).cloned();
         let (p, u) = (&src.project, &src.user);
 
         validate::exp_name(exp_name)?;
@@ -227,21 +241,11 @@ impl LaunchConfig {
             ));
         }
 
-        let partition = layered(
-            partition.clone(),
-            from_env(env_vars::PARTITION),
-            &p.partition,
-            &u.partition,
-        );
-        let account = layered(
-            account.clone(),
-            from_env(env_vars::ACCOUNT),
-            &p.account,
-            &u.account,
-        );
-        let qos = layered(qos.clone(), from_env(env_vars::QOS), &p.qos, &u.qos);
-        let constraint = layered(constraint.clone(), None, &p.constraint, &u.constraint);
-        let time = layered(time.clone(), from_env(env_vars::TIME), &p.time, &u.time);
+        let partition = layered(partition.clone(), &p.partition, &u.partition);
+        let account = layered(account.clone(), &p.account, &u.account);
+        let qos = layered(qos.clone(), &p.qos, &u.qos);
+        let constraint = layered(constraint.clone(), &p.constraint, &u.constraint);
+        let time = layered(time.clone(), &p.time, &u.time);
         // Its own check first: it says what a time looks like.
         if let Some(t) = &time {
             validate::time(t)?;
@@ -271,24 +275,13 @@ impl LaunchConfig {
             .map(|e| validate::env_pair(e).map(|(key, value)| EnvVar { key, value }))
             .collect::<Result<Vec<_>, _>>()?;
 
-        let load_env = layered(
-            load_env.clone(),
-            from_env(env_vars::LOAD_ENV),
-            &p.load_env,
-            &u.load_env,
-        )
-        .filter(|l| !l.trim().is_empty());
-        let log_dir = layered(
-            log_dir.clone(),
-            from_env(env_vars::LOG_DIR).map(PathBuf::from),
-            &p.log_dir,
-            &u.log_dir,
-        )
-        .map(|d| src.cwd.join(d))
-        .unwrap_or_else(|| src.cwd.clone());
+        let load_env =
+            layered(load_env.clone(), &p.load_env, &u.load_env).filter(|l| !l.trim().is_empty());
+        let log_dir = layered(log_dir.clone(), &p.log_dir, &u.log_dir)
+            .map(|d| src.cwd.join(d))
+            .unwrap_or_else(|| src.cwd.clone());
         check_log_dir_text(&log_dir)?;
-        let template =
-            layered(template.clone(), None, &p.template, &u.template).map(|t| src.cwd.join(t));
+        let template = layered(template.clone(), &p.template, &u.template).map(|t| src.cwd.join(t));
 
         let cluster = resolve_cluster(cluster, *num_nodes, src)?;
 
@@ -302,7 +295,7 @@ impl LaunchConfig {
                 tasks_per_node: *tasks_per_node,
                 cpus_per_task: *cpus_per_task,
                 num_gpus: *num_gpus,
-                gpu_directive: layered(*gpu_directive, None, &p.gpu_directive, &u.gpu_directive)
+                gpu_directive: layered(*gpu_directive, &p.gpu_directive, &u.gpu_directive)
                     .unwrap_or(GpuDirective::GpusPerTask),
                 partition,
                 account,
@@ -349,13 +342,7 @@ fn resolve_cluster(
         no_ray_auth,
     } = args;
     let (p, u) = (&src.project, &src.user);
-    let env = |key: &str| src.env.get(key).filter(|v| !v.is_empty()).cloned();
-    let interface = layered(
-        interface.clone(),
-        env(env_vars::INTERFACE),
-        &p.interface,
-        &u.interface,
-    );
+    let interface = layered(interface.clone(), &p.interface, &u.interface);
     if let Some(i) = &interface
         && (i.is_empty()
             || i.len() > 15
@@ -400,16 +387,11 @@ fn resolve_cluster(
         ))
         .hint("--min-nodes counts the head too and must be at most --num-nodes"));
     }
-    let ray_args = layered(ray_args.clone(), None, &p.ray_args, &u.ray_args);
+    let ray_args = layered(ray_args.clone(), &p.ray_args, &u.ray_args);
     if let Some(r) = &ray_args {
         parse_ray_args("--ray-args", r)?;
     }
-    let ray_head_args = layered(
-        ray_head_args.clone(),
-        None,
-        &p.ray_head_args,
-        &u.ray_head_args,
-    );
+    let ray_head_args = layered(ray_head_args.clone(), &p.ray_head_args, &u.ray_head_args);
     if let Some(r) = &ray_head_args {
         parse_ray_args("--ray-head-args", r)?;
     }
@@ -423,13 +405,12 @@ fn resolve_cluster(
         serve: false,
         idle_timeout: None,
         interface,
-        ip_family: layered(*ip_family, None, &p.ip_family, &u.ip_family).unwrap_or(IpFamily::Auto),
+        ip_family: layered(*ip_family, &p.ip_family, &u.ip_family).unwrap_or(IpFamily::Auto),
         min_nodes: *min_nodes,
-        ready_timeout: layered(*ready_timeout, None, &p.ready_timeout, &u.ready_timeout)
+        ready_timeout: layered(*ready_timeout, &p.ready_timeout, &u.ready_timeout)
             .unwrap_or(DEFAULT_READY_TIMEOUT),
         object_store_memory: layered(
             *object_store_memory,
-            None,
             &p.object_store_memory,
             &u.object_store_memory,
         )
@@ -437,9 +418,9 @@ fn resolve_cluster(
         ray_args: for_ray(ray_args),
         ray_head_args: for_ray(ray_head_args),
         port_base: *port_base,
-        stop_grace: layered(*stop_grace, None, &p.stop_grace, &u.stop_grace)
+        stop_grace: layered(*stop_grace, &p.stop_grace, &u.stop_grace)
             .unwrap_or(DEFAULT_STOP_GRACE),
-        no_ray_auth: *no_ray_auth || layered(None, None, &p.ray_auth, &u.ray_auth) == Some(false),
+        no_ray_auth: *no_ray_auth || layered(None, &p.ray_auth, &u.ray_auth) == Some(false),
     })
 }
 
@@ -558,7 +539,20 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn precedence_cli_env_project_user() {
+    fn idle_timeout_in_a_file_is_text_or_minutes() {
+        for (text, want) in [("\"30m\"", 1800), ("\"90s\"", 90), ("5", 300)] {
+            let file = format!("[launch]\nidle_timeout = {text}\n");
+            let c = toml::from_str::<ConfigFile>(&file).unwrap();
+            assert_eq!(c.launch.idle_timeout, Some(want), "{text}");
+        }
+        for bad in ["\"5d\"", "0", "-3", "true"] {
+            let file = format!("[launch]\nidle_timeout = {bad}\n");
+            assert!(toml::from_str::<ConfigFile>(&file).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn precedence_cli_project_user() {
         let mut s = src();
         s.user.partition = Some("user".into());
         assert_eq!(
@@ -569,11 +563,6 @@ pub(crate) mod tests {
         assert_eq!(
             resolve(&[], &s).unwrap().job.partition.as_deref(),
             Some("project")
-        );
-        s.env.insert(env_vars::PARTITION.into(), "env".into());
-        assert_eq!(
-            resolve(&[], &s).unwrap().job.partition.as_deref(),
-            Some("env")
         );
         assert_eq!(
             resolve(&["-p", "cli"], &s)

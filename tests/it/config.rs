@@ -2,7 +2,8 @@
 //! writes: the command line, the environment (`RAYSLURM_*`), the project file
 //! (`./rayslurm.toml`) and the user file (`$RAYSLURM_CONFIG`, else
 //! `$XDG_CONFIG_HOME/rayslurm/config.toml`, else `~/.config/rayslurm/config.toml`), in that
-//! order; and that a config file that cannot be used is a usage error that writes nothing.
+//! order, for every key a file takes (each has its variable); and that a config file or a
+//! variable that cannot be used is a usage error that writes nothing.
 
 use std::path::{Path, PathBuf};
 
@@ -106,20 +107,20 @@ const KEYS: &[Key] = &[
     },
     Key {
         file: "constraint",
-        env: None,
+        env: Some("RAYSLURM_CONSTRAINT"),
         flag: "--constraint",
         kind: Kind::Text,
-        values: ["c-cli", "", "c-project", "c-user"],
+        values: ["c-cli", "c-env", "c-project", "c-user"],
         shown: |v| format!("#SBATCH --constraint={v}\n"),
     },
     Key {
         file: "template",
-        env: None,
+        env: Some("RAYSLURM_TEMPLATE"),
         flag: "--template",
         kind: Kind::Text,
         values: [
             "[DIR]/cli.tera",
-            "",
+            "[DIR]/env.tera",
             "[DIR]/project.tera",
             "[DIR]/user.tera",
         ],
@@ -127,10 +128,11 @@ const KEYS: &[Key] = &[
     },
     Key {
         file: "gpu_directive",
-        env: None,
+        env: Some("RAYSLURM_GPU_DIRECTIVE"),
         flag: "--gpu-directive",
         kind: Kind::Text,
-        values: ["gpus-per-task", "", "gres", "gpus-per-node"],
+        // Three values for four layers: each differs from the layer below it.
+        values: ["gpus-per-task", "gres", "gpus-per-node", "gres"],
         shown: |v| match v {
             "gres" => "#SBATCH --gres=gpu:2\n".to_owned(),
             other => format!("#SBATCH --{other}=2\n"),
@@ -138,53 +140,67 @@ const KEYS: &[Key] = &[
     },
     Key {
         file: "ip_family",
-        env: None,
+        env: Some("RAYSLURM_IP_FAMILY"),
         flag: "--ip-family",
         kind: Kind::Text,
-        values: ["auto", "", "6", "4"],
+        values: ["auto", "4", "6", "4"],
         shown: |v| format!("  --ip-family {v} \\\n"),
     },
     Key {
         file: "object_store_memory",
-        env: None,
+        env: Some("RAYSLURM_OBJECT_STORE_MEMORY"),
         flag: "--object-store-memory",
         kind: Kind::Number,
-        values: ["1000001", "", "1000003", "1000004"],
+        values: ["1000001", "1000002", "1000003", "1000004"],
         shown: |v| format!("  --object-store-memory {v} \\\n"),
     },
     Key {
         file: "ray_args",
-        env: None,
+        env: Some("RAYSLURM_RAY_ARGS"),
         flag: "--ray-args",
         kind: Kind::Text,
-        values: ["--r-cli=1", "", "--r-project=1", "--r-user=1"],
+        values: ["--r-cli=1", "--r-env=1", "--r-project=1", "--r-user=1"],
         shown: |v| format!("  --ray-args {v} \\\n"),
     },
     Key {
         file: "ray_head_args",
-        env: None,
+        env: Some("RAYSLURM_RAY_HEAD_ARGS"),
         flag: "--ray-head-args",
         kind: Kind::Text,
-        values: ["--h-cli=1", "", "--h-project=1", "--h-user=1"],
+        values: ["--h-cli=1", "--h-env=1", "--h-project=1", "--h-user=1"],
         shown: |v| format!("  --ray-head-args {v} \\\n"),
     },
     Key {
         file: "ready_timeout",
-        env: None,
+        env: Some("RAYSLURM_READY_TIMEOUT"),
         flag: "--ready-timeout",
         kind: Kind::Number,
-        values: ["111", "", "113", "114"],
+        values: ["111", "112", "113", "114"],
         shown: |v| format!("  --ready-timeout {v} \\\n"),
     },
     Key {
         file: "stop_grace",
-        env: None,
+        env: Some("RAYSLURM_STOP_GRACE"),
         flag: "--stop-grace",
         kind: Kind::Number,
-        values: ["21", "", "23", "24"],
+        values: ["21", "22", "23", "24"],
         shown: |v| format!("  --stop-grace {v} \\\n"),
     },
+    Key {
+        file: "idle_timeout",
+        env: Some("RAYSLURM_IDLE_TIMEOUT"),
+        flag: "--idle-timeout",
+        kind: Kind::Text,
+        values: ["11m", "12m", "13m", "14m"],
+        shown: |v| {
+            let minutes: u32 = v.trim_end_matches('m').parse().unwrap();
+            format!("  --idle-timeout {} \\\n", minutes * 60)
+        },
+    },
 ];
+
+/// Keys of `up` alone; the others are `launch`'s (and `up`'s too).
+const UP_ONLY: &[&str] = &["idle_timeout"];
 
 impl Key {
     fn value(&self, layer: Layer) -> &'static str {
@@ -256,8 +272,8 @@ impl World {
         std::fs::write(path, toml::to_string(&file).unwrap()).unwrap();
     }
 
-    /// `launch --dry-run` with each key given in the layers `given(key)` names; returns the
-    /// normalised script.
+    /// `launch --dry-run` (and `up --dry-run`, for [`UP_ONLY`] keys) with each key given in the
+    /// layers `given(key)` names; returns the normalised scripts.
     fn launch(&self, given: impl Fn(&Key) -> Vec<Layer>) -> String {
         let in_layer = |layer: Layer| -> Vec<&Key> {
             KEYS.iter()
@@ -271,30 +287,43 @@ impl World {
             Layer::Project,
         );
         self.write_config(&user_file, &in_layer(Layer::User), Layer::User);
-        let mut args = vec![
-            "launch".to_owned(),
-            "--dry-run".to_owned(),
-            "--exp-name".to_owned(),
-            "exp".to_owned(),
-            "--command".to_owned(),
-            "true".to_owned(),
-            "--num-gpus".to_owned(),
-            "2".to_owned(),
-        ];
-        for key in in_layer(Layer::Cli) {
-            args.push(key.flag.to_owned());
-            args.push(self.real(key.value(Layer::Cli)));
+        let mut scripts = String::new();
+        for up in [false, true] {
+            let mut args: Vec<String> = if up {
+                vec!["up".into(), "cluster".into(), "--dry-run".into()]
+            } else {
+                [
+                    "launch",
+                    "--dry-run",
+                    "--exp-name",
+                    "exp",
+                    "--command",
+                    "true",
+                ]
+                .map(str::to_owned)
+                .to_vec()
+            };
+            args.extend(["--num-gpus".to_owned(), "2".to_owned()]);
+            for key in in_layer(Layer::Cli) {
+                // `up` takes `launch`'s keys too: given the same, its script agrees.
+                if up || !UP_ONLY.contains(&key.file) {
+                    args.push(key.flag.to_owned());
+                    args.push(self.real(key.value(Layer::Cli)));
+                }
+            }
+            let mut run = rayslurm(args)
+                .cwd(&self.work())
+                .env("RAYSLURM_CONFIG", &user_file)
+                .env("RAYSLURM_STATE_DIR", self.dir().join("state"));
+            for key in in_layer(Layer::Env) {
+                run = run.env(key.env.unwrap(), self.real(key.value(Layer::Env)));
+            }
+            let out = run.output();
+            let (stdout, stderr) = text(&out);
+            assert!(out.status.success(), "up: {up}: {stderr}");
+            scripts.push_str(&self.normalise(&stdout));
         }
-        let mut run = rayslurm(args)
-            .cwd(&self.work())
-            .env("RAYSLURM_CONFIG", &user_file);
-        for key in in_layer(Layer::Env) {
-            run = run.env(key.env.unwrap(), self.real(key.value(Layer::Env)));
-        }
-        let out = run.output();
-        let (stdout, stderr) = text(&out);
-        assert!(out.status.success(), "{stderr}");
-        self.normalise(&stdout)
+        scripts
     }
 }
 
@@ -539,4 +568,260 @@ fn an_unreadable_project_file_exits_2_and_names_it() {
         "{stderr}"
     );
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 1);
+}
+
+/// Every key a config file takes is in [`KEYS`] (or has its own test below), and every one has
+/// its environment variable: the file's own error lists the keys it expects.
+#[test]
+fn every_config_file_key_is_tested_and_has_a_variable() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        root.path().join("rayslurm.toml"),
+        "[launch]\nnot_a_key = 1\n",
+    )
+    .unwrap();
+    let out = rayslurm([
+        "launch",
+        "--dry-run",
+        "--exp-name",
+        "x",
+        "--command",
+        "true",
+    ])
+    .cwd(root.path())
+    .output();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let expected = stderr
+        .split("expected one of ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no key list in: {stderr}"));
+    let mut in_file: Vec<&str> = regex::Regex::new(r"`([a-z_]+)`")
+        .unwrap()
+        .captures_iter(expected)
+        .map(|c| c.get(1).unwrap().as_str())
+        .collect();
+    in_file.sort_unstable();
+    let mut tested: Vec<&str> = KEYS.iter().map(|k| k.file).collect();
+    tested.push("ray_auth");
+    tested.sort_unstable();
+    assert_eq!(in_file, tested);
+    for key in KEYS {
+        assert_eq!(
+            key.env,
+            Some(format!("RAYSLURM_{}", key.file.to_uppercase())).as_deref(),
+            "{}",
+            key.file
+        );
+    }
+}
+
+/// `ray_auth = false` in a file, `RAYSLURM_NO_RAY_AUTH` (`true`, `1`, ... / `false`, `0`, ...)
+/// and `--no-ray-auth`: the run is open when the flag says so, or the variable does, or else the
+/// highest file that sets `ray_auth` says `false`. A false variable is as good as none.
+#[test]
+fn ray_auth_from_the_flag_the_variable_and_the_files() {
+    /// How the run is told: the flag, the variable, the project and the user file's `ray_auth`.
+    struct Given {
+        flag: bool,
+        var: Option<&'static str>,
+        project: Option<bool>,
+        user: Option<bool>,
+    }
+    const NONE: Given = Given {
+        flag: false,
+        var: None,
+        project: None,
+        user: None,
+    };
+    // (case, what is given, whether the run is open)
+    let cases: &[(&str, Given, bool)] = &[
+        ("nothing: token auth", NONE, false),
+        (
+            "the user file",
+            Given {
+                user: Some(false),
+                ..NONE
+            },
+            true,
+        ),
+        (
+            "project over user",
+            Given {
+                project: Some(true),
+                user: Some(false),
+                ..NONE
+            },
+            false,
+        ),
+        (
+            "the variable over files",
+            Given {
+                var: Some("true"),
+                project: Some(true),
+                ..NONE
+            },
+            true,
+        ),
+        (
+            "the variable as 1",
+            Given {
+                var: Some("1"),
+                ..NONE
+            },
+            true,
+        ),
+        (
+            "a false variable",
+            Given {
+                var: Some("false"),
+                ..NONE
+            },
+            false,
+        ),
+        (
+            "an empty variable is unset",
+            Given {
+                var: Some(""),
+                user: Some(false),
+                ..NONE
+            },
+            true,
+        ),
+        (
+            "the flag",
+            Given {
+                flag: true,
+                project: Some(true),
+                ..NONE
+            },
+            true,
+        ),
+    ];
+    for (case, given, open) in cases {
+        let Given {
+            flag,
+            var,
+            project,
+            user,
+        } = *given;
+        let root = tempfile::tempdir().unwrap();
+        let user_file = root.path().join("user.toml");
+        for (path, value) in [
+            (root.path().join("rayslurm.toml"), project),
+            (user_file.clone(), user),
+        ] {
+            if let Some(v) = value {
+                std::fs::write(path, format!("[launch]\nray_auth = {v}\n")).unwrap();
+            }
+        }
+        let mut args = vec![
+            "launch",
+            "--dry-run",
+            "--exp-name",
+            "x",
+            "--command",
+            "true",
+        ];
+        if flag {
+            args.push("--no-ray-auth");
+        }
+        let mut run = rayslurm(args)
+            .cwd(root.path())
+            .env("RAYSLURM_CONFIG", &user_file);
+        if let Some(v) = var {
+            run = run.env("RAYSLURM_NO_RAY_AUTH", v);
+        }
+        let out = run.output();
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{case}: {stderr}");
+        assert_eq!(stdout.contains("\n  --no-ray-auth \\\n"), *open, "{case}");
+    }
+    let out = rayslurm([
+        "launch",
+        "--dry-run",
+        "--exp-name",
+        "x",
+        "--command",
+        "true",
+    ])
+    .env("RAYSLURM_NO_RAY_AUTH", "maybe")
+    .output();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the value comes from the variable RAYSLURM_NO_RAY_AUTH"),
+        "{stderr}"
+    );
+}
+
+/// `export RAYSLURM_X=` clears a default rather than giving an empty value: the files (or the
+/// built-in default) decide, for text and numbers alike.
+#[test]
+fn an_empty_variable_counts_as_unset() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        root.path().join("rayslurm.toml"),
+        "[launch]\npartition = \"p-project\"\nready_timeout = 113\n",
+    )
+    .unwrap();
+    let out = rayslurm([
+        "launch",
+        "--dry-run",
+        "--exp-name",
+        "x",
+        "--command",
+        "true",
+    ])
+    .cwd(root.path())
+    .env("RAYSLURM_PARTITION", "")
+    .env("RAYSLURM_READY_TIMEOUT", "")
+    .env("RAYSLURM_STOP_GRACE", "")
+    .output();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("\n#SBATCH --partition=p-project\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\n  --ready-timeout 113 \\\n"), "{stdout}");
+    assert!(stdout.contains("\n  --stop-grace 60 \\\n"), "{stdout}");
+}
+
+/// A bad value in a variable is refused like the same value on the command line, naming the
+/// variable.
+#[test]
+fn a_bad_variable_exits_2_and_names_it() {
+    for (var, value) in [
+        ("RAYSLURM_READY_TIMEOUT", "soon"),
+        ("RAYSLURM_GPU_DIRECTIVE", "gpus"),
+        ("RAYSLURM_IDLE_TIMEOUT", "5d"),
+    ] {
+        let command: &[&str] = if var == "RAYSLURM_IDLE_TIMEOUT" {
+            &["up", "c", "--dry-run"]
+        } else {
+            &[
+                "launch",
+                "--dry-run",
+                "--exp-name",
+                "x",
+                "--command",
+                "true",
+            ]
+        };
+        let root = tempfile::tempdir().unwrap();
+        let out = rayslurm(command)
+            .cwd(root.path())
+            .env("RAYSLURM_STATE_DIR", root.path().join("state"))
+            .env(var, value)
+            .output();
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{var}: {stderr}");
+        assert!(stderr.contains(value), "{var}: {stderr}");
+        assert!(
+            stderr.contains(&format!("the value comes from the variable {var}")),
+            "{var}: {stderr}"
+        );
+        assert_eq!(stdout, "", "{var}");
+    }
 }

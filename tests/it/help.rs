@@ -9,6 +9,8 @@ fn help_texts() {
         ("rayslurm", &["--help"]),
         ("launch", &["launch", "--help"]),
         ("launch_short", &["launch", "-h"]),
+        ("up", &["up", "--help"]),
+        ("up_short", &["up", "-h"]),
         ("logs", &["logs", "--help"]),
         ("status", &["status", "--help"]),
         ("cancel", &["cancel", "--help"]),
