@@ -424,6 +424,10 @@ pub(crate) struct ExecArgs {
     #[arg(long, allow_hyphen_values = true, conflicts_with = "args")]
     pub(crate) command: Option<String>,
 
+    /// Print the job as JSON (`{"cluster", "job", ...}`), not its id alone.
+    #[arg(long)]
+    pub(crate) json: bool,
+
     /// The command and its arguments, each quoted as given.
     #[arg(last = true)]
     pub(crate) args: Vec<String>,

@@ -11,6 +11,7 @@ fn help_texts() {
         ("launch_short", &["launch", "-h"]),
         ("up", &["up", "--help"]),
         ("up_short", &["up", "-h"]),
+        ("exec", &["exec", "--help"]),
         ("logs", &["logs", "--help"]),
         ("status", &["status", "--help"]),
         ("cancel", &["cancel", "--help"]),

@@ -5,6 +5,7 @@ mod harness;
 
 mod completions;
 mod config;
+mod exec;
 mod help;
 mod launch;
 mod layers;
