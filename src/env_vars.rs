@@ -4,14 +4,29 @@
 //! takes its options from here. The variables set inside jobs are in `handoff::job_env`, and
 //! the two lists never share a name.
 
-/// Defaults for `launch` read from the environment (below the command line, above files).
+// Defaults for `launch` and `up` (below the command line, above config files), one for each
+// config-file key, named after it: `RAYSLURM_PARTITION` is `partition`. clap reads them (each
+// option's `env`, shown in `--help`); an empty one counts as unset.
 pub(crate) const PARTITION: &str = "RAYSLURM_PARTITION";
 pub(crate) const ACCOUNT: &str = "RAYSLURM_ACCOUNT";
 pub(crate) const QOS: &str = "RAYSLURM_QOS";
+pub(crate) const CONSTRAINT: &str = "RAYSLURM_CONSTRAINT";
 pub(crate) const TIME: &str = "RAYSLURM_TIME";
 pub(crate) const LOG_DIR: &str = "RAYSLURM_LOG_DIR";
 pub(crate) const LOAD_ENV: &str = "RAYSLURM_LOAD_ENV";
+pub(crate) const TEMPLATE: &str = "RAYSLURM_TEMPLATE";
+pub(crate) const GPU_DIRECTIVE: &str = "RAYSLURM_GPU_DIRECTIVE";
 pub(crate) const INTERFACE: &str = "RAYSLURM_INTERFACE";
+pub(crate) const IP_FAMILY: &str = "RAYSLURM_IP_FAMILY";
+pub(crate) const OBJECT_STORE_MEMORY: &str = "RAYSLURM_OBJECT_STORE_MEMORY";
+pub(crate) const RAY_ARGS: &str = "RAYSLURM_RAY_ARGS";
+pub(crate) const RAY_HEAD_ARGS: &str = "RAYSLURM_RAY_HEAD_ARGS";
+pub(crate) const READY_TIMEOUT: &str = "RAYSLURM_READY_TIMEOUT";
+pub(crate) const STOP_GRACE: &str = "RAYSLURM_STOP_GRACE";
+/// `true` (or `1`, `yes`, `on`) is `--no-ray-auth`, the config key `ray_auth = false`.
+pub(crate) const NO_RAY_AUTH: &str = "RAYSLURM_NO_RAY_AUTH";
+/// `up --idle-timeout`.
+pub(crate) const IDLE_TIMEOUT: &str = "RAYSLURM_IDLE_TIMEOUT";
 pub(crate) const SIGNAL: &str = "RAYSLURM_SIGNAL";
 pub(crate) const MAX_REQUEUES: &str = "RAYSLURM_MAX_REQUEUES";
 /// Where run records are kept; default `$XDG_STATE_HOME/rayslurm` or `~/.local/state/rayslurm`.
@@ -25,3 +40,68 @@ pub(crate) const NO_COLOR: &str = "NO_COLOR";
 /// How the login node reaches a cluster's head: `always` through the allocation (an `srun`
 /// step relaying bytes), `never` only directly; unset, directly where it can, else relayed.
 pub(crate) const RELAY: &str = "RAYSLURM_RELAY";
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use clap::CommandFactory;
+
+    use crate::cli::Cli;
+
+    /// Every variable an option of `command` (or of its subcommands) reads, with the option.
+    fn env_of(command: &clap::Command, found: &mut BTreeSet<(String, String)>) {
+        for arg in command.get_arguments() {
+            if let Some(name) = arg.get_env() {
+                let option = format!("{} --{}", command.get_name(), arg.get_id());
+                found.insert((name.to_string_lossy().into_owned(), option));
+            }
+        }
+        for sub in command.get_subcommands() {
+            env_of(sub, found);
+        }
+    }
+
+    fn all_env() -> BTreeSet<(String, String)> {
+        let mut command = Cli::command();
+        command.build();
+        let mut found = BTreeSet::new();
+        env_of(&command, &mut found);
+        found
+    }
+
+    /// The `RAYSLURM_*` names `handoff/job_env.rs` declares: the variables set inside jobs
+    /// (read from the source, so a variable added there later is checked too).
+    fn set_inside_jobs() -> BTreeSet<String> {
+        let source = include_str!("handoff/job_env.rs");
+        let re = regex::Regex::new(r#""(RAYSLURM_[A-Z0-9_]+)""#).unwrap();
+        re.captures_iter(source).map(|c| c[1].to_owned()).collect()
+    }
+
+    #[test]
+    fn configuration_variables_never_share_a_name_with_the_variables_set_inside_jobs() {
+        let inside = set_inside_jobs();
+        assert!(inside.contains("RAYSLURM_NODE_RANK"), "{inside:?}");
+        for (name, option) in all_env() {
+            assert!(name.starts_with("RAYSLURM_"), "{option} reads {name}");
+            assert!(
+                !inside.contains(&name),
+                "{option} reads {name}, set inside jobs"
+            );
+        }
+    }
+
+    /// Jobs inherit the login environment, so a variable read by the bootstrap would change
+    /// what runs on the nodes behind the script's back: only `launch` and `up` read any.
+    #[test]
+    fn only_launch_and_up_read_variables_and_the_bootstrap_none() {
+        let readers: BTreeSet<String> = all_env()
+            .into_iter()
+            .map(|(_, option)| option.split(' ').next().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            readers,
+            BTreeSet::from(["launch".to_owned(), "up".to_owned()])
+        );
+    }
+}

@@ -1,8 +1,9 @@
 //! rayslurm: run Ray (and other multi-node programs) on a Slurm cluster with one command.
 //!
 //! The folders are the layers:
-//! - `cli` (clap structs), `commands/` (one module per subcommand), `printer`, `env_vars` and
-//!   `error`: the command line on the login node;
+//! - `cli` (clap structs), `parse` (arguments and variables into them), `commands/` (one
+//!   module per subcommand), `printer`, `env_vars` and `error`: the command line on the login
+//!   node;
 //! - `launch/`: flags to a submitted job (config, validation, job spec, template, script files,
 //!   the node-visible copy of this binary);
 //! - `runs/`: what became of a run afterwards (records, selection, status, cancel, follow);
@@ -26,6 +27,7 @@ mod env_vars;
 mod error;
 mod handoff;
 mod launch;
+mod parse;
 mod printer;
 mod runs;
 mod slurm;
@@ -33,15 +35,20 @@ mod sys;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
-use crate::cli::{Cli, Command};
+use crate::cli::Command;
 use crate::launch::config::{LaunchConfig, Sources};
 use crate::printer::Printer;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse::parse(std::env::args_os().collect(), &|name| {
+        std::env::var_os(name)
+    });
     let printer = Printer::new(cli.quiet);
+    // Inside the allocation nothing is echoed: the script never passes -v, and the job's log
+    // is the bootstrap's own account.
+    if !matches!(cli.command, Command::Bootstrap(_)) {
+        sys::process::echo_commands(cli.verbose);
+    }
     match run(cli.command, &printer) {
         Ok(code) => code,
         Err(error) => {
@@ -72,5 +79,7 @@ fn run(command: Command, printer: &Printer) -> anyhow::Result<ExitCode> {
         Command::Down(args) => commands::down::run(&args, printer),
         Command::Dashboard(args) => commands::dashboard::run(&args, printer),
         Command::Relay(args) => commands::relay::run(&args),
+        Command::Completions(args) => commands::completions::run(&args),
+        Command::Man(args) => commands::man::run(&args),
     }
 }

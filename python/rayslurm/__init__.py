@@ -9,6 +9,9 @@ executes a shell command line, as on the command line; no Python function is pic
     >>> run = rayslurm.launch(exp_name="sweep", command="python train.py", num_nodes=3)
     >>> rayslurm.wait(run)["exit_code"]
     0
+
+On a persistent cluster (``rayslurm up sweep``), :func:`exec` submits a job and
+:func:`queue` shows the cluster's jobs.
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 __all__ = [
     "ENDED_STATES",
     "RayslurmError",
+    "exec",
     "find_bin",
     "is_ended",
     "launch",
+    "queue",
     "status",
     "wait",
 ]
@@ -64,6 +69,14 @@ _NOT_FOR_LAUNCH = {
     "follow": "launch() returns once the job is submitted; call wait() on its result to follow it",
     "cancel_on_interrupt": "only goes with --follow; call wait() on launch()'s result instead",
     "quiet": "launch() returns the result and keeps rayslurm's progress messages out of the way",
+}
+
+#: Flags `exec` sets itself or that would make it print something other than one result.
+_NOT_FOR_EXEC = {
+    "json": "exec() always passes --json",
+    "detach": "exec() always returns once the job is submitted (-d); queue() shows how it goes",
+    "quiet": "exec() returns the result and keeps rayslurm's progress messages out of the way",
+    "args": "give the command as exec()'s second argument, as a list of words",
 }
 
 Target = Union[str, int, Mapping[str, Any]]
@@ -299,6 +312,85 @@ def wait(target: Target, poll: float = 5.0, timeout: Optional[float] = None) -> 
             raise TimeoutError(f"run `{name}` has not ended after {timeout} s: it is {state}")
         pause = poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic()))
         time.sleep(pause)
+
+
+def _cluster_name(cluster: Union[str, Mapping[str, Any]]) -> str:
+    """A cluster's name, or that of the cluster an :func:`exec` result ran on."""
+    if isinstance(cluster, Mapping):
+        name = cluster.get("cluster")
+        if not isinstance(name, str):
+            raise ValueError(f"not an exec() result (no cluster): {dict(cluster)!r}")
+        return name
+    if not isinstance(cluster, str):
+        raise TypeError(f"a cluster is named by a str, not {cluster!r}")
+    return cluster
+
+
+def exec(  # noqa: A001 (named after rayslurm's command)
+    cluster: str, command: Union[str, Sequence[str]], **options: Any
+) -> Dict[str, Any]:
+    """Submits ``command`` to a persistent cluster as a Ray job (``rayslurm exec -d --json``).
+
+    Returns as soon as the job is submitted: it waits in Ray's queue until its resources are
+    free, and :func:`queue` shows how it goes.
+
+    Args:
+        cluster: the cluster's name (from ``rayslurm up NAME``).
+        command: a shell command line (run through bash), or a list of words, each passed as
+            it is (``["python", "train.py", "--lr", "0.1"]``).
+        **options: any other ``rayslurm exec`` flag, by its long name with ``_`` for ``-``:
+            ``name="trial-3"``, ``num_cpus=2``, ``num_gpus=0.5``, ``memory="4G"``,
+            ``env={"LR": 0.1}``.
+
+    Returns:
+        ``{"cluster", "job", "name", "submission_id", "command", "workdir", "log",
+        "submitted_at"}``; ``job`` is the job's short id on its cluster (``rayslurm logs
+        CLUSTER JOB``, ``rayslurm cancel CLUSTER JOB``).
+
+    Raises:
+        RayslurmError: rayslurm refused the input or the cluster is not up (``returncode`` 2),
+            or the job could not be submitted (1).
+        ValueError: a flag that exec() cannot pass (``json``, ``detach``, ...).
+        FileNotFoundError: the rayslurm binary is missing.
+    """
+    for key in options:
+        if key in _NOT_FOR_EXEC:
+            raise ValueError(f"exec(): `{key}` is not accepted: {_NOT_FOR_EXEC[key]}")
+    args = ["exec", _cluster_name(cluster), *_flags(options), "-d", "--json"]
+    if isinstance(command, str):
+        args.append(f"--command={command}")
+    else:
+        words = [_flag_value("command", w) for w in command]
+        if not words:
+            raise ValueError("exec(): the command has no words")
+        args += ["--", *words]
+    result = _parsed(_run(args))
+    if not isinstance(result, dict):
+        raise RayslurmError(args, 0, f"printed JSON that is not an object: {result!r}")
+    return result
+
+
+def queue(cluster: Union[str, Mapping[str, Any]]) -> Dict[str, Any]:
+    """A cluster's jobs and resources (``rayslurm queue CLUSTER --json``).
+
+    Args:
+        cluster: the cluster's name, or an :func:`exec` result (its cluster).
+
+    Returns:
+        ``{"name", "job_id", "nodes", "cpus", "cpus_free", "gpus", "gpus_free", "time_left",
+        "jobs"}``; each of ``jobs`` is ``{"id", "name", "status", "submitted_at",
+        "started_at", "duration_seconds", "exit_code", "command", "log"}``, ``status`` as Ray
+        says it (``PENDING``, ``RUNNING``, ``SUCCEEDED``, ``FAILED``, ``STOPPED``).
+
+    Raises:
+        RayslurmError: no such cluster or it is not up (``returncode`` 2), or Ray could not
+            be asked (1).
+    """
+    args = ["queue", "--json", "--", _cluster_name(cluster)]
+    result = _parsed(_run(args))
+    if not isinstance(result, dict):
+        raise RayslurmError(args, 0, f"printed JSON that is not an object: {result!r}")
+    return result
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use chrono::{Local, SecondsFormat};
+use serde::Serialize;
 
 use crate::cli::ExecArgs;
 use crate::clusters::cluster::Cluster;
@@ -24,6 +25,21 @@ use crate::runs::log_tail::Start;
 use crate::runs::status;
 use crate::runs::store::{self, RunStore};
 use crate::sys::quote::shell_quote;
+
+/// A submitted job, as `--json` prints it.
+#[derive(Serialize)]
+struct Submitted<'a> {
+    cluster: &'a str,
+    /// The job's short id on its cluster (`queue`, `logs CLUSTER JOB`, `cancel CLUSTER JOB`).
+    job: u32,
+    name: &'a str,
+    /// Ray's id for it.
+    submission_id: &'a str,
+    command: &'a str,
+    workdir: &'a str,
+    log: &'a str,
+    submitted_at: &'a str,
+}
 
 pub(crate) fn run(args: &ExecArgs, printer: &Printer) -> Result<ExitCode> {
     let command = command_of(args)?;
@@ -100,8 +116,22 @@ pub(crate) fn run(args: &ExecArgs, printer: &Printer) -> Result<ExitCode> {
             return Err(e).context(format!("job not submitted to cluster {}", cluster.name()));
         }
     }
-    printer.result(&job.id.to_string());
     let name = cluster.name();
+    if args.json {
+        let submitted = Submitted {
+            cluster: name,
+            job: job.id,
+            name: &job.name,
+            submission_id: &job.submission_id,
+            command: &job.command,
+            workdir: &job.workdir.display().to_string(),
+            log: &job.log.display().to_string(),
+            submitted_at: &job.submitted_at,
+        };
+        printer.result(&serde_json::to_string(&submitted)?);
+    } else {
+        printer.result(&job.id.to_string());
+    }
     printer.info(&format!(
         "job {} ({}) submitted to cluster {name}\n  output: {}",
         job.id,

@@ -1,11 +1,13 @@
 //! One module per subcommand, each with `run`.
 
 pub(crate) mod cancel;
+pub(crate) mod completions;
 pub(crate) mod dashboard;
 pub(crate) mod down;
 pub(crate) mod exec;
 pub(crate) mod launch;
 pub(crate) mod logs;
+pub(crate) mod man;
 pub(crate) mod queue;
 pub(crate) mod relay;
 pub(crate) mod status;

@@ -11,7 +11,9 @@ use crate::cli::{LaunchArgs, LongRunArgs, UpArgs};
 use crate::clusters::cluster::{Cluster, State};
 use crate::commands::launch::{Submitted, submit};
 use crate::error::{UsageError, show};
-use crate::launch::config::{LaunchConfig, Sources};
+use crate::handoff::cluster::DEFAULT_MAX_REQUEUES;
+use crate::handoff::signal_name::SignalName;
+use crate::launch::config::{self, LaunchConfig, Sources};
 use crate::launch::validate;
 use crate::printer::Printer;
 use crate::runs::interrupt;
@@ -60,7 +62,8 @@ fn resolve(args: &UpArgs) -> Result<LaunchConfig> {
         cluster: args.cluster.clone(),
         long_run: LongRunArgs::default(),
     };
-    let mut config = LaunchConfig::resolve(&launch, &Sources::load()?)?;
+    let sources = Sources::load()?;
+    let mut config = LaunchConfig::resolve(&launch, &sources)?;
     for (flag, given) in [
         ("--per-node", config.cluster.per_node),
         ("--no-ray", config.cluster.no_ray),
@@ -74,7 +77,10 @@ fn resolve(args: &UpArgs) -> Result<LaunchConfig> {
         }
     }
     config.cluster.serve = true;
-    config.cluster.idle_timeout = args.idle_timeout;
+    // `launch`'s alone: a cluster has no command to signal and is never requeued.
+    config.cluster.signal = SignalName::default();
+    config.cluster.max_requeues = DEFAULT_MAX_REQUEUES;
+    config.cluster.idle_timeout = config::idle_timeout(args.idle_timeout, &sources);
     Ok(config)
 }
 

@@ -1,8 +1,10 @@
 //! Resolution of `launch` arguments into a validated [`LaunchConfig`].
 //!
 //! Precedence: command line > environment > project file (`./rayslurm.toml`) > user file
-//! (`$XDG_CONFIG_HOME/rayslurm/config.toml`) > built-in default. Resolution is pure: the
-//! environment and files are read once into [`Sources`], so it is table-tested without I/O.
+//! (`$XDG_CONFIG_HOME/rayslurm/config.toml`) > built-in default. clap takes an option from its
+//! `RAYSLURM_*` variable (`env_vars`) when the command line does not give it, so the arguments
+//! arrive here with both; resolution is pure: the files are read once into [`Sources`], so it
+//! is table-tested without I/O.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -47,6 +49,26 @@ pub(crate) struct FileDefaults {
     pub(crate) signal: Option<String>,
     /// `--max-requeues`, for the runs launched with `--requeue`.
     pub(crate) max_requeues: Option<u32>,
+    /// `up --idle-timeout`: `"30m"`, `"2h"`, `"90s"`, or a number of minutes; in seconds.
+    #[serde(default, deserialize_with = "idle_timeout_in_file")]
+    pub(crate) idle_timeout: Option<u32>,
+}
+
+/// `idle_timeout` as a file gives it: text as `--idle-timeout` takes it, or whole minutes.
+fn idle_timeout_in_file<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Given {
+        Minutes(u64),
+        Text(String),
+    }
+    let text = match Given::deserialize(d)? {
+        Given::Minutes(m) => m.to_string(),
+        Given::Text(t) => t,
+    };
+    crate::cli::idle_duration(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -56,10 +78,9 @@ struct ConfigFile {
     launch: FileDefaults,
 }
 
-/// Everything resolution reads besides the arguments.
+/// Everything resolution reads besides the arguments (and the variables clap read into them).
 #[derive(Debug, Default)]
 pub(crate) struct Sources {
-    pub(crate) env: HashMap<String, String>,
     pub(crate) project: FileDefaults,
     pub(crate) user: FileDefaults,
     pub(crate) cwd: PathBuf,
@@ -71,28 +92,33 @@ impl Sources {
         let env: HashMap<String, String> = std::env::vars().collect();
         let cwd = std::env::current_dir()
             .map_err(|e| UsageError::new(format!("cannot read the current directory: {e}")))?;
-        let user_path = env.get(env_vars::CONFIG).map(PathBuf::from).or_else(|| {
-            let base = env
-                .get(env_vars::XDG_CONFIG_HOME)
-                .map(PathBuf::from)
-                .or_else(|| {
-                    env.get(env_vars::HOME)
-                        .map(|h| Path::new(h).join(".config"))
-                })?;
-            Some(base.join("rayslurm").join("config.toml"))
-        });
+        let user_path = user_config_path(&env);
         let user = match user_path {
             Some(path) => read_config(&path)?,
             None => FileDefaults::default(),
         };
         let project = read_config(&cwd.join("rayslurm.toml"))?;
-        Ok(Self {
-            env,
-            project,
-            user,
-            cwd,
-        })
+        Ok(Self { project, user, cwd })
     }
+}
+
+/// The user file: `$RAYSLURM_CONFIG`, else `$XDG_CONFIG_HOME/rayslurm/config.toml`, else
+/// `$HOME/.config/rayslurm/config.toml`. An `XDG_CONFIG_HOME` that is empty or relative is
+/// ignored, as the XDG rules say (an empty one would read `./rayslurm/config.toml`).
+fn user_config_path(env: &HashMap<String, String>) -> Option<PathBuf> {
+    if let Some(named) = env.get(env_vars::CONFIG).filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(named));
+    }
+    let base = env
+        .get(env_vars::XDG_CONFIG_HOME)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            env.get(env_vars::HOME)
+                .filter(|h| !h.is_empty())
+                .map(|h| Path::new(h).join(".config"))
+        })?;
+    Some(base.join("rayslurm").join("config.toml"))
 }
 
 fn read_config(path: &Path) -> Result<FileDefaults, UsageError> {
@@ -170,16 +196,15 @@ pub(crate) struct LaunchConfig {
     pub(crate) singleton: bool,
 }
 
-/// Picks the first value present: command line, environment, project file, user file.
-fn layered<T: Clone>(
-    cli: Option<T>,
-    env: Option<T>,
-    project: &Option<T>,
-    user: &Option<T>,
-) -> Option<T> {
-    cli.or(env)
-        .or_else(|| project.clone())
-        .or_else(|| user.clone())
+/// Picks the first value present: command line (or its environment variable, which clap
+/// reads), project file, user file.
+fn layered<T: Clone>(cli: Option<T>, project: &Option<T>, user: &Option<T>) -> Option<T> {
+    cli.or_else(|| project.clone()).or_else(|| user.clone())
+}
+
+/// `up --idle-timeout` (or its variable), else the files' `idle_timeout`.
+pub(crate) fn idle_timeout(cli: Option<u32>, src: &Sources) -> Option<u32> {
+    layered(cli, &src.project.idle_timeout, &src.user.idle_timeout)
 }
 
 impl LaunchConfig {
@@ -226,7 +251,6 @@ impl LaunchConfig {
                     singleton,
                 },
         } = args;
-        let from_env = |key: &str| src.env.get(key).filter(|v| !v.is_empty()).cloned();
         let (p, u) = (&src.project, &src.user);
 
         validate::exp_name(exp_name)?;
@@ -236,21 +260,11 @@ impl LaunchConfig {
             ));
         }
 
-        let partition = layered(
-            partition.clone(),
-            from_env(env_vars::PARTITION),
-            &p.partition,
-            &u.partition,
-        );
-        let account = layered(
-            account.clone(),
-            from_env(env_vars::ACCOUNT),
-            &p.account,
-            &u.account,
-        );
-        let qos = layered(qos.clone(), from_env(env_vars::QOS), &p.qos, &u.qos);
-        let constraint = layered(constraint.clone(), None, &p.constraint, &u.constraint);
-        let time = layered(time.clone(), from_env(env_vars::TIME), &p.time, &u.time);
+        let partition = layered(partition.clone(), &p.partition, &u.partition);
+        let account = layered(account.clone(), &p.account, &u.account);
+        let qos = layered(qos.clone(), &p.qos, &u.qos);
+        let constraint = layered(constraint.clone(), &p.constraint, &u.constraint);
+        let time = layered(time.clone(), &p.time, &u.time);
         // Its own check first: it says what a time looks like.
         if let Some(t) = &time {
             validate::time(t)?;
@@ -280,24 +294,13 @@ impl LaunchConfig {
             .map(|e| validate::env_pair(e).map(|(key, value)| EnvVar { key, value }))
             .collect::<Result<Vec<_>, _>>()?;
 
-        let load_env = layered(
-            load_env.clone(),
-            from_env(env_vars::LOAD_ENV),
-            &p.load_env,
-            &u.load_env,
-        )
-        .filter(|l| !l.trim().is_empty());
-        let log_dir = layered(
-            log_dir.clone(),
-            from_env(env_vars::LOG_DIR).map(PathBuf::from),
-            &p.log_dir,
-            &u.log_dir,
-        )
-        .map(|d| src.cwd.join(d))
-        .unwrap_or_else(|| src.cwd.clone());
+        let load_env =
+            layered(load_env.clone(), &p.load_env, &u.load_env).filter(|l| !l.trim().is_empty());
+        let log_dir = layered(log_dir.clone(), &p.log_dir, &u.log_dir)
+            .map(|d| src.cwd.join(d))
+            .unwrap_or_else(|| src.cwd.clone());
         check_log_dir_text(&log_dir)?;
-        let template =
-            layered(template.clone(), None, &p.template, &u.template).map(|t| src.cwd.join(t));
+        let template = layered(template.clone(), &p.template, &u.template).map(|t| src.cwd.join(t));
 
         let mut cluster = resolve_cluster(cluster, *num_nodes, src)?;
         resolve_long_run(
@@ -323,7 +326,7 @@ impl LaunchConfig {
                 tasks_per_node: *tasks_per_node,
                 cpus_per_task: *cpus_per_task,
                 num_gpus: *num_gpus,
-                gpu_directive: layered(*gpu_directive, None, &p.gpu_directive, &u.gpu_directive)
+                gpu_directive: layered(*gpu_directive, &p.gpu_directive, &u.gpu_directive)
                     .unwrap_or(GpuDirective::GpusPerTask),
                 partition,
                 account,
@@ -359,8 +362,10 @@ fn resolve_long_run(
     src: &Sources,
 ) -> Result<(), UsageError> {
     let (p, u) = (&src.project, &src.user);
-    let env = |key: &str| src.env.get(key).filter(|v| !v.is_empty()).cloned();
-    if max_requeues.is_some() && !requeue {
+    // A site's RAYSLURM_MAX_REQUEUES (which clap reads into the flag) is for the runs that
+    // ask for --requeue; only the flag itself without --requeue is a mistake.
+    let from_variable = std::env::var_os(env_vars::MAX_REQUEUES).is_some_and(|v| !v.is_empty());
+    if max_requeues.is_some() && !requeue && !from_variable {
         return Err(UsageError::new("--max-requeues goes with --requeue")
             .hint("add --requeue to put the job back in the queue when it is stopped"));
     }
@@ -369,28 +374,15 @@ fn resolve_long_run(
             UsageError::new(format!("invalid signal {} ({origin})", show(name))).hint(why)
         })
     };
-    cluster.signal = match signal {
-        Some(s) => s,
-        None => match (env(env_vars::SIGNAL), &p.signal, &u.signal) {
-            (Some(s), _, _) => parse_signal(env_vars::SIGNAL, &s)?,
-            (None, Some(s), _) => parse_signal("project config file", s)?,
-            (None, None, Some(s)) => parse_signal("user config file", s)?,
-            (None, None, None) => SignalName::default(),
-        },
-    };
-    let from_env = match env(env_vars::MAX_REQUEUES) {
-        Some(v) => Some(v.trim().parse::<u32>().map_err(|_| {
-            UsageError::new(format!(
-                "{} {} is not a whole number",
-                env_vars::MAX_REQUEUES,
-                show(&v)
-            ))
-        })?),
-        None => None,
+    cluster.signal = match (signal, &p.signal, &u.signal) {
+        (Some(s), _, _) => s,
+        (None, Some(s), _) => parse_signal("project config file", s)?,
+        (None, None, Some(s)) => parse_signal("user config file", s)?,
+        (None, None, None) => SignalName::default(),
     };
     cluster.requeue = requeue;
-    cluster.max_requeues = layered(max_requeues, from_env, &p.max_requeues, &u.max_requeues)
-        .unwrap_or(DEFAULT_MAX_REQUEUES);
+    cluster.max_requeues =
+        layered(max_requeues, &p.max_requeues, &u.max_requeues).unwrap_or(DEFAULT_MAX_REQUEUES);
     if let Some(limit) = time.and_then(duration::time_limit)
         && cluster.stop_grace > 0
         && u64::from(cluster.stop_grace) >= limit
@@ -427,13 +419,7 @@ fn resolve_cluster(
         no_ray_auth,
     } = args;
     let (p, u) = (&src.project, &src.user);
-    let env = |key: &str| src.env.get(key).filter(|v| !v.is_empty()).cloned();
-    let interface = layered(
-        interface.clone(),
-        env(env_vars::INTERFACE),
-        &p.interface,
-        &u.interface,
-    );
+    let interface = layered(interface.clone(), &p.interface, &u.interface);
     if let Some(i) = &interface
         && (i.is_empty()
             || i.len() > 15
@@ -478,16 +464,11 @@ fn resolve_cluster(
         ))
         .hint("--min-nodes counts the head too and must be at most --num-nodes"));
     }
-    let ray_args = layered(ray_args.clone(), None, &p.ray_args, &u.ray_args);
+    let ray_args = layered(ray_args.clone(), &p.ray_args, &u.ray_args);
     if let Some(r) = &ray_args {
         parse_ray_args("--ray-args", r)?;
     }
-    let ray_head_args = layered(
-        ray_head_args.clone(),
-        None,
-        &p.ray_head_args,
-        &u.ray_head_args,
-    );
+    let ray_head_args = layered(ray_head_args.clone(), &p.ray_head_args, &u.ray_head_args);
     if let Some(r) = &ray_head_args {
         parse_ray_args("--ray-head-args", r)?;
     }
@@ -501,13 +482,12 @@ fn resolve_cluster(
         serve: false,
         idle_timeout: None,
         interface,
-        ip_family: layered(*ip_family, None, &p.ip_family, &u.ip_family).unwrap_or(IpFamily::Auto),
+        ip_family: layered(*ip_family, &p.ip_family, &u.ip_family).unwrap_or(IpFamily::Auto),
         min_nodes: *min_nodes,
-        ready_timeout: layered(*ready_timeout, None, &p.ready_timeout, &u.ready_timeout)
+        ready_timeout: layered(*ready_timeout, &p.ready_timeout, &u.ready_timeout)
             .unwrap_or(DEFAULT_READY_TIMEOUT),
         object_store_memory: layered(
             *object_store_memory,
-            None,
             &p.object_store_memory,
             &u.object_store_memory,
         )
@@ -515,9 +495,9 @@ fn resolve_cluster(
         ray_args: for_ray(ray_args),
         ray_head_args: for_ray(ray_head_args),
         port_base: *port_base,
-        stop_grace: layered(*stop_grace, None, &p.stop_grace, &u.stop_grace)
+        stop_grace: layered(*stop_grace, &p.stop_grace, &u.stop_grace)
             .unwrap_or(DEFAULT_STOP_GRACE),
-        no_ray_auth: *no_ray_auth || layered(None, None, &p.ray_auth, &u.ray_auth) == Some(false),
+        no_ray_auth: *no_ray_auth || layered(None, &p.ray_auth, &u.ray_auth) == Some(false),
         // `launch`'s own (see `resolve_long_run`); a cluster of `up` keeps the defaults.
         signal: SignalName::default(),
         requeue: false,
@@ -588,8 +568,72 @@ pub(crate) mod tests {
         assert_eq!(c.cluster.ip_family, IpFamily::Auto);
     }
 
+    fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
     #[test]
-    fn precedence_cli_env_project_user() {
+    fn the_user_file_ignores_an_empty_or_relative_xdg_config_home() {
+        let home = "/home/u/.config/rayslurm/config.toml";
+        for (env, want) in [
+            (vec![(env_vars::HOME, "/home/u")], Some(home)),
+            (
+                vec![
+                    (env_vars::XDG_CONFIG_HOME, "/xdg"),
+                    (env_vars::HOME, "/home/u"),
+                ],
+                Some("/xdg/rayslurm/config.toml"),
+            ),
+            (
+                vec![(env_vars::XDG_CONFIG_HOME, ""), (env_vars::HOME, "/home/u")],
+                Some(home),
+            ),
+            (
+                vec![
+                    (env_vars::XDG_CONFIG_HOME, "conf"),
+                    (env_vars::HOME, "/home/u"),
+                ],
+                Some(home),
+            ),
+            (vec![(env_vars::XDG_CONFIG_HOME, "")], None),
+            (
+                vec![
+                    (env_vars::CONFIG, "/named.toml"),
+                    (env_vars::HOME, "/home/u"),
+                ],
+                Some("/named.toml"),
+            ),
+            (
+                vec![(env_vars::CONFIG, ""), (env_vars::HOME, "/home/u")],
+                Some(home),
+            ),
+        ] {
+            assert_eq!(
+                user_config_path(&vars(&env)),
+                want.map(PathBuf::from),
+                "{env:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn idle_timeout_in_a_file_is_text_or_minutes() {
+        for (text, want) in [("\"30m\"", 1800), ("\"90s\"", 90), ("5", 300)] {
+            let file = format!("[launch]\nidle_timeout = {text}\n");
+            let c = toml::from_str::<ConfigFile>(&file).unwrap();
+            assert_eq!(c.launch.idle_timeout, Some(want), "{text}");
+        }
+        for bad in ["\"5d\"", "0", "-3", "true"] {
+            let file = format!("[launch]\nidle_timeout = {bad}\n");
+            assert!(toml::from_str::<ConfigFile>(&file).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn precedence_cli_project_user() {
         let mut s = src();
         s.user.partition = Some("user".into());
         assert_eq!(
@@ -600,11 +644,6 @@ pub(crate) mod tests {
         assert_eq!(
             resolve(&[], &s).unwrap().job.partition.as_deref(),
             Some("project")
-        );
-        s.env.insert(env_vars::PARTITION.into(), "env".into());
-        assert_eq!(
-            resolve(&[], &s).unwrap().job.partition.as_deref(),
-            Some("env")
         );
         assert_eq!(
             resolve(&["-p", "cli"], &s)

@@ -1,7 +1,9 @@
 //! Small system helpers every layer uses: the one wrapper for external commands ([`process`]),
-//! quoting for bash ([`quote`]) and files that appear whole or not at all ([`staged_file`]).
+//! quoting for bash ([`quote`]), files that appear whole or not at all ([`staged_file`]) and
+//! whole results on stdout ([`stdout`]).
 
 pub(crate) mod process;
 pub(crate) mod pump;
 pub(crate) mod quote;
 pub(crate) mod staged_file;
+pub(crate) mod stdout;

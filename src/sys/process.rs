@@ -1,11 +1,14 @@
 //! The one wrapper for external commands (`sbatch`, `srun`, `squeue`, `scontrol`, `scancel`, `ray`).
 //!
 //! A [`Cmd`] displays as a shell-escaped command line a user can paste, and its failures carry
-//! that command line, the exit status with any signal named, and the trimmed stderr.
+//! that command line, the exit status with any signal named, and the trimmed stderr. With
+//! `-v/--verbose` ([`echo_commands`]), every command is written to stderr as that line just
+//! before it runs.
 
 use std::ffi::OsString;
 use std::fmt;
 use std::process::{Command, ExitStatus, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::sys::quote::shell_quote;
 
@@ -44,6 +47,15 @@ fn stderr_suffix(stderr: &str) -> String {
     }
 }
 
+/// Whether commands are echoed to stderr before they run (`-v`): set once, in `main`.
+static ECHO: AtomicBool = AtomicBool::new(false);
+
+/// Echoes every command run from now on to stderr, one pasteable line each (`-v/--verbose`).
+/// Never on stdout, which carries results.
+pub(crate) fn echo_commands(on: bool) {
+    ECHO.store(on, Ordering::Relaxed);
+}
+
 impl Cmd {
     pub(crate) fn new(program: impl Into<OsString>) -> Self {
         Self {
@@ -76,8 +88,12 @@ impl Cmd {
         self.program.to_string_lossy().into_owned()
     }
 
-    /// A `std::process::Command` for callers that manage the child themselves.
+    /// A `std::process::Command` for callers that manage the child themselves: the one way a
+    /// `Cmd` becomes a process, so it is echoed here (with `-v`) as it is about to run.
     pub(crate) fn command(&self) -> Command {
+        if ECHO.load(Ordering::Relaxed) {
+            eprintln!("{self}");
+        }
         let mut command = Command::new(&self.program);
         command.args(&self.args);
         for (k, v) in &self.envs {

@@ -1,7 +1,11 @@
 //! Files that appear whole or not at all: written to a temporary file in the directory of their
 //! final name, then moved into place with one rename, so a reader (or a crash) never sees half
 //! a file. The one way every file rayslurm keeps is written: scripts, run records, final
-//! states and the copy of the binary for the nodes.
+//! states, a cluster's `cluster.json` and the copy of the binary for the nodes.
+//!
+//! The content is on disk (`fsync`) before the rename: many of these files are written on a
+//! compute node and read on the login node over NFS, where a rename that reaches the server
+//! before the data lets a reader see the new name with an empty file.
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -50,8 +54,17 @@ impl Staged {
         self.write_all(&text)
     }
 
+    /// Puts the content on disk, so that the name never arrives before it.
+    fn sync(&self) -> Result<()> {
+        self.tmp
+            .as_file()
+            .sync_all()
+            .with_context(|| format!("cannot write in `{}`", self.dir.display()))
+    }
+
     /// Moves the file to `dest`, replacing whatever is there.
     pub(crate) fn replace(self, dest: &Path) -> Result<()> {
+        self.sync()?;
         self.tmp
             .persist(dest)
             .map_err(|e| e.error)
@@ -62,6 +75,7 @@ impl Staged {
     /// Moves the file to `dest` only if nothing is there: `Ok(None)` once in place, or the
     /// file back (`Ok(Some)`) when the name is taken, to try another.
     pub(crate) fn place_new(self, dest: &Path) -> Result<Option<Self>> {
+        self.sync()?;
         let dir = self.dir;
         match self.tmp.persist_noclobber(dest) {
             Ok(_) => Ok(None),

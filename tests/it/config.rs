@@ -2,7 +2,8 @@
 //! writes: the command line, the environment (`RAYSLURM_*`), the project file
 //! (`./rayslurm.toml`) and the user file (`$RAYSLURM_CONFIG`, else
 //! `$XDG_CONFIG_HOME/rayslurm/config.toml`, else `~/.config/rayslurm/config.toml`), in that
-//! order; and that a config file that cannot be used is a usage error that writes nothing.
+//! order, for every key a file takes (each has its variable); and that a config file or a
+//! variable that cannot be used is a usage error that writes nothing.
 
 use std::path::{Path, PathBuf};
 
@@ -24,36 +25,6 @@ const LAYERS: [Layer; 4] = [Layer::Cli, Layer::Env, Layer::Project, Layer::User]
 enum Kind {
     Text,
     Number,
-    /// A boolean whose command-line flag takes no value: giving the flag is the command line's
-    /// value.
-    Bool,
-}
-
-/// How the script shows a value.
-#[derive(Debug, PartialEq, Eq)]
-enum Shown {
-    /// It holds this text.
-    Present(String),
-    /// It lacks this text (a switch that is off writes nothing).
-    Absent(String),
-}
-
-impl Shown {
-    fn holds(&self, script: &str) -> bool {
-        match self {
-            Self::Present(text) => script.contains(text),
-            Self::Absent(text) => !script.contains(text),
-        }
-    }
-}
-
-impl std::fmt::Display for Shown {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Present(text) => write!(f, "`{}`", text.trim()),
-            Self::Absent(text) => write!(f, "no `{}`", text.trim()),
-        }
-    }
 }
 
 /// One setting of `launch` that a config file may give.
@@ -68,8 +39,8 @@ struct Key {
     /// `env`); `[DIR]` stands for the test's directory. Where a value equals the built-in
     /// default, it is the command line's, so that a file's value is never mistaken for it.
     values: [&'static str; 4],
-    /// How the script shows a value (`[DIR]` and `[STAMP]` as [`normalise`] leaves them).
-    shown: fn(&str) -> Shown,
+    /// The script text that shows a value (`[DIR]` and `[STAMP]` as [`normalise`] leaves them).
+    shown: fn(&str) -> String,
 }
 
 const KEYS: &[Key] = &[
@@ -79,7 +50,7 @@ const KEYS: &[Key] = &[
         flag: "--partition",
         kind: Kind::Text,
         values: ["p-cli", "p-env", "p-project", "p-user"],
-        shown: |v| Shown::Present(format!("#SBATCH --partition={v}\n")),
+        shown: |v| format!("#SBATCH --partition={v}\n"),
     },
     Key {
         file: "account",
@@ -87,7 +58,7 @@ const KEYS: &[Key] = &[
         flag: "--account",
         kind: Kind::Text,
         values: ["a-cli", "a-env", "a-project", "a-user"],
-        shown: |v| Shown::Present(format!("#SBATCH --account={v}\n")),
+        shown: |v| format!("#SBATCH --account={v}\n"),
     },
     Key {
         file: "qos",
@@ -95,7 +66,7 @@ const KEYS: &[Key] = &[
         flag: "--qos",
         kind: Kind::Text,
         values: ["q-cli", "q-env", "q-project", "q-user"],
-        shown: |v| Shown::Present(format!("#SBATCH --qos={v}\n")),
+        shown: |v| format!("#SBATCH --qos={v}\n"),
     },
     Key {
         file: "time",
@@ -103,7 +74,7 @@ const KEYS: &[Key] = &[
         flag: "--time",
         kind: Kind::Text,
         values: ["10:00", "20:00", "30:00", "40:00"],
-        shown: |v| Shown::Present(format!("#SBATCH --time={v}\n")),
+        shown: |v| format!("#SBATCH --time={v}\n"),
     },
     Key {
         file: "log_dir",
@@ -116,7 +87,7 @@ const KEYS: &[Key] = &[
             "[DIR]/logs-project",
             "[DIR]/logs-user",
         ],
-        shown: |v| Shown::Present(format!("#SBATCH --output={v}/exp_[STAMP].log\n")),
+        shown: |v| format!("#SBATCH --output={v}/exp_[STAMP].log\n"),
     },
     Key {
         file: "load_env",
@@ -124,7 +95,7 @@ const KEYS: &[Key] = &[
         flag: "--load-env",
         kind: Kind::Text,
         values: ["source cli", "source env", "source project", "source user"],
-        shown: |v| Shown::Present(format!("\neval '{v}' || ")),
+        shown: |v| format!("\neval '{v}' || "),
     },
     Key {
         file: "interface",
@@ -132,109 +103,122 @@ const KEYS: &[Key] = &[
         flag: "--interface",
         kind: Kind::Text,
         values: ["ib-cli", "ib-env", "ib-project", "ib-user"],
-        shown: |v| Shown::Present(format!("  --interface {v} \\\n")),
+        shown: |v| format!("  --interface {v} \\\n"),
     },
     Key {
         file: "constraint",
-        env: None,
+        env: Some("RAYSLURM_CONSTRAINT"),
         flag: "--constraint",
         kind: Kind::Text,
-        values: ["c-cli", "", "c-project", "c-user"],
-        shown: |v| Shown::Present(format!("#SBATCH --constraint={v}\n")),
+        values: ["c-cli", "c-env", "c-project", "c-user"],
+        shown: |v| format!("#SBATCH --constraint={v}\n"),
     },
     Key {
         file: "template",
-        env: None,
+        env: Some("RAYSLURM_TEMPLATE"),
         flag: "--template",
         kind: Kind::Text,
         values: [
             "[DIR]/cli.tera",
-            "",
+            "[DIR]/env.tera",
             "[DIR]/project.tera",
             "[DIR]/user.tera",
         ],
-        shown: |v| Shown::Present(format!("\n# template {v}\n")),
+        shown: |v| format!("\n# template {v}\n"),
     },
     Key {
         file: "gpu_directive",
-        env: None,
+        env: Some("RAYSLURM_GPU_DIRECTIVE"),
         flag: "--gpu-directive",
         kind: Kind::Text,
-        values: ["gpus-per-task", "", "gres", "gpus-per-node"],
-        shown: |v| {
-            Shown::Present(match v {
-                "gres" => "#SBATCH --gres=gpu:2\n".to_owned(),
-                other => format!("#SBATCH --{other}=2\n"),
-            })
+        // Three values for four layers: each differs from the layer below it.
+        values: ["gpus-per-task", "gres", "gpus-per-node", "gres"],
+        shown: |v| match v {
+            "gres" => "#SBATCH --gres=gpu:2\n".to_owned(),
+            other => format!("#SBATCH --{other}=2\n"),
         },
     },
     Key {
         file: "ip_family",
-        env: None,
+        env: Some("RAYSLURM_IP_FAMILY"),
         flag: "--ip-family",
         kind: Kind::Text,
-        values: ["auto", "", "6", "4"],
-        shown: |v| Shown::Present(format!("  --ip-family {v} \\\n")),
+        values: ["auto", "4", "6", "4"],
+        shown: |v| format!("  --ip-family {v} \\\n"),
     },
     Key {
         file: "object_store_memory",
-        env: None,
+        env: Some("RAYSLURM_OBJECT_STORE_MEMORY"),
         flag: "--object-store-memory",
         kind: Kind::Number,
-        values: ["1000001", "", "1000003", "1000004"],
-        shown: |v| Shown::Present(format!("  --object-store-memory {v} \\\n")),
+        values: ["1000001", "1000002", "1000003", "1000004"],
+        shown: |v| format!("  --object-store-memory {v} \\\n"),
     },
     Key {
         file: "ray_args",
-        env: None,
+        env: Some("RAYSLURM_RAY_ARGS"),
         flag: "--ray-args",
         kind: Kind::Text,
-        values: ["--r-cli=1", "", "--r-project=1", "--r-user=1"],
-        shown: |v| Shown::Present(format!("  --ray-args {v} \\\n")),
+        values: ["--r-cli=1", "--r-env=1", "--r-project=1", "--r-user=1"],
+        shown: |v| format!("  --ray-args {v} \\\n"),
     },
     Key {
         file: "ray_head_args",
-        env: None,
+        env: Some("RAYSLURM_RAY_HEAD_ARGS"),
         flag: "--ray-head-args",
         kind: Kind::Text,
-        values: ["--h-cli=1", "", "--h-project=1", "--h-user=1"],
-        shown: |v| Shown::Present(format!("  --ray-head-args {v} \\\n")),
+        values: ["--h-cli=1", "--h-env=1", "--h-project=1", "--h-user=1"],
+        shown: |v| format!("  --ray-head-args {v} \\\n"),
     },
     Key {
         file: "ready_timeout",
-        env: None,
+        env: Some("RAYSLURM_READY_TIMEOUT"),
         flag: "--ready-timeout",
         kind: Kind::Number,
-        values: ["111", "", "113", "114"],
-        shown: |v| Shown::Present(format!("  --ready-timeout {v} \\\n")),
+        values: ["111", "112", "113", "114"],
+        shown: |v| format!("  --ready-timeout {v} \\\n"),
     },
     Key {
         file: "stop_grace",
-        env: None,
+        env: Some("RAYSLURM_STOP_GRACE"),
         flag: "--stop-grace",
         kind: Kind::Number,
-        values: ["21", "", "23", "24"],
-        shown: |v| Shown::Present(format!("  --stop-grace {v} \\\n")),
+        values: ["21", "22", "23", "24"],
+        shown: |v| format!("  --stop-grace {v} \\\n"),
     },
-    // `true` (Ray's token authentication on) is the built-in default, and the command line can
-    // only turn it off: the project file's `true` shows that it is read by beating the user
-    // file's `false`.
     Key {
-        file: "ray_auth",
-        env: None,
-        flag: "--no-ray-auth",
-        kind: Kind::Bool,
-        values: ["false", "", "true", "false"],
+        file: "signal",
+        env: Some("RAYSLURM_SIGNAL"),
+        flag: "--signal",
+        kind: Kind::Text,
+        values: ["USR1", "USR2", "HUP", "INT"],
+        shown: |v| format!("  --signal {v} \\\n"),
+    },
+    Key {
+        file: "max_requeues",
+        env: Some("RAYSLURM_MAX_REQUEUES"),
+        flag: "--max-requeues",
+        kind: Kind::Number,
+        values: ["5", "6", "7", "8"],
+        shown: |v| format!("  --max-requeues {v} \\\n"),
+    },
+    Key {
+        file: "idle_timeout",
+        env: Some("RAYSLURM_IDLE_TIMEOUT"),
+        flag: "--idle-timeout",
+        kind: Kind::Text,
+        values: ["11m", "12m", "13m", "14m"],
         shown: |v| {
-            let off = "  --no-ray-auth \\\n".to_owned();
-            if v == "false" {
-                Shown::Present(off)
-            } else {
-                Shown::Absent(off)
-            }
+            let minutes: u32 = v.trim_end_matches('m').parse().unwrap();
+            format!("  --idle-timeout {} \\\n", minutes * 60)
         },
     },
 ];
+
+/// Keys of `up` alone; the others are `launch`'s (and `up`'s too).
+const UP_ONLY: &[&str] = &["idle_timeout"];
+/// Keys of `launch` alone: a cluster of `up` is never signalled for its command nor requeued.
+const LAUNCH_ONLY: &[&str] = &["signal", "max_requeues"];
 
 impl Key {
     fn value(&self, layer: Layer) -> &'static str {
@@ -297,7 +281,6 @@ impl World {
             let value = match key.kind {
                 Kind::Text => toml::Value::String(value),
                 Kind::Number => toml::Value::Integer(value.parse().unwrap()),
-                Kind::Bool => toml::Value::Boolean(value.parse().unwrap()),
             };
             launch.insert(key.file.to_owned(), value);
         }
@@ -307,8 +290,8 @@ impl World {
         std::fs::write(path, toml::to_string(&file).unwrap()).unwrap();
     }
 
-    /// `launch --dry-run` with each key given in the layers `given(key)` names; returns the
-    /// normalised script.
+    /// `launch --dry-run` (and `up --dry-run`, for [`UP_ONLY`] keys) with each key given in the
+    /// layers `given(key)` names; returns the normalised scripts.
     fn launch(&self, given: impl Fn(&Key) -> Vec<Layer>) -> String {
         let in_layer = |layer: Layer| -> Vec<&Key> {
             KEYS.iter()
@@ -322,32 +305,52 @@ impl World {
             Layer::Project,
         );
         self.write_config(&user_file, &in_layer(Layer::User), Layer::User);
-        let mut args = vec![
-            "launch".to_owned(),
-            "--dry-run".to_owned(),
-            "--exp-name".to_owned(),
-            "exp".to_owned(),
-            "--command".to_owned(),
-            "true".to_owned(),
-            "--num-gpus".to_owned(),
-            "2".to_owned(),
-        ];
-        for key in in_layer(Layer::Cli) {
-            args.push(key.flag.to_owned());
-            if !matches!(key.kind, Kind::Bool) {
-                args.push(self.real(key.value(Layer::Cli)));
+        let mut scripts = String::new();
+        for up in [false, true] {
+            let mut args: Vec<String> = if up {
+                vec!["up".into(), "cluster".into(), "--dry-run".into()]
+            } else {
+                [
+                    "launch",
+                    "--dry-run",
+                    "--exp-name",
+                    "exp",
+                    "--command",
+                    "true",
+                ]
+                .map(str::to_owned)
+                .to_vec()
+            };
+            args.extend(["--num-gpus".to_owned(), "2".to_owned()]);
+            if !up {
+                // `max_requeues` means something with it (and the flag alone is refused).
+                args.push("--requeue".to_owned());
             }
+            for key in in_layer(Layer::Cli) {
+                // `up` takes `launch`'s keys too: given the same, its script agrees.
+                let for_this = if up {
+                    !LAUNCH_ONLY.contains(&key.file)
+                } else {
+                    !UP_ONLY.contains(&key.file)
+                };
+                if for_this {
+                    args.push(key.flag.to_owned());
+                    args.push(self.real(key.value(Layer::Cli)));
+                }
+            }
+            let mut run = rayslurm(args)
+                .cwd(&self.work())
+                .env("RAYSLURM_CONFIG", &user_file)
+                .env("RAYSLURM_STATE_DIR", self.dir().join("state"));
+            for key in in_layer(Layer::Env) {
+                run = run.env(key.env.unwrap(), self.real(key.value(Layer::Env)));
+            }
+            let out = run.output();
+            let (stdout, stderr) = text(&out);
+            assert!(out.status.success(), "up: {up}: {stderr}");
+            scripts.push_str(&self.normalise(&stdout));
         }
-        let mut run = rayslurm(args)
-            .cwd(&self.work())
-            .env("RAYSLURM_CONFIG", &user_file);
-        for key in in_layer(Layer::Env) {
-            run = run.env(key.env.unwrap(), self.real(key.value(Layer::Env)));
-        }
-        let out = run.output();
-        let (stdout, stderr) = text(&out);
-        assert!(out.status.success(), "{stderr}");
-        self.normalise(&stdout)
+        scripts
     }
 }
 
@@ -387,13 +390,17 @@ fn command_line_beats_environment_beats_project_file_beats_user_file() {
                 continue;
             };
             let want = (key.shown)(key.value(winner));
-            if !want.holds(&script) {
-                wrong.push(format!("{} from {winner:?}: wanted {want}", key.file));
+            if !script.contains(&want) {
+                wrong.push(format!(
+                    "{} from {winner:?}: no `{}`",
+                    key.file,
+                    want.trim()
+                ));
             }
             for loser in layers.iter().filter(|l| **l != winner) {
                 let not = (key.shown)(key.value(*loser));
-                if not != want && not.holds(&script) {
-                    wrong.push(format!("{} from {loser:?}: {not}", key.file));
+                if not != want && script.contains(&not) {
+                    wrong.push(format!("{} from {loser:?}: `{}`", key.file, not.trim()));
                 }
             }
         }
@@ -402,9 +409,11 @@ fn command_line_beats_environment_beats_project_file_beats_user_file() {
 }
 
 /// Where the user file is looked for: `$RAYSLURM_CONFIG`, else
-/// `$XDG_CONFIG_HOME/rayslurm/config.toml`, else `$HOME/.config/rayslurm/config.toml`.
+/// `$XDG_CONFIG_HOME/rayslurm/config.toml` (only if absolute), else
+/// `$HOME/.config/rayslurm/config.toml`.
 #[test]
 fn the_user_file_is_found_by_rayslurm_config_then_xdg_config_home_then_home() {
+    // (The regression: an empty XDG_CONFIG_HOME read `./rayslurm/config.toml`.)
     let world = World::new();
     let named = world.dir().join("named.toml");
     let xdg = world.dir().join("xdg");
@@ -416,6 +425,11 @@ fn the_user_file_is_found_by_rayslurm_config_then_xdg_config_home_then_home() {
     partition(&named, "named");
     partition(&xdg.join("rayslurm/config.toml"), "xdg");
     partition(&home.join(".config/rayslurm/config.toml"), "home");
+    partition(&world.work().join("rayslurm/config.toml"), "cwd-empty-xdg");
+    partition(
+        &world.work().join("xdg/rayslurm/config.toml"),
+        "cwd-relative-xdg",
+    );
     let launch = || {
         rayslurm([
             "launch",
@@ -447,6 +461,24 @@ fn the_user_file_is_found_by_rayslurm_config_then_xdg_config_home_then_home() {
         (
             "HOME",
             launch().env_remove("RAYSLURM_CONFIG").env("HOME", &home),
+            "home",
+        ),
+        // The XDG rule: an empty or relative XDG_CONFIG_HOME is ignored. Both would otherwise
+        // find a file below the working directory.
+        (
+            "XDG_CONFIG_HOME empty",
+            launch()
+                .env_remove("RAYSLURM_CONFIG")
+                .env("XDG_CONFIG_HOME", "")
+                .env("HOME", &home),
+            "home",
+        ),
+        (
+            "XDG_CONFIG_HOME relative",
+            launch()
+                .env_remove("RAYSLURM_CONFIG")
+                .env("XDG_CONFIG_HOME", "xdg")
+                .env("HOME", &home),
             "home",
         ),
     ];
@@ -563,4 +595,260 @@ fn an_unreadable_project_file_exits_2_and_names_it() {
         "{stderr}"
     );
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 1);
+}
+
+/// Every key a config file takes is in [`KEYS`] (or has its own test below), and every one has
+/// its environment variable: the file's own error lists the keys it expects.
+#[test]
+fn every_config_file_key_is_tested_and_has_a_variable() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        root.path().join("rayslurm.toml"),
+        "[launch]\nnot_a_key = 1\n",
+    )
+    .unwrap();
+    let out = rayslurm([
+        "launch",
+        "--dry-run",
+        "--exp-name",
+        "x",
+        "--command",
+        "true",
+    ])
+    .cwd(root.path())
+    .output();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let expected = stderr
+        .split("expected one of ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no key list in: {stderr}"));
+    let mut in_file: Vec<&str> = regex::Regex::new(r"`([a-z_]+)`")
+        .unwrap()
+        .captures_iter(expected)
+        .map(|c| c.get(1).unwrap().as_str())
+        .collect();
+    in_file.sort_unstable();
+    let mut tested: Vec<&str> = KEYS.iter().map(|k| k.file).collect();
+    tested.push("ray_auth");
+    tested.sort_unstable();
+    assert_eq!(in_file, tested);
+    for key in KEYS {
+        assert_eq!(
+            key.env,
+            Some(format!("RAYSLURM_{}", key.file.to_uppercase())).as_deref(),
+            "{}",
+            key.file
+        );
+    }
+}
+
+/// `ray_auth = false` in a file, `RAYSLURM_NO_RAY_AUTH` (`true`, `1`, ... / `false`, `0`, ...)
+/// and `--no-ray-auth`: the run is open when the flag says so, or the variable does, or else the
+/// highest file that sets `ray_auth` says `false`. A false variable is as good as none.
+#[test]
+fn ray_auth_from_the_flag_the_variable_and_the_files() {
+    /// How the run is told: the flag, the variable, the project and the user file's `ray_auth`.
+    struct Given {
+        flag: bool,
+        var: Option<&'static str>,
+        project: Option<bool>,
+        user: Option<bool>,
+    }
+    const NONE: Given = Given {
+        flag: false,
+        var: None,
+        project: None,
+        user: None,
+    };
+    // (case, what is given, whether the run is open)
+    let cases: &[(&str, Given, bool)] = &[
+        ("nothing: token auth", NONE, false),
+        (
+            "the user file",
+            Given {
+                user: Some(false),
+                ..NONE
+            },
+            true,
+        ),
+        (
+            "project over user",
+            Given {
+                project: Some(true),
+                user: Some(false),
+                ..NONE
+            },
+            false,
+        ),
+        (
+            "the variable over files",
+            Given {
+                var: Some("true"),
+                project: Some(true),
+                ..NONE
+            },
+            true,
+        ),
+        (
+            "the variable as 1",
+            Given {
+                var: Some("1"),
+                ..NONE
+            },
+            true,
+        ),
+        (
+            "a false variable",
+            Given {
+                var: Some("false"),
+                ..NONE
+            },
+            false,
+        ),
+        (
+            "an empty variable is unset",
+            Given {
+                var: Some(""),
+                user: Some(false),
+                ..NONE
+            },
+            true,
+        ),
+        (
+            "the flag",
+            Given {
+                flag: true,
+                project: Some(true),
+                ..NONE
+            },
+            true,
+        ),
+    ];
+    for (case, given, open) in cases {
+        let Given {
+            flag,
+            var,
+            project,
+            user,
+        } = *given;
+        let root = tempfile::tempdir().unwrap();
+        let user_file = root.path().join("user.toml");
+        for (path, value) in [
+            (root.path().join("rayslurm.toml"), project),
+            (user_file.clone(), user),
+        ] {
+            if let Some(v) = value {
+                std::fs::write(path, format!("[launch]\nray_auth = {v}\n")).unwrap();
+            }
+        }
+        let mut args = vec![
+            "launch",
+            "--dry-run",
+            "--exp-name",
+            "x",
+            "--command",
+            "true",
+        ];
+        if flag {
+            args.push("--no-ray-auth");
+        }
+        let mut run = rayslurm(args)
+            .cwd(root.path())
+            .env("RAYSLURM_CONFIG", &user_file);
+        if let Some(v) = var {
+            run = run.env("RAYSLURM_NO_RAY_AUTH", v);
+        }
+        let out = run.output();
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{case}: {stderr}");
+        assert_eq!(stdout.contains("\n  --no-ray-auth \\\n"), *open, "{case}");
+    }
+    let out = rayslurm([
+        "launch",
+        "--dry-run",
+        "--exp-name",
+        "x",
+        "--command",
+        "true",
+    ])
+    .env("RAYSLURM_NO_RAY_AUTH", "maybe")
+    .output();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the value comes from the variable RAYSLURM_NO_RAY_AUTH"),
+        "{stderr}"
+    );
+}
+
+/// `export RAYSLURM_X=` clears a default rather than giving an empty value: the files (or the
+/// built-in default) decide, for text and numbers alike.
+#[test]
+fn an_empty_variable_counts_as_unset() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(
+        root.path().join("rayslurm.toml"),
+        "[launch]\npartition = \"p-project\"\nready_timeout = 113\n",
+    )
+    .unwrap();
+    let out = rayslurm([
+        "launch",
+        "--dry-run",
+        "--exp-name",
+        "x",
+        "--command",
+        "true",
+    ])
+    .cwd(root.path())
+    .env("RAYSLURM_PARTITION", "")
+    .env("RAYSLURM_READY_TIMEOUT", "")
+    .env("RAYSLURM_STOP_GRACE", "")
+    .output();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("\n#SBATCH --partition=p-project\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\n  --ready-timeout 113 \\\n"), "{stdout}");
+    assert!(stdout.contains("\n  --stop-grace 60 \\\n"), "{stdout}");
+}
+
+/// A bad value in a variable is refused like the same value on the command line, naming the
+/// variable.
+#[test]
+fn a_bad_variable_exits_2_and_names_it() {
+    for (var, value) in [
+        ("RAYSLURM_READY_TIMEOUT", "soon"),
+        ("RAYSLURM_GPU_DIRECTIVE", "gpus"),
+        ("RAYSLURM_IDLE_TIMEOUT", "5d"),
+    ] {
+        let command: &[&str] = if var == "RAYSLURM_IDLE_TIMEOUT" {
+            &["up", "c", "--dry-run"]
+        } else {
+            &[
+                "launch",
+                "--dry-run",
+                "--exp-name",
+                "x",
+                "--command",
+                "true",
+            ]
+        };
+        let root = tempfile::tempdir().unwrap();
+        let out = rayslurm(command)
+            .cwd(root.path())
+            .env("RAYSLURM_STATE_DIR", root.path().join("state"))
+            .env(var, value)
+            .output();
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{var}: {stderr}");
+        assert!(stderr.contains(value), "{var}: {stderr}");
+        assert!(
+            stderr.contains(&format!("the value comes from the variable {var}")),
+            "{var}: {stderr}"
+        );
+        assert_eq!(stdout, "", "{var}");
+    }
 }

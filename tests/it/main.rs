@@ -3,11 +3,14 @@
 
 mod harness;
 
+mod completions;
 mod config;
+mod exec;
 mod help;
 mod launch;
 mod layers;
 mod runs;
+mod verbose;
 mod version;
 
 mod e2e_auth;

@@ -7,6 +7,7 @@ PATH: these tests check what the package does with rayslurm's answers, not Slurm
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sysconfig
@@ -202,6 +203,133 @@ class StatusAndWait(Scratch):
     def test_waiting_for_a_dry_run_is_refused(self) -> None:
         with self.assertRaises(ValueError):
             rayslurm.wait({"job_id": None, "submitted": False})
+
+
+class FakeBinary(Scratch):
+    """A fake rayslurm in place of the wheel's: it logs its arguments, one a line, and prints
+    the JSON (and exit code) a test gives it, so the package's side is tested alone."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.argv_log = self.root / "argv"
+        self.answer = self.root / "answer.json"
+        self.code = self.root / "code"
+        self.code.write_text("0")
+        write_script(
+            self.root,
+            "rayslurm",
+            f'printf "%s\\n" "$@" > {self.argv_log}\n'
+            f"cat {self.answer}\n"
+            'echo "said on stderr" >&2\n'
+            f"exit $(cat {self.code})",
+        )
+        patcher = mock.patch.object(rayslurm, "find_bin", return_value=str(self.root / "rayslurm"))
+        patcher.start()
+        self.addCleanup(patcher.stop)
+
+    def argv(self) -> list:
+        return self.argv_log.read_text().splitlines()
+
+
+class Exec(FakeBinary):
+    JOB = {
+        "cluster": "sweep",
+        "job": 3,
+        "name": "trial-3",
+        "submission_id": "rayslurm-555-3",
+        "command": "python train.py",
+        "workdir": "/work",
+        "log": "/logs/sweep_555.d/jobs/3.log",
+        "submitted_at": "2026-11-22T10:02:11+01:00",
+    }
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.answer.write_text(json.dumps(self.JOB))
+
+    def test_a_command_line_goes_as_command_and_the_job_comes_back(self) -> None:
+        job = rayslurm.exec(
+            "sweep", "python train.py --lr 0.1", name="trial-3", num_cpus=2, env={"LR": 0.1}
+        )
+        self.assertEqual(job, self.JOB)
+        self.assertEqual(
+            self.argv(),
+            [
+                "exec",
+                "sweep",
+                "--name=trial-3",
+                "--num-cpus=2",
+                "--env=LR=0.1",
+                "-d",
+                "--json",
+                "--command=python train.py --lr 0.1",
+            ],
+        )
+
+    def test_a_list_of_words_goes_after_the_double_dash(self) -> None:
+        rayslurm.exec("sweep", ["python", "train.py", "--lr", "0.1"], num_gpus=0.5)
+        self.assertEqual(
+            self.argv(),
+            ["exec", "sweep", "--num-gpus=0.5", "-d", "--json"]
+            + ["--", "python", "train.py", "--lr", "0.1"],
+        )
+
+    def test_flags_exec_sets_itself_are_refused(self) -> None:
+        for key in ("json", "detach", "quiet", "args"):
+            with self.subTest(key=key), self.assertRaises(ValueError):
+                rayslurm.exec("sweep", "true", **{key: True})
+        with self.assertRaises(ValueError):
+            rayslurm.exec("sweep", [])
+        self.assertFalse(self.argv_log.exists(), "nothing ran")
+
+    def test_a_failure_raises_with_the_code_and_stderr(self) -> None:
+        self.code.write_text("2")
+        with self.assertRaises(RayslurmError) as caught:
+            rayslurm.exec("sweep", "true")
+        self.assertEqual(caught.exception.returncode, 2)
+        self.assertIn("said on stderr", caught.exception.stderr)
+
+
+class Queue(FakeBinary):
+    CLUSTER = {
+        "name": "sweep",
+        "job_id": "555",
+        "nodes": ["node1", "node2"],
+        "cpus": 8.0,
+        "cpus_free": 6.0,
+        "gpus": 0.0,
+        "gpus_free": 0.0,
+        "time_left": "3:58:02",
+        "jobs": [{"id": 3, "name": "trial-3", "status": "RUNNING"}],
+    }
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.answer.write_text(json.dumps(self.CLUSTER))
+
+    def test_queue_of_a_name_or_of_an_exec_result(self) -> None:
+        self.assertEqual(rayslurm.queue("sweep"), self.CLUSTER)
+        self.assertEqual(self.argv(), ["queue", "--json", "--", "sweep"])
+        rayslurm.queue(Exec.JOB)
+        self.assertEqual(self.argv(), ["queue", "--json", "--", "sweep"])
+        with self.assertRaises(ValueError):
+            rayslurm.queue({"job_id": "4242"})
+
+    def test_an_answer_that_is_not_an_object_raises(self) -> None:
+        self.answer.write_text("[]")
+        with self.assertRaises(RayslurmError):
+            rayslurm.queue("sweep")
+
+
+class ClustersWithTheRealBinary(Scratch):
+    """exec() and queue() of a cluster rayslurm does not know: the real binary's refusal."""
+
+    def test_an_unknown_cluster_raises_with_exit_code_2(self) -> None:
+        for call in (lambda: rayslurm.exec("nope", "true"), lambda: rayslurm.queue("nope")):
+            with self.subTest(call=call), self.assertRaises(RayslurmError) as caught:
+                call()
+            self.assertEqual(caught.exception.returncode, 2)
+            self.assertIn("no cluster named `nope`", caught.exception.stderr)
 
 
 if __name__ == "__main__":

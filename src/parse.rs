@@ -1,0 +1,166 @@
+//! The process's arguments and environment into a [`Cli`]: clap, plus two rules for the
+//! configuration variables (`env_vars`) that clap alone does not follow. A variable that is
+//! set but empty counts as unset (`export RAYSLURM_TIME=` clears a default), and a bad value
+//! that came from a variable says so, since the user did not type the flag clap names.
+
+use std::ffi::{OsStr, OsString};
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{CommandFactory, FromArgMatches};
+
+use crate::cli::Cli;
+
+/// Parses `argv`, with `var` giving the environment's variables; exits (2, or 0 for `--help`)
+/// on what clap refuses.
+pub(crate) fn parse(argv: Vec<OsString>, var: &dyn Fn(&OsStr) -> Option<OsString>) -> Cli {
+    let command = without_blank_env(Cli::command(), &|name| {
+        var(name).is_some_and(|v| v.is_empty())
+    });
+    let matches = command
+        .clone()
+        .try_get_matches_from(&argv)
+        .unwrap_or_else(|mut e| {
+            if let Some(note) = from_variable(&e, &command, &argv, var) {
+                e.insert(
+                    ContextKind::Suggested,
+                    ContextValue::StyledStrs(vec![note.into()]),
+                );
+            }
+            e.exit()
+        });
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// `command` without the `env` of options whose variable `is_blank` says is set but empty.
+fn without_blank_env(command: clap::Command, is_blank: &dyn Fn(&OsStr) -> bool) -> clap::Command {
+    command
+        .mut_args(|arg| match arg.get_env() {
+            Some(name) if is_blank(name) => arg.env(None::<&'static str>),
+            _ => arg,
+        })
+        .mut_subcommands(|sub| without_blank_env(sub, is_blank))
+}
+
+/// For a value clap refused that came from a variable (the flag is not on the command line,
+/// and the variable holds the value): a note that names the variable.
+fn from_variable(
+    error: &clap::Error,
+    command: &clap::Command,
+    argv: &[OsString],
+    var: &dyn Fn(&OsStr) -> Option<OsString>,
+) -> Option<String> {
+    if !matches!(
+        error.kind(),
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation
+    ) {
+        return None;
+    }
+    let Some(ContextValue::String(arg)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let Some(ContextValue::String(value)) = error.get(ContextKind::InvalidValue) else {
+        return None;
+    };
+    let long = arg.split([' ', '=']).next()?.strip_prefix("--")?;
+    let option = find_long(command, long)?;
+    let name = option.get_env()?;
+    let typed = argv.iter().skip(1).any(|a| {
+        let a = a.to_string_lossy();
+        a == format!("--{long}")
+            || a.starts_with(&format!("--{long}="))
+            || option
+                .get_short()
+                .is_some_and(|s| a.starts_with(&format!("-{s}")))
+    });
+    let held = var(name).is_some_and(|v| v.to_string_lossy() == *value);
+    (held && !typed).then(|| {
+        format!(
+            "the value comes from the variable {}; fix or unset it",
+            name.to_string_lossy()
+        )
+    })
+}
+
+/// The option `--long` of `command` or of one of its subcommands.
+fn find_long<'a>(command: &'a clap::Command, long: &str) -> Option<&'a clap::Arg> {
+    command
+        .get_arguments()
+        .find(|a| a.get_long() == Some(long))
+        .or_else(|| command.get_subcommands().find_map(|s| find_long(s, long)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env_vars;
+
+    #[test]
+    fn an_empty_variable_counts_as_unset() {
+        let blank = |name: &OsStr| name == env_vars::PARTITION;
+        let command = without_blank_env(Cli::command(), &blank);
+        let launch = command.find_subcommand("launch").unwrap();
+        let env_of = |id: &str| {
+            launch
+                .get_arguments()
+                .find(|a| a.get_id() == id)
+                .unwrap()
+                .get_env()
+                .map(OsStr::to_owned)
+        };
+        assert_eq!(env_of("partition"), None);
+        assert_eq!(
+            env_of("account").as_deref(),
+            Some(OsStr::new(env_vars::ACCOUNT))
+        );
+    }
+
+    fn note(argv: &[&str], vars: &[(&str, &str)]) -> Option<String> {
+        let var = |name: &OsStr| {
+            vars.iter()
+                .find(|(k, _)| OsStr::new(k) == name)
+                .map(|(_, v)| OsString::from(v))
+        };
+        let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
+        let command = Cli::command();
+        let error = command
+            .clone()
+            .try_get_matches_from(&argv)
+            .expect_err("refused");
+        from_variable(&error, &command, &argv, &var)
+    }
+
+    /// (A value that does come from a variable is named: `tests/it/config.rs`, where the
+    /// variable can be set for the process.)
+    #[test]
+    fn a_bad_value_typed_on_the_command_line_gets_no_note() {
+        let launch = ["rayslurm", "launch", "--exp-name", "x", "--command", "y"];
+        let with = |extra: &[&'static str]| {
+            let mut v = launch.to_vec();
+            v.extend_from_slice(extra);
+            v
+        };
+        // Typed, and the variable holds another value: no note.
+        assert_eq!(
+            note(
+                &with(&["--ready-timeout", "soon"]),
+                &[(env_vars::READY_TIMEOUT, "5")]
+            ),
+            None
+        );
+        // Typed as `--flag=value`, the variable holding the same: still typed.
+        assert_eq!(
+            note(
+                &with(&["--ready-timeout=soon"]),
+                &[(env_vars::READY_TIMEOUT, "soon")]
+            ),
+            None
+        );
+        assert_eq!(
+            note(
+                &with(&["--gpu-directive", "gpus"]),
+                &[(env_vars::GPU_DIRECTIVE, "gpus")]
+            ),
+            None
+        );
+    }
+}

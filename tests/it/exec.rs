@@ -1,0 +1,215 @@
+//! `exec --json` against a cluster whose head is faked: a recorded cluster, its `cluster.json`,
+//! a fake `squeue` that says its allocation runs, and a small HTTP server on 127.0.0.1 that
+//! answers as Ray's Jobs API does (checking the token). The real Jobs API is the e2e tests'.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::harness::{json_keys, rayslurm, shim, text, transcript};
+
+const TOKEN: &str = "fake-token";
+
+/// What the fake Jobs API was sent: `POST /api/jobs/` bodies.
+type Submitted = Arc<Mutex<Vec<serde_json::Value>>>;
+
+/// Serves the Jobs API's three calls `exec` makes until the test process ends: the job list,
+/// a submission, and a job's state (every job has succeeded at once).
+fn fake_jobs_api() -> (u16, Submitted) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let submitted: Submitted = Arc::default();
+    let seen = submitted.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().map_while(Result::ok) {
+            let seen = seen.clone();
+            std::thread::spawn(move || answer(conn, &seen));
+        }
+    });
+    (port, submitted)
+}
+
+fn answer(conn: TcpStream, seen: &Submitted) {
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut request = String::new();
+    reader.read_line(&mut request).unwrap();
+    let (mut length, mut authorised) = (0, false);
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        let (name, value) = line.split_once(':').unwrap();
+        match name.to_ascii_lowercase().as_str() {
+            "content-length" => length = value.trim().parse().unwrap(),
+            "authorization" => authorised = value.trim() == format!("Bearer {TOKEN}"),
+            _ => {}
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    let mut words = request.split_whitespace();
+    let (method, path) = (words.next().unwrap(), words.next().unwrap());
+    let (status, reply) = if !authorised {
+        ("401 Unauthorized", "{}".to_owned())
+    } else if method == "GET" && path == "/api/jobs/" {
+        ("200 OK", "[]".to_owned())
+    } else if method == "POST" && path == "/api/jobs/" {
+        let job: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let id = job["submission_id"].clone();
+        seen.lock().unwrap().push(job);
+        (
+            "200 OK",
+            serde_json::json!({ "submission_id": id }).to_string(),
+        )
+    } else if let Some(id) = path.strip_prefix("/api/jobs/") {
+        let entrypoint = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|j| j["submission_id"] == id)
+            .map(|j| j["entrypoint"].clone());
+        let job = serde_json::json!({
+            "submission_id": id,
+            "status": "SUCCEEDED",
+            "driver_exit_code": 0,
+            "entrypoint": entrypoint,
+        });
+        ("200 OK", job.to_string())
+    } else {
+        ("404 Not Found", "{}".to_owned())
+    };
+    let mut conn = conn;
+    let _ = write!(
+        conn,
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
+        reply.len()
+    );
+}
+
+/// A recorded cluster `sweep` (job 555) that is up, its head's Jobs API on `port`.
+struct Up {
+    root: tempfile::TempDir,
+}
+
+impl Up {
+    fn new(port: u16) -> Self {
+        let up = Self {
+            root: tempfile::tempdir().unwrap(),
+        };
+        let (logs, state, bin) = (up.path("logs"), up.path("state"), up.path("bin"));
+        let run_dir = logs.join("sweep_555.d");
+        for d in [&logs, &state.join("runs"), &bin, &run_dir] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let stem = logs.join("sweep_555");
+        let record = serde_json::json!({
+            "format": 1,
+            "exp_name": "sweep",
+            "job_id": "555",
+            "script": stem.with_extension("sh"),
+            "log": stem.with_extension("log"),
+            "state_file": stem.with_extension("state.json"),
+            "submitted_at": chrono::Local::now().to_rfc3339(),
+            "workdir": logs,
+            "command": ": a persistent cluster",
+            "num_nodes": 2,
+            "cluster": true,
+        });
+        std::fs::write(state.join("runs/555.json"), record.to_string()).unwrap();
+        let token = run_dir.join("ray-auth-token");
+        std::fs::write(&token, TOKEN).unwrap();
+        let info = serde_json::json!({
+            "job_id": "555",
+            "head_node": "node1",
+            "head_ip": "127.0.0.1",
+            "dashboard_port": port,
+            "nodes": ["node1", "node2"],
+            "cpus_per_node": 4,
+            "gpus_per_node": 0,
+            "ready_at": chrono::Local::now().to_rfc3339(),
+            "token_file": token,
+            "rayslurm_bin": "/nonexistent/rayslurm",
+            "idle_timeout": null,
+        });
+        std::fs::write(run_dir.join("cluster.json"), info.to_string()).unwrap();
+        shim(
+            &bin,
+            "squeue",
+            "echo \"555|RUNNING|None|0:07|2|$(date +%Y-%m-%dT%H:%M:%S)|node[1-2]\"",
+        );
+        up
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.root.path().join(name)
+    }
+
+    fn exec(&self, args: &[&str]) -> std::process::Output {
+        let mut argv = vec!["exec", "sweep"];
+        argv.extend_from_slice(args);
+        rayslurm(argv)
+            .shims(&self.path("bin"))
+            .env("RAYSLURM_STATE_DIR", self.path("state"))
+            .env("RAYSLURM_RELAY", "never")
+            .cwd(&self.path("logs"))
+            .output()
+    }
+}
+
+fn json(stdout: &str) -> serde_json::Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not one JSON object ({e}): {stdout}"))
+}
+
+#[test]
+fn exec_json_prints_the_submitted_job() {
+    let (port, submitted) = fake_jobs_api();
+    let up = Up::new(port);
+    let out = up.exec(&[
+        "-d", "--json", "--name", "lr-0.1", "--", "python", "train.py",
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let job = json(&stdout);
+    insta::assert_snapshot!("exec_json_keys", json_keys(&job));
+    assert_eq!(job["cluster"], "sweep");
+    assert_eq!(job["job"], 1);
+    assert_eq!(job["name"], "lr-0.1");
+    assert_eq!(job["submission_id"], "rayslurm-555-1");
+    assert_eq!(job["command"], "python train.py");
+    assert_eq!(
+        Path::new(job["log"].as_str().unwrap()),
+        up.path("logs").join("sweep_555.d/jobs/1.log")
+    );
+    let sent = submitted.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["submission_id"], "rayslurm-555-1");
+
+    // The next job gets the next id; without --json, the id alone.
+    let out = up.exec(&["-d", "--", "true"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout, "2\n");
+}
+
+/// Without `-d`, `--json` prints the job first, then follows it (here: it has ended at once)
+/// and exits with its code, as `launch --json --follow` does.
+#[test]
+fn exec_json_without_detach_prints_the_job_then_follows_it() {
+    let (port, _) = fake_jobs_api();
+    let up = Up::new(port);
+    let out = up.exec(&["--json", "--command", "true"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        transcript(&["exec"], &out)
+    );
+    let first = stdout.lines().next().unwrap();
+    assert_eq!(json(first)["job"], 1, "{stdout}");
+    assert!(stderr.contains("SUCCEEDED"), "{stderr}");
+}
