@@ -106,6 +106,25 @@ pub(crate) fn rank_env(
     .collect()
 }
 
+/// A node's own rank variables, for its Ray in a persistent cluster: a job's entrypoint may land
+/// on any node, and inherits them from that node's Ray. (The other nodes' IPs are not known
+/// when a node's Ray starts, so `RAYSLURM_NODE_IPS` is not among them.)
+pub(crate) fn node_env(alloc: &Allocation, head_ip: IpAddr) -> Vec<(&'static str, String)> {
+    let ranks = Ranks::node_setup(alloc);
+    vec![
+        (job_env::NODE_RANK, ranks.node_rank.to_string()),
+        (job_env::NUM_NODES, ranks.num_nodes.to_string()),
+        (job_env::HEAD_IP, head_ip.to_string()),
+        (job_env::NUM_GPUS_PER_NODE, alloc.gpus_on_node.to_string()),
+        (job_env::SKYPILOT_NODE_RANK, ranks.node_rank.to_string()),
+        (job_env::SKYPILOT_NUM_NODES, ranks.num_nodes.to_string()),
+        (
+            job_env::SKYPILOT_NUM_GPUS_PER_NODE,
+            alloc.gpus_on_node.to_string(),
+        ),
+    ]
+}
+
 /// What the command (and setup) learns of the run's attempts: how many came before, and the
 /// run's private directory, the same for every attempt, for its checkpoints.
 pub(crate) fn attempt_env(alloc: &Allocation, run_dir: Option<&Path>) -> Vec<(String, String)> {
@@ -151,6 +170,16 @@ mod tests {
             memory_on_node: None,
             restart_count: 0,
         }
+    }
+
+    #[test]
+    fn a_clusters_node_carries_its_own_rank() {
+        let env = node_env(&alloc("n3"), "10.0.0.1".parse().unwrap());
+        let get = |k: &str| env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("RAYSLURM_NODE_RANK"), Some("2"));
+        assert_eq!(get("SKYPILOT_NODE_RANK"), Some("2"));
+        assert_eq!(get("RAYSLURM_NUM_NODES"), Some("3"));
+        assert_eq!(get("RAYSLURM_HEAD_IP"), Some("10.0.0.1"));
     }
 
     #[test]

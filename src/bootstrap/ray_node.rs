@@ -14,6 +14,7 @@ use anyhow::{Context, Result};
 
 use super::Allocation;
 use super::ports::{self, RayPorts};
+use super::rank_env::node_env;
 use super::ray_auth::RayAuth;
 use crate::handoff::cluster::ClusterOptions;
 use crate::handoff::cluster::parse_ray_args;
@@ -224,6 +225,12 @@ pub(crate) fn start_node(
     };
     let mut extra = Vec::new();
     let mut env = auth.env();
+    if cluster.serve {
+        let head_ip = head_address
+            .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+            .map_or(ip, |a| a.ip());
+        env.extend(node_env(alloc, head_ip));
+    }
     if head_address.is_none() && cluster.serve {
         // A persistent cluster's Jobs API is for the login node: it must listen on the node's
         // address (the token keeps everyone else out).

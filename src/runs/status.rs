@@ -256,6 +256,21 @@ pub(crate) fn of_run(
     in_queue: InQueue<'_>,
     final_state: Option<&FinalState>,
 ) -> JobStatus {
+    let status = of_run_once(record, in_queue, final_state);
+    JobStatus {
+        attempts: status
+            .attempts
+            .or_else(|| final_state.map(FinalState::attempt_count)),
+        ..status
+    }
+}
+
+/// [`of_run`], but for the attempts.
+fn of_run_once(
+    record: &RunRecord,
+    in_queue: InQueue<'_>,
+    final_state: Option<&FinalState>,
+) -> JobStatus {
     // A requeued attempt's end is not the run's while Slurm has the job again.
     let requeued = final_state.filter(|f| f.requeued);
     if let (InQueue::Own(entry), Some(f)) = (&in_queue, requeued) {

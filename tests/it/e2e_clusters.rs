@@ -122,7 +122,7 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
                 "--",
                 "bash",
                 "-c",
-                "echo \"trial=$TRIAL\"; sleep 4",
+                "echo \"trial=$TRIAL rank=$RAYSLURM_NODE_RANK host=$(hostname)\"; sleep 4",
             ],
         );
         assert_eq!(id, i);
@@ -145,15 +145,42 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
         saw_two && saw_pending,
         "two ran at once and the others waited"
     );
-    let jobs_dir = cluster.log.with_extension("d").join("jobs");
+    let run_dir = cluster.log.with_extension("d");
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("cluster.json")).unwrap())
+            .unwrap();
+    let nodes: Vec<&str> = info["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let mut ranks_seen = std::collections::BTreeSet::new();
     for i in 1..=5 {
-        let log = std::fs::read_to_string(jobs_dir.join(format!("{i}.log"))).unwrap();
-        assert_eq!(
-            log.trim(),
-            format!("trial={i}"),
-            "job {i} saw its own --env"
+        let log = std::fs::read_to_string(run_dir.join("jobs").join(format!("{i}.log"))).unwrap();
+        let line = log.trim();
+        assert!(
+            line.starts_with(&format!("trial={i} ")),
+            "job {i} saw its own --env: {line}"
         );
+        // The job's entrypoint landed on some node; that node's Ray gave it its rank.
+        let field = |k: &str| {
+            line.split(&format!("{k}="))
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+        };
+        let rank: usize = field("rank").parse().unwrap_or_else(|_| panic!("{line}"));
+        assert_eq!(nodes[rank], field("host"), "job {i}: {line}");
+        ranks_seen.insert(rank);
     }
+    assert_eq!(
+        ranks_seen.len(),
+        2,
+        "two at once ran on both nodes: {ranks_seen:?}"
+    );
 
     // Without -d, exec follows the job and exits with its code.
     let (code, stdout, _) = rs(

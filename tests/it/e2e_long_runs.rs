@@ -6,7 +6,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::e2e_bootstrap::{Job, assert_clean, copy_example, launch_in, node_tmp_entries};
+use crate::e2e_bootstrap::{Job, assert_clean, copy_example, launch, launch_in, node_tmp_entries};
 use crate::harness::{lab, rayslurm, scontrol_job, text, wait_within};
 
 const COUNTER: &str = "resumable_counter.py";
@@ -33,9 +33,9 @@ fn counter(steps: u32) -> String {
 
 #[test]
 fn the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resumes() {
-    let Some((lab, _turn)) = lab(
-        "the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resumes",
-    ) else {
+    let Some((lab, _turn)) =
+        lab("the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resumes")
+    else {
         return;
     };
     let dir = lab.workdir("timelimit");
@@ -70,13 +70,20 @@ fn the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resum
         .unwrap();
     let out = wait_within(child, Duration::from_secs(900));
     let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "--follow's exit\n{stdout}\n{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "--follow's exit\n{stdout}\n{stderr}"
+    );
     // --follow showed both attempts, the first one's checkpoint and the second's end.
     assert!(stdout.contains("attempt 1: starting at step 0"), "{stdout}");
     assert!(stdout.contains("stopping: checkpoint at step"), "{stdout}");
     assert!(stdout.contains("======== attempt 2 of job"), "{stdout}");
     let resumed = started_at_step(&stdout, 2).unwrap_or_else(|| panic!("{stdout}"));
-    assert!(resumed > 0, "attempt 2 resumed from the checkpoint: {stdout}");
+    assert!(
+        resumed > 0,
+        "attempt 2 resumed from the checkpoint: {stdout}"
+    );
     assert!(stdout.contains("done at step 125"), "{stdout}");
     assert!(stdout.contains("the time limit is near"), "{stdout}");
     // The first line is launch's JSON; the log follows.
@@ -94,4 +101,184 @@ fn the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resum
     assert_eq!(state["attempts"][1]["ending"], "completed", "{state}");
     assert_eq!(scontrol_job(&job.id)["Restarts"], "1");
     assert_clean(&job);
+}
+
+#[test]
+fn a_job_slurm_requeues_as_preemption_does_resumes_on_its_next_attempt() {
+    let Some((lab, _turn)) =
+        lab("a_job_slurm_requeues_as_preemption_does_resumes_on_its_next_attempt")
+    else {
+        return;
+    };
+    let dir = lab.workdir("preempted");
+    copy_example(&dir, COUNTER);
+    let job = launch_in(
+        lab,
+        &dir,
+        "preempted",
+        &["--requeue", "--command", &counter(40)],
+    );
+    job.wait_for_log("attempt 1: starting at step 0", Duration::from_secs(300));
+    std::thread::sleep(Duration::from_secs(5));
+    // What preemption with PreemptMode=REQUEUE does: SIGTERM to the job, then Slurm requeues
+    // it by itself.
+    let out = Command::new("scontrol")
+        .args(["requeue", &job.id])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let info = job.wait(Duration::from_secs(600));
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    assert_eq!(info["Restarts"], "1", "{log}");
+    let resumed = started_at_step(&log, 2).unwrap_or_else(|| panic!("{log}"));
+    assert!(resumed > 0, "resumed from its checkpoint: {log}");
+    assert!(log.contains("done at step 40"), "{log}");
+    let state = job.state();
+    assert_eq!(state["attempts"][0]["ending"], "preempted", "{state}");
+    assert_eq!(state["attempts"][1]["ending"], "completed", "{state}");
+    let row = status_row(&job);
+    assert_eq!(
+        (row["attempts"].clone(), row["exit_code"].clone()),
+        (2.into(), 0.into()),
+        "{row}"
+    );
+    assert_clean(&job);
+}
+
+#[test]
+fn a_command_that_fails_by_itself_is_never_requeued() {
+    let Some((lab, _turn)) = lab("a_command_that_fails_by_itself_is_never_requeued") else {
+        return;
+    };
+    let job = launch(
+        lab,
+        "fails4",
+        &["--requeue", "--no-ray", "--command", "exit 4"],
+    );
+    let info = job.wait(Duration::from_secs(120));
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "FAILED", "{log}");
+    assert_eq!(info["ExitCode"], "4:0", "{log}");
+    // Slurm would show it PENDING again within seconds had it been requeued.
+    std::thread::sleep(Duration::from_secs(5));
+    let info = scontrol_job(&job.id);
+    assert_eq!(
+        (info["JobState"].as_str(), info["Restarts"].as_str()),
+        ("FAILED", "0")
+    );
+    let state = job.state();
+    assert_eq!(
+        (state["ending"].clone(), state["requeued"].clone()),
+        ("failed".into(), false.into())
+    );
+    assert_eq!(status_row(&job)["exit_code"], 4);
+    assert_clean(&job);
+}
+
+#[test]
+fn a_cancelled_run_is_never_requeued_and_a_signal_reaches_the_command_alone() {
+    let Some((lab, _turn)) =
+        lab("a_cancelled_run_is_never_requeued_and_a_signal_reaches_the_command_alone")
+    else {
+        return;
+    };
+    let dir = lab.workdir("cancelled");
+    copy_example(&dir, COUNTER);
+    let job = launch_in(
+        lab,
+        &dir,
+        "cancelled",
+        &["--requeue", "--command", &counter(600)],
+    );
+    job.wait_for_log("attempt 1: starting at step 0", Duration::from_secs(300));
+    // `cancel --signal`: the command saves and goes on; TERM too reaches it without stopping
+    // the run (it is what this program stops on, so it is not sent here).
+    let out = rayslurm(["cancel", &job.id, "--signal", "USR1"]).output();
+    assert!(out.status.success(), "{}", text(&out).1);
+    job.wait_for_log("(asked); going on", Duration::from_secs(30));
+    assert_eq!(scontrol_job(&job.id)["JobState"], "RUNNING");
+    let out = rayslurm(["cancel", &job.id]).output();
+    assert!(out.status.success(), "{}", text(&out).1);
+    let info = job.wait(Duration::from_secs(120));
+    std::thread::sleep(Duration::from_secs(5));
+    let info_later = scontrol_job(&job.id);
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "CANCELLED", "{log}");
+    assert_eq!(
+        (
+            info_later["JobState"].as_str(),
+            info_later["Restarts"].as_str()
+        ),
+        ("CANCELLED", "0"),
+        "{log}"
+    );
+    let state = job.state();
+    assert_eq!(
+        (state["ending"].clone(), state["requeued"].clone()),
+        ("stopped".into(), false.into()),
+        "{state}"
+    );
+    assert_clean(&job);
+}
+
+#[test]
+fn a_run_after_another_waits_for_it_and_resumes_from_its_checkpoint() {
+    let Some((lab, _turn)) =
+        lab("a_run_after_another_waits_for_it_and_resumes_from_its_checkpoint")
+    else {
+        return;
+    };
+    let dir = lab.workdir("chain");
+    copy_example(&dir, COUNTER);
+    let first = launch_in(
+        lab,
+        &dir,
+        "chainone",
+        &["--no-ray", "--command", &counter(15)],
+    );
+    first.wait_for_log("attempt 1: starting at step 0", Duration::from_secs(300));
+    // Named by experiment: the latest run of `chainone`, still running.
+    let second = launch_in(
+        lab,
+        &dir,
+        "chaintwo",
+        &["--no-ray", "--after", "chainone", "--command", &counter(20)],
+    );
+    let pending = scontrol_job(&second.id);
+    assert_eq!(pending["JobState"], "PENDING", "{pending:?}");
+    assert_eq!(
+        pending["Dependency"],
+        format!("afterany:{}(unfulfilled)", first.id)
+    );
+    let info = second.wait(Duration::from_secs(300));
+    let log = second.log_text();
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    assert!(
+        log.contains("attempt 1: starting at step 15 of 20"),
+        "{log}"
+    );
+    assert!(log.contains("done at step 20"), "{log}");
+    // A third after the second, which has ended: it starts at once, in the same directory.
+    let third = launch_in(
+        lab,
+        &dir,
+        "chainthree",
+        &["--no-ray", "--after", &second.id, "--command", &counter(22)],
+    );
+    assert_eq!(scontrol_job(&third.id)["Dependency"], "(null)");
+    let info = third.wait(Duration::from_secs(300));
+    let log = third.log_text();
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    assert!(
+        log.contains("attempt 1: starting at step 20 of 22"),
+        "{log}"
+    );
+    for job in [&first, &second, &third] {
+        assert_clean(job);
+    }
 }

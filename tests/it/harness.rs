@@ -355,7 +355,8 @@ pub fn wait_job_end(job_id: &str, limit: std::time::Duration) -> HashMap<String,
         let info = scontrol_job(job_id);
         let state = info.get("JobState").cloned().unwrap_or_default();
         match state.as_str() {
-            "PENDING" | "" => {}
+            // A requeued job passes through REQUEUED on its way back to PENDING.
+            "PENDING" | "REQUEUED" | "REQUEUE_HOLD" | "REQUEUE_FED" | "" => {}
             "RUNNING" | "CONFIGURING" | "COMPLETING" => {
                 running_since.get_or_insert_with(std::time::Instant::now);
             }

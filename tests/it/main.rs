@@ -17,5 +17,6 @@ mod e2e_auth;
 mod e2e_bootstrap;
 mod e2e_clusters;
 mod e2e_failures;
+mod e2e_long_runs;
 mod e2e_per_node;
 mod e2e_runs;

@@ -32,6 +32,7 @@ use super::{Allocation, RAY_STOP_GRACE, say, signals};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::cluster::ClusterOptions;
 use crate::handoff::final_state::{Attempt, FinalState};
+use crate::handoff::run_files::create_private_dir;
 use crate::slurm::env as slurm_env;
 use crate::slurm::query;
 
@@ -213,6 +214,13 @@ impl Head<'_> {
             self.node(),
         ) {
             return Outcome::startup_failed(why);
+        }
+        // The run's private directory: checkpoints (RAYSLURM_RUN_DIR), Ray's token, a cluster's
+        // jobs. Every run has one, with Ray or without.
+        if let Some(dir) = &self.args.run_dir
+            && let Err(e) = create_private_dir(dir)
+        {
+            return Outcome::startup_failed(format!("{e:#}"));
         }
         let c = &self.args.cluster;
         let ip = match super::node_ip(self.alloc, c) {
