@@ -359,6 +359,21 @@ fn bad_input_exits_2_and_writes_nothing() {
         (&["--template", "/nonexistent/t.sh"], "template"),
         (&["--ray-args", "--x 'open"], "--ray-args"),
         (&["--min-nodes", "5"], "--min-nodes"),
+        (&["--signal", "TERMINATE"], "not a signal name"),
+        (&["--signal", "KILL"], "cannot be caught"),
+        (
+            &["--time", "1", "--stop-grace", "60"],
+            "is not shorter than --time",
+        ),
+        (
+            &["--time", "0:30", "--stop-grace", "30"],
+            "is not shorter than --time",
+        ),
+        (
+            &["--max-requeues", "2"],
+            "--max-requeues goes with --requeue",
+        ),
+        (&["--after", " "], "--after is empty"),
     ];
     for (args, needle) in cases {
         let dir = tempfile::tempdir().unwrap();

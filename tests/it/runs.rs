@@ -1397,3 +1397,126 @@ fn cluster_commands_refuse_bad_input_and_submit_nothing() {
     }
     assert!(fake.calls("sbatch").is_empty(), "nothing submitted");
 }
+
+/// `--after RUN`: a run still in Slurm's queue is waited for (`afterany`), one that has ended
+/// is not (sbatch would refuse a job it has forgotten); the new run keeps RUN's directory.
+#[test]
+fn a_chain_waits_for_a_live_run_and_starts_at_once_after_an_ended_one() {
+    let fake = Fake::new();
+    fake.seed("pretrain", "301", 1, None);
+    let run_dir = fake.logs.join("pretrain_301.d");
+    let script = |stdout: &str| stdout.to_owned();
+    fake.shim("squeue", &fake.line("301", "RUNNING"));
+    let out = fake
+        .run([
+            "launch",
+            "--dry-run",
+            "--exp-name",
+            "finetune",
+            "--command",
+            "true",
+            "--requeue",
+            "--singleton",
+            "--after",
+            "pretrain",
+        ])
+        .output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let live = script(&stdout);
+    assert!(
+        live.contains("#SBATCH --dependency=afterany:301,singleton\n"),
+        "{live}"
+    );
+    assert!(live.contains("#SBATCH --requeue\n"), "{live}");
+    assert!(live.contains("#SBATCH --signal=B:URG@60\n"), "{live}");
+    assert!(
+        live.contains(&format!("  --run-dir {} \\\n", run_dir.display())),
+        "the run directory of the run followed: {live}"
+    );
+    assert!(
+        stderr.contains("this run waits for pretrain (job 301) to end"),
+        "{stderr}"
+    );
+
+    // Ended, and forgotten by Slurm: no dependency, the same directory.
+    fake.final_state("pretrain", "301", 0, "completed");
+    fake.shim("squeue", "");
+    fake.shim("sacct", "");
+    let out = fake
+        .run([
+            "launch",
+            "--dry-run",
+            "--exp-name",
+            "finetune",
+            "--command",
+            "true",
+            "--after",
+            "301",
+        ])
+        .output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stdout.contains("--dependency"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("  --run-dir {} \\\n", run_dir.display())),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(
+            "pretrain (job 301) has ended (COMPLETED): this run starts without waiting for it"
+        ),
+        "{stderr}"
+    );
+
+    // A run the store does not know is refused, and nothing is written.
+    let before = std::fs::read_dir(&fake.logs).unwrap().count();
+    let out = fake
+        .run([
+            "launch",
+            "--exp-name",
+            "x",
+            "--command",
+            "true",
+            "--after",
+            "nosuch",
+        ])
+        .output();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out).1);
+    assert_eq!(std::fs::read_dir(&fake.logs).unwrap().count(), before);
+}
+
+/// `cancel RUN --signal USR1`: the batch step alone gets it (the bootstrap passes it on), the
+/// run is not cancelled, and a TERM is named first so that the bootstrap does not stop the run.
+#[test]
+fn cancel_with_a_signal_reaches_the_command_and_stops_nothing() {
+    let fake = Fake::new();
+    fake.seed("train", "401", 1, None);
+    let run_dir = fake.logs.join("train_401.d");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    fake.shim("squeue", &fake.line("401", "RUNNING"));
+    fake.shim("scancel", "exit 0");
+    for signal in ["USR1", "term"] {
+        let out = fake.run(["cancel", "train", "--signal", signal]).output();
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert!(stderr.contains("the run goes on"), "{stderr}");
+    }
+    assert_eq!(
+        fake.calls("scancel"),
+        ["--batch --signal=USR1 401", "--batch --signal=TERM 401"]
+    );
+    assert_eq!(
+        std::fs::read_to_string(run_dir.join("signal-request")).unwrap(),
+        "TERM\n"
+    );
+    // A pending job has no command to signal.
+    fake.shim("squeue", &fake.line("401", "PENDING"));
+    let out = fake.run(["cancel", "train", "--signal", "USR1"]).output();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot be signalled"), "{stderr}");
+    assert_eq!(fake.calls("scancel").len(), 2);
+    let out = fake.run(["cancel", "train", "--signal", "NOPE"]).output();
+    assert_eq!(out.status.code(), Some(2));
+}
