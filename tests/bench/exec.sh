@@ -20,7 +20,8 @@ mkdir -p "$bench"
 cd "$bench"
 export RAYSLURM_STATE_DIR=$bench/state
 load_env="source $RAYSLURM_LAB_VENV/bin/activate"
-common=(--load-env "$load_env" --object-store-memory 100000000 --time 20)
+# Not exclusive: the launch must find room beside the cluster (2 CPUs a node, 1 each).
+common=(--load-env "$load_env" --object-store-memory 100000000 --time 20 --no-exclusive)
 name=benchexec$$
 "$rayslurm" up "$name" -n 2 "${common[@]}" >&2
 trap '"$rayslurm" down "$name" >&2 || true' EXIT
