@@ -118,7 +118,11 @@ fn watch(mut cmd: UserCommand, orders: &Receiver<Order>, signal_grace: Duration)
     let mut head_gone = false;
     loop {
         match cmd.try_wait() {
-            Ok(Some(status)) => return exit_code_of(status),
+            Ok(Some(status)) => {
+                // What it started in its group and left running goes with it.
+                cmd.stop_leftovers();
+                return exit_code_of(status);
+            }
             Ok(None) => {}
             Err(_) => return 1,
         }

@@ -62,6 +62,14 @@ impl Job {
         }
     }
 
+    /// The run's row of `status --json`.
+    pub(crate) fn status_row(&self) -> serde_json::Value {
+        let out = rayslurm(["status", "--json", &self.id]).output();
+        let rows: Vec<serde_json::Value> =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out).1));
+        rows[0].clone()
+    }
+
     pub(crate) fn wait(&self, limit: Duration) -> HashMap<String, String> {
         let info = wait_job_end(&self.id, limit);
         // The log may still be flushed by slurmstepd a moment after the job ends.

@@ -322,3 +322,73 @@ fn an_idle_cluster_releases_its_allocation() {
     assert!(std::fs::read_to_string(cluster.log.with_extension("d").join("jobs/1.json")).is_ok());
     assert_clean(&cluster);
 }
+
+/// Two clusters on one node: each sees only its own jobs (each has its own token and Jobs
+/// API). When the allocation's time limit nears, a cluster stops its running jobs with the
+/// stop grace and says it was the time limit.
+#[test]
+fn two_clusters_on_one_node_see_only_their_own_jobs_and_the_time_limit_ends_one() {
+    let Some((lab, _turn)) =
+        lab("two_clusters_on_one_node_see_only_their_own_jobs_and_the_time_limit_ends_one")
+    else {
+        return;
+    };
+    let dir = lab.workdir("twoclusters");
+    let node = lab.nodes.last().unwrap().clone();
+    let load_env = lab.load_env();
+    let up_on_node = |name: &str, time: &str| {
+        let tmp_before = node_tmp_entries();
+        let out = rayslurm([
+            "up",
+            name,
+            "--json",
+            "-w",
+            &node,
+            "--no-exclusive",
+            "--load-env",
+            &load_env,
+            "--object-store-memory",
+            "100000000",
+            // The warning comes 60 to 120 s in (Slurm may send it a minute early).
+            "--time",
+            time,
+            "--stop-grace",
+            "60",
+        ])
+        .cwd(&dir)
+        .output();
+        let (_, stderr) = text(&out);
+        assert!(out.status.success(), "up {name}: {stderr}");
+        Job::launched(&out.stdout, dir.clone(), tmp_before)
+    };
+    let (a, b) = (
+        format!("ta{}", std::process::id()),
+        format!("tb{}", std::process::id()),
+    );
+    let first = up_on_node(&a, "3");
+    let second = up_on_node(&b, "10");
+    let id = exec_detached(&dir, &a, &["--name", "long", "--", "sleep", "300"]);
+    assert_eq!(id, 1);
+    wait_queue(&dir, &a, Duration::from_secs(60), |s| {
+        status_of(s, 1) == "RUNNING"
+    });
+    assert!(statuses(&dir, &b).is_empty(), "{b} sees {a}'s job");
+    let id = exec_detached(&dir, &b, &["--", "true"]);
+    assert_eq!(id, 1, "{b} numbers its own jobs");
+    assert_eq!(statuses(&dir, &a).len(), 1, "{a} sees only its own");
+
+    // The time limit: the running job is stopped first, and the cluster says why.
+    first.wait(Duration::from_secs(240));
+    let state = first.state();
+    assert_eq!(state["ending"], "time-limit", "{state}");
+    let message = state["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("the allocation's time limit; 1 running job(s) were stopped"),
+        "{message}"
+    );
+    let (code, _, stderr) = rs(&dir, &["down", &b]);
+    assert_eq!(code, Some(0), "{stderr}");
+    second.wait(Duration::from_secs(60));
+    assert_clean(&first);
+    assert_clean(&second);
+}

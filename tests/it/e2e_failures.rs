@@ -55,14 +55,6 @@ fn revive_and_check(job: &Job, dead: &str) {
     assert_clean(job);
 }
 
-/// `status --json` of the run, as a user would ask while Slurm still cleans up.
-fn status_row(job: &Job) -> serde_json::Value {
-    let out = rayslurm(["status", "--json", &job.id]).output();
-    let rows: Vec<serde_json::Value> =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out).1));
-    rows[0].clone()
-}
-
 fn launch_three(lab: &Lab, name: &str, command: &str) -> Job {
     launch(lab, name, &["-n", "3", "--command", command])
 }
@@ -97,7 +89,7 @@ fn a_node_that_dies_while_the_command_runs_fails_the_run_within_30_s() {
         "{log}"
     );
     // Slurm keeps the job COMPLETING until it declares the node down; status already knows.
-    let row = status_row(&job);
+    let row = job.status_row();
     assert_eq!(row["state"], "NODE_FAIL", "{row}");
     revive_and_check(&job, &dead);
 }
@@ -242,7 +234,7 @@ fn kill_the_head_and_expect_nothing_left(job: &Job, ray: bool, commands: usize) 
     }
     let final_state = job.state();
     assert_eq!(final_state["ending"], "killed", "{final_state}");
-    let row = status_row(job);
+    let row = job.status_row();
     assert_eq!(row["state"], "FAILED", "{row}");
     job.wait(Duration::from_secs(60));
     assert!(

@@ -11,13 +11,6 @@ use crate::harness::{lab, rayslurm, scontrol_job, text, wait_within};
 
 const COUNTER: &str = "resumable_counter.py";
 
-fn status_row(job: &Job) -> serde_json::Value {
-    let out = rayslurm(["status", "--json", &job.id]).output();
-    let rows: Vec<serde_json::Value> =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out).1));
-    rows[0].clone()
-}
-
 /// The step an attempt's first line says it started at (`attempt N: starting at step S`).
 fn started_at_step(log: &str, attempt: u32) -> Option<u32> {
     let prefix = format!("attempt {attempt}: starting at step ");
@@ -89,7 +82,7 @@ fn the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resum
     // The first line is launch's JSON; the log follows.
     let first = stdout.lines().next().unwrap_or_default();
     let job = Job::launched(first.as_bytes(), dir.clone(), tmp_before);
-    let row = status_row(&job);
+    let row = job.status_row();
     assert_eq!(row["attempts"], 2, "{row}");
     assert_eq!(row["exit_code"], 0, "{row}");
     assert_eq!(row["state"], "COMPLETED", "{row}");
@@ -141,7 +134,7 @@ fn a_job_slurm_requeues_as_preemption_does_resumes_on_its_next_attempt() {
     let state = job.state();
     assert_eq!(state["attempts"][0]["ending"], "preempted", "{state}");
     assert_eq!(state["attempts"][1]["ending"], "completed", "{state}");
-    let row = status_row(&job);
+    let row = job.status_row();
     assert_eq!(
         (row["attempts"].clone(), row["exit_code"].clone()),
         (2.into(), 0.into()),
@@ -176,7 +169,7 @@ fn a_command_that_fails_by_itself_is_never_requeued() {
         (state["ending"].clone(), state["requeued"].clone()),
         ("failed".into(), false.into())
     );
-    assert_eq!(status_row(&job)["exit_code"], 4);
+    assert_eq!(job.status_row()["exit_code"], 4);
     assert_clean(&job);
 }
 
@@ -281,4 +274,48 @@ fn a_run_after_another_waits_for_it_and_resumes_from_its_checkpoint() {
     for job in [&first, &second, &third] {
         assert_clean(job);
     }
+}
+
+#[test]
+fn the_time_limit_warns_every_rank_of_a_per_node_run_with_its_signal() {
+    let Some((lab, _turn)) =
+        lab("the_time_limit_warns_every_rank_of_a_per_node_run_with_its_signal")
+    else {
+        return;
+    };
+    // 2 minutes with the warning 60 s before: it comes 0 to 60 s in. Each rank is told with
+    // --signal, not the SIGTERM of a cancel, and the run ends as stopped by the time limit.
+    let job = launch(
+        lab,
+        "pernodewarn",
+        &[
+            "--per-node",
+            "-n",
+            "2",
+            "--time",
+            "2",
+            "--stop-grace",
+            "60",
+            "--signal",
+            "USR1",
+            "--command",
+            "trap 'echo \"rank $RANK warned by USR1\"; exit 0' USR1; echo started; \
+             while true; do sleep 1; done",
+        ],
+    );
+    let info = job.wait(Duration::from_secs(200));
+    let log = job.log_text();
+    for rank in 0..2 {
+        assert!(
+            log.contains(&format!("] rank {rank} warned by USR1")),
+            "rank {rank}:\n{log}"
+        );
+    }
+    assert!(log.contains("the time limit is near"), "{log}");
+    let state = job.state();
+    assert_eq!(state["ending"], "time-limit", "{state}");
+    assert_eq!(state["exit_code"], 143, "{state}");
+    assert_eq!(state["requeued"], false, "{state}");
+    assert_eq!(info["Restarts"], "0");
+    assert_clean(&job);
 }

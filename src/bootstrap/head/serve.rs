@@ -74,12 +74,20 @@ impl Head<'_> {
         loop {
             if let Some(signal) = signals::take().into_iter().find(|s| signals::stops(*s)) {
                 let stopped = stop_jobs(&api, self.args.cluster.command_grace());
+                // Slurm's warning is a signal of its own: the time limit is told from `down`.
+                let (ending, why) = if signal == signals::TIME_WARNING {
+                    (Ending::TimeLimit, "the allocation's time limit".to_owned())
+                } else {
+                    (
+                        Ending::Stopped,
+                        format!("{} (down or scancel)", signal.as_str()),
+                    )
+                };
                 return Outcome {
                     code: 0,
-                    ending: Ending::Stopped,
+                    ending,
                     message: Some(format!(
-                        "the cluster was stopped by {} (down, scancel or the time limit); {stopped} running job(s) were stopped",
-                        signal.as_str()
+                        "the cluster was stopped by {why}; {stopped} running job(s) were stopped with the stop grace"
                     )),
                 };
             }
