@@ -638,8 +638,9 @@ fn the_time_limit_stops_the_run_cleanly() {
     let Some((lab, _turn)) = lab("the_time_limit_stops_the_run_cleanly") else {
         return;
     };
-    // A 3-minute limit with SIGTERM asked for 60 s early: Slurm sends it 60 to 120 s in (its
-    // timer may fire up to a minute early), well after the command started.
+    // A 3-minute limit with the warning asked for 60 s early: Slurm sends it 60 to 120 s in
+    // (its timer may fire up to a minute early), well after the command started; the command
+    // gets SIGTERM (the default --signal).
     let cmd = "trap 'echo got-sigterm; exit 143' TERM; echo command-started; sleep 300 & wait";
     let job = launch(
         lab,
@@ -665,7 +666,7 @@ fn the_time_limit_stops_the_run_cleanly() {
         info["JobState"], "TIMEOUT",
         "stopped before the limit: {log}"
     );
-    assert_eq!(job.state()["ending"], "stopped");
+    assert_eq!(job.state()["ending"], "time-limit");
     assert_eq!(job.state()["exit_code"], 143);
     assert_clean(&job);
 }
@@ -693,7 +694,9 @@ fn the_command_gets_the_stop_grace_to_finish() {
     );
     assert!(!log.contains("killing it"), "{log}");
     assert_ne!(info["JobState"], "TIMEOUT", "ended before the limit: {log}");
-    assert_eq!(job.state()["ending"], "stopped");
+    // Warned, it exited 0, but it did not finish: the time limit stopped it.
+    assert_eq!(job.state()["ending"], "time-limit");
+    assert_eq!(job.state()["exit_code"], 143);
     assert_clean(&job);
 }
 
