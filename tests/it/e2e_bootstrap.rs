@@ -62,6 +62,27 @@ impl Job {
         }
     }
 
+    /// Waits until Slurm has started the job (time queued behind other tests' jobs is not the
+    /// job's) and returns when that was seen.
+    pub(crate) fn wait_started(&self) -> Instant {
+        let start = Instant::now();
+        loop {
+            let state = crate::harness::scontrol_job(&self.id)
+                .get("JobState")
+                .cloned()
+                .unwrap_or_default();
+            if !matches!(state.as_str(), "PENDING" | "") {
+                return Instant::now();
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(1200),
+                "job {} still pending after 20 minutes",
+                self.id
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
     /// The run's row of `status --json`.
     pub(crate) fn status_row(&self) -> serde_json::Value {
         let out = rayslurm(["status", "--json", &self.id]).output();

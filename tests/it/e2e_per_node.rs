@@ -164,7 +164,6 @@ fn a_setup_that_fails_on_one_node_fails_the_run_naming_it() {
     };
     // The other nodes' setups would take minutes: the failing one ends the run at once.
     let setup = "if [ \"$RAYSLURM_NODE_RANK\" = 2 ]; then echo broken-setup; exit 3; fi; sleep 120";
-    let launched = Instant::now();
     let job = launch(
         lab,
         "setupfails",
@@ -178,11 +177,12 @@ fn a_setup_that_fails_on_one_node_fails_the_run_naming_it() {
             "echo should-not-run",
         ],
     );
+    let started = job.wait_started();
     let info = job.wait(Duration::from_secs(300));
     assert!(
-        launched.elapsed() < Duration::from_secs(90),
+        started.elapsed() < Duration::from_secs(90),
         "the run waited for the other setups: {:?}",
-        launched.elapsed()
+        started.elapsed()
     );
     let log = job.log_text();
     let third = &expand_nodes(&info["NodeList"])[2];
@@ -236,7 +236,6 @@ fn a_workers_failed_setup_ends_a_ray_job_while_the_heads_setup_still_runs() {
     // The head's own setup takes minutes; a worker's fails at once. The head once saw the
     // worker's failure only when its own setup had ended.
     let setup = "if [ \"$RAYSLURM_NODE_RANK\" = 1 ]; then exit 4; fi; sleep 120";
-    let launched = Instant::now();
     let job = launch(
         lab,
         "raysetupfails",
@@ -249,11 +248,12 @@ fn a_workers_failed_setup_ends_a_ray_job_while_the_heads_setup_still_runs() {
             "echo should-not-run",
         ],
     );
+    let started = job.wait_started();
     let info = job.wait(Duration::from_secs(300));
     assert!(
-        launched.elapsed() < Duration::from_secs(90),
+        started.elapsed() < Duration::from_secs(90),
         "the run waited for the head's setup: {:?}",
-        launched.elapsed()
+        started.elapsed()
     );
     let log = job.log_text();
     let second = &expand_nodes(&info["NodeList"])[1];
