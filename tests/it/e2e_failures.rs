@@ -94,6 +94,44 @@ fn a_node_that_dies_while_the_command_runs_fails_the_run_within_30_s() {
     revive_and_check(&job, &dead);
 }
 
+/// A node lost mid-run ends the run within 30 s, named by its silence: with `--min-nodes` (the
+/// command may have started without every node), and in a per-node run (no Ray at all).
+#[test]
+fn a_node_that_dies_fails_a_min_nodes_run_and_a_per_node_run_within_30_s() {
+    let Some((lab, _turn)) =
+        lab_alone("a_node_that_dies_fails_a_min_nodes_run_and_a_per_node_run_within_30_s")
+    else {
+        return;
+    };
+    let cases: [(&str, &[&str]); 2] = [
+        ("mindies", &["-n", "3", "--min-nodes", "2"]),
+        ("pernodedies", &["-n", "3", "--per-node"]),
+    ];
+    for (name, flags) in cases {
+        let mut args = flags.to_vec();
+        args.extend(["--command", "echo command-started; sleep 120"]);
+        let job = launch(lab, name, &args);
+        job.wait_for_log("command-started", Duration::from_secs(300));
+        // Every node has joined (or, per node, started its rank) before one dies.
+        std::thread::sleep(Duration::from_secs(3));
+        let dead = a_worker_of(&job);
+        let killed_at = Instant::now();
+        cluster("kill-node", &dead);
+        let took = bootstrap_end(&job, killed_at);
+        let log = job.log_text();
+        assert!(
+            took < Duration::from_secs(30),
+            "{name}: the run ended {took:?} after {dead} died\n{log}"
+        );
+        assert_eq!(job.state()["ending"], "node-failed", "{name}: {log}");
+        assert!(
+            log.contains(&format!("no heartbeat from {dead} for")),
+            "{name}: {log}"
+        );
+        revive_and_check(&job, &dead);
+    }
+}
+
 #[test]
 fn a_node_that_dies_while_ray_starts_fails_the_run_within_30_s() {
     let Some((lab, _turn)) =
