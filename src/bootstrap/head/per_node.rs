@@ -22,8 +22,10 @@ use crate::handoff::final_state::Ending;
 use crate::slurm::env as slurm_env;
 use crate::sys::process::describe_status;
 
-/// How long the other ranks have after SIGTERM when one rank failed.
+/// How long the other ranks have after SIGTERM when one rank failed (or a node died).
 const FAIL_FAST_GRACE: u32 = 5;
+/// How long after its grace a stopped rank's report may take to arrive.
+const REPORT_MARGIN: Duration = Duration::from_secs(5);
 
 /// The first rank to fail.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,7 +188,13 @@ impl Head<'_> {
         let mut first_failure: Option<Failure> = None;
         let mut stopped_by = None;
         let mut node_failure = None;
-        let mut stopping_since: Option<Instant> = None;
+        // When the ranks still running are given up on: their grace and a margin for their
+        // reports, the earliest that any stop asked for (a dead node's ranks never report).
+        let mut give_up_at: Option<Instant> = None;
+        let give_up_after = |give_up_at: &mut Option<Instant>, grace: Duration| {
+            let at = Instant::now() + grace + REPORT_MARGIN;
+            *give_up_at = Some(give_up_at.map_or(at, |g| g.min(at)));
+        };
         loop {
             for signal in signals::take() {
                 let asked = signals::requested(self.args.run_dir.as_deref(), signal);
@@ -214,7 +222,7 @@ impl Head<'_> {
                         grace: secs,
                         signal: to_ranks,
                     });
-                    stopping_since.get_or_insert_with(Instant::now);
+                    give_up_after(&mut give_up_at, grace);
                 } else {
                     say(
                         &node,
@@ -266,12 +274,14 @@ impl Head<'_> {
                     grace: FAIL_FAST_GRACE,
                     signal: Signal::SIGTERM,
                 });
-                stopping_since.get_or_insert_with(Instant::now);
+                give_up_after(
+                    &mut give_up_at,
+                    Duration::from_secs(u64::from(FAIL_FAST_GRACE)),
+                );
             }
             let step = self.workers.as_mut().expect("the step of ranks");
             let step_ended = matches!(step.child.try_wait(), Ok(Some(_)));
-            let overdue =
-                stopping_since.is_some_and(|t| t.elapsed() > grace + Duration::from_secs(10));
+            let overdue = give_up_at.is_some_and(|g| Instant::now() > g);
             if exits.len() >= total || step_ended || overdue {
                 break;
             }
