@@ -44,6 +44,13 @@ pub(crate) struct Cli {
     /// Echo each command run (sbatch, squeue, srun, ...) on stderr, ready to paste.
     #[arg(long, short, global = true, conflicts_with = "quiet")]
     pub(crate) verbose: bool,
+
+    /// Reach a cluster's head through the allocation (an srun step), not directly
+    ///
+    /// For login nodes that cannot reach compute nodes' ports; without it the head is tried
+    /// directly first (`RAYSLURM_RELAY=always` or `never` decides instead, where set).
+    #[arg(long, global = true)]
+    pub(crate) via_allocation: bool,
 }
 
 #[derive(Debug, Subcommand)]

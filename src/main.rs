@@ -48,6 +48,7 @@ fn main() -> ExitCode {
     // is the bootstrap's own account.
     if !matches!(cli.command, Command::Bootstrap(_)) {
         sys::process::echo_commands(cli.verbose);
+        clusters::relay::choose(cli.via_allocation);
     }
     match run(cli.command, &printer) {
         Ok(code) => code,

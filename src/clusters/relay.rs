@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
+use std::sync::OnceLock;
+
 use crate::env_vars;
 use crate::handoff::cluster_info::ClusterInfo;
 use crate::sys::process::Cmd;
@@ -23,9 +25,20 @@ pub(crate) enum Route {
     Relay,
 }
 
-/// `RAYSLURM_RELAY`: `always` forces the relay, `never` forbids it, anything else (or unset)
-/// tries the head directly first.
+/// `--via-allocation`, as `main` read it (set once).
+static VIA_ALLOCATION: OnceLock<bool> = OnceLock::new();
+
+/// Records `--via-allocation` for the whole process.
+pub(crate) fn choose(via_allocation: bool) {
+    let _ = VIA_ALLOCATION.set(via_allocation);
+}
+
+/// `--via-allocation` forces the relay; else `RAYSLURM_RELAY`: `always` forces it, `never`
+/// forbids it, anything else (or unset) tries the head directly first.
 pub(crate) fn wanted() -> Option<Route> {
+    if VIA_ALLOCATION.get() == Some(&true) {
+        return Some(Route::Relay);
+    }
     match std::env::var(env_vars::RELAY).ok()?.as_str() {
         "always" => Some(Route::Relay),
         "never" => Some(Route::Direct),

@@ -249,14 +249,36 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
     let answer = status_without_token(head, port, "/api/jobs/");
     assert!(answer.contains(" 401 "), "{answer}");
 
-    // Through the allocation, as from a login node that cannot reach compute nodes' ports.
-    let out = rayslurm(["exec", &name, "--", "echo", "through-the-relay"])
-        .cwd(&dir)
-        .env("RAYSLURM_RELAY", "always")
-        .output();
+    // Through the allocation, as from a login node that cannot reach compute nodes' ports:
+    // forced by the flag, and by the variable.
+    let out = rayslurm([
+        "exec",
+        "--via-allocation",
+        "-v",
+        &name,
+        "--",
+        "echo",
+        "through-the-relay",
+    ])
+    .cwd(&dir)
+    .output();
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     assert!(stdout.contains("through-the-relay"), "{stdout}");
+    assert!(
+        stderr.contains("relay --to 127.0.0.1:"),
+        "the srun step: {stderr}"
+    );
+    let out = rayslurm(["queue", "-v", &name])
+        .cwd(&dir)
+        .env("RAYSLURM_RELAY", "always")
+        .output();
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("relay --to 127.0.0.1:"),
+        "the srun step: {stderr}"
+    );
 
     // The dashboard, forwarded to a local port through the allocation until Ctrl-C.
     let local = 29000 + (std::process::id() % 500) as u16;
