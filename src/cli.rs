@@ -411,8 +411,8 @@ pub(crate) struct CancelArgs {
     pub(crate) target: String,
     /// Send this signal to the run's command instead; the run goes on
     ///
-    /// E.g. `USR1` to ask it to checkpoint. TERM, INT and HUP reach the command too, without
-    /// stopping the run.
+    /// E.g. `USR1` to ask it to checkpoint. Once the command runs, TERM, INT and HUP reach it
+    /// too without stopping the run.
     #[arg(long, value_name = "SIG", conflicts_with_all = ["job", "all"])]
     pub(crate) signal: Option<SignalName>,
     /// With a cluster: the id of the job to cancel.
