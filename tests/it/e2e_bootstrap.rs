@@ -202,6 +202,9 @@ pub(crate) fn leftover_temp_dirs(job_id: &str) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The prefix of what tests make in a node's /tmp themselves (and remove): not a run's leftover.
+const TEST_MADE: &str = "rstest-";
+
 /// Every entry of every node's /tmp.
 pub(crate) fn node_tmp_entries() -> BTreeSet<PathBuf> {
     let dirs = |p: &Path| -> Vec<PathBuf> {
@@ -221,7 +224,12 @@ fn new_tmp_entries(before: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
     node_tmp_entries()
         .into_iter()
         .filter(|p| !before.contains(p))
-        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with("rs0-"))
+        // Other jobs' Ray temp roots, and what tests make on the nodes themselves (named
+        // `rstest-`), which the tests running beside this one may not have removed yet.
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            !name.starts_with("rs0-") && !name.starts_with(TEST_MADE)
+        })
         .collect()
 }
 
@@ -512,7 +520,7 @@ fn ray_missing_on_a_worker_fails_the_job_fast() {
     };
     // `ray` reaches PATH through a directory in the head node's own /tmp: the workers inherit
     // that PATH, but their /tmp has no such directory.
-    let local = format!("rayonly-{}", std::process::id());
+    let local = format!("{TEST_MADE}rayonly-{}", std::process::id());
     let load_env = format!(
         "mkdir -p /tmp/{local} && ln -sf {}/bin/ray /tmp/{local}/ray && export PATH=/tmp/{local}:$PATH",
         lab.venv.display()

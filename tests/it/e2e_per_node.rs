@@ -24,8 +24,8 @@ fn every_node_runs_the_command_with_its_ranks_after_its_setup() {
         return;
     };
     // Setup writes a marker on each node's own /tmp; the command checks it is there.
-    let setup = "echo \"$RAYSLURM_NODE_RANK\" > /tmp/setup-marker-$SLURM_JOB_ID";
-    let cmd = "test -f /tmp/setup-marker-$SLURM_JOB_ID && rm -f /tmp/setup-marker-$SLURM_JOB_ID; \
+    let setup = "echo \"$RAYSLURM_NODE_RANK\" > /tmp/rstest-setup-marker-$SLURM_JOB_ID";
+    let cmd = "test -f /tmp/rstest-setup-marker-$SLURM_JOB_ID && rm -f /tmp/rstest-setup-marker-$SLURM_JOB_ID; \
                echo \"ranks rank=$RANK node_rank=$RAYSLURM_NODE_RANK sky=$SKYPILOT_NODE_RANK \
                world=$WORLD_SIZE local=$LOCAL_RANK nodes=$RAYSLURM_NUM_NODES \
                master=$MASTER_ADDR:$MASTER_PORT head=$RAYSLURM_HEAD_IP \
