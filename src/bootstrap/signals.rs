@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 
 use crate::handoff::run_files::SIGNAL_REQUEST;
+use crate::handoff::signal_name::SignalName;
 pub(crate) use crate::handoff::signal_name::TIME_WARNING;
 
 /// Signals forwarded to the user command; TERM and INT (and HUP) also stop the run, and the
@@ -71,17 +72,31 @@ pub(crate) fn received(signal: Signal) -> String {
     }
 }
 
+/// What the command (or every rank) gets for `signal`: the user's `--signal` in place of the
+/// time warning, anything else as it came.
+pub(crate) fn for_command(signal: Signal, chosen: SignalName) -> Signal {
+    if signal == TIME_WARNING {
+        chosen.0
+    } else {
+        signal
+    }
+}
+
+/// Whether `signal` stops the run: a stop signal, unless `rayslurm cancel --signal` asked for it
+/// to reach the command alone (see [`requested`]).
+pub(crate) fn stops_run(run_dir: Option<&std::path::Path>, signal: Signal) -> bool {
+    stops(signal) && !requested(run_dir, signal)
+}
+
 /// Whether `rayslurm cancel --signal` asked for this signal to reach the command only: it
 /// left the signal's name in the run's directory before sending it. The request is used up.
-pub(crate) fn requested(run_dir: Option<&std::path::Path>, signal: Signal) -> bool {
+fn requested(run_dir: Option<&std::path::Path>, signal: Signal) -> bool {
     let Some(path) = run_dir.map(|d| d.join(SIGNAL_REQUEST)) else {
         return false;
     };
-    let asked = std::fs::read_to_string(&path).ok().and_then(|name| {
-        name.trim()
-            .parse::<crate::handoff::signal_name::SignalName>()
-            .ok()
-    });
+    let asked = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|name| name.trim().parse::<SignalName>().ok());
     if asked.is_some_and(|a| a.0 == signal) {
         let _ = std::fs::remove_file(&path);
         return true;
@@ -103,5 +118,17 @@ mod tests {
         assert!(requested(d, Signal::SIGTERM));
         assert!(!requested(d, Signal::SIGTERM), "used up");
         assert!(!requested(None, Signal::SIGTERM));
+        // A USR1 never stops the run; a TERM does unless it was asked for.
+        assert!(!stops_run(d, Signal::SIGUSR1));
+        assert!(stops_run(d, Signal::SIGTERM));
+        std::fs::write(dir.path().join(SIGNAL_REQUEST), "TERM\n").unwrap();
+        assert!(!stops_run(d, Signal::SIGTERM));
+    }
+
+    #[test]
+    fn the_time_warning_reaches_the_command_as_its_chosen_signal() {
+        let usr1 = SignalName(Signal::SIGUSR1);
+        assert_eq!(for_command(TIME_WARNING, usr1), Signal::SIGUSR1);
+        assert_eq!(for_command(Signal::SIGTERM, usr1), Signal::SIGTERM);
     }
 }

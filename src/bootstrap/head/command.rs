@@ -133,6 +133,7 @@ impl Head<'_> {
         let mut node_failure: Option<String> = None;
         let mut last_check = Instant::now();
         let mut killed = false;
+        let mut preempted = false;
         let status = loop {
             match command.try_wait() {
                 Ok(Some(status)) => break status,
@@ -144,11 +145,7 @@ impl Head<'_> {
             for signal in signals::take() {
                 // The time warning: the command gets the user's --signal, and Ray stays up
                 // for the grace so that the program can still use it to checkpoint.
-                let to_command = if signal == signals::TIME_WARNING {
-                    self.args.cluster.signal.0
-                } else {
-                    signal
-                };
+                let to_command = signals::for_command(signal, self.args.cluster.signal);
                 say(
                     &node,
                     format!(
@@ -158,10 +155,10 @@ impl Head<'_> {
                     ),
                 );
                 command.signal(to_command);
-                let asked = signals::requested(self.args.run_dir.as_deref(), signal);
-                if signals::stops(signal) && !asked && stop.is_none() {
+                if signals::stops_run(self.args.run_dir.as_deref(), signal) && stop.is_none() {
                     stop = Some(Stopping::new(signal, Instant::now()));
                     if signal == Signal::SIGTERM && requeue_under_way(self.alloc) {
+                        preempted = true;
                         // Preemption or `scontrol requeue`: Slurm kills the job after its
                         // KillWait, whatever our grace.
                         say(
@@ -203,7 +200,9 @@ impl Head<'_> {
             format!("the command ended with {}", describe_status(status)),
         );
         let stopped_by = stop.map(|s| s.signal).filter(|_| node_failure.is_none());
+        // Slurm was asked once already; the head's end need not ask again.
         Outcome::of_command(exit_code_of(status), node_failure, stopped_by)
+            .or_preempted(|| preempted)
     }
 }
 

@@ -87,7 +87,7 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
         message,
     };
     let state_file = args.state_file.as_deref();
-    let mut state = FinalState::after_attempt(state_file, &alloc.job_id, &alloc.node, attempt);
+    let state = FinalState::after_attempt(state_file, &alloc.job_id, &alloc.node, attempt.clone());
     if let Some(message) = &state.message {
         let error = if outcome.code == 0 { "" } else { "error: " };
         say(&alloc.node, format!("{error}{message}"));
@@ -112,12 +112,12 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
                 "Slurm refused to put the job back in its queue ({e}); the site may not allow requeues"
             );
             say(&alloc.node, format!("error: {why}"));
-            state.requeued = false;
-            state.message = Some(why.clone());
-            if let Some(last) = state.attempts.last_mut() {
-                last.requeued = false;
-                last.message = Some(why);
-            }
+            let attempt = Attempt {
+                requeued: false,
+                message: Some(why),
+                ..attempt
+            };
+            let state = FinalState::after_attempt(state_file, &alloc.job_id, &alloc.node, attempt);
             write_state(state_file, &state, &alloc.node);
         }
     }

@@ -197,17 +197,12 @@ impl Head<'_> {
         };
         loop {
             for signal in signals::take() {
-                let asked = signals::requested(self.args.run_dir.as_deref(), signal);
-                if signals::stops(signal) && !asked {
+                if signals::stops_run(self.args.run_dir.as_deref(), signal) {
                     if stopped_by.is_some() {
                         continue;
                     }
                     // The time warning: the ranks get the user's --signal and the grace.
-                    let to_ranks = if signal == signals::TIME_WARNING {
-                        self.args.cluster.signal.0
-                    } else {
-                        signal
-                    };
+                    let to_ranks = signals::for_command(signal, self.args.cluster.signal);
                     say(
                         &node,
                         format!(
