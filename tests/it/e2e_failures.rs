@@ -45,6 +45,25 @@ fn bootstrap_end(job: &Job, since: Instant) -> Duration {
     since.elapsed()
 }
 
+/// Kills one of the job's worker nodes as a crash does, and expects the bootstrap's own end
+/// within 30 s with the node named by its silence; returns the dead node and the log.
+fn kill_a_worker_and_expect_the_end(job: &Job, case: &str) -> (String, String) {
+    let dead = a_worker_of(job);
+    let killed_at = Instant::now();
+    cluster("kill-node", &dead);
+    let took = bootstrap_end(job, killed_at);
+    let log = job.log_text();
+    assert!(
+        took < Duration::from_secs(30),
+        "{case}: the run ended {took:?} after {dead} died\n{log}"
+    );
+    assert!(
+        log.contains(&format!("no heartbeat from {dead} for")),
+        "{case}: {log}"
+    );
+    (dead, log)
+}
+
 /// Revives the dead node, waits for the job to leave Slurm, and checks nothing is left on any
 /// node. The dead node's /tmp is as the crash left it (its Ray temp root among it): a crashed
 /// machine's files are not the run's to clean, so that one directory is removed here.
@@ -68,25 +87,13 @@ fn a_node_that_dies_while_the_command_runs_fails_the_run_within_30_s() {
     };
     let job = launch_three(lab, "nodedies", "echo command-started; sleep 120");
     job.wait_for_log("command-started", Duration::from_secs(300));
-    let dead = a_worker_of(&job);
-    let killed_at = Instant::now();
-    cluster("kill-node", &dead);
-    let took = bootstrap_end(&job, killed_at);
-    let log = job.log_text();
-    assert!(
-        took < Duration::from_secs(30),
-        "the run ended {took:?} after {dead} died\n{log}"
-    );
+    let (dead, log) = kill_a_worker_and_expect_the_end(&job, "nodedies");
     let state = job.state();
     assert_eq!(state["ending"], "node-failed", "{log}");
     let message = state["message"].as_str().unwrap_or_default();
     assert!(
         message.contains(&format!("no heartbeat from {dead} for")),
         "{message}"
-    );
-    assert!(
-        log.contains(&format!("no heartbeat from {dead} for")),
-        "{log}"
     );
     // Slurm keeps the job COMPLETING until it declares the node down; status already knows.
     let row = job.status_row();
@@ -114,20 +121,8 @@ fn a_node_that_dies_fails_a_min_nodes_run_and_a_per_node_run_within_30_s() {
         job.wait_for_log("command-started", Duration::from_secs(300));
         // Every node has joined (or, per node, started its rank) before one dies.
         std::thread::sleep(Duration::from_secs(3));
-        let dead = a_worker_of(&job);
-        let killed_at = Instant::now();
-        cluster("kill-node", &dead);
-        let took = bootstrap_end(&job, killed_at);
-        let log = job.log_text();
-        assert!(
-            took < Duration::from_secs(30),
-            "{name}: the run ended {took:?} after {dead} died\n{log}"
-        );
+        let (dead, log) = kill_a_worker_and_expect_the_end(&job, name);
         assert_eq!(job.state()["ending"], "node-failed", "{name}: {log}");
-        assert!(
-            log.contains(&format!("no heartbeat from {dead} for")),
-            "{name}: {log}"
-        );
         revive_and_check(&job, &dead);
     }
 }
@@ -141,20 +136,8 @@ fn a_node_that_dies_while_ray_starts_fails_the_run_within_30_s() {
     };
     let job = launch_three(lab, "nodediesearly", "echo should-not-run");
     job.wait_for_log("starting Ray head", Duration::from_secs(300));
-    let dead = a_worker_of(&job);
-    let killed_at = Instant::now();
-    cluster("kill-node", &dead);
-    let took = bootstrap_end(&job, killed_at);
-    let log = job.log_text();
-    assert!(
-        took < Duration::from_secs(30),
-        "the run ended {took:?} after {dead} died\n{log}"
-    );
+    let (dead, log) = kill_a_worker_and_expect_the_end(&job, "nodediesearly");
     assert_eq!(job.state()["ending"], "startup-failed", "{log}");
-    assert!(
-        log.contains(&format!("no heartbeat from {dead} for")),
-        "{log}"
-    );
     assert!(!log.contains("\nshould-not-run"), "{log}");
     revive_and_check(&job, &dead);
 }
