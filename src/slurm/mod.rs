@@ -1,7 +1,8 @@
 //! Every Slurm client and text format: submitting ([`sbatch`]), asking what became of jobs
-//! ([`query`]: `squeue`, `scontrol`, `sacct`), host lists ([`hostlist`]) and Slurm's durations
+//! ([`query`]: `squeue`, `scontrol`, `sacct`), requeuing a job ([`control`]), host lists ([`hostlist`]) and Slurm's durations
 //! ([`duration`]). Output is machine-readable and parsed in small tested functions.
 
+pub(crate) mod control;
 pub(crate) mod duration;
 pub(crate) mod env;
 pub(crate) mod hostlist;

@@ -339,14 +339,6 @@ pub(crate) fn parse_scontrol_job(text: &str) -> Option<ScontrolJob> {
     })
 }
 
-/// `scontrol requeue ID`: puts a running job back in the queue, ending it at once.
-pub(crate) fn requeue(job_id: &str) -> Result<(), CmdError> {
-    Cmd::new("scontrol")
-        .args(["requeue", job_id])
-        .output()
-        .map(|_| ())
-}
-
 /// `scontrol show job -o ID`; `Ok(None)` once slurmctld has forgotten the job.
 pub(crate) fn scontrol_job(job_id: &str) -> Result<Option<ScontrolJob>, QueryError> {
     let cmd = Cmd::new("scontrol").args(["show", "job", "-o", job_id]);

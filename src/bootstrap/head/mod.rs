@@ -33,8 +33,8 @@ use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::cluster::ClusterOptions;
 use crate::handoff::final_state::{Attempt, FinalState};
 use crate::handoff::run_files::create_private_dir;
+use crate::slurm::control;
 use crate::slurm::env as slurm_env;
-use crate::slurm::query;
 
 /// Runs the head's part and returns the job's exit code.
 pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
@@ -107,7 +107,7 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
     }
     if requeue == Requeue::ByRayslurm {
         // The last act: Slurm ends the job at once. Everything is stopped and written down.
-        if let Err(e) = query::requeue(&alloc.job_id) {
+        if let Err(e) = control::requeue(&alloc.job_id) {
             let why = format!(
                 "Slurm refused to put the job back in its queue ({e}); the site may not allow requeues"
             );
