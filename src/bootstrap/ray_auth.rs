@@ -1,8 +1,9 @@
 //! Ray's token authentication, on for every cluster rayslurm starts: without it anyone who
 //! can reach a node may attach to the cluster and run code as the job's owner (the ports are
 //! even predictable). The head makes a fresh random token for the run, in the run's private
-//! directory on the shared filesystem (mode 0600; a requeued attempt keeps it); every node's
-//! `ray start` and the user's command are given its path, never its value.
+//! directory (mode 0600), and every attempt of the job makes its own: a token that leaked once
+//! opens nothing after a requeue, and an earlier attempt's files are never read again. Every
+//! node's `ray start` and the user's command are given its path, never its value.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -11,11 +12,9 @@ use anyhow::{Context, Result};
 
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::job_env;
-use crate::handoff::run_files::{check_private_file, create_private_dir};
+use crate::bootstrap::Allocation;
+use crate::handoff::run_files::{check_private_file, create_private_dir, token_file};
 use crate::sys::staged_file::Staged;
-
-/// The token's file name in the run's directory.
-const TOKEN_FILE: &str = "ray-auth-token";
 
 /// How this run's Ray authenticates.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,9 +26,9 @@ pub(crate) enum RayAuth {
 }
 
 impl RayAuth {
-    /// The head's: makes the run's directory and token, or keeps the token an earlier attempt
-    /// of the run made.
-    pub(crate) fn prepare(args: &BootstrapArgs) -> Result<Self> {
+    /// The head's: makes the run's directory and this attempt's token, and removes the tokens
+    /// of earlier attempts of the same job.
+    pub(crate) fn prepare(args: &BootstrapArgs, alloc: &Allocation) -> Result<Self> {
         if args.cluster.no_ray_auth {
             return Ok(Self::Disabled);
         }
@@ -38,22 +37,27 @@ impl RayAuth {
             .as_deref()
             .context("no --run-dir was given, so the run has nowhere private for Ray's token")?;
         create_private_dir(dir)?;
-        let path = dir.join(TOKEN_FILE);
-        if !path.exists() {
-            let mut file = Staged::new(dir, "token", 0o600)?;
-            file.write_all(new_token()?.as_bytes())?;
-            // `Some`: another process of the run made it first; theirs is the run's.
-            file.place_new(&path)?;
+        for restart in 0..alloc.restart_count {
+            let _ = std::fs::remove_file(token_file(dir, &alloc.job_id, restart));
         }
-        // Kept from an earlier attempt, or made just now: either way the user's, and private.
+        let path = token_file(dir, &alloc.job_id, alloc.restart_count);
+        let mut file = Staged::new(dir, "token", 0o600)?;
+        file.write_all(new_token()?.as_bytes())?;
+        // `Some`: the name was taken, which no process of this attempt does: refused.
+        if file.place_new(&path)?.is_some() {
+            anyhow::bail!(
+                "`{}` was there before this attempt made it: remove it and launch again",
+                path.display()
+            );
+        }
         check_private_file(&path)?;
         Ok(Self::Token(path))
     }
 
     /// A worker's: the head made the token before it started the workers.
-    pub(crate) fn of_worker(args: &BootstrapArgs) -> Self {
+    pub(crate) fn of_worker(args: &BootstrapArgs, alloc: &Allocation) -> Self {
         match (&args.run_dir, args.cluster.no_ray_auth) {
-            (Some(dir), false) => Self::Token(dir.join(TOKEN_FILE)),
+            (Some(dir), false) => Self::Token(token_file(dir, &alloc.job_id, alloc.restart_count)),
             _ => Self::Disabled,
         }
     }
@@ -155,6 +159,18 @@ mod tests {
     use crate::handoff::cluster::ClusterOptions;
     use std::os::unix::fs::PermissionsExt;
 
+    fn alloc(restart_count: u32) -> Allocation {
+        Allocation {
+            job_id: "42".into(),
+            node: "n1".into(),
+            nodes: vec!["n1".into()],
+            cpus_on_node: None,
+            gpus_on_node: 0,
+            memory_on_node: None,
+            restart_count,
+        }
+    }
+
     fn head(dir: &Path, no_ray_auth: bool) -> BootstrapArgs {
         BootstrapArgs::head(
             dir.join("x.state.json"),
@@ -168,10 +184,10 @@ mod tests {
     }
 
     #[test]
-    fn the_head_makes_a_private_token_once_and_workers_find_it() {
+    fn every_attempt_makes_its_own_private_token_and_workers_find_it() {
         let tmp = tempfile::tempdir().unwrap();
         let args = head(tmp.path(), false);
-        let auth = RayAuth::prepare(&args).unwrap();
+        let auth = RayAuth::prepare(&args, &alloc(0)).unwrap();
         let path = auth.token_path().unwrap().to_owned();
         let token = std::fs::read_to_string(&path).unwrap();
         assert_eq!(token.len(), 64);
@@ -179,15 +195,19 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&path), 0o600);
         assert_eq!(mode(path.parent().unwrap()), 0o700);
-        // A second attempt of the run keeps the token.
-        RayAuth::prepare(&args).unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), token);
         let worker = BootstrapArgs {
             worker: true,
             state_file: None,
-            ..args
+            ..args.clone()
         };
-        assert_eq!(RayAuth::of_worker(&worker), auth);
+        assert_eq!(RayAuth::of_worker(&worker, &alloc(0)), auth);
+        // The next attempt makes a new token under a new name; the old one is gone.
+        let second = RayAuth::prepare(&args, &alloc(1)).unwrap();
+        let second_path = second.token_path().unwrap().to_owned();
+        assert_ne!(second_path, path);
+        assert_ne!(std::fs::read_to_string(&second_path).unwrap(), token);
+        assert!(!path.exists(), "the first attempt's token is removed");
+        assert_eq!(RayAuth::of_worker(&worker, &alloc(1)), second);
         let env = auth.env();
         assert!(env.contains(&("RAY_AUTH_MODE", "token".to_owned())));
         assert!(
@@ -204,21 +224,21 @@ mod tests {
         std::fs::create_dir(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
         // Planted, readable by all: never used as the run's token.
-        let planted = dir.join(TOKEN_FILE);
+        let planted = token_file(&dir, "42", 0);
         std::fs::write(&planted, "0".repeat(64)).unwrap();
         std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let err = RayAuth::prepare(&args).unwrap_err().to_string();
-        assert!(err.contains("is not a private file (mode 644)"), "{err}");
+        let err = RayAuth::prepare(&args, &alloc(0)).unwrap_err().to_string();
+        assert!(err.contains("was there before this attempt made it"), "{err}");
         let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700);
         std::fs::remove_file(&planted).unwrap();
-        assert!(RayAuth::prepare(&args).is_ok());
+        assert!(RayAuth::prepare(&args, &alloc(0)).is_ok());
     }
 
     #[test]
     fn opting_out_disables_it_explicitly() {
         let tmp = tempfile::tempdir().unwrap();
-        let auth = RayAuth::prepare(&head(tmp.path(), true)).unwrap();
+        let auth = RayAuth::prepare(&head(tmp.path(), true), &alloc(0)).unwrap();
         assert_eq!(auth, RayAuth::Disabled);
         assert_eq!(auth.env(), vec![("RAY_AUTH_MODE", "disabled".to_owned())]);
         assert!(!tmp.path().join("x.d").exists());

@@ -108,7 +108,7 @@ fn start(
             .head_address
             .as_deref()
             .ok_or("no --head-address was given to the worker")?;
-        let auth = RayAuth::of_worker(args);
+        let auth = RayAuth::of_worker(args, alloc);
         let (mut start, _) = start_node(alloc, c, Some(head), ip, mark, &auth, temp_slot)?;
         let status = loop {
             // A head that gave up (its own start failed, or the ready timeout passed) says

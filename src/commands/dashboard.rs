@@ -14,6 +14,7 @@ use crate::clusters::cluster::Cluster;
 use crate::clusters::relay;
 use crate::error::{UsageError, show};
 use crate::handoff::cluster_info::ClusterInfo;
+use crate::handoff::run_files::newest_token_file;
 use crate::printer::Printer;
 use crate::runs::interrupt;
 use crate::runs::select;
@@ -89,9 +90,7 @@ fn of_run(run: &StoredRun) -> Result<(ClusterInfo, u16, Option<std::path::PathBu
         cpus_per_node: None,
         gpus_per_node: 0,
         ready_at: String::new(),
-        token_file: files
-            .map(|f| f.dir.join("ray-auth-token"))
-            .filter(|p| p.exists()),
+        token_file: files.and_then(|f| newest_token_file(&f.dir, &record.job_id)),
         rayslurm_bin: bin.into(),
         idle_timeout: None,
     };

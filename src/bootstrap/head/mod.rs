@@ -245,7 +245,7 @@ impl Head<'_> {
         self.master_port = ports.master();
         let address = c.with_ray().then(|| HostPort(ip, ports.gcs()).to_string());
         if c.with_ray() {
-            match RayAuth::prepare(self.args) {
+            match RayAuth::prepare(self.args, self.alloc) {
                 Ok(auth) => self.auth = auth,
                 Err(e) => return Outcome::startup_failed(format!("{e:#}")),
             }
