@@ -31,6 +31,10 @@ pub(crate) const SIGNAL: &str = "RAYSLURM_SIGNAL";
 pub(crate) const MAX_REQUEUES: &str = "RAYSLURM_MAX_REQUEUES";
 /// Where run records are kept; default `$XDG_STATE_HOME/rayslurm` or `~/.local/state/rayslurm`.
 pub(crate) const STATE_DIR: &str = "RAYSLURM_STATE_DIR";
+/// Owner ids (comma-separated) accepted as the user's own where a shared filesystem cannot
+/// show owners (NFS's `nobody`, an `all_squash` id): the escape hatch of the private tree,
+/// named for its risk (anyone mapped to such an id may write there).
+pub(crate) const TRUST_UNVERIFIED_OWNER: &str = crate::sys::private_tree::TRUST_UNVERIFIED_OWNER;
 /// A user config file to read instead of `$XDG_CONFIG_HOME/rayslurm/config.toml`.
 pub(crate) const CONFIG: &str = "RAYSLURM_CONFIG";
 pub(crate) const XDG_STATE_HOME: &str = "XDG_STATE_HOME";

@@ -53,6 +53,11 @@ const RAY_STOP_GRACE: Duration = Duration::from_millis(500);
 const READY_PREFIX: &str = "RAYSLURM-READY";
 
 pub(crate) fn run(args: &BootstrapArgs) -> Result<ExitCode> {
+    if let Some(list) = &args.trust_unverified_owner {
+        crate::sys::private_tree::accept_owners(
+            crate::sys::private_tree::parse_owner_list(list).map_err(anyhow::Error::msg)?,
+        );
+    }
     let env: HashMap<String, String> = std::env::vars().collect();
     let alloc = Allocation::from_env(&env, args.requested_gpus)?;
     if args.watchdog {

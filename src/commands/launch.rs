@@ -15,6 +15,7 @@ use crate::handoff::run_files::RunFiles;
 use crate::launch::config::LaunchConfig;
 use crate::launch::job_spec::JobSpec;
 use crate::launch::node_binary::node_visible_copy;
+use crate::launch::prelude::with_prelude;
 use crate::launch::script_files;
 use crate::launch::template::Template;
 use crate::launch::validate;
@@ -22,7 +23,7 @@ use crate::printer::Printer;
 use crate::runs::chain;
 use crate::runs::follow;
 use crate::runs::log_tail::Start;
-use crate::runs::store::{RunRecord, RunStore, StoredRun};
+use crate::runs::store::{self, RunRecord, RunStore, StoredRun};
 use crate::slurm::sbatch as slurm;
 
 /// What a launch produced, as `--json` prints it.
@@ -83,14 +84,24 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
     warn_if_node_local(printer);
 
     let link = chain::link(config.after.as_deref(), config.singleton, printer)?;
-    let bin = node_visible_copy(&config.log_dir)?;
+    let root = store::private_root()?;
+    let bin_dir = root.dir("bin").map_err(store::tree_error)?;
+    let jobs = root.dir("jobs").map_err(store::tree_error)?;
+    let bin = node_visible_copy(&bin_dir, config.dry_run)?;
     let now = Local::now();
-    let files = script_files::write_new(&config.log_dir, &config.job.exp_name, &now, |files| {
-        let spec = JobSpec::new(config, files, &bin, now.to_rfc3339(), &link);
-        template
-            .render(&spec)
-            .map_err(|e| UsageError::new(e.to_string()).into())
-    })?;
+    let files = script_files::write_new(
+        jobs.path(),
+        Some(&config.log_dir),
+        &config.job.exp_name,
+        &now,
+        |files| {
+            let spec = JobSpec::new(config, files, &bin.path, now.to_rfc3339(), &link);
+            let script = template
+                .render(&spec)
+                .map_err(|e| UsageError::new(e.to_string()))?;
+            Ok(with_prelude(&script, &bin.path, &bin.sha256))
+        },
+    )?;
 
     if config.dry_run {
         let text = std::fs::read_to_string(&files.script)?;

@@ -51,6 +51,11 @@ pub(crate) struct BootstrapArgs {
     #[arg(long)]
     pub(crate) ray_logs_dir: Option<PathBuf>,
 
+    /// Owner ids the user accepts as their own on a filesystem that cannot show owners
+    /// (`RAYSLURM_TRUST_UNVERIFIED_OWNER` at launch), comma-separated.
+    #[arg(long)]
+    pub(crate) trust_unverified_owner: Option<String>,
+
     #[command(flatten)]
     pub(crate) cluster: ClusterOptions,
 }
@@ -74,6 +79,7 @@ impl BootstrapArgs {
             state_file: Some(state_file),
             run_dir: Some(run_dir),
             ray_logs_dir: None,
+            trust_unverified_owner: None,
             cluster,
         }
     }
@@ -102,6 +108,7 @@ impl BootstrapArgs {
             state_file,
             run_dir,
             ray_logs_dir,
+            trust_unverified_owner,
             cluster,
         } = self;
         let mut flags = Vec::new();
@@ -119,6 +126,7 @@ impl BootstrapArgs {
             ("--state-file", path(state_file)),
             ("--run-dir", path(run_dir)),
             ("--ray-logs-dir", path(ray_logs_dir)),
+            ("--trust-unverified-owner", trust_unverified_owner.clone()),
             (
                 "--requested-gpus",
                 (*requested_gpus > 0).then(|| requested_gpus.to_string()),
@@ -159,6 +167,7 @@ mod tests {
             state_file: None,
             run_dir: Some("/shared/x.d".into()),
             ray_logs_dir: Some("/shared/x.ray-logs".into()),
+            trust_unverified_owner: Some("65534".into()),
             cluster: ClusterOptions {
                 ip_family: IpFamily::V4,
                 ray_args: Some("--x=1".into()),

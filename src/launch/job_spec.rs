@@ -31,6 +31,8 @@ pub(crate) struct JobSpec<'a> {
     pub(crate) directives: Vec<String>,
     pub(crate) script_path: String,
     pub(crate) log_path: String,
+    /// Where the log is linked from for the user (`--log-dir`), or empty.
+    pub(crate) log_link: String,
     pub(crate) state_path: String,
     pub(crate) rayslurm_bin: String,
     pub(crate) bootstrap_args: Vec<BootstrapArg>,
@@ -55,12 +57,22 @@ impl<'a> JobSpec<'a> {
         link: &Link,
     ) -> Self {
         let job = &config.job;
-        let bootstrap_args = BootstrapArgs::head(
-            files.state.clone(),
-            link.run_dir.clone().unwrap_or_else(|| files.dir.clone()),
-            job.num_gpus,
-            config.cluster.clone(),
-        )
+        let accepted = crate::sys::private_tree::accepted_owners();
+        let bootstrap_args = BootstrapArgs {
+            trust_unverified_owner: (!accepted.is_empty()).then(|| {
+                accepted
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }),
+            ..BootstrapArgs::head(
+                files.state.clone(),
+                link.run_dir.clone().unwrap_or_else(|| files.dir.clone()),
+                job.num_gpus,
+                config.cluster.clone(),
+            )
+        }
         .to_flags()
         .into_iter()
         .map(|(flag, value)| BootstrapArg {
@@ -75,6 +87,9 @@ impl<'a> JobSpec<'a> {
             directives: directives(job, &files.log, &config.cluster, link),
             script_path: files.script.display().to_string(),
             log_path: files.log.display().to_string(),
+            log_link: crate::launch::script_files::log_link(&config.log_dir, files)
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
             state_path: files.state.display().to_string(),
             rayslurm_bin: rayslurm_bin.display().to_string(),
             bootstrap_args,

@@ -6,6 +6,7 @@
 pub(crate) mod config;
 pub(crate) mod job_spec;
 pub(crate) mod node_binary;
+pub(crate) mod prelude;
 pub(crate) mod script_files;
 pub(crate) mod template;
 pub(crate) mod validate;

@@ -1,11 +1,17 @@
 //! Writing the script under a new name: `{exp}_{MMDD}-{HHMMSS}.sh` beside the other files of
-//! its run ([`RunFiles`]), never overwriting anything, never leaving a half-written file.
+//! its run ([`RunFiles`], in the user's private tree), never overwriting anything, never
+//! leaving a half-written file. The script is the user's alone (mode 0700): it holds the
+//! values of `--env`.
+//!
+//! The log directory the user sees (`--log-dir`, by default the working directory) gets a
+//! link `{stem}.log` to the run's log: only a link, made where other users may write, so
+//! nothing rayslurm or Slurm writes or reads goes through it.
 //!
 //! The script is written to a temporary file in the same directory and put in place only if
 //! that name is still free (`Staged::place_new`), so concurrent launches in the same second
 //! each get their own name (`-2`, `-3`, ... suffixes).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use chrono::{DateTime, Local};
@@ -23,9 +29,16 @@ pub(crate) fn stem(exp_name: &str, time: &DateTime<Local>, n: u32) -> String {
     }
 }
 
-/// Renders and writes the script under the first free name.
+/// The name of the link to a run's log in the log directory.
+pub(crate) fn log_link(log_dir: &Path, files: &RunFiles) -> Option<PathBuf> {
+    Some(log_dir.join(files.log.file_name()?))
+}
+
+/// Renders and writes the script under the first free name in `dir` (whose log link's name
+/// in `log_dir` is free too), and links the log from `log_dir`.
 pub(crate) fn write_new(
     dir: &Path,
+    log_dir: Option<&Path>,
     exp_name: &str,
     time: &DateTime<Local>,
     render: impl Fn(&RunFiles) -> Result<String>,
@@ -33,16 +46,27 @@ pub(crate) fn write_new(
     const TRIES: u32 = 1000;
     for n in 0..TRIES {
         let files = RunFiles::for_stem(dir, &stem(exp_name, time, n));
-        if files.any_exists() {
+        let link = log_dir.and_then(|d| log_link(d, &files));
+        // `symlink_metadata`: a dangling link is not a free name.
+        if files.any_exists() || link.as_ref().is_some_and(|l| l.symlink_metadata().is_ok()) {
             continue;
         }
         let text = render(&files)?;
-        let mut script = Staged::new(dir, "rayslurm", 0o755)?;
+        let mut script = Staged::new(dir, "rayslurm", 0o700)?;
         script.write_all(text.as_bytes())?;
         // `Some`: a launch in the same second took the name first; try the next.
-        if script.place_new(&files.script)?.is_none() {
-            return Ok(files);
+        if script.place_new(&files.script)?.is_some() {
+            continue;
         }
+        // A link made in a directory others may write: `symlink` never follows the name.
+        if let Some(link) = &link
+            && std::os::unix::fs::symlink(&files.log, link).is_err()
+        {
+            // Taken since the check: the run goes on without it, under the next name.
+            let _ = std::fs::remove_file(&files.script);
+            continue;
+        }
+        return Ok(files);
     }
     anyhow::bail!(
         "no free file name for `{exp_name}` in `{}` after {TRIES} tries",
@@ -69,8 +93,8 @@ mod tests {
     fn never_overwrites_script_or_log() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("x_1122-093005.log"), "old log").unwrap();
-        let a = write_new(dir.path(), "x", &at(), |_| Ok("a".into())).unwrap();
-        let b = write_new(dir.path(), "x", &at(), |_| Ok("b".into())).unwrap();
+        let a = write_new(dir.path(), None, "x", &at(), |_| Ok("a".into())).unwrap();
+        let b = write_new(dir.path(), None, "x", &at(), |_| Ok("b".into())).unwrap();
         assert_eq!(a.script, dir.path().join("x_1122-093005-2.sh"));
         assert_eq!(b.script, dir.path().join("x_1122-093005-3.sh"));
         assert_eq!(
@@ -88,7 +112,7 @@ mod tests {
                 .map(|i| {
                     let d = dir.path();
                     s.spawn(move || {
-                        write_new(d, "x", &at(), |_| Ok(format!("{i}")))
+                        write_new(d, None, "x", &at(), |_| Ok(format!("{i}")))
                             .unwrap()
                             .script
                     })
@@ -105,7 +129,36 @@ mod tests {
     #[test]
     fn a_failed_render_writes_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(write_new(dir.path(), "x", &at(), |_| anyhow::bail!("boom")).is_err());
+        assert!(write_new(dir.path(), None, "x", &at(), |_| anyhow::bail!("boom")).is_err());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn the_log_is_linked_from_the_log_directory_and_a_planted_name_is_skipped() {
+        use std::os::unix::fs::PermissionsExt;
+        let private = tempfile::tempdir().unwrap();
+        let shared = tempfile::tempdir().unwrap();
+        // Another user's dangling link at the first name: taken, never followed.
+        std::os::unix::fs::symlink(
+            "/nonexistent/victim",
+            shared.path().join("x_1122-093005.log"),
+        )
+        .unwrap();
+        let files = write_new(private.path(), Some(shared.path()), "x", &at(), |_| {
+            Ok("s".into())
+        })
+        .unwrap();
+        assert_eq!(files.script, private.path().join("x_1122-093005-2.sh"));
+        let link = shared.path().join("x_1122-093005-2.log");
+        assert_eq!(std::fs::read_link(&link).unwrap(), files.log);
+        let mode = std::fs::metadata(&files.script)
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(
+            mode, 0o700,
+            "the script holds --env values: the user's alone"
+        );
     }
 }

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::env_vars;
 use crate::error::UsageError;
+use crate::sys::private_tree::{PrivateDir, TreeError};
 use crate::sys::staged_file::Staged;
 
 /// The record format; bumped when a field changes meaning.
@@ -191,10 +192,11 @@ impl RunStore {
         Self { dir: dir.into() }
     }
 
-    /// The store the environment points at.
+    /// The store the environment points at, in the user's private tree (checked, and made
+    /// if missing: a record names the files commands act on, so no one else may plant one).
     pub(crate) fn from_env() -> Result<Self, UsageError> {
-        let dir = state_dir(|k| std::env::var_os(k))?;
-        Ok(Self::at(dir.join("runs")))
+        let runs = private_root()?.dir("runs").map_err(tree_error)?;
+        Ok(Self::at(runs.path()))
     }
 
     pub(crate) fn dir(&self) -> &Path {
@@ -322,6 +324,24 @@ fn newest_first(a: &RunRecord, b: &RunRecord) -> std::cmp::Ordering {
 
 /// The state directory: `$RAYSLURM_STATE_DIR`, `$XDG_STATE_HOME/rayslurm`,
 /// `$HOME/.local/state/rayslurm`. Relative XDG paths are ignored, as the XDG spec says.
+/// The user's private tree (the state directory), opened and checked; made if missing.
+pub(crate) fn private_root() -> Result<PrivateDir, UsageError> {
+    let dir = state_dir(|k| std::env::var_os(k))?;
+    let dir = std::path::absolute(&dir).unwrap_or(dir);
+    PrivateDir::open_root(&dir).map_err(tree_error)
+}
+
+/// A private tree that cannot be used, as the user reads it.
+pub(crate) fn tree_error(e: TreeError) -> UsageError {
+    UsageError::new(format!(
+        "rayslurm keeps your runs' files (scripts, logs, Ray tokens, checkpoints) in a private directory, and this one is not safe: {e}"
+    ))
+    .hint(format!(
+        "every directory from / down to it must be yours or root's and writable by no one else (as ssh's StrictModes wants); fix the mode, or point {} at such a directory (e.g. under your home or a per-user scratch directory)",
+        env_vars::STATE_DIR
+    ))
+}
+
 pub(crate) fn state_dir(env: impl Fn(&str) -> Option<OsString>) -> Result<PathBuf, UsageError> {
     let set = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     if let Some(dir) = set(env_vars::STATE_DIR) {

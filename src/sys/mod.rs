@@ -1,7 +1,10 @@
 //! Small system helpers every layer uses: the one wrapper for external commands ([`process`]),
 //! quoting for bash ([`quote`]), files that appear whole or not at all ([`staged_file`]) and
-//! whole results on stdout ([`stdout`]).
+//! whole results on stdout ([`stdout`]), the user's private tree ([`private_tree`]) and
+//! SHA-256 digests ([`digest`]).
 
+pub(crate) mod digest;
+pub(crate) mod private_tree;
 pub(crate) mod process;
 pub(crate) mod pump;
 pub(crate) mod quote;

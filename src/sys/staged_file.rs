@@ -35,11 +35,6 @@ impl Staged {
         })
     }
 
-    /// Where the content is being written (to fill it by other means, e.g. `fs::copy`).
-    pub(crate) fn path(&self) -> &Path {
-        self.tmp.path()
-    }
-
     pub(crate) fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
         self.tmp
             .write_all(bytes)

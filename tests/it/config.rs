@@ -87,7 +87,7 @@ const KEYS: &[Key] = &[
             "[DIR]/logs-project",
             "[DIR]/logs-user",
         ],
-        shown: |v| format!("#SBATCH --output={v}/exp_[STAMP].log\n"),
+        shown: |v| format!("(linked from {v}/exp_[STAMP].log)\n"),
     },
     Key {
         file: "load_env",

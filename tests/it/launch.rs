@@ -5,15 +5,30 @@ use std::path::Path;
 
 use crate::harness::{filter_stamps, json_keys, rayslurm, shim, text, transcript};
 
-/// Replaces what changes between runs: the directory, times, the binary's build stamp.
+/// The private tree of a test's launches: hidden inside its working directory.
+fn state(dir: &Path) -> std::path::PathBuf {
+    dir.join(".state")
+}
+
+/// Where a test's launches write their scripts, logs and run directories.
+fn jobs(dir: &Path) -> std::path::PathBuf {
+    state(dir).join("jobs")
+}
+
+/// Replaces what changes between runs: the directory, times, the binary's build and digest.
 fn normalise(script: &str, dir: &Path) -> String {
-    let s = script.replace(&dir.display().to_string(), "[DIR]");
+    let s = script.replace(&state(dir).display().to_string(), "[STATE]");
+    let s = s.replace(&dir.display().to_string(), "[DIR]");
+    let s = regex::Regex::new(r"\b[0-9a-f]{64}\b")
+        .unwrap()
+        .replace_all(&s, "[SHA256]")
+        .into_owned();
     let s = filter_stamps(&s);
     let s = regex::Regex::new(r"at \d{4}-\d\d-\d\dT[^ ]+\.")
         .unwrap()
         .replace_all(&s, "at [TIME].")
         .into_owned();
-    regex::Regex::new(r"rayslurm-[0-9.]+-[0-9a-f]+-[0-9a-f]+")
+    regex::Regex::new(r"rayslurm-[0-9.]+-[0-9a-f]{16}")
         .unwrap()
         .replace_all(&s, "rayslurm-[BUILD]")
         .into_owned()
@@ -24,7 +39,10 @@ fn dry_run(args: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let mut argv = vec!["launch", "--dry-run", "--exp-name", "exp"];
     argv.extend_from_slice(args);
-    let out = rayslurm(argv).cwd(dir.path()).output();
+    let out = rayslurm(argv)
+        .cwd(dir.path())
+        .env("RAYSLURM_STATE_DIR", state(dir.path()))
+        .output();
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     normalise(&stdout, dir.path())
@@ -173,16 +191,20 @@ fn hostile_text_survives_bash() {
         "L='keep $this'",
     ])
     .cwd(dir.path())
+    .env("RAYSLURM_STATE_DIR", state(dir.path()))
     .output();
     assert!(out.status.success());
     let script = text(&out).0;
     // Replace the hand-over with printing what it would pass on.
-    let probe = script
+    // Without the check of the binary's digest (a dry run copies no binary).
+    let probe = without_prelude(&script);
+    let probe = probe
         .replace(
             "exec \"$rayslurm_bin\" bootstrap",
             "printf '%s\\0' \"$V\" \"$L\"; shift_args() { :; }; printf '%s\\0'",
         )
-        .replace("if [ ! -x \"$rayslurm_bin\" ]; then", "if false; then");
+        .replace("if [ ! -x \"$rayslurm_bin\" ]; then", "if false; then")
+        .replace("\"$rayslurm_bin\" --version", "true");
     let out = std::process::Command::new("bash")
         .arg("-c")
         .arg(&probe)
@@ -199,6 +221,15 @@ fn hostile_text_survives_bash() {
     );
 }
 
+/// The script without the check rayslurm adds before every command (it would find no binary
+/// after a dry run).
+fn without_prelude(script: &str) -> String {
+    regex::Regex::new(r"(?s)# Added by rayslurm to every script:.*?unset rayslurm_sha256\n")
+        .unwrap()
+        .replace(script, "")
+        .into_owned()
+}
+
 /// Runs a dry-run script whose binary copy was replaced by `fake` and returns the script's
 /// exit code and stderr: what a node prints when the copy is there but does not start.
 fn script_with_broken_copy(fake: &[u8]) -> (Option<i32>, String) {
@@ -212,15 +243,26 @@ fn script_with_broken_copy(fake: &[u8]) -> (Option<i32>, String) {
         "true",
     ])
     .cwd(dir.path())
+    .env("RAYSLURM_STATE_DIR", state(dir.path()))
     .output();
     assert!(out.status.success());
     let script = text(&out).0;
-    let bins: Vec<_> = std::fs::read_dir(dir.path().join(".rayslurm/bin"))
+    // The copy the script names (a dry run makes none), as the node would find it: a binary
+    // that is the one launch copied (its digest matches) and still does not start.
+    let bin = regex::Regex::new(r"(?m)^rayslurm_bin='?([^'\n]+?)'?$")
         .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(bins.len(), 1, "{bins:?}");
-    std::fs::write(&bins[0], fake).unwrap();
+        .captures(&script)
+        .expect("the script names its binary")[1]
+        .to_owned();
+    std::fs::create_dir_all(Path::new(&bin).parent().unwrap()).unwrap();
+    std::fs::write(&bin, fake).unwrap();
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let digest = regex::Regex::new(r"!= ([0-9a-f]{64}) ")
+        .unwrap()
+        .captures(&script)
+        .expect("the script checks a digest")[1]
+        .to_owned();
+    let script = script.replace(&digest, &sha256(fake));
     let out = std::process::Command::new("bash")
         .arg("-c")
         .arg(&script)
@@ -291,11 +333,23 @@ fn dry_run_writes_the_script_only() {
         "true",
     ])
     .cwd(dir.path())
+    .env("RAYSLURM_STATE_DIR", state(dir.path()))
     .output();
     assert!(out.status.success());
-    let files = visible_files(dir.path());
+    // The script in the private tree, a link to its log in the working directory.
+    let files = visible_files(&jobs(dir.path()));
     assert_eq!(files.len(), 1, "{files:?}");
     assert!(files[0].starts_with("d_") && files[0].ends_with(".sh"));
+    let links = visible_files(dir.path());
+    assert_eq!(links, [files[0].replace(".sh", ".log")]);
+    assert!(
+        !state(dir.path())
+            .join("bin")
+            .read_dir()
+            .unwrap()
+            .any(|_| true),
+        "a dry run copies no binary"
+    );
     let (stdout, stderr) = text(&out);
     assert!(stdout.starts_with("#!/bin/bash\n"));
     assert!(stderr.contains("dry run: wrote"), "{stderr}");
@@ -314,6 +368,7 @@ fn dry_run_json() {
         "true",
     ])
     .cwd(dir.path())
+    .env("RAYSLURM_STATE_DIR", state(dir.path()))
     .output();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["job_id"], serde_json::Value::Null);
@@ -386,7 +441,10 @@ fn bad_input_exits_2_and_writes_nothing() {
             }
         }
         argv.extend_from_slice(args);
-        let out = rayslurm(argv).cwd(dir.path()).output();
+        let out = rayslurm(argv)
+            .cwd(dir.path())
+            .env("RAYSLURM_STATE_DIR", state(dir.path()))
+            .output();
         let (_, stderr) = text(&out);
         assert!(
             !stderr.contains("cannot be used multiple times"),
@@ -497,7 +555,10 @@ fn usage_error_messages() {
         let argv: Vec<&str> = std::iter::once("launch")
             .chain(args.iter().copied())
             .collect();
-        let out = rayslurm(&argv).cwd(dir.path()).output();
+        let out = rayslurm(&argv)
+            .cwd(dir.path())
+            .env("RAYSLURM_STATE_DIR", state(dir.path()))
+            .output();
         assert_eq!(out.status.code(), Some(2), "{}", text(&out).1);
         insta::assert_snapshot!(format!("error_{name}"), transcript(&argv, &out));
     }
@@ -522,6 +583,7 @@ fn a_template_that_does_not_parse_names_the_line() {
         "--template",
     ])
     .cwd(dir.path())
+    .env("RAYSLURM_STATE_DIR", state(dir.path()))
     .output();
     assert_eq!(out.status.code(), Some(2), "missing value is a usage error");
     let out = crate::harness::rayslurm(vec![
@@ -535,6 +597,7 @@ fn a_template_that_does_not_parse_names_the_line() {
         t.to_str().unwrap(),
     ])
     .cwd(dir.path())
+    .env("RAYSLURM_STATE_DIR", state(dir.path()))
     .output();
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -564,6 +627,7 @@ fn a_user_template_gets_the_documented_context() {
         t.to_str().unwrap(),
     ])
     .cwd(dir.path())
+    .env("RAYSLURM_STATE_DIR", state(dir.path()))
     .output();
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
@@ -589,7 +653,11 @@ fn launch_with_sbatch(body: &str, args: &[&str]) -> (tempfile::TempDir, std::pro
     shim(shims.path(), "sbatch", body);
     let mut argv = vec!["launch", "--command", "true"];
     argv.extend_from_slice(args);
-    let out = rayslurm(argv).cwd(dir.path()).shims(shims.path()).output();
+    let out = rayslurm(argv)
+        .cwd(dir.path())
+        .env("RAYSLURM_STATE_DIR", state(dir.path()))
+        .shims(shims.path())
+        .output();
     (dir, out)
 }
 
@@ -632,7 +700,10 @@ fn sbatch_failure_keeps_the_script_and_shows_the_error() {
         stderr.contains("Invalid partition name specified"),
         "{stderr}"
     );
-    let files = visible_files(dir.path());
+    let files: Vec<String> = visible_files(&jobs(dir.path()))
+        .into_iter()
+        .filter(|f| f.ends_with(".sh"))
+        .collect();
     assert_eq!(files.len(), 1);
     assert!(
         stderr.contains(&files[0]),
@@ -653,6 +724,7 @@ fn missing_sbatch_suggests_dry_run_and_writes_nothing() {
     let argv = ["launch", "--exp-name", "m", "--command", "true"];
     let out = rayslurm(argv)
         .cwd(dir.path())
+        .env("RAYSLURM_STATE_DIR", state(dir.path()))
         .env("PATH", "/nonexistent")
         .output();
     let (_, stderr) = text(&out);
@@ -692,7 +764,8 @@ fn launches_in_the_same_second_never_overwrite() {
                             "--command",
                             "true",
                         ])
-                        .cwd(dir.path());
+                        .cwd(dir.path())
+                        .env("RAYSLURM_STATE_DIR", state(dir.path()));
                         start.wait();
                         run.output()
                     })
@@ -703,7 +776,7 @@ fn launches_in_the_same_second_never_overwrite() {
         for out in &outputs {
             assert!(out.status.success(), "{}", text(out).1);
         }
-        let scripts: Vec<String> = visible_files(dir.path())
+        let scripts: Vec<String> = visible_files(&jobs(dir.path()))
             .into_iter()
             .filter(|f| f.ends_with(".sh"))
             .collect();
@@ -759,4 +832,12 @@ fn dry_run_output_ends_its_last_line() {
         merged.lines().any(|l| l.starts_with("dry run: wrote ")),
         "{merged}"
     );
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

@@ -114,14 +114,12 @@ fn verbose_echoes_each_slurm_command_as_a_line_that_runs_it_again() {
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(stdout, "4242\n", "stdout has the result alone");
     let line = echoed(&stderr, "sbatch");
-    let script = fake.path("logs").join(format!(
-        "verb_{}.sh",
+    let script = std::path::PathBuf::from(
         stderr
-            .split("verb_")
-            .nth(1)
-            .and_then(|s| s.split(".sh").next())
-            .unwrap()
-    ));
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("script: "))
+            .expect("names the script"),
+    );
     assert_eq!(line, format!("sbatch --parsable {}", script.display()));
     fake.paste(line);
     let calls = fake.logged("sbatch");

@@ -216,11 +216,19 @@ impl Head<'_> {
             return Outcome::startup_failed(why);
         }
         // The run's private directory: checkpoints (RAYSLURM_RUN_DIR), Ray's token, a cluster's
-        // jobs. Every run has one, with Ray or without.
-        if let Some(dir) = &self.args.run_dir
-            && let Err(e) = create_private_dir(dir)
-        {
-            return Outcome::startup_failed(format!("{e:#}"));
+        // jobs. Every run has one, with Ray or without, in the user's private tree: checked
+        // again here (as StrictModes does), since the job may start days after the launch.
+        if let Some(dir) = &self.args.run_dir {
+            if let Some(parent) = dir.parent()
+                && let Err(e) = crate::sys::private_tree::check(parent)
+            {
+                return Outcome::startup_failed(format!(
+                    "the run's private directory is not safe, so the run does not start: {e}"
+                ));
+            }
+            if let Err(e) = create_private_dir(dir) {
+                return Outcome::startup_failed(format!("{e:#}"));
+            }
         }
         let c = &self.args.cluster;
         let ip = match super::node_ip(self.alloc, c) {
