@@ -52,6 +52,15 @@ impl Outcome {
         }
     }
 
+    /// Ray served a request without the run's token: the run was stopped on purpose.
+    pub(super) fn auth_not_enforced(message: impl Into<String>) -> Self {
+        Self {
+            code: 1,
+            ending: Ending::AuthNotEnforced,
+            message: Some(message.into()),
+        }
+    }
+
     /// The head could not watch the command (it cannot wait for its own child).
     pub(super) fn lost_command(message: impl Into<String>) -> Self {
         Self {

@@ -82,44 +82,43 @@ impl RayAuth {
     }
 }
 
-/// How long the check waits for a dashboard that does not answer before it says there is none.
-const NO_DASHBOARD_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
-
 /// How the start-up check went.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Checked {
     /// A request without the token was refused and one with it accepted.
     Refused,
-    /// Nothing listens where the dashboard would be (`--include-dashboard=false`), so there
-    /// was nothing to ask.
-    NoDashboard,
+    /// Refused without the token, but the run's own token was not accepted either (the
+    /// command will find out); said in the log, not a reason to stop a run that is closed.
+    OwnTokenRefused(String),
+    /// Nothing answered where the dashboard would be within the patience given
+    /// (`--include-dashboard=false`, or a dashboard too slow on a loaded node): nothing to ask.
+    NoAnswer,
 }
 
 /// Asks the head's dashboard, on this node, for `/api/version` without the run's token (it
 /// must be refused: an older Ray silently ignores `RAY_AUTH_MODE`) and with it (it must be
-/// accepted: the token Ray read is the run's). The error is a message for the job's log.
-pub(crate) fn check(token: &Path, dashboard_port: u16) -> Result<Checked, String> {
+/// accepted: the token Ray read is the run's). A dashboard that does not answer (yet) is asked
+/// again until `patience` has passed. The error, the one reason to stop the run, says Ray
+/// served a request without the token.
+pub(crate) fn check(
+    token: &Path,
+    dashboard_port: u16,
+    patience: std::time::Duration,
+) -> Result<Checked, String> {
     let url = format!("http://127.0.0.1:{dashboard_port}/api/version");
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(std::time::Duration::from_secs(10)))
         .http_status_as_error(false)
         .build()
         .into();
-    // The dashboard may still be binding its port: asked again for a few seconds before the
-    // run is said to have none.
     let asked = std::time::Instant::now();
     let without = loop {
         match agent.get(&url).call() {
             Ok(response) => break response.status().as_u16(),
-            Err(ureq::Error::ConnectionFailed | ureq::Error::Io(_))
-                if asked.elapsed() < NO_DASHBOARD_AFTER =>
-            {
+            Err(_) if asked.elapsed() < patience => {
                 std::thread::sleep(std::time::Duration::from_millis(500));
             }
-            Err(ureq::Error::ConnectionFailed | ureq::Error::Io(_)) => {
-                return Ok(Checked::NoDashboard);
-            }
-            Err(e) => return Err(format!("cannot ask Ray's dashboard at {url}: {e}")),
+            Err(_) => return Ok(Checked::NoAnswer),
         }
     };
     if without != 401 && without != 403 {
@@ -127,21 +126,30 @@ pub(crate) fn check(token: &Path, dashboard_port: u16) -> Result<Checked, String
             "Ray accepted a request without the run's token (HTTP {without} from {url}): this Ray does not enforce RAY_AUTH_MODE=token, so anyone on the network could use the cluster; install a newer Ray, or pass --no-ray-auth to run it open on purpose"
         ));
     }
-    let value = std::fs::read_to_string(token)
-        .map_err(|e| format!("cannot read Ray's token `{}`: {e}", token.display()))?;
+    let value = match std::fs::read_to_string(token) {
+        Ok(v) => v,
+        Err(e) => {
+            return Ok(Checked::OwnTokenRefused(format!(
+                "cannot read Ray's token `{}`: {e}",
+                token.display()
+            )));
+        }
+    };
     let with = agent
         .get(&url)
         .header("Authorization", &format!("Bearer {}", value.trim()))
         .call()
-        .map(|r| r.status().as_u16())
-        .map_err(|e| format!("cannot ask Ray's dashboard at {url}: {e}"))?;
-    if with != 200 {
-        return Err(format!(
-            "Ray refused the run's own token (HTTP {with} from {url}): Ray did not read the token file `{}`",
+        .map(|r| r.status().as_u16());
+    match with {
+        Ok(200) => Ok(Checked::Refused),
+        Ok(status) => Ok(Checked::OwnTokenRefused(format!(
+            "Ray refused the run's own token (HTTP {status} from {url}): Ray did not read the token file `{}`",
             token.display()
-        ));
+        ))),
+        Err(e) => Ok(Checked::OwnTokenRefused(format!(
+            "cannot ask Ray's dashboard at {url} with the token: {e}"
+        ))),
     }
-    Ok(Checked::Refused)
 }
 
 /// 32 random bytes from the kernel, as 64 hex digits.

@@ -31,6 +31,9 @@ pub(crate) enum Ending {
     TimeLimit,
     /// Slurm stopped the job to put it back in its queue (preemption, `scontrol requeue`).
     Preempted,
+    /// Ray served a request without the run's token (the check beside the command found it),
+    /// so the run was stopped: anyone who could reach the cluster could have used it.
+    AuthNotEnforced,
 }
 
 impl Ending {
@@ -44,6 +47,7 @@ impl Ending {
             Self::Killed => "killed",
             Self::TimeLimit => "time-limit",
             Self::Preempted => "preempted",
+            Self::AuthNotEnforced => "auth-not-enforced",
         }
     }
 }

@@ -88,7 +88,9 @@ impl JobStatus {
     pub(crate) fn from_final_state(f: &FinalState) -> Self {
         let state = match f.ending {
             Ending::Completed => "COMPLETED",
-            Ending::Failed | Ending::StartupFailed | Ending::Killed => "FAILED",
+            Ending::Failed | Ending::StartupFailed | Ending::Killed | Ending::AuthNotEnforced => {
+                "FAILED"
+            }
             Ending::NodeFailed => "NODE_FAIL",
             Ending::Stopped => "STOPPED",
             Ending::TimeLimit => "TIMEOUT",

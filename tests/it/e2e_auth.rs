@@ -61,9 +61,18 @@ fn a_client_without_the_token_is_refused_on_every_port() {
     let log = job.log_text();
     assert_eq!(info["JobState"], "COMPLETED", "{log}");
     assert!(log.contains("own-driver-connected 4"), "{log}");
+    // Checked beside the command, which did not wait for the dashboard.
     assert!(
         log.contains("a request without it is refused"),
         "checked at start-up: {log}"
+    );
+    let started = log
+        .find("running the command")
+        .expect("the command started");
+    assert!(
+        !log[..started].contains("a request without it is refused")
+            || log[..started].contains("checked after"),
+        "{log}"
     );
     let http: Vec<&str> = log.lines().filter(|l| l.starts_with("http ")).collect();
     assert_eq!(http.len(), 3, "the dashboard and both nodes' agents: {log}");
@@ -78,7 +87,8 @@ fn a_client_without_the_token_is_refused_on_every_port() {
     assert!(!log.contains("ATTACHED"), "{log}");
     // The token: in the run's private directory, owner-only, and nowhere else.
     let run_dir = job.log.with_extension("d");
-    let token_file = run_dir.join("ray-auth-token");
+    // The first attempt's own token.
+    let token_file = run_dir.join(format!("ray-auth-token-{}.0", job.id));
     let token = std::fs::read_to_string(&token_file).unwrap();
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!((mode(&run_dir), mode(&token_file)), (0o700, 0o600));
@@ -101,9 +111,15 @@ fn no_ray_auth_runs_an_open_cluster_on_purpose() {
     assert_eq!(info["JobState"], "COMPLETED", "{log}");
     assert!(log.contains("mode disabled"), "{log}");
     // The run has its private directory (for checkpoints), but no token in it.
-    assert!(
-        !job.log.with_extension("d").join("ray-auth-token").exists(),
-        "no token made"
-    );
+    let tokens: Vec<_> = std::fs::read_dir(job.log.with_extension("d"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("ray-auth-token")
+        })
+        .collect();
+    assert!(tokens.is_empty(), "no token made: {tokens:?}");
     assert_clean(&job);
 }

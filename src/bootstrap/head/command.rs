@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use super::Head;
+use super::auth_check::Verdict;
 use crate::bootstrap::Allocation;
 use crate::bootstrap::heartbeat;
 use crate::bootstrap::marked::{self, RunMark};
@@ -134,6 +135,7 @@ impl Head<'_> {
         let mut last_check = Instant::now();
         let mut killed = false;
         let mut preempted = false;
+        let mut not_enforced: Option<String> = None;
         let status = loop {
             match command.try_wait() {
                 Ok(Some(status)) => break status,
@@ -169,6 +171,24 @@ impl Head<'_> {
                     }
                 }
             }
+            if let Some(check) = &mut self.auth_check {
+                match check.poll(&node) {
+                    Verdict::Pending => {}
+                    Verdict::Done => {
+                        self.auth_check = None;
+                        super::say_dashboard(&self.alloc.node, self.dashboard_port);
+                    }
+                    Verdict::Stop(why) => {
+                        self.auth_check = None;
+                        say(&node, format!("error: {why}; stopping the run"));
+                        if stop.is_none() {
+                            command.signal(Signal::SIGTERM);
+                            stop = Some(Stopping::new(Signal::SIGTERM, Instant::now()));
+                        }
+                        not_enforced = Some(why);
+                    }
+                }
+            }
             if node_failure.is_none() && stop.is_none() {
                 node_failure =
                     check_nodes(&mut self.workers, ray_mark.as_ref(), &node, &mut last_check);
@@ -199,6 +219,15 @@ impl Head<'_> {
             &node,
             format!("the command ended with {}", describe_status(status)),
         );
+        if let Some(why) = not_enforced {
+            return Outcome::auth_not_enforced(why);
+        }
+        if self.auth_check.take().is_some() {
+            say(
+                &node,
+                "Ray was started to require the run's token (not checked: the command ended before its dashboard answered)",
+            );
+        }
         let stopped_by = stop.map(|s| s.signal).filter(|_| node_failure.is_none());
         // Slurm was asked once already; the head's end need not ask again.
         Outcome::of_command(exit_code_of(status), node_failure, stopped_by)

@@ -2,6 +2,7 @@
 //! ([`ready`]), runs the user command ([`command`]), and tears everything down, whatever
 //! happened, before writing the run's final state.
 
+mod auth_check;
 mod command;
 mod per_node;
 mod ready;
@@ -65,6 +66,7 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
         command: None,
         watchdog,
         auth: RayAuth::Disabled,
+        auth_check: None,
         master_port: 0,
     };
     let outcome = head.run();
@@ -172,6 +174,21 @@ fn wrong_directory(cwd: Option<&Path>, submit_dir: Option<&Path>, node: &str) ->
     })
 }
 
+/// Tells where the dashboard is, if Ray started one (`--include-dashboard=false` does not).
+fn say_dashboard(node: &str, port: Option<u16>) {
+    let Some(port) = port else {
+        return;
+    };
+    if ports::listening_locally(port) {
+        say(
+            node,
+            format!(
+                "Ray dashboard on {node} at 127.0.0.1:{port}; from the login node: ssh -N -L {port}:127.0.0.1:{port} {node}, then open http://localhost:{port}"
+            ),
+        );
+    }
+}
+
 struct Head<'a> {
     args: &'a BootstrapArgs,
     alloc: &'a Allocation,
@@ -185,6 +202,8 @@ struct Head<'a> {
     watchdog: Option<Watchdog>,
     /// How this run's Ray authenticates (with Ray).
     auth: RayAuth,
+    /// The check that Ray enforces the token, under way beside the command.
+    auth_check: Option<auth_check::AuthCheck>,
     /// The port frameworks rendezvous on, from the run's block on the head.
     master_port: u16,
 }
@@ -380,22 +399,6 @@ impl Head<'_> {
         .map_err(Outcome::startup_failed)?;
         self.dashboard_port = Some(ports.dashboard());
         Ok(start)
-    }
-
-    /// Tells where the dashboard is, if Ray started one (`--include-dashboard=false` does not).
-    fn say_dashboard(&self) {
-        let Some(port) = self.dashboard_port else {
-            return;
-        };
-        if ports::listening_locally(port) {
-            let node = self.node();
-            say(
-                node,
-                format!(
-                    "Ray dashboard on {node} at 127.0.0.1:{port}; from the login node: ssh -N -L {port}:127.0.0.1:{port} {node}, then open http://localhost:{port}"
-                ),
-            );
-        }
     }
 
     /// Stops everything this run started, on every node; `keep_logs` (the run failed) has

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::Head;
+use super::auth_check::{self, AuthCheck, Verdict};
 use crate::bootstrap::heartbeat;
 use crate::bootstrap::outcome::Outcome;
 use crate::bootstrap::protocol::Report;
-use crate::bootstrap::ray_auth::{self, Checked};
 use crate::bootstrap::ray_node::RayStart;
 use crate::bootstrap::setup::setup_failed;
 use crate::bootstrap::signals;
@@ -114,7 +114,7 @@ impl Head<'_> {
     }
 
     /// Whether the head's `ray start` has ended well; its failure ends the wait.
-    fn head_started(&self, start: &mut RayStart, t0: Instant) -> Result<bool, Outcome> {
+    fn head_started(&mut self, start: &mut RayStart, t0: Instant) -> Result<bool, Outcome> {
         let node = self.node();
         match start.child.try_wait() {
             Ok(Some(status)) if status.success() => {
@@ -123,7 +123,9 @@ impl Head<'_> {
                     format!("Ray head ready after {:.1} s", t0.elapsed().as_secs_f64()),
                 );
                 self.check_auth()?;
-                self.say_dashboard();
+                if self.auth_check.is_none() {
+                    super::say_dashboard(&self.alloc.node, self.dashboard_port);
+                }
                 Ok(true)
             }
             Ok(Some(status)) => Err(Outcome::startup_failed(format!(
@@ -139,30 +141,20 @@ impl Head<'_> {
         }
     }
 
-    /// Checks for real that Ray refuses requests without the run's token.
-    fn check_auth(&self) -> Result<(), Outcome> {
+    /// Starts the check that Ray refuses requests without the run's token: beside the command
+    /// (see [`AuthCheck`]), or, for a persistent cluster, waited for here.
+    fn check_auth(&mut self) -> Result<(), Outcome> {
         let (Some(token), Some(port)) = (self.auth.token_path(), self.dashboard_port) else {
             return Ok(());
         };
-        match ray_auth::check(token, port) {
-            Ok(Checked::Refused) => {
-                say(
-                    self.node(),
-                    format!(
-                        "Ray requires the run's token (checked: a request without it is refused); it is in {}",
-                        token.display()
-                    ),
-                );
-                Ok(())
-            }
-            Ok(Checked::NoDashboard) => {
-                say(
-                    self.node(),
-                    "Ray requires the run's token (not checked: no dashboard to ask)",
-                );
-                Ok(())
-            }
-            Err(why) => Err(Outcome::startup_failed(why)),
+        let check = AuthCheck::spawn(token.to_owned(), port, auth_check::PATIENCE);
+        if !self.args.cluster.serve {
+            self.auth_check = Some(check);
+            return Ok(());
+        }
+        match check.wait(self.node()) {
+            Verdict::Stop(why) => Err(Outcome::auth_not_enforced(why)),
+            _ => Ok(()),
         }
     }
 

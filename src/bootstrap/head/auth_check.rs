@@ -1,0 +1,169 @@
+//! The start-up check of Ray's token authentication, run beside the command rather than before
+//! it: Ray's dashboard, the one thing to ask, may answer 10 s or more after the cluster is
+//! ready on a loaded node, and the command need not wait for it. The check fails closed: if
+//! Ray serves a request without the token, the run is stopped and ends `auth-not-enforced`.
+//! A dashboard that never answers is reported, never a failure of the run. A persistent
+//! cluster, which needs the Jobs API behind the dashboard anyway, still waits for it
+//! ([`AuthCheck::wait`]).
+
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, TryRecvError};
+use std::time::{Duration, Instant};
+
+use crate::bootstrap::ray_auth::{self, Checked};
+use crate::bootstrap::say;
+
+/// How long the dashboard may take to answer before the check says it could not ask.
+pub(super) const PATIENCE: Duration = Duration::from_secs(120);
+
+/// The check, under way on a thread of its own.
+pub(super) struct AuthCheck {
+    result: Receiver<Result<Checked, String>>,
+    token: PathBuf,
+    started: Instant,
+}
+
+/// What the run must do about a finished check.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// Still asking.
+    Pending,
+    /// Done, and said in the log.
+    Done,
+    /// Ray serves requests without the token: stop the run.
+    Stop(String),
+}
+
+impl AuthCheck {
+    pub(super) fn spawn(token: PathBuf, dashboard_port: u16, patience: Duration) -> Self {
+        let (tx, result) = mpsc::channel();
+        let path = token.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(ray_auth::check(&path, dashboard_port, patience));
+        });
+        Self {
+            result,
+            token,
+            started: Instant::now(),
+        }
+    }
+
+    /// Looks whether the check has ended; says its result in the log once.
+    pub(super) fn poll(&mut self, node: &str) -> Verdict {
+        match self.result.try_recv() {
+            Ok(result) => self.report(node, result),
+            Err(TryRecvError::Empty) => Verdict::Pending,
+            Err(TryRecvError::Disconnected) => Verdict::Done,
+        }
+    }
+
+    /// Waits for the check to end (a persistent cluster's head, before it serves).
+    pub(super) fn wait(self, node: &str) -> Verdict {
+        match self.result.recv() {
+            Ok(result) => self.report(node, result),
+            Err(_) => Verdict::Done,
+        }
+    }
+
+    fn report(&self, node: &str, result: Result<Checked, String>) -> Verdict {
+        let after = self.started.elapsed().as_secs_f64();
+        match result {
+            Ok(Checked::Refused) => {
+                say(
+                    node,
+                    format!(
+                        "Ray requires the run's token (checked after {after:.1} s: a request without it is refused); it is in {}",
+                        self.token.display()
+                    ),
+                );
+                Verdict::Done
+            }
+            Ok(Checked::OwnTokenRefused(why)) => {
+                say(node, format!("warning: {why}"));
+                Verdict::Done
+            }
+            Ok(Checked::NoAnswer) => {
+                say(
+                    node,
+                    format!(
+                        "Ray was started to require the run's token (not checked: its dashboard did not answer within {} s)",
+                        PATIENCE.as_secs()
+                    ),
+                );
+                Verdict::Done
+            }
+            Err(why) => Verdict::Stop(why),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// A one-shot HTTP server on 127.0.0.1 that answers every request with `status`.
+    fn server(status: u16) -> u16 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().take(2) {
+                let mut s = stream.unwrap();
+                let mut buf = [0u8; 2048];
+                let _ = s.read(&mut buf);
+                let body = "{}";
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        port
+    }
+
+    fn token() -> tempfile::NamedTempFile {
+        let t = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(t.path(), "ab".repeat(32)).unwrap();
+        t
+    }
+
+    fn verdict(port: u16, patience: Duration) -> Verdict {
+        let t = token();
+        AuthCheck::spawn(t.path().to_owned(), port, patience).wait("n1")
+    }
+
+    #[test]
+    fn a_ray_that_answers_without_the_token_stops_the_run() {
+        let Verdict::Stop(why) = verdict(server(200), Duration::from_secs(5)) else {
+            panic!("not stopped");
+        };
+        assert!(why.contains("without the run's token (HTTP 200"), "{why}");
+    }
+
+    #[test]
+    fn a_refusal_is_the_expected_end_and_silence_is_only_reported() {
+        assert_eq!(verdict(server(401), Duration::from_secs(5)), Verdict::Done);
+        // Nothing listens on a port just freed: reported after the patience, not a failure.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        assert_eq!(verdict(port, Duration::from_millis(600)), Verdict::Done);
+    }
+
+    #[test]
+    fn polling_does_not_wait() {
+        let t = token();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut check = AuthCheck::spawn(t.path().to_owned(), port, Duration::from_secs(30));
+        let t0 = Instant::now();
+        assert_eq!(check.poll("n1"), Verdict::Pending);
+        assert!(t0.elapsed() < Duration::from_secs(1));
+    }
+}
