@@ -20,3 +20,4 @@ mod e2e_failures;
 mod e2e_long_runs;
 mod e2e_per_node;
 mod e2e_runs;
+mod e2e_shared;

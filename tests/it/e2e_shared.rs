@@ -1,0 +1,230 @@
+//! End-to-end: rayslurm on a shared cluster, tried as HPC users share one. Every attack runs as
+//! a second member (`rsbob`) of the victim's group against a run of the first (`rsalice`),
+//! launched from their shared 2775 project directory with umask 002: real users, since root
+//! passes every permission check and an attack run as root proves nothing. docs/security.md
+//! lists each attack with its test here.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use crate::harness::{Lab, bin, lab, text, wait_job_end};
+
+const VICTIM: &str = "rsalice";
+const ATTACKER: &str = "rsbob";
+
+/// The project directory shared by the group, as `cluster.sh up` makes it.
+fn project_root() -> PathBuf {
+    PathBuf::from("/srv/rayslurm-lab/project")
+}
+
+fn uid(user: &str) -> u32 {
+    let out = Command::new("id").args(["-u", user]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// A copy of the binary under test that every user can run (the build may sit under /root).
+fn user_bin() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let dir = PathBuf::from("/srv/rayslurm-lab/test-bin");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = dir.join(format!("rayslurm-{}", std::process::id()));
+        std::fs::copy(bin(), &path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    })
+    .clone()
+}
+
+/// Runs a bash script as `user`, with a login-like environment and umask 002 (the norm for a
+/// group's project), in `cwd`.
+fn sh_as(user: &str, cwd: &Path, script: &str) -> Output {
+    Command::new("runuser")
+        .args(["-u", user, "--", "env", "-i"])
+        .arg(format!("HOME=/home/{user}"))
+        .arg(format!("USER={user}"))
+        .arg(format!("LOGNAME={user}"))
+        .arg("PATH=/usr/local/bin:/usr/bin:/bin")
+        .arg(format!("RAYSLURM={}", user_bin().display()))
+        .args(["bash", "-c"])
+        .arg(format!("umask 002; cd \"$1\" || exit 97; {script}"))
+        .arg("_")
+        .arg(cwd)
+        .output()
+        .expect("runuser runs")
+}
+
+/// A fresh directory of the group's project, made by the victim (2775, as the parent's setgid
+/// bit and umask 002 give).
+fn project_dir(name: &str) -> PathBuf {
+    let dir = project_root().join(format!(
+        "{name}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    let out = sh_as(VICTIM, &project_root(), &format!("mkdir {}", dir.display()));
+    assert!(out.status.success(), "{}", text(&out).1);
+    let mode = std::fs::metadata(&dir).unwrap().mode() & 0o7777;
+    assert_eq!(mode, 0o2775, "a group-writable project directory");
+    dir
+}
+
+fn sha256_of(path: &Path) -> String {
+    use sha2::Digest;
+    let bytes = std::fs::read(path).unwrap();
+    sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The victim launches from the project directory; returns the job id and the log path.
+fn victim_launches(lab: &Lab, dir: &Path, args: &str) -> (String, PathBuf) {
+    let out = sh_as(
+        VICTIM,
+        dir,
+        &format!(
+            "\"$RAYSLURM\" launch --json --exp-name shared --time 5 --object-store-memory 100000000 --load-env 'source {}/bin/activate' {args}",
+            lab.venv.display()
+        ),
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "launch as {VICTIM} failed: {stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    (
+        v["job_id"].as_str().unwrap().to_owned(),
+        PathBuf::from(v["log"].as_str().unwrap()),
+    )
+}
+
+/// What the attacker plants before the victim's launch: the names the victim's next files
+/// would have in the shared directory (links to the victim's results, for the next minute),
+/// and a binary tree of the kind older versions reused without a check.
+fn plant(dir: &Path, results: &Path, marker: &Path) {
+    let script = format!(
+        r#"
+mkdir -p .rayslurm/bin
+printf '#!/bin/sh\ntouch {marker}\n' > .rayslurm/bin/rayslurm-0.1.0-planted
+chmod 755 .rayslurm/bin/rayslurm-0.1.0-planted
+for s in $(seq 0 90); do
+  stem=shared_$(date -d "+$s seconds" +%m%d-%H%M%S)
+  ln -s {results} "$stem.log"
+  ln -s {results} "$stem.sh"
+done
+"#,
+        marker = marker.display(),
+        results = results.display()
+    );
+    let out = sh_as(ATTACKER, dir, &script);
+    assert!(out.status.success(), "{}", text(&out).1);
+}
+
+/// Binary, log, script, run directory and token: nothing the attacker plants in the shared
+/// directory is run or written through, and nothing of the run's is readable by them.
+#[test]
+fn a_group_member_can_neither_run_code_as_the_victim_nor_read_or_destroy_their_files() {
+    let Some((lab, _turn)) = lab("a_group_member_can_neither_run_code_as_the_victim") else {
+        return;
+    };
+    let dir = project_dir("plant");
+    let marker = project_root().join(format!("pwned-{}", std::process::id()));
+    // The victim's results, which a followed link would truncate or append to.
+    let results = PathBuf::from(format!("/home/{VICTIM}/results-{}.txt", std::process::id()));
+    let out = sh_as(
+        VICTIM,
+        &dir,
+        &format!("echo precious > {}", results.display()),
+    );
+    assert!(out.status.success());
+    let digest = sha256_of(&results);
+    plant(&dir, &results, &marker);
+
+    let secret = format!("s3cr3t-{}", std::process::id());
+    let (job, log) = victim_launches(
+        lab,
+        &dir,
+        &format!(
+            "--env API_KEY={secret} --command 'python -c \"import ray; ray.init(); print(\\\"ray-ok\\\")\"'"
+        ),
+    );
+    let info = wait_job_end(&job, Duration::from_secs(240));
+    let log_text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(info["JobState"], "COMPLETED", "{log_text}");
+    assert!(log_text.contains("ray-ok"), "{log_text}");
+    assert!(!marker.exists(), "the planted binary ran as the victim");
+    assert_eq!(sha256_of(&results), digest, "the victim's results changed");
+
+    // Everything of the run is in the victim's private tree, the user's alone.
+    let home = PathBuf::from(format!("/home/{VICTIM}"));
+    assert!(log.starts_with(&home), "{}", log.display());
+    let script = log.with_extension("sh");
+    let run_dir = log.with_extension("d");
+    let token = run_dir.join(format!("ray-auth-token-{job}.0"));
+    let victim = uid(VICTIM);
+    for (path, mode) in [(&script, 0o700), (&run_dir, 0o700)] {
+        let meta = std::fs::symlink_metadata(path).unwrap();
+        assert_eq!(
+            (meta.uid(), meta.mode() & 0o777),
+            (victim, mode),
+            "{}",
+            path.display()
+        );
+    }
+    if let Ok(meta) = std::fs::symlink_metadata(&token) {
+        assert_eq!((meta.uid(), meta.mode() & 0o777), (victim, 0o600));
+    }
+    // The log's name in the shared directory is a link the victim can follow, the attacker not.
+    let link = dir.join(log.file_name().unwrap());
+    assert_eq!(std::fs::read_link(&link).unwrap(), log);
+    for path in [&link, &log, &script] {
+        let out = sh_as(ATTACKER, &dir, &format!("cat {}", path.display()));
+        assert!(
+            !out.status.success(),
+            "{ATTACKER} read {}: {}",
+            path.display(),
+            text(&out).0
+        );
+    }
+    let out = sh_as(
+        ATTACKER,
+        &dir,
+        &format!(
+            "grep -rs {secret} {} /tmp /var/lib/rayslurm-lab/tmp; true",
+            project_root().display()
+        ),
+    );
+    assert_eq!(text(&out).0, "", "the secret is readable by another member");
+}
+
+/// A private tree in a group-writable directory is refused, naming the path, its owner and
+/// mode, before anything is written or submitted.
+#[test]
+fn a_private_tree_inside_the_shared_directory_is_refused() {
+    let Some((_lab, _turn)) = lab("a_private_tree_inside_the_shared_directory_is_refused") else {
+        return;
+    };
+    let dir = project_dir("tree");
+    let out = sh_as(
+        VICTIM,
+        &dir,
+        "RAYSLURM_STATE_DIR=$PWD/state \"$RAYSLURM\" launch --exp-name t --command true",
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stdout, "");
+    assert!(stderr.contains(&format!("`{}`", dir.display())), "{stderr}");
+    assert!(stderr.contains("mode 2775"), "{stderr}");
+    assert!(stderr.contains("can be written by others"), "{stderr}");
+    assert!(stderr.contains("RAYSLURM_STATE_DIR"), "{stderr}");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "nothing written"
+    );
+}
