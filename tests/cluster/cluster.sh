@@ -19,6 +19,9 @@
 #   venv /opt/rayslurm-lab/venv (ray[default]==2.60.0), /opt/rayslurm-lab/jax-venv (jax[cpu]), shared dir /srv/rayslurm-lab/shared,
 #   slurm state/logs /var/lib/rayslurm-lab, PIDs /run/rayslurm-lab, /etc/slurm/slurm.conf (owned
 #   while up; a foreign one is backed up and restored), /etc/hosts lines marked "# rayslurm-lab".
+#   Two non-root users in one group (rsalice, rsbob in rslproj, homes under /home) and their
+#   shared project directory ${SHARED%/*}/project (root:rslproj 2775), for the shared-cluster
+#   security tests; the venvs are made from Debian's python3 so that every user can run them.
 #   Partition "lab" (default), CPUs=2 RealMemory=4000 DefMemPerCPU=1000 per node, MinJobAge=300,
 #   AuthInfo=cred_expire=10 (a requeued job may start again after 11 s, not Slurm's 121 s).
 #   RAYSLURM_LAB_UP_TIMEOUT (default 60 s) bounds the wait for all nodes to be idle.
@@ -53,7 +56,12 @@ readonly PARTITION=lab
 readonly CLUSTER_NAME=rayslurmlab
 readonly MAX_NODES=8
 readonly UP_TIMEOUT=${RAYSLURM_LAB_UP_TIMEOUT:-60}
-readonly PACKAGES=(slurmctld slurmd slurm-client tini iproute2 procps util-linux hostname)
+readonly PACKAGES=(slurmctld slurmd slurm-client tini iproute2 procps util-linux hostname python3 python3-venv)
+# Debian's python3, not one under /root (0700): the test users must run the venvs too.
+readonly PYTHON=/usr/bin/python3
+readonly PROJECT=/srv/${LAB}/project              # the group's shared 2775 directory
+readonly GROUP=rslproj
+readonly USERS=(rsalice rsbob)
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -100,22 +108,26 @@ ensure_packages() {
   ((rc == 0)) || die "apt-get failed (exit $rc) for: ${missing[*]}"
 }
 
+# venv_usable DIR: its python runs from outside /root (every user can run it)
+venv_usable() {
+  local real
+  real=$(readlink -f "$1/bin/python" 2>/dev/null || true)
+  [[ -x $real && $real != /root/* ]]
+}
+
 ensure_venv() {
   local marker=("$VENV"/lib/python3*/site-packages/ray-"${RAY_VERSION}".dist-info)
-  if [[ -x $VENV/bin/python && -d ${marker[0]} && -x $VENV/bin/ray ]]; then
+  if venv_usable "$VENV" && [[ -d ${marker[0]} && -x $VENV/bin/ray ]]; then
     return 0
   fi
-  local py
+  if [[ -e $VENV ]] && ! venv_usable "$VENV"; then
+    log "rebuilding $VENV from $PYTHON (its python is not one every user can run)"
+    rm -rf "$VENV"
+  fi
   if [[ ! -x $VENV/bin/python ]]; then
-    py=$(command -v python3 || true)
-    if [[ -z $py ]] || ! "$py" -c 'import venv, ensurepip' >/dev/null 2>&1; then
-      py=/usr/bin/python3
-    fi
-    # resolve shims (pyenv) to the real interpreter
-    py=$("$py" -c 'import sys; print(sys.executable)')
-    log "creating venv $VENV from $py"
+    log "creating venv $VENV from $PYTHON"
     mkdir -p "$(dirname "$VENV")"
-    "$py" -m venv "$VENV"
+    "$PYTHON" -m venv "$VENV"
   fi
   log "installing ray[default]==${RAY_VERSION} into $VENV (about 40 s)"
   "$VENV/bin/pip" install -q --disable-pip-version-check "ray[default]==${RAY_VERSION}" \
@@ -125,16 +137,31 @@ ensure_venv() {
 # ensure_jax_venv: jax[cpu] in a venv of its own, for the per-node tests' real rendezvous
 ensure_jax_venv() {
   local marker=("$JAX_VENV"/lib/python3*/site-packages/jax-"${JAX_VERSION}".dist-info)
-  [[ -x $JAX_VENV/bin/python && -d ${marker[0]} ]] && return 0
+  venv_usable "$JAX_VENV" && [[ -d ${marker[0]} ]] && return 0
+  if [[ -e $JAX_VENV ]] && ! venv_usable "$JAX_VENV"; then
+    log "rebuilding $JAX_VENV from $PYTHON"
+    rm -rf "$JAX_VENV"
+  fi
   if [[ ! -x $JAX_VENV/bin/python ]]; then
-    local py
-    py=$(readlink -f "$VENV/bin/python")
-    log "creating venv $JAX_VENV from $py"
-    "$py" -m venv "$JAX_VENV"
+    log "creating venv $JAX_VENV from $PYTHON"
+    "$PYTHON" -m venv "$JAX_VENV"
   fi
   log "installing jax[cpu]==${JAX_VERSION} into $JAX_VENV (about 15 s)"
   "$JAX_VENV/bin/pip" install -q --disable-pip-version-check "jax[cpu]==${JAX_VERSION}" \
     || die "pip install jax[cpu]==${JAX_VERSION} failed"
+}
+
+# ensure_users: the shared-cluster tests' two members of one group and their 2775 directory
+ensure_users() {
+  local u
+  getent group "$GROUP" >/dev/null || groupadd "$GROUP"
+  for u in "${USERS[@]}"; do
+    id -u "$u" >/dev/null 2>&1 || useradd -m -g "$GROUP" -s /bin/bash "$u"
+    chmod 700 "/home/$u"
+  done
+  mkdir -p "$PROJECT"
+  chown "root:$GROUP" "$PROJECT"
+  chmod 2775 "$PROJECT"
 }
 
 # ---------------------------------------------------------------- configuration
@@ -401,6 +428,7 @@ cmd_up() {
   ensure_packages
   ensure_venv
   ensure_jax_venv
+  ensure_users
   mkdir -p "$SHARED"
   chmod 1777 "$SHARED" "$(dirname "$SHARED")" 2>/dev/null || true
 
@@ -483,6 +511,9 @@ RAYSLURM_LAB_VENV=${VENV}
 RAYSLURM_LAB_JAX_VENV=${JAX_VENV}
 RAYSLURM_LAB_RAY_VERSION=${RAY_VERSION}
 RAYSLURM_LAB_SHARED=${SHARED}
+RAYSLURM_LAB_PROJECT=${PROJECT}
+RAYSLURM_LAB_GROUP=${GROUP}
+RAYSLURM_LAB_USERS=${USERS[*]}
 RAYSLURM_LAB_PARTITION=${PARTITION}
 RAYSLURM_LAB_SLURM_CONF=${SLURM_CONF}
 RAYSLURM_LAB_LOGDIR=${LOGDIR}
