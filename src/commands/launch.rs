@@ -85,6 +85,7 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
 
     let link = chain::link(config.after.as_deref(), config.singleton, printer)?;
     let root = store::private_root()?;
+    warn_if_state_is_node_local(root.path(), printer);
     let bin_dir = root.dir("bin").map_err(store::tree_error)?;
     let jobs = root.dir("jobs").map_err(store::tree_error)?;
     let bin = node_visible_copy(&bin_dir, config.dry_run)?;
@@ -205,6 +206,20 @@ fn warn_if_node_local(printer: &Printer) {
             "launching from {}, inside the node-local `{}`: the compute nodes cannot see it, so the job will fail at start; launch from a shared filesystem (your home or project directory)",
             show(&cwd.display().to_string()),
             root.display()
+        ));
+    }
+}
+
+/// Warns when the private directory, which the job's binary, script and run files live in, is
+/// node-local: the nodes cannot see it, and the job fails at its first line.
+fn warn_if_state_is_node_local(state: &std::path::Path, printer: &Printer) {
+    let tmpdir = std::env::var_os(job_env::TMPDIR).map(PathBuf::from);
+    if let Some(root) = validate::node_local_root(state, tmpdir.as_deref()) {
+        printer.warn(&format!(
+            "rayslurm's private directory {} is inside the node-local `{}`: the compute nodes cannot see it, so the job will fail at start; set {} to a private directory on a shared filesystem (under your home, or a per-user scratch directory)",
+            show(&state.display().to_string()),
+            root.display(),
+            crate::env_vars::STATE_DIR
         ));
     }
 }

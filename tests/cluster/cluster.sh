@@ -289,9 +289,17 @@ start_in_ns() {
   # nsenter, not `ip netns exec`: the latter remounts /sys and slurmd then finds no cgroup fs
   # shellcheck disable=SC2016 # expanded by the inner bash, PID 1 of the new namespace
   local init='set -e; mount -t proc proc /proc; mount --bind "$2" /tmp; hostname "$1"; shift 2; exec tini -s -- "$@"'
-  setsid nsenter --net="/run/netns/${ns}" -- \
-    unshare --uts --pid --fork --mount --propagation private --kill-child -- \
-    bash -c "$init" _ "$host" "$tmpdir" "$@" </dev/null >"${LOGDIR}/${name}.out" 2>&1 9>&- &
+  # The daemons keep no descriptor of whoever started them (a test's lock file, a pipe): a node
+  # revived by a test would otherwise hold that test's lock for as long as it runs.
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      if ((fd > 2)); then eval "exec ${fd}>&-" 2>/dev/null || true; fi
+    done
+    exec setsid nsenter --net="/run/netns/${ns}" -- \
+      unshare --uts --pid --fork --mount --propagation private --kill-child -- \
+      bash -c "$init" _ "$host" "$tmpdir" "$@" </dev/null >"${LOGDIR}/${name}.out" 2>&1
+  ) &
   echo $! >"${RUN}/${name}.pid"
 }
 

@@ -15,14 +15,24 @@ const PATIENCE: Duration = Duration::from_secs(180);
 /// A test's own shared directory and run store.
 struct World {
     dir: PathBuf,
-    state: tempfile::TempDir,
+    /// The run store and the runs' private files: on the shared filesystem, where the nodes
+    /// see them.
+    state: StateDir,
+}
+
+struct StateDir(PathBuf);
+
+impl StateDir {
+    fn path(&self) -> &Path {
+        &self.0
+    }
 }
 
 impl World {
     fn new(lab: &Lab, name: &str) -> Self {
         Self {
             dir: lab.workdir(name),
-            state: tempfile::tempdir().unwrap(),
+            state: StateDir(lab.workdir(&format!("{name}-state"))),
         }
     }
 
