@@ -377,6 +377,13 @@ pub(crate) struct ClusterArgs {
     /// `ray_auth = false`).
     #[arg(long, env = env_vars::NO_RAY_AUTH, value_parser = BoolishValueParser::new(), help_heading = heading::RAY)]
     pub(crate) no_ray_auth: bool,
+
+    /// Serve Ray's Prometheus metrics on every node.
+    ///
+    /// Off by default: Ray's metrics port takes no token, so anyone who can reach a node may
+    /// read its metrics (the names of your tasks and actors among them).
+    #[arg(long, help_heading = heading::RAY)]
+    pub(crate) ray_metrics: bool,
 }
 
 #[derive(Debug, Args)]

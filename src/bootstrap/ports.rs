@@ -52,6 +52,17 @@ impl RayPorts {
         self.base + 9
     }
 
+    /// The ports of the block where a Ray node serves HTTP besides the dashboard, by name: each
+    /// is asked without the token at start-up, and one that answers is reported.
+    pub(crate) fn other_http(&self) -> [(&'static str, u16); 3] {
+        let b = self.base;
+        [
+            ("metrics", b + 5),
+            ("dashboard agent", b + 6),
+            ("runtime env agent", b + 8),
+        ]
+    }
+
     /// `ray start` flags for every port; `head` adds the head-only services.
     pub(crate) fn ray_flags(&self, head: bool) -> Vec<String> {
         let b = self.base;

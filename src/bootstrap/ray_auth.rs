@@ -152,6 +152,29 @@ pub(crate) fn check(
     }
 }
 
+/// The ports of `ports` (name, port) on `host` that answer a request without the token with
+/// success: each is open to anyone who can reach the node.
+pub(crate) fn open_without_token(
+    host: &str,
+    ports: &[(&'static str, u16)],
+) -> Vec<(String, u16, u16)> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(std::time::Duration::from_secs(5)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    ports
+        .iter()
+        .filter_map(|(name, port)| {
+            let url = format!("http://{host}:{port}/");
+            let status = agent.get(&url).call().ok()?.status().as_u16();
+            (200..300)
+                .contains(&status)
+                .then(|| ((*name).to_owned(), *port, status))
+        })
+        .collect()
+}
+
 /// 32 random bytes from the kernel, as 64 hex digits.
 fn new_token() -> Result<String> {
     let mut bytes = [0u8; 32];

@@ -225,6 +225,9 @@ pub(crate) fn start_node(
     };
     let mut extra = Vec::new();
     let mut env = auth.env();
+    if !cluster.ray_metrics {
+        env.push((job_env::RAY_ENABLE_METRICS_COLLECTION, "false".to_owned()));
+    }
     if cluster.serve {
         let head_ip = head_address
             .and_then(|a| a.parse::<std::net::SocketAddr>().ok())

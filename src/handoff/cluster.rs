@@ -99,6 +99,9 @@ pub(crate) struct ClusterOptions {
     /// Start Ray without token authentication (anyone on the network may use the cluster).
     #[arg(long)]
     pub(crate) no_ray_auth: bool,
+    /// Serve Ray's Prometheus metrics (its port takes no token).
+    #[arg(long)]
+    pub(crate) ray_metrics: bool,
     /// What the command gets when the time limit nears (Ray keeps running for the grace).
     #[arg(long, default_value_t)]
     pub(crate) signal: SignalName,
@@ -130,6 +133,7 @@ impl Default for ClusterOptions {
             port_base: None,
             stop_grace: DEFAULT_STOP_GRACE,
             no_ray_auth: false,
+            ray_metrics: false,
             signal: SignalName::default(),
             requeue: false,
             max_requeues: DEFAULT_MAX_REQUEUES,
@@ -157,6 +161,7 @@ impl ClusterOptions {
             port_base,
             stop_grace,
             no_ray_auth,
+            ray_metrics,
             signal,
             requeue,
             max_requeues,
@@ -174,6 +179,9 @@ impl ClusterOptions {
         }
         if *no_ray_auth {
             flags.push(("--no-ray-auth", None));
+        }
+        if *ray_metrics {
+            flags.push(("--ray-metrics", None));
         }
         if *requeue {
             flags.push(("--requeue", None));
@@ -294,6 +302,7 @@ mod tests {
             port_base: Some(20_000),
             stop_grace: 0,
             no_ray_auth: true,
+            ray_metrics: true,
             signal: SignalName(nix::sys::signal::Signal::SIGUSR1),
             requeue: true,
             max_requeues: 5,

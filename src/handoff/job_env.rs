@@ -47,6 +47,9 @@ pub(crate) const SKYPILOT_NUM_GPUS_PER_NODE: &str = "SKYPILOT_NUM_GPUS_PER_NODE"
 /// Read by the head's dashboard agent: how long a job may wait in Ray's queue before Ray fails
 /// it (15 min by default). A persistent cluster's jobs wait as long as the allocation lives.
 pub(crate) const RAY_JOB_START_TIMEOUT_SECONDS: &str = "RAY_JOB_START_TIMEOUT_SECONDS";
+/// Ray's config switch for its metrics: `false` keeps the dashboard agent from serving its
+/// Prometheus port, which takes no token (rayslurm's default; `--ray-metrics` serves it).
+pub(crate) const RAY_ENABLE_METRICS_COLLECTION: &str = "RAY_enable_metrics_collection";
 /// Read when Ray stops a job: seconds from SIGTERM to SIGKILL (3 by default); a persistent
 /// cluster gives its jobs the stop grace.
 pub(crate) const RAY_JOB_STOP_WAIT_TIME_S: &str = "RAY_JOB_STOP_WAIT_TIME_S";

@@ -417,6 +417,7 @@ fn resolve_cluster(
         port_base,
         stop_grace,
         no_ray_auth,
+        ray_metrics,
     } = args;
     let (p, u) = (&src.project, &src.user);
     let interface = layered(interface.clone(), &p.interface, &u.interface);
@@ -498,6 +499,7 @@ fn resolve_cluster(
         stop_grace: layered(*stop_grace, &p.stop_grace, &u.stop_grace)
             .unwrap_or(DEFAULT_STOP_GRACE),
         no_ray_auth: *no_ray_auth || layered(None, &p.ray_auth, &u.ray_auth) == Some(false),
+        ray_metrics: *ray_metrics,
         // `launch`'s own (see `resolve_long_run`); a cluster of `up` keeps the defaults.
         signal: SignalName::default(),
         requeue: false,

@@ -16,11 +16,26 @@ use crate::bootstrap::say;
 /// How long the dashboard may take to answer before the check says it could not ask.
 pub(super) const PATIENCE: Duration = Duration::from_secs(120);
 
+/// What the check found: the dashboard's answer, and the other HTTP ports of the run's block
+/// that answered without the token (name, port, HTTP status).
+type Found = (Result<Checked, String>, Vec<(String, u16, u16)>);
+
 /// The check, under way on a thread of its own.
 pub(super) struct AuthCheck {
-    result: Receiver<Result<Checked, String>>,
+    result: Receiver<Found>,
     token: PathBuf,
     started: Instant,
+    /// `--ray-metrics`: the metrics port answering is what the user asked for.
+    metrics_asked: bool,
+}
+
+/// Where the check asks: the dashboard's port on this node, and the other HTTP ports of the
+/// run's block on the node's address.
+pub(super) struct Ports {
+    pub(super) dashboard: u16,
+    pub(super) host: String,
+    pub(super) others: Vec<(&'static str, u16)>,
+    pub(super) metrics_asked: bool,
 }
 
 /// What the run must do about a finished check.
@@ -35,16 +50,21 @@ pub(super) enum Verdict {
 }
 
 impl AuthCheck {
-    pub(super) fn spawn(token: PathBuf, dashboard_port: u16, patience: Duration) -> Self {
+    pub(super) fn spawn(token: PathBuf, ports: Ports, patience: Duration) -> Self {
         let (tx, result) = mpsc::channel();
         let path = token.clone();
+        let metrics_asked = ports.metrics_asked;
         std::thread::spawn(move || {
-            let _ = tx.send(ray_auth::check(&path, dashboard_port, patience));
+            let checked = ray_auth::check(&path, ports.dashboard, patience);
+            // Asked once the dashboard has answered (or not): by then every service is up.
+            let open = ray_auth::open_without_token(&ports.host, &ports.others);
+            let _ = tx.send((checked, open));
         });
         Self {
             result,
             token,
             started: Instant::now(),
+            metrics_asked,
         }
     }
 
@@ -65,8 +85,25 @@ impl AuthCheck {
         }
     }
 
-    fn report(&self, node: &str, result: Result<Checked, String>) -> Verdict {
+    fn report(&self, node: &str, (result, open): Found) -> Verdict {
         let after = self.started.elapsed().as_secs_f64();
+        for (name, port, status) in open {
+            if name == "metrics" && self.metrics_asked {
+                say(
+                    node,
+                    format!(
+                        "warning: Ray's metrics port {port} answers without the token, as --ray-metrics asked: anyone who can reach node {node} may read the metrics"
+                    ),
+                );
+            } else {
+                say(
+                    node,
+                    format!(
+                        "warning: Ray's {name} port {port} answers without the token (HTTP {status}): anyone who can reach node {node} may use it"
+                    ),
+                );
+            }
+        }
         match result {
             Ok(Checked::Refused) => {
                 say(
@@ -128,9 +165,18 @@ mod tests {
         t
     }
 
+    fn ports(dashboard: u16) -> Ports {
+        Ports {
+            dashboard,
+            host: "127.0.0.1".into(),
+            others: Vec::new(),
+            metrics_asked: false,
+        }
+    }
+
     fn verdict(port: u16, patience: Duration) -> Verdict {
         let t = token();
-        AuthCheck::spawn(t.path().to_owned(), port, patience).wait("n1")
+        AuthCheck::spawn(t.path().to_owned(), ports(port), patience).wait("n1")
     }
 
     #[test]
@@ -154,6 +200,17 @@ mod tests {
     }
 
     #[test]
+    fn other_ports_that_answer_without_the_token_are_found() {
+        let open = server(200);
+        let closed = server(401);
+        let found = ray_auth::open_without_token(
+            "127.0.0.1",
+            &[("metrics", open), ("dashboard agent", closed)],
+        );
+        assert_eq!(found, vec![("metrics".to_owned(), open, 200)]);
+    }
+
+    #[test]
     fn polling_does_not_wait() {
         let t = token();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -161,7 +218,7 @@ mod tests {
             .local_addr()
             .unwrap()
             .port();
-        let mut check = AuthCheck::spawn(t.path().to_owned(), port, Duration::from_secs(30));
+        let mut check = AuthCheck::spawn(t.path().to_owned(), ports(port), Duration::from_secs(30));
         let t0 = Instant::now();
         assert_eq!(check.poll("n1"), Verdict::Pending);
         assert!(t0.elapsed() < Duration::from_secs(1));

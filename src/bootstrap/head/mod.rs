@@ -67,6 +67,8 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
         watchdog,
         auth: RayAuth::Disabled,
         auth_check: None,
+        probe_host: String::new(),
+        other_http: Vec::new(),
         master_port: 0,
     };
     let outcome = head.run();
@@ -204,6 +206,9 @@ struct Head<'a> {
     auth: RayAuth,
     /// The check that Ray enforces the token, under way beside the command.
     auth_check: Option<auth_check::AuthCheck>,
+    /// Where the check asks Ray's other HTTP ports: the head's address, and the ports by name.
+    probe_host: String,
+    other_http: Vec<(&'static str, u16)>,
     /// The port frameworks rendezvous on, from the run's block on the head.
     master_port: u16,
 }
@@ -398,6 +403,11 @@ impl Head<'_> {
         )
         .map_err(Outcome::startup_failed)?;
         self.dashboard_port = Some(ports.dashboard());
+        self.probe_host = match ip {
+            IpAddr::V4(v4) => v4.to_string(),
+            IpAddr::V6(v6) => format!("[{v6}]"),
+        };
+        self.other_http = ports.other_http().to_vec();
         Ok(start)
     }
 

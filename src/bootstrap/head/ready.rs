@@ -147,7 +147,13 @@ impl Head<'_> {
         let (Some(token), Some(port)) = (self.auth.token_path(), self.dashboard_port) else {
             return Ok(());
         };
-        let check = AuthCheck::spawn(token.to_owned(), port, auth_check::PATIENCE);
+        let ports = auth_check::Ports {
+            dashboard: port,
+            host: self.probe_host.clone(),
+            others: self.other_http.clone(),
+            metrics_asked: self.args.cluster.ray_metrics,
+        };
+        let check = AuthCheck::spawn(token.to_owned(), ports, auth_check::PATIENCE);
         if !self.args.cluster.serve {
             self.auth_check = Some(check);
             return Ok(());
