@@ -4,7 +4,8 @@
 //! (`$XDG_CONFIG_HOME/rayslurm/config.toml`) > built-in default. clap takes an option from its
 //! `RAYSLURM_*` variable (`env_vars`) when the command line does not give it, so the arguments
 //! arrive here with both; resolution is pure: the files are read once into [`Sources`], so it
-//! is table-tested without I/O.
+//! is table-tested without I/O. The project file is found by itself, so another user may have
+//! written it: `launch::project_file` decides which of its keys may be used.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -20,7 +21,10 @@ use crate::handoff::cluster::{
     parse_ray_args,
 };
 use crate::handoff::signal_name::SignalName;
+use crate::launch::project_file;
+use crate::launch::trust::TrustStore;
 use crate::launch::validate;
+use crate::printer::Printer;
 use crate::slurm::duration;
 
 /// Defaults a config file may set, under `[launch]`.
@@ -87,8 +91,9 @@ pub(crate) struct Sources {
 }
 
 impl Sources {
-    /// Reads the environment and both config files.
-    pub(crate) fn load() -> Result<Self, UsageError> {
+    /// Reads the environment and both config files; the project file only as
+    /// `launch::project_file` admits it, with its notice printed.
+    pub(crate) fn load(printer: &Printer) -> Result<Self, UsageError> {
         let env: HashMap<String, String> = std::env::vars().collect();
         let cwd = std::env::current_dir()
             .map_err(|e| UsageError::new(format!("cannot read the current directory: {e}")))?;
@@ -97,7 +102,15 @@ impl Sources {
             Some(path) => read_config(&path)?,
             None => FileDefaults::default(),
         };
-        let project = read_config(&cwd.join("rayslurm.toml"))?;
+        let store = TrustStore::from_env()?;
+        let euid = nix::unistd::geteuid().as_raw();
+        let project = match project_file::load(&cwd, euid, &|p| store.lookup(p))? {
+            Some(file) => {
+                printer.info(&file.notice);
+                file.defaults
+            }
+            None => FileDefaults::default(),
+        };
         Ok(Self { project, user, cwd })
     }
 }
@@ -121,6 +134,7 @@ fn user_config_path(env: &HashMap<String, String>) -> Option<PathBuf> {
     Some(base.join("rayslurm").join("config.toml"))
 }
 
+/// A config file named by its owner (the user file, or `$RAYSLURM_CONFIG`): trusted as it is.
 fn read_config(path: &Path) -> Result<FileDefaults, UsageError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
@@ -132,7 +146,12 @@ fn read_config(path: &Path) -> Result<FileDefaults, UsageError> {
             )));
         }
     };
-    toml::from_str::<ConfigFile>(&text)
+    parse_config(path, &text)
+}
+
+/// The `[launch]` table of a config file's `text` (read from `path`).
+pub(crate) fn parse_config(path: &Path, text: &str) -> Result<FileDefaults, UsageError> {
+    toml::from_str::<ConfigFile>(text)
         .map(|c| c.launch)
         .map_err(|e| {
             let e = e.to_string();

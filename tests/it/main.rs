@@ -9,6 +9,7 @@ mod exec;
 mod help;
 mod launch;
 mod layers;
+mod project_trust;
 mod runs;
 mod verbose;
 mod version;
