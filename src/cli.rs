@@ -296,6 +296,14 @@ pub(crate) struct JobArgs {
     /// An environment variable for the command, `KEY=VALUE` (repeatable).
     #[arg(value_name = "KEY=VALUE", long = "env", allow_hyphen_values = true, help_heading = heading::ENVIRONMENT)]
     pub(crate) env: Vec<String>,
+
+    /// Environment variables from FILE: `KEY=VALUE` lines (repeatable).
+    ///
+    /// For secrets: unlike --env, the values never appear on a command line, which `ps` shows
+    /// to every user of the machine. `#` comments and blank lines are skipped; --env wins over
+    /// a key given here too.
+    #[arg(value_name = "FILE", long, help_heading = heading::ENVIRONMENT)]
+    pub(crate) env_file: Vec<PathBuf>,
 }
 
 /// The cluster's flags as the user gives them; resolved (with config files and defaults) into
@@ -490,6 +498,13 @@ pub(crate) struct ExecArgs {
     /// An environment variable for the job, `KEY=VALUE` (repeatable).
     #[arg(long = "env", allow_hyphen_values = true)]
     pub(crate) env: Vec<String>,
+
+    /// Environment variables from FILE: `KEY=VALUE` lines (repeatable).
+    ///
+    /// For secrets: unlike --env, the values never appear on a command line, which `ps` shows
+    /// to every user of the machine. --env wins over a key given here too.
+    #[arg(value_name = "FILE", long)]
+    pub(crate) env_file: Vec<PathBuf>,
 
     /// The command as one string, run through bash (instead of `-- CMD ARGS...`).
     #[arg(long, allow_hyphen_values = true, conflicts_with = "args")]

@@ -253,6 +253,7 @@ impl LaunchConfig {
                     no_exclusive,
                     sbatch_args,
                     env,
+                    env_file,
                     log_dir,
                     template,
                 },
@@ -308,10 +309,10 @@ impl LaunchConfig {
         for a in sbatch_args {
             validate::sbatch_arg(a)?;
         }
-        let env = env
-            .iter()
-            .map(|e| validate::env_pair(e).map(|(key, value)| EnvVar { key, value }))
-            .collect::<Result<Vec<_>, _>>()?;
+        let env = env_vars(env_file, env)?
+            .into_iter()
+            .map(|(key, value)| EnvVar { key, value })
+            .collect();
 
         let load_env =
             layered(load_env.clone(), &p.load_env, &u.load_env).filter(|l| !l.trim().is_empty());
@@ -370,6 +371,29 @@ impl LaunchConfig {
             singleton: *singleton,
         })
     }
+}
+
+/// The variables of `--env-file` files (read here: the one file resolution reads) then of
+/// `--env`, each key once, with the value given last: `launch`'s, `up`'s and `exec`'s.
+pub(crate) fn env_vars(
+    files: &[PathBuf],
+    pairs: &[String],
+) -> Result<Vec<(String, String)>, UsageError> {
+    let mut vars = Vec::new();
+    for file in files {
+        vars.extend(crate::launch::env_file::read(file)?);
+    }
+    for pair in pairs {
+        vars.push(validate::env_pair(pair)?);
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut last_first: Vec<_> = vars
+        .into_iter()
+        .rev()
+        .filter(|(k, _)| seen.insert(k.clone()))
+        .collect();
+    last_first.reverse();
+    Ok(last_first)
 }
 
 /// `--signal`, `--requeue` and `--max-requeues` (with their environment and file values) into

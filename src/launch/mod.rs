@@ -5,6 +5,7 @@
 //! [`trust`]). Submission itself is `slurm::sbatch`.
 
 pub(crate) mod config;
+pub(crate) mod env_file;
 pub(crate) mod job_spec;
 pub(crate) mod node_binary;
 pub(crate) mod project_file;

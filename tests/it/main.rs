@@ -5,6 +5,7 @@ mod harness;
 
 mod completions;
 mod config;
+mod env_file;
 mod exec;
 mod help;
 mod launch;
