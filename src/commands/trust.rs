@@ -9,8 +9,8 @@ use anyhow::Result;
 use crate::cli::TrustArgs;
 use crate::error::{UsageError, show};
 use crate::launch::config::parse_config;
-use crate::launch::project_file::guarded_keys;
-use crate::launch::trust::TrustStore;
+use crate::launch::config::project_file::guarded_keys;
+use crate::launch::config::trust::TrustStore;
 use crate::printer::Printer;
 
 pub(crate) fn run(args: &TrustArgs, printer: &Printer) -> Result<ExitCode> {

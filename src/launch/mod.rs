@@ -1,15 +1,11 @@
 //! On the login node, from flags to a submitted job: arguments resolved into a
 //! [`config::LaunchConfig`], the template context ([`job_spec::JobSpec`]), the rendered script
 //! ([`template::Template`]), its files ([`script_files`]) and the node-visible copy of this
-//! binary ([`node_binary`]), and which keys of a project file may be used ([`project_file`],
-//! [`trust`]). Submission itself is `slurm::sbatch`.
+//! binary ([`node_binary`]). Submission itself is `slurm::sbatch`.
 
 pub(crate) mod config;
-pub(crate) mod env_file;
 pub(crate) mod job_spec;
 pub(crate) mod node_binary;
-pub(crate) mod project_file;
 pub(crate) mod script_files;
 pub(crate) mod template;
-pub(crate) mod trust;
 pub(crate) mod validate;

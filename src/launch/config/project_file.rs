@@ -4,7 +4,7 @@
 //! Its site keys (where the job runs and how big it is) are taken from any owner, with a notice
 //! that names the file. Its guarded keys ([`guarded_keys`]) run code as the user or weaken the
 //! run's security, so they are taken only from a file no one else could have written, or one
-//! the user trusted as it is now (`rayslurm trust FILE`, [`crate::launch::trust::TrustStore`]). A file that sets
+//! the user trusted as it is now (`rayslurm trust FILE`, [`crate::launch::config::trust::TrustStore`]). A file that sets
 //! guarded keys and is neither is refused, and nothing is submitted.
 //!
 //! The file is read from one open descriptor, and its owner and mode are that descriptor's:
@@ -16,8 +16,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::UsageError;
+use crate::launch::config::trust::TrustRecord;
 use crate::launch::config::{FileDefaults, parse_config};
-use crate::launch::trust::TrustRecord;
 use crate::sys::digest::sha256_hex;
 
 /// The name looked for in the working directory.
