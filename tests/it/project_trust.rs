@@ -223,3 +223,26 @@ fn trust_errors_name_the_file() {
         p.filter(&transcript(&["trust", "--revoke", "rayslurm.toml"], &out))
     );
 }
+
+/// A project file named by `RAYSLURM_CONFIG` is the user's choice: used whole, no notice.
+#[test]
+fn a_project_file_named_by_rayslurm_config_is_trusted() {
+    let p = Project::new();
+    p.write_as_other(GUARDED);
+    let out = rayslurm([
+        "launch",
+        "--exp-name",
+        "x",
+        "--command",
+        "true",
+        "--dry-run",
+    ])
+    .cwd(&p.dir())
+    .env("RAYSLURM_STATE_DIR", p.root.path().join("state"))
+    .env("RAYSLURM_CONFIG", "./rayslurm.toml")
+    .output();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("touch /tmp/planted-by-other"), "{stdout}");
+    assert!(!stderr.contains("note: using settings"), "{stderr}");
+}

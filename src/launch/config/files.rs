@@ -87,13 +87,24 @@ impl Sources {
         let cwd = std::env::current_dir()
             .map_err(|e| UsageError::new(format!("cannot read the current directory: {e}")))?;
         let user_path = user_config_path(&env);
-        let user = match user_path {
-            Some(path) => read_config(&path)?,
+        let user = match &user_path {
+            Some(path) => read_config(path)?,
             None => FileDefaults::default(),
         };
+        // `RAYSLURM_CONFIG=./rayslurm.toml` names the project file: the user chose it, so it
+        // is read once, as their own.
+        let same = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
+        let named = user_path
+            .as_deref()
+            .is_some_and(|u| same(u, &cwd.join(project_file::NAME)));
         let store = TrustStore::from_env()?;
         let euid = nix::unistd::geteuid().as_raw();
-        let project = match project_file::load(&cwd, euid, &|p| store.lookup(p))? {
+        let project = if named {
+            None
+        } else {
+            project_file::load(&cwd, euid, &|p| store.lookup(p))?
+        };
+        let project = match project {
             Some(file) => {
                 printer.info(&file.notice);
                 file.defaults
