@@ -123,6 +123,10 @@ def _masked(argv: Sequence[str]) -> Tuple[List[str], List[str]]:
                 if value:
                     secrets.append(value)
                 pair = f"{key}=***"
+            elif pair:
+                # No `=`: which part is the value cannot be told, so all of it is hidden.
+                secrets.append(pair)
+                pair = "***"
             arg = pair if after_flag else f"{flag}={pair}"
         shown.append(arg)
         after_flag = arg in _SECRET_FLAGS

@@ -187,6 +187,14 @@ class Secrets(Scratch):
         self.assertIn("sbatch said *** and ***", str(error))
         self.assertEqual(sorted(secrets), sorted([self.SECRET, self.SECRET + "x"]))
 
+    def test_an_env_item_without_equals_is_hidden_whole(self) -> None:
+        with self.assertRaises(RayslurmError) as caught:
+            rayslurm.launch(exp_name="x", command="true", dry_run=True, env=[self.SECRET])
+        error = caught.exception
+        self.assertEqual(error.returncode, 2)
+        self.assertIn("--env=***", str(error))
+        self.assertNotIn(self.SECRET, str(error) + error.stderr)
+
     def test_a_bad_env_value_type_is_refused_without_the_value(self) -> None:
         with self.assertRaises(TypeError) as caught:
             rayslurm._flags({"env": {"API_KEY": [self.SECRET]}})
