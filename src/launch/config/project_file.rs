@@ -35,12 +35,13 @@ pub(crate) struct Ownership {
 
 impl Ownership {
     /// Why a user other than `euid` could have written the file (or put another in its place),
-    /// or `None` when only `euid` (and root) could: the file is `euid`'s with no group or other
-    /// write bit, and its directory is `euid`'s or root's, writable by no one else unless
+    /// or `None` when only `euid` (and root) could: the file is `euid`'s (or root's) with no
+    /// group or other write bit, and its directory is `euid`'s or root's, writable by no one else unless
     /// sticky (as ssh's StrictModes checks).
     pub(crate) fn open_to_others(&self, euid: u32) -> Option<String> {
         let mode = |m: u32| format!("{:04o}", m & 0o7777);
-        if self.uid != euid {
+        // Root can run code as anyone already: a file of root's is no one else's.
+        if self.uid != euid && self.uid != 0 {
             return Some(format!(
                 "it is owned by uid {} (you are uid {euid}), mode {}",
                 self.uid,
@@ -49,7 +50,7 @@ impl Ownership {
         }
         if self.mode & 0o022 != 0 {
             return Some(format!(
-                "it is yours but writable by others: mode {}",
+                "it is writable by others: mode {}",
                 mode(self.mode)
             ));
         }
@@ -248,7 +249,8 @@ mod tests {
             (own(ME, 0o664, ME, 0o755), true),
             (own(ME, 0o646, ME, 0o755), true),
             (own(65534, 0o644, ME, 0o755), true),
-            (own(0, 0o644, 0, 0o755), true),
+            (own(0, 0o644, 0, 0o755), false),
+            (own(0, 0o664, 0, 0o755), true),
             // A group's project directory: any member may rename ours away.
             (own(ME, 0o644, ME, 0o2775), true),
             (own(ME, 0o644, ME, 0o757), true),
