@@ -75,6 +75,15 @@ pub(crate) enum Command {
     Down(DownArgs),
     /// Forward a cluster's (or a run's) Ray dashboard to a port on this machine.
     Dashboard(DashboardArgs),
+    /// Trust a project file's settings that run code as you (`load_env`, `template`, ...).
+    ///
+    /// A `./rayslurm.toml` in the working directory gives its site settings (partition,
+    /// account, time, ...) to every run from there, whoever wrote it. Its settings that run
+    /// code as you or weaken a run's security (`load_env`, `template`, `ray_args`,
+    /// `ray_head_args`, `ray_auth`, `log_dir`) are used only when no one else could have
+    /// written the file, or once you trusted it with this command. The file's path and SHA-256
+    /// are recorded in your state directory: a file changed since needs trusting again.
+    Trust(TrustArgs),
     /// Print a shell completion script (bash, zsh, fish, ...).
     Completions(CompletionsArgs),
     /// Print the manual page (roff), of rayslurm or of one of its commands.
@@ -287,6 +296,14 @@ pub(crate) struct JobArgs {
     /// An environment variable for the command, `KEY=VALUE` (repeatable).
     #[arg(value_name = "KEY=VALUE", long = "env", allow_hyphen_values = true, help_heading = heading::ENVIRONMENT)]
     pub(crate) env: Vec<String>,
+
+    /// Environment variables from FILE: `KEY=VALUE` lines (repeatable).
+    ///
+    /// For secrets: unlike --env, the values never appear on a command line, which `ps` shows
+    /// to every user of the machine. `#` comments and blank lines are skipped; --env wins over
+    /// a key given here too.
+    #[arg(value_name = "FILE", long, help_heading = heading::ENVIRONMENT)]
+    pub(crate) env_file: Vec<PathBuf>,
 }
 
 /// The cluster's flags as the user gives them; resolved (with config files and defaults) into
@@ -489,6 +506,13 @@ pub(crate) struct ExecArgs {
     #[arg(long = "env", allow_hyphen_values = true)]
     pub(crate) env: Vec<String>,
 
+    /// Environment variables from FILE: `KEY=VALUE` lines (repeatable).
+    ///
+    /// For secrets: unlike --env, the values never appear on a command line, which `ps` shows
+    /// to every user of the machine. --env wins over a key given here too.
+    #[arg(value_name = "FILE", long)]
+    pub(crate) env_file: Vec<PathBuf>,
+
     /// The command as one string, run through bash (instead of `-- CMD ARGS...`).
     #[arg(long, allow_hyphen_values = true, conflicts_with = "args")]
     pub(crate) command: Option<String>,
@@ -524,6 +548,29 @@ pub(crate) struct DashboardArgs {
     /// The local port to listen on (default: the dashboard's own port number).
     #[arg(long)]
     pub(crate) port: Option<u16>,
+}
+
+/// `rayslurm trust`'s example, after its options in `--help`.
+const TRUST_EXAMPLE: &str = "\
+Example:
+  less ./rayslurm.toml             # read what it runs first
+  rayslurm trust ./rayslurm.toml
+  rayslurm trust --list";
+
+#[derive(Debug, Args)]
+#[command(after_long_help = TRUST_EXAMPLE)]
+pub(crate) struct TrustArgs {
+    /// The project file, e.g. `./rayslurm.toml`.
+    #[arg(value_name = "FILE", required_unless_present = "list")]
+    pub(crate) file: Option<PathBuf>,
+
+    /// Forget FILE: its settings that run code are refused again.
+    #[arg(long, requires = "file")]
+    pub(crate) revoke: bool,
+
+    /// List the trusted files.
+    #[arg(long, conflicts_with_all = ["file", "revoke"])]
+    pub(crate) list: bool,
 }
 
 #[derive(Debug, Args)]

@@ -75,7 +75,7 @@ fn main() -> ExitCode {
 fn run(command: Command, printer: &Printer) -> anyhow::Result<ExitCode> {
     match command {
         Command::Launch(args) => {
-            let config = LaunchConfig::resolve(&args, &Sources::load()?)?;
+            let config = LaunchConfig::resolve(&args, &Sources::load(printer)?)?;
             commands::launch::run(&config, printer)
         }
         Command::Template => Ok(commands::template::run(printer)),
@@ -89,6 +89,7 @@ fn run(command: Command, printer: &Printer) -> anyhow::Result<ExitCode> {
         Command::Down(args) => commands::down::run(&args, printer),
         Command::Dashboard(args) => commands::dashboard::run(&args, printer),
         Command::Relay(args) => commands::relay::run(&args),
+        Command::Trust(args) => commands::trust::run(&args, printer),
         Command::Completions(args) => commands::completions::run(&args),
         Command::Man(args) => commands::man::run(&args),
     }

@@ -25,7 +25,7 @@ import sys
 import sysconfig
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "ENDED_STATES",
@@ -87,17 +87,57 @@ class RayslurmError(RuntimeError):
 
     ``returncode`` is 2 for input rayslurm refused before submitting anything, 1 for a
     failure of Slurm or of the job. ``stderr`` holds rayslurm's own explanation.
+
+    ``env`` values are secrets (API keys, tokens): ``argv`` shows them as ``KEY=***``, and
+    any that ``stderr`` or ``stdout`` repeats is replaced by ``***`` too, so that neither the
+    message nor a log of the exception ever holds one.
     """
 
     def __init__(
         self, argv: Sequence[str], returncode: int, stderr: str, stdout: str = ""
     ) -> None:
-        self.argv = list(argv)
+        self.argv, secrets = _masked(argv)
         self.returncode = returncode
-        self.stderr = stderr
-        self.stdout = stdout
-        said = stderr.strip() or "(nothing on stderr)"
+        self.stderr = _without(stderr, secrets)
+        self.stdout = _without(stdout, secrets)
+        said = self.stderr.strip() or "(nothing on stderr)"
         super().__init__(f"`{shlex.join(self.argv)}` exited with code {returncode}:\n{said}")
+
+
+#: The flags whose ``KEY=VALUE`` values are masked wherever the package shows a command line.
+_SECRET_FLAGS = ("--env",)
+
+
+def _masked(argv: Sequence[str]) -> Tuple[List[str], List[str]]:
+    """``argv`` with every ``--env KEY=VALUE`` (or ``--env=KEY=VALUE``) as ``KEY=***``, and
+    the values masked."""
+    shown: List[str] = []
+    secrets: List[str] = []
+    after_flag = False
+    for arg in map(str, argv):
+        flag, eq, rest = arg.partition("=")
+        if after_flag or (eq and flag in _SECRET_FLAGS):
+            pair = arg if after_flag else rest
+            key, has_value, value = pair.partition("=")
+            if has_value:
+                if value:
+                    secrets.append(value)
+                pair = f"{key}=***"
+            elif pair:
+                # No `=`: which part is the value cannot be told, so all of it is hidden.
+                secrets.append(pair)
+                pair = "***"
+            arg = pair if after_flag else f"{flag}={pair}"
+        shown.append(arg)
+        after_flag = arg in _SECRET_FLAGS
+    return shown, secrets
+
+
+def _without(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with each of ``secrets`` replaced by ``***`` (longest first)."""
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 def _search_dirs() -> List[Path]:
@@ -141,10 +181,11 @@ def find_bin() -> str:
     )
 
 
-def _flag_value(key: str, value: Any) -> str:
+def _flag_value(key: str, value: Any, shown: bool = True) -> str:
     if isinstance(value, (str, int, float, os.PathLike)) and not isinstance(value, bool):
         return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
-    raise TypeError(f"{key}={value!r}: a flag value must be a str, a number or a path")
+    what = f"{value!r}" if shown else f"a {type(value).__name__}"
+    raise TypeError(f"{key}={what}: a flag value must be a str, a number or a path")
 
 
 def _flags(options: Mapping[str, Any]) -> List[str]:
@@ -163,7 +204,8 @@ def _flags(options: Mapping[str, Any]) -> List[str]:
             flags.append(flag)
         elif isinstance(value, Mapping):
             for k, v in value.items():
-                flags.append(f"{flag}={k}={_flag_value(key, v)}")
+                # `env` values are secrets: an error names the key, never the value.
+                flags.append(f"{flag}={k}={_flag_value(f'{key}[{k!r}]', v, shown=False)}")
         elif isinstance(value, (list, tuple)):
             flags.extend(f"{flag}={_flag_value(key, item)}" for item in value)
         else:
@@ -203,7 +245,9 @@ def launch(exp_name: str, command: str, **options: Any) -> Dict[str, Any]:
         **options: any other ``rayslurm launch`` flag, by its long name with ``_`` for ``-``:
             ``num_nodes=3``, ``partition="gpu"``, ``dry_run=True``, ``no_ray=True``,
             ``env={"SEED": 1}`` or ``env=["SEED=1"]``, ``sbatch_arg=["--mail-type=END"]``,
-            ``log_dir="/shared/logs"``.
+            ``log_dir="/shared/logs"``. Secrets go best in a file, ``env_file="secrets.env"``
+            (``KEY=VALUE`` lines): ``env`` values are on rayslurm's command line, which ``ps``
+            shows to every user of the machine.
 
     Returns:
         ``{"job_id", "exp_name", "script", "log", "submitted"}``; ``job_id`` is ``None`` and
@@ -340,7 +384,7 @@ def exec(  # noqa: A001 (named after rayslurm's command)
             it is (``["python", "train.py", "--lr", "0.1"]``).
         **options: any other ``rayslurm exec`` flag, by its long name with ``_`` for ``-``:
             ``name="trial-3"``, ``num_cpus=2``, ``num_gpus=0.5``, ``memory="4G"``,
-            ``env={"LR": 0.1}``.
+            ``env={"LR": 0.1}``, ``env_file="secrets.env"`` (for secrets: off the command line).
 
     Returns:
         ``{"cluster", "job", "name", "submission_id", "command", "workdir", "log",

@@ -19,7 +19,7 @@ use crate::error::{UsageError, show};
 use crate::handoff::cluster_info::ClusterInfo;
 use crate::handoff::job_env;
 use crate::handoff::jobs_api::{RuntimeEnv, Submit};
-use crate::launch::validate;
+use crate::launch::{config, validate};
 use crate::printer::Printer;
 use crate::runs::log_tail::Start;
 use crate::runs::status;
@@ -43,11 +43,9 @@ struct Submitted<'a> {
 
 pub(crate) fn run(args: &ExecArgs, printer: &Printer) -> Result<ExitCode> {
     let command = command_of(args)?;
-    let env = args
-        .env
-        .iter()
-        .map(|e| validate::env_pair(e))
-        .collect::<Result<BTreeMap<_, _>, _>>()?;
+    let env: BTreeMap<_, _> = config::env_vars(&args.env_file, &args.env)?
+        .into_iter()
+        .collect();
     let memory = args
         .memory
         .as_deref()

@@ -12,4 +12,5 @@ pub(crate) mod queue;
 pub(crate) mod relay;
 pub(crate) mod status;
 pub(crate) mod template;
+pub(crate) mod trust;
 pub(crate) mod up;

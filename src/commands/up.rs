@@ -29,7 +29,7 @@ pub(crate) fn run(args: &UpArgs, printer: &Printer) -> Result<ExitCode> {
     let store = RunStore::from_env()?;
     let runs = store::load_warning(&store, printer)?;
     check_name_is_free(&runs, &args.name, printer)?;
-    let config = resolve(args)?;
+    let config = resolve(args, printer)?;
     let Submitted::Job { record, stored } = submit(&config, printer)? else {
         return Ok(ExitCode::SUCCESS);
     };
@@ -50,7 +50,7 @@ pub(crate) fn run(args: &UpArgs, printer: &Printer) -> Result<ExitCode> {
 
 /// `launch`'s resolution of the job and cluster flags, with the cluster kept alive instead of
 /// a command.
-fn resolve(args: &UpArgs) -> Result<LaunchConfig> {
+fn resolve(args: &UpArgs, printer: &Printer) -> Result<LaunchConfig> {
     let launch = LaunchArgs {
         exp_name: args.name.clone(),
         command: NO_COMMAND.to_owned(),
@@ -62,7 +62,7 @@ fn resolve(args: &UpArgs) -> Result<LaunchConfig> {
         cluster: args.cluster.clone(),
         long_run: LongRunArgs::default(),
     };
-    let sources = Sources::load()?;
+    let sources = Sources::load(printer)?;
     let mut config = LaunchConfig::resolve(&launch, &sources)?;
     for (flag, given) in [
         ("--per-node", config.cluster.per_node),

@@ -181,7 +181,7 @@ pub(crate) fn memory_bytes(flag: &str, value: &str) -> Result<u64, UsageError> {
         .ok_or_else(|| UsageError::new(format!("{flag} {} is too large", show(value))))
 }
 
-static ENV_NAME: LazyLock<Regex> =
+pub(crate) static ENV_NAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[A-Za-z_][A-Za-z0-9_]*$").expect("valid regex"));
 
 /// `--env KEY=VALUE`, split into its name and value.
@@ -191,9 +191,10 @@ pub(crate) fn env_pair(value: &str) -> Result<(String, String), UsageError> {
             .hint("write --env NAME=VALUE, e.g. `--env OMP_NUM_THREADS=4`"));
     };
     if !ENV_NAME.is_match(key) {
+        // Only the name: the value may be a secret.
         return Err(UsageError::new(format!(
-            "--env {}: {} is not a valid variable name",
-            show(value),
+            "--env {}=...: {} is not a valid variable name",
+            show(key),
             show(key)
         ))
         .hint("names start with a letter or `_` and hold only letters, digits and `_`"));

@@ -79,6 +79,9 @@ impl Cmd {
         self
     }
 
+    /// Sets a variable for the child. Its value is part of the command line shown by `-v`
+    /// and in errors, so never a secret: a token goes by its file's path, and the user's
+    /// `--env` values reach commands through the job's own environment, never through here.
     pub(crate) fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
         self.envs.push((key.into(), value.into()));
         self

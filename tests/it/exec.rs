@@ -213,3 +213,35 @@ fn exec_json_without_detach_prints_the_job_then_follows_it() {
     assert_eq!(json(first)["job"], 1, "{stdout}");
     assert!(stderr.contains("SUCCEEDED"), "{stderr}");
 }
+
+/// `--env-file` gives the job its variables (`--env` winning) without them on the command
+/// line; a bad line is refused before anything is submitted, without its text.
+#[test]
+fn exec_env_file_sends_its_variables_and_a_bad_one_submits_nothing() {
+    let (port, submitted) = fake_jobs_api();
+    let up = Up::new(port);
+    std::fs::write(up.path("logs/s.env"), "API_KEY=sk-9\nMODE=file\n").unwrap();
+    std::fs::write(up.path("logs/bad.env"), "API_KEY sk-9\n").unwrap();
+    let out = up.exec(&["-d", "--env-file", "bad.env", "--", "true"]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bad.env:1: no `=`"), "{stderr}");
+    assert!(!stderr.contains("sk-9"), "{stderr}");
+    assert!(submitted.lock().unwrap().is_empty());
+
+    let out = up.exec(&[
+        "-d",
+        "--env-file",
+        "s.env",
+        "--env",
+        "MODE=flag",
+        "--",
+        "true",
+    ]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let sent = submitted.lock().unwrap().clone();
+    let vars = &sent[0]["runtime_env"]["env_vars"];
+    assert_eq!(vars["API_KEY"], "sk-9", "{vars}");
+    assert_eq!(vars["MODE"], "flag", "{vars}");
+}

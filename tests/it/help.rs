@@ -16,6 +16,7 @@ fn help_texts() {
         ("status", &["status", "--help"]),
         ("cancel", &["cancel", "--help"]),
         ("template", &["template", "--help"]),
+        ("trust", &["trust", "--help"]),
     ];
     for (name, args) in cases {
         let out = rayslurm(*args).output();

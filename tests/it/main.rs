@@ -5,10 +5,12 @@ mod harness;
 
 mod completions;
 mod config;
+mod env_file;
 mod exec;
 mod help;
 mod launch;
 mod layers;
+mod project_trust;
 mod runs;
 mod verbose;
 mod version;

@@ -157,6 +157,59 @@ class Launch(Scratch):
                 rayslurm.launch(exp_name="x", command="true", **{key: True})
 
 
+class Secrets(Scratch):
+    """``env`` values never reach an exception's text, its ``argv``, or a TypeError."""
+
+    SECRET = "sk-live-0123456789"
+
+    def test_a_failed_launch_masks_env_values(self) -> None:
+        with self.assertRaises(RayslurmError) as caught:
+            rayslurm.launch(
+                exp_name="a/b",
+                command="true",
+                dry_run=True,
+                log_dir=self.logs,
+                env={"API_KEY": self.SECRET, "SEED": 1},
+            )
+        error = caught.exception
+        self.assertEqual(error.returncode, 2)
+        self.assertIn("--env=API_KEY=***", str(error))
+        self.assertIn("--env=SEED=***", str(error))
+        for shown in (str(error), repr(error), " ".join(error.argv), error.stderr):
+            self.assertNotIn(self.SECRET, shown)
+
+    def test_masking_covers_both_spellings_and_repeated_text(self) -> None:
+        argv = ["launch", "--env", f"API_KEY={self.SECRET}", f"--env=B={self.SECRET}x", "--env"]
+        shown, secrets = rayslurm._masked(argv)
+        self.assertEqual(shown, ["launch", "--env", "API_KEY=***", "--env=B=***", "--env"])
+        error = RayslurmError(argv, 1, f"sbatch said {self.SECRET}x and {self.SECRET}")
+        self.assertNotIn(self.SECRET, str(error))
+        self.assertIn("sbatch said *** and ***", str(error))
+        self.assertEqual(sorted(secrets), sorted([self.SECRET, self.SECRET + "x"]))
+
+    def test_an_env_item_without_equals_is_hidden_whole(self) -> None:
+        with self.assertRaises(RayslurmError) as caught:
+            rayslurm.launch(exp_name="x", command="true", dry_run=True, env=[self.SECRET])
+        error = caught.exception
+        self.assertEqual(error.returncode, 2)
+        self.assertIn("--env=***", str(error))
+        self.assertNotIn(self.SECRET, str(error) + error.stderr)
+
+    def test_a_bad_env_value_type_is_refused_without_the_value(self) -> None:
+        with self.assertRaises(TypeError) as caught:
+            rayslurm._flags({"env": {"API_KEY": [self.SECRET]}})
+        self.assertNotIn(self.SECRET, str(caught.exception))
+        self.assertIn("API_KEY", str(caught.exception))
+
+    def test_env_file_is_a_flag_like_any_other(self) -> None:
+        secrets = self.root / "s.env"
+        secrets.write_text(f"API_KEY={self.SECRET}\n")
+        result = rayslurm.launch(
+            exp_name="x", command="true", dry_run=True, log_dir=self.logs, env_file=secrets
+        )
+        self.assertIn(f"export API_KEY={self.SECRET}\n", Path(result["script"]).read_text())
+
+
 class StatusAndWait(Scratch):
     """A fake sbatch (job 4242), squeue (prints the state written to a file) and scontrol."""
 

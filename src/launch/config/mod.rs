@@ -4,12 +4,13 @@
 //! (`$XDG_CONFIG_HOME/rayslurm/config.toml`) > built-in default. clap takes an option from its
 //! `RAYSLURM_*` variable (`env_vars`) when the command line does not give it, so the arguments
 //! arrive here with both; resolution is pure: the files are read once into [`Sources`], so it
-//! is table-tested without I/O.
+//! is table-tested without I/O. The project file is found by itself, so another user may have
+//! written it: [`project_file`] decides which of its keys may be used ([`trust`] keeps the
+//! files the user trusted). The files are read in [`files`]; `--env-file` in [`env_file`].
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::cli::{ClusterArgs, GpuDirective, JobArgs, LaunchArgs, LongRunArgs};
 use crate::env_vars;
@@ -23,127 +24,12 @@ use crate::handoff::signal_name::SignalName;
 use crate::launch::validate;
 use crate::slurm::duration;
 
-/// Defaults a config file may set, under `[launch]`.
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct FileDefaults {
-    pub(crate) partition: Option<String>,
-    pub(crate) account: Option<String>,
-    pub(crate) qos: Option<String>,
-    pub(crate) constraint: Option<String>,
-    pub(crate) time: Option<String>,
-    pub(crate) log_dir: Option<PathBuf>,
-    pub(crate) load_env: Option<String>,
-    pub(crate) template: Option<PathBuf>,
-    pub(crate) gpu_directive: Option<GpuDirective>,
-    pub(crate) interface: Option<String>,
-    pub(crate) ip_family: Option<IpFamily>,
-    pub(crate) object_store_memory: Option<u64>,
-    pub(crate) ray_args: Option<String>,
-    pub(crate) ray_head_args: Option<String>,
-    pub(crate) ready_timeout: Option<u32>,
-    pub(crate) stop_grace: Option<u32>,
-    /// `false` starts Ray without token authentication (`--no-ray-auth`).
-    pub(crate) ray_auth: Option<bool>,
-    /// `--signal`: what the command gets before the time limit (a site's or project's choice).
-    pub(crate) signal: Option<String>,
-    /// `--max-requeues`, for the runs launched with `--requeue`.
-    pub(crate) max_requeues: Option<u32>,
-    /// `up --idle-timeout`: `"30m"`, `"2h"`, `"90s"`, or a number of minutes; in seconds.
-    #[serde(default, deserialize_with = "idle_timeout_in_file")]
-    pub(crate) idle_timeout: Option<u32>,
-}
+pub(crate) mod env_file;
+mod files;
+pub(crate) mod project_file;
+pub(crate) mod trust;
 
-/// `idle_timeout` as a file gives it: text as `--idle-timeout` takes it, or whole minutes.
-fn idle_timeout_in_file<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Given {
-        Minutes(u64),
-        Text(String),
-    }
-    let text = match Given::deserialize(d)? {
-        Given::Minutes(m) => m.to_string(),
-        Given::Text(t) => t,
-    };
-    crate::cli::idle_duration(&text)
-        .map(Some)
-        .map_err(serde::de::Error::custom)
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ConfigFile {
-    #[serde(default)]
-    launch: FileDefaults,
-}
-
-/// Everything resolution reads besides the arguments (and the variables clap read into them).
-#[derive(Debug, Default)]
-pub(crate) struct Sources {
-    pub(crate) project: FileDefaults,
-    pub(crate) user: FileDefaults,
-    pub(crate) cwd: PathBuf,
-}
-
-impl Sources {
-    /// Reads the environment and both config files.
-    pub(crate) fn load() -> Result<Self, UsageError> {
-        let env: HashMap<String, String> = std::env::vars().collect();
-        let cwd = std::env::current_dir()
-            .map_err(|e| UsageError::new(format!("cannot read the current directory: {e}")))?;
-        let user_path = user_config_path(&env);
-        let user = match user_path {
-            Some(path) => read_config(&path)?,
-            None => FileDefaults::default(),
-        };
-        let project = read_config(&cwd.join("rayslurm.toml"))?;
-        Ok(Self { project, user, cwd })
-    }
-}
-
-/// The user file: `$RAYSLURM_CONFIG`, else `$XDG_CONFIG_HOME/rayslurm/config.toml`, else
-/// `$HOME/.config/rayslurm/config.toml`. An `XDG_CONFIG_HOME` that is empty or relative is
-/// ignored, as the XDG rules say (an empty one would read `./rayslurm/config.toml`).
-fn user_config_path(env: &HashMap<String, String>) -> Option<PathBuf> {
-    if let Some(named) = env.get(env_vars::CONFIG).filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(named));
-    }
-    let base = env
-        .get(env_vars::XDG_CONFIG_HOME)
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            env.get(env_vars::HOME)
-                .filter(|h| !h.is_empty())
-                .map(|h| Path::new(h).join(".config"))
-        })?;
-    Some(base.join("rayslurm").join("config.toml"))
-}
-
-fn read_config(path: &Path) -> Result<FileDefaults, UsageError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FileDefaults::default()),
-        Err(e) => {
-            return Err(UsageError::new(format!(
-                "cannot read config file `{}`: {e}",
-                path.display()
-            )));
-        }
-    };
-    toml::from_str::<ConfigFile>(&text)
-        .map(|c| c.launch)
-        .map_err(|e| {
-            let e = e.to_string();
-            UsageError::new(format!(
-                "invalid config file `{}`: {}",
-                path.display(),
-                e.trim_end()
-            ))
-            .hint("fix or remove the file; keys go under `[launch]`")
-        })
-}
+pub(crate) use files::{FileDefaults, Sources, parse_config};
 
 /// What the job asks of Slurm and runs. These are the job keys of the template context
 /// (README, "Custom templates"): `JobSpec` serializes this struct into it as it is, so a field
@@ -234,6 +120,7 @@ impl LaunchConfig {
                     no_exclusive,
                     sbatch_args,
                     env,
+                    env_file,
                     log_dir,
                     template,
                 },
@@ -289,10 +176,10 @@ impl LaunchConfig {
         for a in sbatch_args {
             validate::sbatch_arg(a)?;
         }
-        let env = env
-            .iter()
-            .map(|e| validate::env_pair(e).map(|(key, value)| EnvVar { key, value }))
-            .collect::<Result<Vec<_>, _>>()?;
+        let env = env_vars(env_file, env)?
+            .into_iter()
+            .map(|(key, value)| EnvVar { key, value })
+            .collect();
 
         let load_env =
             layered(load_env.clone(), &p.load_env, &u.load_env).filter(|l| !l.trim().is_empty());
@@ -351,6 +238,29 @@ impl LaunchConfig {
             singleton: *singleton,
         })
     }
+}
+
+/// The variables of `--env-file` files (read here: the one file resolution reads) then of
+/// `--env`, each key once, with the value given last: `launch`'s, `up`'s and `exec`'s.
+pub(crate) fn env_vars(
+    files: &[PathBuf],
+    pairs: &[String],
+) -> Result<Vec<(String, String)>, UsageError> {
+    let mut vars = Vec::new();
+    for file in files {
+        vars.extend(env_file::read(file)?);
+    }
+    for pair in pairs {
+        vars.push(validate::env_pair(pair)?);
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut last_first: Vec<_> = vars
+        .into_iter()
+        .rev()
+        .filter(|(k, _)| seen.insert(k.clone()))
+        .collect();
+    last_first.reverse();
+    Ok(last_first)
 }
 
 /// `--signal`, `--requeue` and `--max-requeues` (with their environment and file values) into
@@ -570,70 +480,6 @@ pub(crate) mod tests {
         assert_eq!(c.cluster.ip_family, IpFamily::Auto);
     }
 
-    fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
-    }
-
-    #[test]
-    fn the_user_file_ignores_an_empty_or_relative_xdg_config_home() {
-        let home = "/home/u/.config/rayslurm/config.toml";
-        for (env, want) in [
-            (vec![(env_vars::HOME, "/home/u")], Some(home)),
-            (
-                vec![
-                    (env_vars::XDG_CONFIG_HOME, "/xdg"),
-                    (env_vars::HOME, "/home/u"),
-                ],
-                Some("/xdg/rayslurm/config.toml"),
-            ),
-            (
-                vec![(env_vars::XDG_CONFIG_HOME, ""), (env_vars::HOME, "/home/u")],
-                Some(home),
-            ),
-            (
-                vec![
-                    (env_vars::XDG_CONFIG_HOME, "conf"),
-                    (env_vars::HOME, "/home/u"),
-                ],
-                Some(home),
-            ),
-            (vec![(env_vars::XDG_CONFIG_HOME, "")], None),
-            (
-                vec![
-                    (env_vars::CONFIG, "/named.toml"),
-                    (env_vars::HOME, "/home/u"),
-                ],
-                Some("/named.toml"),
-            ),
-            (
-                vec![(env_vars::CONFIG, ""), (env_vars::HOME, "/home/u")],
-                Some(home),
-            ),
-        ] {
-            assert_eq!(
-                user_config_path(&vars(&env)),
-                want.map(PathBuf::from),
-                "{env:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn idle_timeout_in_a_file_is_text_or_minutes() {
-        for (text, want) in [("\"30m\"", 1800), ("\"90s\"", 90), ("5", 300)] {
-            let file = format!("[launch]\nidle_timeout = {text}\n");
-            let c = toml::from_str::<ConfigFile>(&file).unwrap();
-            assert_eq!(c.launch.idle_timeout, Some(want), "{text}");
-        }
-        for bad in ["\"5d\"", "0", "-3", "true"] {
-            let file = format!("[launch]\nidle_timeout = {bad}\n");
-            assert!(toml::from_str::<ConfigFile>(&file).is_err(), "{bad}");
-        }
-    }
-
     #[test]
     fn precedence_cli_project_user() {
         let mut s = src();
@@ -734,15 +580,5 @@ pub(crate) mod tests {
         ] {
             assert!(resolve(argv, &s).is_err(), "{argv:?}");
         }
-    }
-
-    #[test]
-    fn config_file_keys_are_checked() {
-        let err = toml::from_str::<ConfigFile>("[launch]\nparition = \"x\"\n").unwrap_err();
-        assert!(err.to_string().contains("parition"));
-        let ok =
-            toml::from_str::<ConfigFile>("[launch]\npartition = \"x\"\ngpu_directive = \"gres\"\n")
-                .unwrap();
-        assert_eq!(ok.launch.gpu_directive, Some(GpuDirective::Gres));
     }
 }
