@@ -218,8 +218,14 @@ fn a_private_tree_inside_the_shared_directory_is_refused() {
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stdout, "");
-    assert!(stderr.contains(&format!("`{}`", dir.display())), "{stderr}");
-    assert!(stderr.contains("mode 2775"), "{stderr}");
+    // The first directory on the way that others can write: the project's own.
+    assert!(
+        stderr.contains(&format!(
+            "`{}` (owner uid 0 (root), mode 2775)",
+            project_root().display()
+        )),
+        "{stderr}"
+    );
     assert!(stderr.contains("can be written by others"), "{stderr}");
     assert!(stderr.contains("RAYSLURM_STATE_DIR"), "{stderr}");
     assert_eq!(
@@ -227,4 +233,50 @@ fn a_private_tree_inside_the_shared_directory_is_refused() {
         0,
         "nothing written"
     );
+}
+
+/// A project file another member wrote sets site keys for the victim (with a notice naming
+/// it), never code that runs as the victim: `load_env` from it is refused, nothing submitted.
+#[test]
+fn another_members_project_file_cannot_run_code_as_the_victim() {
+    let Some((_lab, _turn)) = lab("another_members_project_file_cannot_run_code_as_the_victim")
+    else {
+        return;
+    };
+    let dir = project_dir("config");
+    let marker = project_root().join(format!("pwned-config-{}", std::process::id()));
+    let out = sh_as(
+        ATTACKER,
+        &dir,
+        &format!(
+            "printf '[launch]\\npartition = \"lab\"\\nload_env = \"touch {}\"\\n' > rayslurm.toml",
+            marker.display()
+        ),
+    );
+    assert!(out.status.success(), "{}", text(&out).1);
+    let launch = "\"$RAYSLURM\" launch --exp-name cfg --command true";
+    let out = sh_as(VICTIM, &dir, launch);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stdout, "");
+    assert!(stderr.contains("rayslurm.toml"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("uid {}", uid(ATTACKER))),
+        "{stderr}"
+    );
+    assert!(stderr.contains("load_env"), "{stderr}");
+    assert!(stderr.contains("rayslurm trust"), "{stderr}");
+    assert!(!marker.exists());
+    // Site keys alone are taken, with a notice naming the file and its owner.
+    let out = sh_as(
+        ATTACKER,
+        &dir,
+        "printf '[launch]\\npartition = \"lab\"\\n' > rayslurm.toml",
+    );
+    assert!(out.status.success());
+    let out = sh_as(VICTIM, &dir, &format!("{launch} --dry-run"));
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("#SBATCH --partition=lab"), "{stdout}");
+    assert!(stderr.contains("rayslurm.toml"), "{stderr}");
 }
