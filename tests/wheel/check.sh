@@ -146,9 +146,11 @@ if [[ ${RAYSLURM_WHEEL_E2E:-0} == 1 ]]; then
   eval "$(bash tests/cluster/cluster.sh env | grep -E '^RAYSLURM_LAB_(UP|VENV|SHARED)=')"
   [[ ${RAYSLURM_LAB_UP:-0} == 1 ]] || fail "RAYSLURM_WHEEL_E2E=1 but the test cluster is down: bash tests/cluster/cluster.sh up"
   # Jobs run from the shared directory, as from a home directory on a real cluster; the
-  # nodes run the copy of the wheel's binary that launch leaves there.
+  # nodes run the copy of the wheel's binary that launch leaves in the private directory.
   workdir=$RAYSLURM_LAB_SHARED/wheelcheck-$$
   mkdir -p "$workdir"
+  # The run's private files (binary copy, script, log) must be where the nodes see them too.
+  export RAYSLURM_STATE_DIR=$workdir/state
   cp examples/ray_nodes.py "$workdir/"
   say "launching examples/ray_nodes.py on 2 nodes of the test cluster with $bin"
   (cd "$workdir" && "$bin" launch --exp-name wheelcheck --num-nodes 2 \
