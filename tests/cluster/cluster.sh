@@ -569,11 +569,13 @@ cmd_revive_node() {
   alive "$(pid_of "$name" || true)" && die "${name} is running"
   take_lock
   start_in_ns "$name" "$(node_ns "$k")" "$name" "${VAR}/tmp/${name}" slurmd -D -N "$name"
-  deadline=$((SECONDS + UP_TIMEOUT))
+  # Slurm may hold the dead node's last job for a while after slurmd is back (it learns only by
+  # asking again that the job is gone), so a revive waits longer than a fresh start.
+  deadline=$((SECONDS + (UP_TIMEOUT > 150 ? UP_TIMEOUT : 150)))
   while :; do
     st=$(timeout 10 sinfo -h -n "$name" -o '%T' 2>/dev/null || true)
     [[ $st == idle ]] && break
-    ((SECONDS < deadline)) || die "${name} is ${st:-unknown}, not idle, after ${UP_TIMEOUT}s"
+    ((SECONDS < deadline)) || die "${name} is ${st:-unknown}, not idle, after waiting for it"
     sleep 0.3
   done
   log "${name} revived and idle"

@@ -197,8 +197,12 @@ pub(crate) fn leftover_temp_dirs(job_id: &str) -> Vec<PathBuf> {
     };
     nodes
         .filter_map(Result::ok)
-        .map(|n| n.path().join(format!("rs0-{job_id}")))
-        .filter(|p| p.exists())
+        .flat_map(|n| std::fs::read_dir(n.path()).into_iter().flatten().filter_map(Result::ok))
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            name == format!("rs0-{job_id}") || name.starts_with(&format!("rs0-{job_id}."))
+        })
         .collect()
 }
 
@@ -228,9 +232,17 @@ fn new_tmp_entries(before: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
         // `rstest-`), which the tests running beside this one may not have removed yet.
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy();
-            !name.starts_with("rs0-") && !name.starts_with(TEST_MADE)
+            !is_ray_temp_root(&name) && !name.starts_with(TEST_MADE)
         })
         .collect()
+}
+
+/// A run's Ray temp root, of any user (`rs{uid}-{job}...`): the shared-cluster tests run
+/// jobs of other users beside this one.
+fn is_ray_temp_root(name: &str) -> bool {
+    name.strip_prefix("rs")
+        .and_then(|rest| rest.split_once('-'))
+        .is_some_and(|(uid, _)| !uid.is_empty() && uid.bytes().all(|b| b.is_ascii_digit()))
 }
 
 pub(crate) fn assert_clean(job: &Job) {
