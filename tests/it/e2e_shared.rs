@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use crate::harness::{Lab, bin, lab, text, wait_job_end};
+use crate::harness::{Lab, bin, lab, text, unique_name, wait_job_end};
 
 const VICTIM: &str = "rsalice";
 const ATTACKER: &str = "rsbob";
@@ -60,14 +60,7 @@ fn sh_as(user: &str, cwd: &Path, script: &str) -> Output {
 /// A fresh directory of the group's project, made by the victim (2775, as the parent's setgid
 /// bit and umask 002 give).
 fn project_dir(name: &str) -> PathBuf {
-    let dir = project_root().join(format!(
-        "{name}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
+    let dir = project_root().join(unique_name(name));
     let out = sh_as(VICTIM, &project_root(), &format!("mkdir {}", dir.display()));
     assert!(out.status.success(), "{}", text(&out).1);
     let mode = std::fs::metadata(&dir).unwrap().mode() & 0o7777;

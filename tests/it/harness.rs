@@ -231,14 +231,7 @@ impl Lab {
 
     /// A fresh directory on the shared filesystem for one test.
     pub fn workdir(&self, name: &str) -> PathBuf {
-        let dir = self.shared.join("tests").join(format!(
-            "{name}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
+        let dir = self.shared.join("tests").join(unique_name(name));
         std::fs::create_dir_all(&dir).unwrap();
         dir
     }
@@ -247,6 +240,18 @@ impl Lab {
     pub fn load_env(&self) -> String {
         format!("source {}/bin/activate", self.venv.display())
     }
+}
+
+/// `name` made unique to this test process and moment: a fresh directory's name.
+pub fn unique_name(name: &str) -> String {
+    format!(
+        "{name}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
 }
 
 fn cluster_script() -> PathBuf {
