@@ -10,6 +10,7 @@
 //! `slurm`, `sys` and `error`.
 
 mod allocation;
+mod byte_lines;
 mod head;
 mod heartbeat;
 mod kept_logs;

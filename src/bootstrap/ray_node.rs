@@ -132,7 +132,9 @@ impl RayStart {
 
     /// The last lines `ray start` printed, for an error message.
     pub(crate) fn output_tail(&self, lines: usize) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        // Lossy: one byte that is not UTF-8 must not hide the whole message.
+        let bytes = std::fs::read(&self.log).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
         let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         all[all.len().saturating_sub(lines)..].join("\n")
     }

@@ -20,7 +20,7 @@ use nix::unistd::{ForkResult, Pid, fork, setsid};
 
 use super::marked::{self, RunMark};
 use super::ray_node::TempRoot;
-use super::{Allocation, RAY_STOP_GRACE, kept_logs, say};
+use super::{Allocation, RAY_STOP_GRACE, byte_lines, kept_logs, say};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::final_state::{Attempt, Ending, FinalState};
 use crate::sys::process::Cmd;
@@ -77,15 +77,17 @@ struct Heard {
     done: bool,
 }
 
-fn listen(lines: impl Iterator<Item = String>) -> Heard {
+fn listen(from: impl BufRead) -> Heard {
     let mut heard = Heard::default();
-    for line in lines {
-        match line.trim().split_once(' ') {
+    byte_lines::for_each(from, |line| {
+        let line = byte_lines::text(line);
+        match line.split_once(' ') {
             Some((PGID, n)) => heard.pgid = n.parse().ok(),
-            None if line.trim() == DONE => heard.done = true,
+            None if line == DONE => heard.done = true,
             _ => {}
         }
-    }
+        true
+    });
     heard
 }
 
@@ -116,7 +118,7 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
         let _ = unsafe { signal(s, SigHandler::SigIgn) };
     }
     let started_at = Local::now();
-    let heard = listen(std::io::stdin().lock().lines().map_while(Result::ok));
+    let heard = listen(std::io::stdin().lock());
     if heard.done {
         return 0;
     }
@@ -202,7 +204,7 @@ mod tests {
     use super::*;
 
     fn heard(lines: &[&str]) -> Heard {
-        listen(lines.iter().map(|l| (*l).to_owned()))
+        listen(lines.join("\n").as_bytes())
     }
 
     #[test]
@@ -217,5 +219,7 @@ mod tests {
         );
         assert!(heard(&["pgid 4242", "done"]).done);
         assert_eq!(heard(&["pgid x", "noise"]).pgid, None);
+        // A stray byte spoils its own line, never what comes after it.
+        assert!(listen(&b"pgid 7\n\xff\xfe\ndone\n"[..]).done);
     }
 }
