@@ -222,6 +222,7 @@ impl Head<'_> {
         {
             return Outcome::startup_failed(format!("{e:#}"));
         }
+        signals::clear_requests(self.args.run_dir.as_deref(), self.node());
         let c = &self.args.cluster;
         let ip = match super::node_ip(self.alloc, c) {
             Ok(ip) => ip,
