@@ -14,6 +14,7 @@ mod byte_lines;
 mod head;
 mod heartbeat;
 mod kept_logs;
+mod lease;
 mod marked;
 mod net;
 mod outcome;

@@ -18,6 +18,7 @@ use chrono::{Local, SecondsFormat};
 use nix::sys::signal::{SigHandler, Signal, killpg, signal};
 use nix::unistd::{ForkResult, Pid, fork, setsid};
 
+use super::lease::{self, Holder};
 use super::marked::{self, RunMark};
 use super::ray_node::TempRoot;
 use super::{Allocation, RAY_STOP_GRACE, byte_lines, kept_logs, say};
@@ -123,6 +124,13 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
         return 0;
     }
     stop_the_run(args, alloc, heard.pgid);
+    if let Some(dir) = &args.run_dir {
+        let me = Holder {
+            job_id: alloc.job_id.clone(),
+            restart: alloc.restart_count,
+        };
+        lease::release_if_held(&dir.join(lease::LEASE), &me);
+    }
     let Some(path) = &args.state_file else {
         return 1;
     };

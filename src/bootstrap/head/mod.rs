@@ -15,6 +15,7 @@ use std::time::Instant;
 use chrono::{Local, SecondsFormat};
 
 use super::kept_logs;
+use super::lease::{self, Holder, Lease};
 use super::marked::{self, RunMark};
 use super::net::HostPort;
 use super::outcome::Outcome;
@@ -66,6 +67,7 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
         watchdog,
         auth: RayAuth::Disabled,
         master_port: 0,
+        lease: None,
     };
     let outcome = head.run();
     head.teardown(outcome.code != 0);
@@ -93,6 +95,9 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
         say(&alloc.node, format!("{error}{message}"));
     }
     write_state(state_file, &state, &alloc.node);
+    if let Some(lease) = head.lease.take() {
+        lease.release();
+    }
     say(
         &alloc.node,
         format!(
@@ -187,6 +192,8 @@ struct Head<'a> {
     auth: RayAuth,
     /// The port frameworks rendezvous on, from the run's block on the head.
     master_port: u16,
+    /// This attempt's hold on the run directory, let go of once the final state is written.
+    lease: Option<Lease>,
 }
 
 impl Head<'_> {
@@ -221,6 +228,18 @@ impl Head<'_> {
             && let Err(e) = create_private_dir(dir)
         {
             return Outcome::startup_failed(format!("{e:#}"));
+        }
+        // One attempt at a time in the directory (runs `--after` one run share it); then
+        // whatever an earlier attempt or run left for its own signals is not this one's.
+        if let Some(dir) = &self.args.run_dir {
+            let me = Holder {
+                job_id: self.alloc.job_id.clone(),
+                restart: self.alloc.restart_count,
+            };
+            match Lease::take(dir, &me, &lease::slurm_liveness) {
+                Ok(lease) => self.lease = Some(lease),
+                Err(e) => return Outcome::startup_failed(e.to_string()),
+            }
         }
         signals::clear_requests(self.args.run_dir.as_deref(), self.node());
         let c = &self.args.cluster;
