@@ -195,7 +195,7 @@ fn stop_the_run(args: &BootstrapArgs, alloc: &Allocation, pgid: Option<i32>) {
     let stopped = marked::stop_all(&run, RAY_STOP_GRACE);
     if temp.path.exists() {
         let root = kept_logs::root(args.ray_logs_dir.as_deref(), args.state_file.as_deref());
-        kept_logs::keep_saying(&temp, root.as_deref(), node);
+        kept_logs::keep_saying(&temp, root.as_deref(), alloc.restart_count, node);
         temp.remove();
     }
     say(

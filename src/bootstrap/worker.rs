@@ -53,7 +53,12 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
     if let Some(temp) = temp {
         // This node failed, or the head says the run did.
         if code != 0 || head.keep_logs.load(Ordering::SeqCst) {
-            kept_logs::keep_saying(&temp, args.ray_logs_dir.as_deref(), &node);
+            kept_logs::keep_saying(
+                &temp,
+                args.ray_logs_dir.as_deref(),
+                alloc.restart_count,
+                &node,
+            );
         }
         temp.remove();
     }

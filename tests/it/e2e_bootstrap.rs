@@ -497,7 +497,11 @@ fn a_worker_that_cannot_start_fails_the_job_fast() {
     );
     assert_eq!(job.state()["ending"], "startup-failed");
     // The failed node keeps what `ray start` said, beside the job's log.
-    let kept = job.ray_logs().join(&worker).join("ray-start.out");
+    let kept = job
+        .ray_logs()
+        .join("attempt-0")
+        .join(&worker)
+        .join("ray-start.out");
     let kept_text = std::fs::read_to_string(&kept).unwrap_or_default();
     assert!(
         kept_text.contains("simulated: cannot start ray here"),
@@ -546,7 +550,10 @@ fn ray_missing_on_a_worker_fails_the_job_fast() {
     );
     assert_eq!(job.state()["ending"], "startup-failed");
     // No node got as far as writing a Ray log; no empty directories are left for them.
-    assert!(!job.ray_logs().join(&nodes[1]).exists(), "{log}");
+    assert!(
+        !job.ray_logs().join("attempt-0").join(&nodes[1]).exists(),
+        "{log}"
+    );
     let run_time = &info["RunTime"];
     assert!(run_time.starts_with("00:00:"), "failed fast: {run_time}");
     assert_clean(&job);
@@ -651,7 +658,11 @@ fn a_node_failing_mid_run_fails_the_job_fast() {
     assert_eq!(job.state()["ending"], "node-failed");
     // Every node keeps Ray's logs; the raylet's own log is among them.
     for node in crate::harness::expand_nodes(&info["NodeList"]) {
-        let raylet_log = job.ray_logs().join(&node).join("raylet.out");
+        let raylet_log = job
+            .ray_logs()
+            .join("attempt-0")
+            .join(&node)
+            .join("raylet.out");
         assert!(
             raylet_log.is_file(),
             "{} kept\nlog:\n{log}",

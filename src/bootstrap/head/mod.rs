@@ -70,7 +70,11 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
         lease: None,
     };
     let outcome = head.run();
-    head.teardown(outcome.code != 0);
+    // Everything stops first; then the final state is written, and only then are Ray's logs
+    // copied: on a slow shared filesystem a large copy could otherwise outlast the time limit's
+    // grace, and SIGKILL would end the chain with no state written.
+    let keep_logs = outcome.code != 0;
+    let stopping = head.stop_everything(keep_logs);
     let outcome = outcome.or_preempted(|| command::requeue_under_way(alloc));
     let restart = alloc.restart_count;
     let requeue = requeue::decide(outcome.ending, &args.cluster, restart);
@@ -98,6 +102,10 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
     if let Some(lease) = head.lease.take() {
         lease.release();
     }
+    // Before the requeue, which ends the job at once (and every node's copy with it): the
+    // copies are bounded in size (kept_logs::MAX_BYTES_PER_NODE), and the workers' by the
+    // worker step's own patience too.
+    head.keep_logs_and_finish(stopping, keep_logs);
     say(
         &alloc.node,
         format!(
@@ -410,33 +418,21 @@ impl Head<'_> {
         }
     }
 
-    /// Stops everything this run started, on every node; `keep_logs` (the run failed) has
-    /// every node copy Ray's logs to the shared log directory first.
-    fn teardown(&mut self, keep_logs: bool) {
+    /// Stops everything this run started, on every node: the command, the workers (told to
+    /// keep Ray's logs first when `keep_logs`; they stop on a thread of their own, returned),
+    /// and the head's Ray. The head's logs are still in its temp root (see
+    /// [`Head::keep_logs_and_finish`]).
+    fn stop_everything(&mut self, keep_logs: bool) -> Stopping {
         let t0 = Instant::now();
         if let Some(command) = &self.command {
             command.stop_leftovers();
         }
         let node = self.alloc.node.clone();
-        let workers = self.workers.take();
-        let stopper = workers.map(|mut step| {
+        let workers = self.workers.take().map(|mut step| {
             let node = node.clone();
             std::thread::spawn(move || step.stop(&node, keep_logs))
         });
         let stopped = marked::stop_all(&self.run_mark(), RAY_STOP_GRACE);
-        if let Some(temp) = &self.temp {
-            if keep_logs {
-                let root = kept_logs::root(
-                    self.args.ray_logs_dir.as_deref(),
-                    self.args.state_file.as_deref(),
-                );
-                kept_logs::keep_saying(temp, root.as_deref(), &node);
-            }
-            temp.remove();
-        }
-        if let Some(handle) = stopper {
-            let _ = handle.join();
-        }
         if stopped > 0 || self.temp.is_some() {
             say(
                 &node,
@@ -446,7 +442,33 @@ impl Head<'_> {
                 ),
             );
         }
+        Stopping { workers }
     }
+
+    /// Copies the head's Ray logs (when `keep_logs`, bounded), removes its temp root, and
+    /// waits for the workers to have stopped (and copied theirs).
+    fn keep_logs_and_finish(&mut self, stopping: Stopping, keep_logs: bool) {
+        let node = self.alloc.node.clone();
+        if let Some(temp) = &self.temp {
+            if keep_logs {
+                let root = kept_logs::root(
+                    self.args.ray_logs_dir.as_deref(),
+                    self.args.state_file.as_deref(),
+                );
+                kept_logs::keep_saying(temp, root.as_deref(), self.alloc.restart_count, &node);
+            }
+            temp.remove();
+        }
+        if let Some(handle) = stopping.workers {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// The part of the teardown still under way once everything is told to stop.
+struct Stopping {
+    /// The thread that stops the worker step (and waits for the workers' logs).
+    workers: Option<std::thread::JoinHandle<()>>,
 }
 
 #[cfg(test)]
