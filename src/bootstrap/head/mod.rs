@@ -388,7 +388,7 @@ impl Head<'_> {
             port_base: Some(ports.base),
             ..self.args.cluster.clone()
         };
-        let (start, ports) = start_node(
+        let started = start_node(
             self.alloc,
             &cluster,
             None,
@@ -396,8 +396,11 @@ impl Head<'_> {
             &self.mark,
             &self.auth,
             &mut self.temp,
-        )
-        .map_err(Outcome::startup_failed)?;
+        );
+        if let (Some(w), Some(temp)) = (&mut self.watchdog, &self.temp) {
+            w.temp_root(&temp.path);
+        }
+        let (start, ports) = started.map_err(Outcome::startup_failed)?;
         self.dashboard_port = Some(ports.dashboard());
         Ok(start)
     }
