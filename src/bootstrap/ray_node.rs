@@ -298,6 +298,17 @@ pub(crate) fn start_node(
     let temp = temp_slot.insert(
         TempRoot::create(&alloc.job_id, alloc.restart_count).map_err(|e| format!("{e:#}"))?,
     );
+    let first = TempRoot::first_name(&alloc.job_id, alloc.restart_count);
+    if temp.path != first {
+        super::say(
+            node,
+            format!(
+                "`{}` was there already (another user's, a link, or left from an earlier job): Ray's temp root is `{}`",
+                first.display(),
+                temp.path.display()
+            ),
+        );
+    }
     let spec = RayNodeSpec {
         head_address,
         ip,

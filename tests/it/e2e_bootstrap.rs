@@ -816,6 +816,8 @@ fn a_temp_root_name_taken_on_the_nodes_does_not_fail_the_run() {
     }
     assert_eq!(info["JobState"], "COMPLETED", "{log}");
     assert_eq!(job.state()["ending"], "completed", "{log}");
+    let said = format!("`/tmp/rs0-{}.0` was there already", job.id);
+    assert_eq!(log.matches(&said).count(), lab.nodes.len(), "{log}");
     assert_eq!(
         std::fs::read_dir(&target).unwrap().count(),
         0,
