@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::bootstrap::Allocation;
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::job_env;
+use crate::bootstrap::Allocation;
 use crate::handoff::run_files::{check_private_file, create_private_dir, token_file};
 use crate::sys::staged_file::Staged;
 
@@ -228,10 +228,7 @@ mod tests {
         std::fs::write(&planted, "0".repeat(64)).unwrap();
         std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o644)).unwrap();
         let err = RayAuth::prepare(&args, &alloc(0)).unwrap_err().to_string();
-        assert!(
-            err.contains("was there before this attempt made it"),
-            "{err}"
-        );
+        assert!(err.contains("was there before this attempt made it"), "{err}");
         let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700);
         std::fs::remove_file(&planted).unwrap();
