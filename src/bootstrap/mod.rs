@@ -10,9 +10,11 @@
 //! `slurm`, `sys` and `error`.
 
 mod allocation;
+mod byte_lines;
 mod head;
 mod heartbeat;
 mod kept_logs;
+mod lease;
 mod marked;
 mod net;
 mod outcome;

@@ -5,7 +5,6 @@
 
 use std::fs::File;
 use std::net::IpAddr;
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -21,27 +20,51 @@ use crate::handoff::cluster::parse_ray_args;
 use crate::handoff::job_env;
 use crate::sys::process::Cmd;
 
-/// Ray's temp root for this job on this node: short (Unix sockets live below it and must stay
-/// under 107 bytes), private to the user and the job, and removed at the end.
+/// Ray's temp root for this attempt of this job on this node: short (Unix sockets live below it
+/// and must stay under 107 bytes), private to the user and the attempt, and removed at the end.
+///
+/// `/tmp` is everyone's: a name there may have been made by another user (job ids are
+/// sequential, so they can be guessed), or be a link to somewhere else. So the root is always
+/// new: made by `mkdir` with mode 0700, never one found there; when the name is taken, a random
+/// suffix gives another. The attempt is in the name, so that a watchdog left from an earlier
+/// attempt on this node never takes the next attempt's Ray for its own; the node's bootstrap
+/// tells its watchdog which root it made.
 pub(crate) struct TempRoot {
     pub(crate) path: PathBuf,
 }
 
 impl TempRoot {
-    /// The job's temp root on this node, whether it exists or not.
-    pub(crate) fn path_for(job_id: &str) -> Self {
+    /// The first name tried for the attempt's temp root: `/tmp/rs{uid}-{job}.{restart}`.
+    pub(crate) fn first_name(job_id: &str, restart: u32) -> PathBuf {
         let uid = nix::unistd::getuid();
-        Self {
-            path: PathBuf::from(format!("/tmp/rs{uid}-{job_id}")),
-        }
+        PathBuf::from(format!("/tmp/rs{uid}-{job_id}.{restart}"))
     }
 
-    pub(crate) fn create(job_id: &str) -> Result<Self> {
-        let path = Self::path_for(job_id).path;
-        std::fs::create_dir_all(&path)
-            .with_context(|| format!("cannot create Ray's temp dir `{}`", path.display()))?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;
-        Ok(Self { path })
+    pub(crate) fn create(job_id: &str, restart: u32) -> Result<Self> {
+        Self::create_at(&Self::first_name(job_id, restart), random_suffix)
+    }
+
+    /// Makes `first`, or `first-SUFFIX` with a fresh suffix while the name is taken.
+    fn create_at(first: &Path, mut suffix: impl FnMut() -> String) -> Result<Self> {
+        use std::os::unix::fs::DirBuilderExt;
+        let mut path = first.to_owned();
+        for _ in 0..16 {
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => return Ok(Self { path }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    path = PathBuf::from(format!("{}-{}", first.display(), suffix()));
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| {
+                        format!("cannot create Ray's temp dir `{}`", path.display())
+                    });
+                }
+            }
+        }
+        anyhow::bail!(
+            "cannot create Ray's temp dir: `{}` and 16 names beside it are taken; remove what is left of earlier jobs in /tmp",
+            first.display()
+        )
     }
 
     pub(crate) fn remove(&self) {
@@ -51,6 +74,22 @@ impl TempRoot {
     pub(crate) fn start_log(&self) -> PathBuf {
         self.path.join("rayslurm-ray-start.out")
     }
+}
+
+/// Six random hex digits (from the kernel; the time and the process id if it cannot say).
+fn random_suffix() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 3];
+    let read = File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if read.is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        bytes = (nanos ^ std::process::id()).to_le_bytes()[..3]
+            .try_into()
+            .unwrap_or_default();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What a node tells Ray about itself.
@@ -132,7 +171,9 @@ impl RayStart {
 
     /// The last lines `ray start` printed, for an error message.
     pub(crate) fn output_tail(&self, lines: usize) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        // Lossy: one byte that is not UTF-8 must not hide the whole message.
+        let bytes = std::fs::read(&self.log).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
         let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         all[all.len().saturating_sub(lines)..].join("\n")
     }
@@ -257,7 +298,20 @@ pub(crate) fn start_node(
             extra.extend(parse_ray_args(flag, text).map_err(|e| e.to_string())?);
         }
     }
-    let temp = temp_slot.insert(TempRoot::create(&alloc.job_id).map_err(|e| format!("{e:#}"))?);
+    let temp = temp_slot.insert(
+        TempRoot::create(&alloc.job_id, alloc.restart_count).map_err(|e| format!("{e:#}"))?,
+    );
+    let first = TempRoot::first_name(&alloc.job_id, alloc.restart_count);
+    if temp.path != first {
+        super::say(
+            node,
+            format!(
+                "`{}` was there already (another user's, a link, or left from an earlier job): Ray's temp root is `{}`",
+                first.display(),
+                temp.path.display()
+            ),
+        );
+    }
     let spec = RayNodeSpec {
         head_address,
         ip,
@@ -275,6 +329,46 @@ pub(crate) fn start_node(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_temp_root_is_always_new_and_private_and_a_taken_name_gets_a_suffix() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let first = tmp.path().join("rs0-42.1");
+        let mut n = 0;
+        let mut suffix = || {
+            n += 1;
+            format!("s{n}")
+        };
+        let made = TempRoot::create_at(&first, &mut suffix).unwrap();
+        assert_eq!(made.path, first);
+        let mode = std::fs::metadata(&first).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        // Taken (by an earlier run, another user or a link): never reused, a new name instead.
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, tmp.path().join("rs0-42.1-s1")).unwrap();
+        let again = TempRoot::create_at(&first, &mut suffix).unwrap();
+        assert_eq!(again.path, tmp.path().join("rs0-42.1-s2"));
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+        assert_eq!(random_suffix().len(), 6);
+        assert_ne!(random_suffix(), random_suffix());
+        // An error names the path.
+        let err = TempRoot::create_at(Path::new("/nonexistent/rs0-1.0"), random_suffix)
+            .err()
+            .unwrap();
+        assert!(
+            format!("{err:#}").contains("`/nonexistent/rs0-1.0`"),
+            "{err:#}"
+        );
+        assert_eq!(
+            TempRoot::first_name("42", 3)
+                .file_name()
+                .unwrap()
+                .to_string_lossy(),
+            format!("rs{}-42.3", nix::unistd::getuid())
+        );
+    }
 
     #[test]
     fn worker_args_point_at_the_head_and_pin_resources() {

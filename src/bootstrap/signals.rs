@@ -5,6 +5,7 @@
 //! place. A stop signal that `rayslurm cancel --signal` asked for is passed on and stops
 //! nothing (see [`requested`]).
 
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
@@ -12,6 +13,8 @@ use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction
 use crate::handoff::run_files::SIGNAL_REQUEST;
 use crate::handoff::signal_name::SignalName;
 pub(crate) use crate::handoff::signal_name::TIME_WARNING;
+use crate::handoff::signal_request::SignalRequest;
+use crate::slurm::env as slurm_env;
 
 /// Signals forwarded to the user command; TERM and INT (and HUP) also stop the run, and the
 /// time warning stops it too.
@@ -83,25 +86,55 @@ pub(crate) fn for_command(signal: Signal, chosen: SignalName) -> Signal {
 }
 
 /// Whether `signal` stops the run: a stop signal, unless `rayslurm cancel --signal` asked for it
-/// to reach the command alone (see [`requested`]).
-pub(crate) fn stops_run(run_dir: Option<&std::path::Path>, signal: Signal) -> bool {
-    stops(signal) && !requested(run_dir, signal)
+/// to reach the command alone (see [`requested`]), for this attempt of this job (Slurm's
+/// variables say which).
+pub(crate) fn stops_run(run_dir: Option<&Path>, signal: Signal) -> bool {
+    let var = |name| std::env::var(name).ok();
+    let job_id = var(slurm_env::SLURM_JOB_ID).unwrap_or_default();
+    let restart = var(slurm_env::SLURM_RESTART_COUNT)
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0);
+    stops(signal) && !requested(run_dir, &job_id, restart, signal)
 }
 
-/// Whether `rayslurm cancel --signal` asked for this signal to reach the command only: it
-/// left the signal's name in the run's directory before sending it. The request is used up.
-fn requested(run_dir: Option<&std::path::Path>, signal: Signal) -> bool {
+/// Whether `rayslurm cancel --signal` asked for this signal to reach the command only, in this
+/// attempt of this job: it left a [`SignalRequest`] in the run's directory before sending it.
+/// The request is used up; one for another job or attempt is not this one's.
+fn requested(run_dir: Option<&Path>, job_id: &str, restart: u32, signal: Signal) -> bool {
     let Some(path) = run_dir.map(|d| d.join(SIGNAL_REQUEST)) else {
         return false;
     };
     let asked = std::fs::read_to_string(&path)
         .ok()
-        .and_then(|name| name.trim().parse::<SignalName>().ok());
-    if asked.is_some_and(|a| a.0 == signal) {
+        .and_then(|text| SignalRequest::parse(&text))
+        .filter(|r| r.is_for(job_id, restart));
+    if asked.is_some_and(|a| a.signal.0 == signal) {
         let _ = std::fs::remove_file(&path);
         return true;
     }
     false
+}
+
+/// Removes a signal request left in the run's directory: an attempt starts with none, whatever
+/// an earlier attempt or run (one `--after` another shares the directory) left unused.
+pub(crate) fn clear_requests(run_dir: Option<&Path>, node: &str) {
+    let Some(path) = run_dir.map(|d| d.join(SIGNAL_REQUEST)) else {
+        return;
+    };
+    match std::fs::remove_file(&path) {
+        Ok(()) => super::say(
+            node,
+            format!(
+                "removed a signal request left by an earlier attempt or run: `{}`",
+                path.display()
+            ),
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => super::say(
+            node,
+            format!("warning: cannot remove `{}`: {e}", path.display()),
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -112,17 +145,42 @@ mod tests {
     fn a_requested_term_is_used_once_and_only_for_that_signal() {
         let dir = tempfile::tempdir().unwrap();
         let d = Some(dir.path());
-        assert!(!requested(d, Signal::SIGTERM));
-        std::fs::write(dir.path().join(SIGNAL_REQUEST), "TERM\n").unwrap();
-        assert!(!requested(d, Signal::SIGINT));
-        assert!(requested(d, Signal::SIGTERM));
-        assert!(!requested(d, Signal::SIGTERM), "used up");
-        assert!(!requested(None, Signal::SIGTERM));
-        // A USR1 never stops the run; a TERM does unless it was asked for.
+        let asked = |signal| requested(d, "77", 0, signal);
+        assert!(!asked(Signal::SIGTERM));
+        std::fs::write(dir.path().join(SIGNAL_REQUEST), "TERM 77.0\n").unwrap();
+        assert!(!asked(Signal::SIGINT));
+        assert!(asked(Signal::SIGTERM));
+        assert!(!asked(Signal::SIGTERM), "used up");
+        assert!(!requested(None, "77", 0, Signal::SIGTERM));
+        // A USR1 never stops the run.
         assert!(!stops_run(d, Signal::SIGUSR1));
-        assert!(stops_run(d, Signal::SIGTERM));
-        std::fs::write(dir.path().join(SIGNAL_REQUEST), "TERM\n").unwrap();
-        assert!(!stops_run(d, Signal::SIGTERM));
+    }
+
+    /// A regression test: a request left by an earlier attempt (or by the run an `--after` run
+    /// follows, which shares its directory) made a real SIGTERM reach the command alone.
+    #[test]
+    fn a_request_for_another_attempt_or_job_does_not_stop_a_real_term_stopping_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = Some(dir.path());
+        let file = dir.path().join(SIGNAL_REQUEST);
+        for other in ["TERM 77.0\n", "TERM 76.1\n", "TERM 76\n", "TERM\n"] {
+            std::fs::write(&file, other).unwrap();
+            assert!(!requested(d, "77", 1, Signal::SIGTERM), "{other:?}");
+        }
+        std::fs::write(&file, "TERM 77\n").unwrap();
+        assert!(
+            requested(d, "77", 1, Signal::SIGTERM),
+            "any attempt of the job"
+        );
+        std::fs::write(&file, "TERM 77.1\n").unwrap();
+        clear_requests(d, "n1");
+        assert!(!file.exists());
+        assert!(
+            !requested(d, "77", 1, Signal::SIGTERM),
+            "cleared at the start"
+        );
+        clear_requests(d, "n1");
+        clear_requests(None, "n1");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! itself fails.
 
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,7 @@ use nix::sys::signal::Signal;
 use super::protocol::{Order, Report};
 use super::rank_env::{Ranks, attempt_env, rank_env};
 use super::user_command::{Output, UserCommand};
-use super::{Allocation, TICK, heartbeat, say, setup, signals};
+use super::{Allocation, TICK, byte_lines, heartbeat, say, setup, signals};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::sys::process::exit_code_of;
 
@@ -162,13 +162,11 @@ fn watch(mut cmd: UserCommand, orders: &Receiver<Order>, signal_grace: Duration)
 fn listen() -> Receiver<Order> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines().map_while(Result::ok) {
-            if let Some(order) = Order::parse(&line)
-                && tx.send(order).is_err()
-            {
-                return;
-            }
-        }
+        byte_lines::for_each(std::io::stdin().lock(), |line| {
+            byte_lines::protocol(line)
+                .and_then(Order::parse)
+                .is_none_or(|order| tx.send(order).is_ok())
+        });
     });
     rx
 }

@@ -11,6 +11,7 @@
 //! their stdin is the head's `srun` step, which closes when the head dies, and they stop.
 
 use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Stdio};
 use std::time::{Duration, Instant};
 
@@ -18,15 +19,17 @@ use chrono::{Local, SecondsFormat};
 use nix::sys::signal::{SigHandler, Signal, killpg, signal};
 use nix::unistd::{ForkResult, Pid, fork, setsid};
 
+use super::lease::{self, Holder};
 use super::marked::{self, RunMark};
 use super::ray_node::TempRoot;
-use super::{Allocation, RAY_STOP_GRACE, kept_logs, say};
+use super::{Allocation, RAY_STOP_GRACE, byte_lines, kept_logs, say};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::final_state::{Attempt, Ending, FinalState};
 use crate::sys::process::Cmd;
 
 /// What the bootstrap tells its watchdog, one line each.
 const PGID: &str = "pgid";
+const TEMP: &str = "temp";
 const DONE: &str = "done";
 
 /// The head's end of the pipe to its watchdog.
@@ -64,6 +67,12 @@ impl Watchdog {
         let _ = writeln!(self.stdin, "{PGID} {pgid}").and_then(|()| self.stdin.flush());
     }
 
+    /// Tells the watchdog the temp root Ray was given on this node (its name is new for every
+    /// attempt, so the watchdog is told, never guesses).
+    pub(super) fn temp_root(&mut self, path: &Path) {
+        let _ = writeln!(self.stdin, "{TEMP} {}", path.display()).and_then(|()| self.stdin.flush());
+    }
+
     /// Tells the watchdog the bootstrap ended well (teardown done, final state written).
     pub(super) fn done(mut self) {
         let _ = writeln!(self.stdin, "{DONE}").and_then(|()| self.stdin.flush());
@@ -74,18 +83,22 @@ impl Watchdog {
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Heard {
     pgid: Option<i32>,
+    temp: Option<PathBuf>,
     done: bool,
 }
 
-fn listen(lines: impl Iterator<Item = String>) -> Heard {
+fn listen(from: impl BufRead) -> Heard {
     let mut heard = Heard::default();
-    for line in lines {
-        match line.trim().split_once(' ') {
+    byte_lines::for_each(from, |line| {
+        let line = byte_lines::text(line);
+        match line.split_once(' ') {
             Some((PGID, n)) => heard.pgid = n.parse().ok(),
-            None if line.trim() == DONE => heard.done = true,
+            Some((TEMP, path)) => heard.temp = Some(PathBuf::from(path)),
+            None if line == DONE => heard.done = true,
             _ => {}
         }
-    }
+        true
+    });
     heard
 }
 
@@ -116,11 +129,18 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
         let _ = unsafe { signal(s, SigHandler::SigIgn) };
     }
     let started_at = Local::now();
-    let heard = listen(std::io::stdin().lock().lines().map_while(Result::ok));
+    let heard = listen(std::io::stdin().lock());
     if heard.done {
         return 0;
     }
-    stop_the_run(args, alloc, heard.pgid);
+    stop_the_run(args, alloc, &heard);
+    if let Some(dir) = &args.run_dir {
+        let me = Holder {
+            job_id: alloc.job_id.clone(),
+            restart: alloc.restart_count,
+        };
+        lease::release_if_held(&dir.join(lease::LEASE), &me);
+    }
     let Some(path) = &args.state_file else {
         return 1;
     };
@@ -162,14 +182,14 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
 
 /// Stops the command's process group, the run's Ray processes on this node and its temp
 /// root, keeping Ray's logs first (the run failed).
-fn stop_the_run(args: &BootstrapArgs, alloc: &Allocation, pgid: Option<i32>) {
+fn stop_the_run(args: &BootstrapArgs, alloc: &Allocation, heard: &Heard) {
     let node = &alloc.node;
     say(
         node,
         "the bootstrap is gone; its watchdog stops what it left on this node",
     );
     let t0 = Instant::now();
-    if let Some(pgid) = pgid.map(Pid::from_raw) {
+    if let Some(pgid) = heard.pgid.map(Pid::from_raw) {
         let _ = killpg(pgid, Signal::SIGTERM);
         let deadline = Instant::now() + Duration::from_secs(2);
         while killpg(pgid, None).is_ok() && Instant::now() < deadline {
@@ -177,15 +197,15 @@ fn stop_the_run(args: &BootstrapArgs, alloc: &Allocation, pgid: Option<i32>) {
         }
         let _ = killpg(pgid, Signal::SIGKILL);
     }
-    let temp = TempRoot::path_for(&alloc.job_id);
+    let temp = heard.temp.clone().map(|path| TempRoot { path });
     let run = RunMark {
         mark: args.run_mark.clone().unwrap_or_default(),
-        temp_root: Some(temp.path.clone()),
+        temp_root: temp.as_ref().map(|t| t.path.clone()),
     };
     let stopped = marked::stop_all(&run, RAY_STOP_GRACE);
-    if temp.path.exists() {
+    if let Some(temp) = temp.filter(|t| t.path.exists()) {
         let root = kept_logs::root(args.ray_logs_dir.as_deref(), args.state_file.as_deref());
-        kept_logs::keep_saying(&temp, root.as_deref(), node);
+        kept_logs::keep_saying(&temp, root.as_deref(), alloc.restart_count, node);
         temp.remove();
     }
     say(
@@ -202,7 +222,7 @@ mod tests {
     use super::*;
 
     fn heard(lines: &[&str]) -> Heard {
-        listen(lines.iter().map(|l| (*l).to_owned()))
+        listen(lines.join("\n").as_bytes())
     }
 
     #[test]
@@ -212,10 +232,17 @@ mod tests {
             heard(&["pgid 4242"]),
             Heard {
                 pgid: Some(4242),
+                temp: None,
                 done: false
             }
         );
         assert!(heard(&["pgid 4242", "done"]).done);
+        assert_eq!(
+            heard(&["temp /tmp/rs0-7.1-a1b2c3", "pgid 1"]).temp,
+            Some(PathBuf::from("/tmp/rs0-7.1-a1b2c3"))
+        );
         assert_eq!(heard(&["pgid x", "noise"]).pgid, None);
+        // A stray byte spoils its own line, never what comes after it.
+        assert!(listen(&b"pgid 7\n\xff\xfe\ndone\n"[..]).done);
     }
 }

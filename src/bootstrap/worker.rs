@@ -2,12 +2,11 @@
 //! watch until the head's step is stopped (SIGTERM from srun) or Ray dies under it.
 
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::heartbeat;
 use super::kept_logs::{self, KEEP_LINE};
 use super::marked::{self, RunMark};
 use super::protocol::Report;
@@ -18,6 +17,7 @@ use super::setup::{self, setup_failed};
 use super::signals;
 use super::user_command::Output;
 use super::{Allocation, LIVENESS_EVERY, RAY_STOP_GRACE, READY_PREFIX, TICK, say};
+use super::{byte_lines, heartbeat};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::slurm::env as slurm_env;
 use crate::sys::process::describe_status;
@@ -53,7 +53,12 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
     if let Some(temp) = temp {
         // This node failed, or the head says the run did.
         if code != 0 || head.keep_logs.load(Ordering::SeqCst) {
-            kept_logs::keep_saying(&temp, args.ray_logs_dir.as_deref(), &node);
+            kept_logs::keep_saying(
+                &temp,
+                args.ray_logs_dir.as_deref(),
+                alloc.restart_count,
+                &node,
+            );
         }
         temp.remove();
     }
@@ -153,11 +158,12 @@ fn watch_stdin() -> HeadSays {
     };
     let (stop, keep_logs) = (Arc::clone(&says.stop), Arc::clone(&says.keep_logs));
     std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines().map_while(Result::ok) {
-            if line.trim() == KEEP_LINE {
+        byte_lines::for_each(std::io::stdin().lock(), |line| {
+            if byte_lines::text(line) == KEEP_LINE {
                 keep_logs.store(true, Ordering::SeqCst);
             }
-        }
+            true
+        });
         stop.store(true, Ordering::SeqCst);
     });
     says

@@ -3,12 +3,13 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::net::IpAddr;
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
+use super::byte_lines;
 use super::heartbeat::{self, Liveness};
 use super::kept_logs::{self, KEEP_LINE};
 use super::protocol::{Order, Report};
@@ -151,23 +152,29 @@ impl WorkerStep {
         let liveness = Liveness::new(nodes, Instant::now());
         let seen = liveness.clone();
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            byte_lines::for_each(BufReader::new(stdout), |bytes| {
+                let Some(line) = byte_lines::protocol(bytes) else {
+                    // Job output, any bytes at all: passed on as it came.
+                    let _ = byte_lines::write(&mut std::io::stdout().lock(), b"", bytes);
+                    return true;
+                };
                 // The head may have stopped listening; heartbeats still count.
-                if let Some((node, gone)) = heartbeat::parse(&line) {
+                if let Some((node, gone)) = heartbeat::parse(line) {
                     if gone {
                         seen.gone(node);
                     } else {
                         seen.seen(node, Instant::now());
                     }
-                } else if let Some((rank, joined)) = parse_ready(&line) {
+                } else if let Some((rank, joined)) = parse_ready(line) {
                     seen.seen(&joined.node, Instant::now());
                     let _ = tx.send(StepEvent::Joined(rank, joined));
-                } else if let Some(report) = Report::parse(&line) {
+                } else if let Some(report) = Report::parse(line) {
                     let _ = tx.send(StepEvent::Report(report));
                 } else {
-                    println!("{line}");
+                    let _ = byte_lines::write(&mut std::io::stdout().lock(), b"", bytes);
                 }
-            }
+                true
+            });
         });
         Ok(Self {
             child,

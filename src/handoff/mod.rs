@@ -10,3 +10,4 @@ pub(crate) mod job_env;
 pub(crate) mod jobs_api;
 pub(crate) mod run_files;
 pub(crate) mod signal_name;
+pub(crate) mod signal_request;

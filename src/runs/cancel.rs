@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use crate::error::WithHint;
 use crate::handoff::run_files::SIGNAL_REQUEST;
 use crate::handoff::signal_name::SignalName;
+use crate::handoff::signal_request::SignalRequest;
 use crate::runs::status::{self, InQueue, JobStatus};
 use crate::runs::store::RunRecord;
 use crate::slurm::query::{self, Phase, QueryError, QueueEntry};
@@ -105,8 +106,9 @@ pub(crate) enum Signalled {
 
 /// Sends `signal` to the run's command without ending the run: `scancel --batch --signal` to
 /// the bootstrap (the batch step alone: Slurm would otherwise signal Ray's processes too),
-/// which passes it on. A TERM, INT or HUP is named first in the run's directory, so that the
-/// bootstrap does not take it for a request to stop.
+/// which passes it on. The signal is named first in the run's directory, for this job and
+/// attempt (see [`SignalRequest`]), so that the bootstrap does not take a TERM, INT or HUP for
+/// a request to stop.
 pub(crate) fn signal(
     record: &RunRecord,
     signal: SignalName,
@@ -124,18 +126,34 @@ pub(crate) fn signal(
             final_state.as_ref(),
         )));
     }
-    if let Some(dir) = record.run_dir() {
-        let request = dir.join(SIGNAL_REQUEST);
-        std::fs::write(&request, format!("{signal}\n"))
-            .with_context(|| format!("cannot write `{}`", request.display()))?;
+    // Named for this attempt of this job: the run directory outlives both.
+    let request = record.run_dir().map(|dir| {
+        let restart = query::scontrol_job(job_id)
+            .ok()
+            .flatten()
+            .and_then(|j| j.restarts);
+        let request = SignalRequest {
+            signal,
+            job_id: job_id.to_owned(),
+            restart,
+        };
+        (dir.join(SIGNAL_REQUEST), request)
+    });
+    if let Some((path, request)) = &request {
+        std::fs::write(path, request.line())
+            .with_context(|| format!("cannot write `{}`", path.display()))?;
     }
     let cmd = Cmd::new("scancel")
         .arg("--batch")
         .arg(format!("--signal={signal}"))
         .arg(job_id);
-    cmd.output()
-        .map_err(anyhow::Error::from)
-        .with_context(|| format!("cannot signal job {job_id}"))?;
+    if let Err(e) = cmd.output() {
+        // No signal came: the request must not wait for a later, real one.
+        if let Some((path, _)) = &request {
+            let _ = std::fs::remove_file(path);
+        }
+        return Err(anyhow::Error::from(e)).with_context(|| format!("cannot signal job {job_id}"));
+    }
     Ok(Signalled::Sent)
 }
 

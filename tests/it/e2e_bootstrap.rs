@@ -149,7 +149,7 @@ pub(crate) fn copy_example(job_dir: &Path, name: &str) {
 /// mark, holds a file below the job's Ray temp root, or is the job's watchdog.
 pub(crate) fn leftovers(job_id: &str) -> Vec<String> {
     let mark = format!("RAYSLURM_RUN_MARK={job_id}-");
-    let root = format!("/tmp/rs0-{job_id}/");
+    let root = temp_root_prefix(job_id);
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
@@ -162,7 +162,7 @@ pub(crate) fn leftovers(job_id: &str) -> Vec<String> {
         // Independent of how the bootstrap finds its processes: Ray's daemons and workers name
         // the job's temp root in their arguments.
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let named = String::from_utf8_lossy(&cmdline).contains(&format!("/tmp/rs0-{job_id}/"));
+        let named = String::from_utf8_lossy(&cmdline).contains(&root);
         // The head's watchdog ends with the run.
         let watchdog = String::from_utf8_lossy(&cmdline).contains("--watchdog")
             && environ
@@ -195,15 +195,20 @@ pub(crate) fn leftover_temp_dirs(job_id: &str) -> Vec<PathBuf> {
     let Ok(nodes) = std::fs::read_dir(NODE_TMP) else {
         return Vec::new();
     };
+    let prefix = format!("rs0-{job_id}.");
     nodes
         .filter_map(Result::ok)
-        .flat_map(|n| std::fs::read_dir(n.path()).into_iter().flatten().filter_map(Result::ok))
+        .flat_map(|n| std::fs::read_dir(n.path()).into_iter().flatten())
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
         .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().unwrap_or_default().to_string_lossy();
-            name == format!("rs0-{job_id}") || name.starts_with(&format!("rs0-{job_id}."))
-        })
         .collect()
+}
+
+/// What the paths below the job's Ray temp roots start with: `/tmp/rs0-JOB.RESTART`, with a
+/// random suffix when that name was taken.
+pub(crate) fn temp_root_prefix(job_id: &str) -> String {
+    format!("/tmp/rs0-{job_id}.")
 }
 
 /// The prefix of what tests make in a node's /tmp themselves (and remove): not a run's leftover.
@@ -222,7 +227,7 @@ pub(crate) fn node_tmp_entries() -> BTreeSet<PathBuf> {
         .collect()
 }
 
-/// Entries that appeared in a node's /tmp since `before`, other than Ray temp roots (`rs0-ID`:
+/// Entries that appeared in a node's /tmp since `before`, other than Ray temp roots (`rs0-ID.R`:
 /// this job's is checked by [`leftover_temp_dirs`], other jobs' may still be running).
 fn new_tmp_entries(before: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
     node_tmp_entries()
@@ -509,7 +514,11 @@ fn a_worker_that_cannot_start_fails_the_job_fast() {
     );
     assert_eq!(job.state()["ending"], "startup-failed");
     // The failed node keeps what `ray start` said, beside the job's log.
-    let kept = job.ray_logs().join(&worker).join("ray-start.out");
+    let kept = job
+        .ray_logs()
+        .join("attempt-0")
+        .join(&worker)
+        .join("ray-start.out");
     let kept_text = std::fs::read_to_string(&kept).unwrap_or_default();
     assert!(
         kept_text.contains("simulated: cannot start ray here"),
@@ -558,7 +567,10 @@ fn ray_missing_on_a_worker_fails_the_job_fast() {
     );
     assert_eq!(job.state()["ending"], "startup-failed");
     // No node got as far as writing a Ray log; no empty directories are left for them.
-    assert!(!job.ray_logs().join(&nodes[1]).exists(), "{log}");
+    assert!(
+        !job.ray_logs().join("attempt-0").join(&nodes[1]).exists(),
+        "{log}"
+    );
     let run_time = &info["RunTime"];
     assert!(run_time.starts_with("00:00:"), "failed fast: {run_time}");
     assert_clean(&job);
@@ -604,7 +616,7 @@ fn plain_multi_node_program_without_ray() {
 
 /// The raylet of a worker node of the job (not the head's), seen from this host.
 fn worker_raylet(job_id: &str, head_ip: &str) -> Option<u32> {
-    let root = format!("/tmp/rs0-{job_id}/");
+    let root = temp_root_prefix(job_id);
     std::fs::read_dir("/proc")
         .ok()?
         .filter_map(Result::ok)
@@ -663,7 +675,11 @@ fn a_node_failing_mid_run_fails_the_job_fast() {
     assert_eq!(job.state()["ending"], "node-failed");
     // Every node keeps Ray's logs; the raylet's own log is among them.
     for node in crate::harness::expand_nodes(&info["NodeList"]) {
-        let raylet_log = job.ray_logs().join(&node).join("raylet.out");
+        let raylet_log = job
+            .ray_logs()
+            .join("attempt-0")
+            .join(&node)
+            .join("raylet.out");
         assert!(
             raylet_log.is_file(),
             "{} kept\nlog:\n{log}",
@@ -765,5 +781,55 @@ fn a_ready_timeout_fails_the_job_and_stops_starting_workers() {
     assert!(log.contains("not ready after --ready-timeout 2 s"), "{log}");
     assert!(!log.contains("\nshould-not-run"), "{log}");
     assert_eq!(job.state()["ending"], "startup-failed");
+    assert_clean(&job);
+}
+
+/// A regression test: `/tmp/rs{uid}-{jobid}` was used when it existed (made by another user it
+/// failed the run, a link had the bootstrap fill its target). Job ids are guessable; a name
+/// that is taken gets a fresh suffix, and what was there is left alone.
+#[test]
+fn a_temp_root_name_taken_on_the_nodes_does_not_fail_the_run() {
+    let Some((lab, _turn)) = lab("a_temp_root_name_taken_on_the_nodes_does_not_fail_the_run")
+    else {
+        return;
+    };
+    // Held, so that the names can be taken on every node before it starts.
+    let job = launch(
+        lab,
+        "takenroot",
+        &["-n", "3", "--sbatch-arg=--hold", "--command", "true"],
+    );
+    let target = lab.workdir("takenroot-target");
+    let mut planted = Vec::new();
+    for (k, node) in lab.nodes.iter().enumerate() {
+        let name = Path::new(NODE_TMP)
+            .join(node)
+            .join(format!("rs0-{}.0", job.id));
+        if k % 2 == 0 {
+            std::os::unix::fs::symlink(&target, &name).unwrap();
+        } else {
+            std::fs::create_dir(&name).unwrap();
+        }
+        planted.push(name);
+    }
+    let released = std::process::Command::new("scontrol")
+        .args(["release", &job.id])
+        .output()
+        .unwrap();
+    assert!(released.status.success(), "{released:?}");
+    let info = job.wait(Duration::from_secs(300));
+    let log = job.log_text();
+    for p in &planted {
+        let _ = std::fs::remove_file(p).or_else(|_| std::fs::remove_dir(p));
+    }
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    assert_eq!(job.state()["ending"], "completed", "{log}");
+    let said = format!("`/tmp/rs0-{}.0` was there already", job.id);
+    assert_eq!(log.matches(&said).count(), lab.nodes.len(), "{log}");
+    assert_eq!(
+        std::fs::read_dir(&target).unwrap().count(),
+        0,
+        "nothing written through the link"
+    );
     assert_clean(&job);
 }

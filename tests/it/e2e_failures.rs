@@ -70,7 +70,15 @@ fn kill_a_worker_and_expect_the_end(job: &Job, case: &str) -> (String, String) {
 fn revive_and_check(job: &Job, dead: &str) {
     cluster("revive-node", dead);
     job.wait(Duration::from_secs(120));
-    let _ = std::fs::remove_dir_all(format!("{NODE_TMP}/{dead}/rs0-{}", job.id));
+    let prefix = format!("rs0-{}.", job.id);
+    for e in std::fs::read_dir(format!("{NODE_TMP}/{dead}"))
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+    {
+        let _ = std::fs::remove_dir_all(e.path());
+    }
     assert_clean(job);
 }
 

@@ -319,3 +319,61 @@ fn the_time_limit_warns_every_rank_of_a_per_node_run_with_its_signal() {
     assert_eq!(info["Restarts"], "0");
     assert_clean(&job);
 }
+
+/// Two runs `--after` the same run share its directory; started at the same moment, one holds
+/// the directory and the other fails at start-up naming it (they would overwrite each other's
+/// checkpoints).
+#[test]
+fn two_runs_after_one_run_never_use_its_directory_at_once() {
+    let Some((lab, _turn)) = lab("two_runs_after_one_run_never_use_its_directory_at_once") else {
+        return;
+    };
+    let dir = lab.workdir("lease");
+    let first = launch_in(lab, &dir, "leaseone", &["--no-ray", "--command", "true"]);
+    let info = first.wait(Duration::from_secs(300));
+    assert_eq!(info["JobState"], "COMPLETED", "{}", first.log_text());
+    // Both held at submission and released together, so that they start at once.
+    let after = |name| {
+        launch_in(
+            lab,
+            &dir,
+            name,
+            &[
+                "--no-ray",
+                "--after",
+                &first.id,
+                "--sbatch-arg=--hold",
+                "--command",
+                "sleep 15",
+            ],
+        )
+    };
+    let (a, b) = (after("leasetwo"), after("leasethree"));
+    let released = Command::new("scontrol")
+        .args(["release", &format!("{},{}", a.id, b.id)])
+        .output()
+        .unwrap();
+    assert!(released.status.success(), "{released:?}");
+    let ends = [&a, &b].map(|job| job.wait(Duration::from_secs(300))["JobState"].clone());
+    let (won, lost) = match ends.each_ref().map(String::as_str) {
+        ["COMPLETED", "FAILED"] => (&a, &b),
+        ["FAILED", "COMPLETED"] => (&b, &a),
+        other => panic!(
+            "one completes, one fails: {other:?}\n{}\n{}",
+            a.log_text(),
+            b.log_text()
+        ),
+    };
+    let state = lost.state();
+    assert_eq!(state["ending"], "startup-failed", "{}", lost.log_text());
+    let message = state["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("in use by job {} (attempt 0)", won.id))
+            && message.contains(".d`"),
+        "{message}"
+    );
+    assert_eq!(won.state()["ending"], "completed");
+    for job in [&first, &a, &b] {
+        assert_clean(job);
+    }
+}

@@ -484,3 +484,65 @@ fn no_prefix_output_without_a_last_newline_keeps_every_ranks_report() {
     }
     assert_clean(&job);
 }
+
+/// A regression test: a line that was not UTF-8 stopped the head's reader of the ranks' output,
+/// so srun died of SIGPIPE and the run failed as "only 0 of 2 ranks reported an end".
+#[test]
+fn output_that_is_not_utf8_passes_through_unchanged() {
+    let Some((lab, _turn)) = lab("output_that_is_not_utf8_passes_through_unchanged") else {
+        return;
+    };
+    let cmd = r"printf 'caf\351 rank=%s\n' $RANK; printf '\377\376 no newline'";
+    let job = launch(lab, "bytes", &["--per-node", "-n", "2", "--command", cmd]);
+    let info = job.wait(Duration::from_secs(300));
+    let log = std::fs::read(&job.log).unwrap();
+    let shown = String::from_utf8_lossy(&log);
+    assert_eq!(info["JobState"], "COMPLETED", "{shown}");
+    assert_eq!(info["ExitCode"], "0:0", "{shown}");
+    let nodes = expand_nodes(&info["NodeList"]);
+    for (k, node) in nodes.iter().enumerate() {
+        let prefix = format!("[{k} {node}] ");
+        let wanted: [&[u8]; 2] = [
+            &[
+                prefix.as_bytes(),
+                b"caf\xe9 rank=",
+                k.to_string().as_bytes(),
+                b"\n",
+            ]
+            .concat(),
+            &[prefix.as_bytes(), b"\xff\xfe no newline\n"].concat(),
+        ];
+        for want in wanted {
+            assert!(
+                log.windows(want.len()).any(|w| w == want),
+                "{:?} in the log:\n{shown}",
+                String::from_utf8_lossy(want)
+            );
+        }
+    }
+    assert_clean(&job);
+}
+
+/// The same bytes from a Ray run's command (on the head, its output inherited).
+#[test]
+fn ray_command_output_that_is_not_utf8_passes_through_unchanged() {
+    let Some((lab, _turn)) = lab("ray_command_output_that_is_not_utf8_passes_through_unchanged")
+    else {
+        return;
+    };
+    let job = launch(
+        lab,
+        "bytes-ray",
+        &["-n", "2", "--command", r"printf 'caf\351 ray\n'"],
+    );
+    let info = job.wait(Duration::from_secs(300));
+    let log = std::fs::read(&job.log).unwrap();
+    let shown = String::from_utf8_lossy(&log);
+    assert_eq!(info["JobState"], "COMPLETED", "{shown}");
+    let want = b"caf\xe9 ray\n";
+    assert!(
+        log.windows(want.len()).any(|w| w == want),
+        "caf\\xe9 in the log:\n{shown}"
+    );
+    assert_clean(&job);
+}

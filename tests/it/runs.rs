@@ -1508,7 +1508,8 @@ fn cancel_with_a_signal_reaches_the_command_and_stops_nothing() {
     );
     assert_eq!(
         std::fs::read_to_string(run_dir.join("signal-request")).unwrap(),
-        "TERM\n"
+        "TERM 401\n",
+        "for job 401 (scontrol did not say which attempt)"
     );
     // A pending job has no command to signal.
     fake.shim("squeue", &fake.line("401", "PENDING"));
@@ -1519,4 +1520,36 @@ fn cancel_with_a_signal_reaches_the_command_and_stops_nothing() {
     assert_eq!(fake.calls("scancel").len(), 2);
     let out = fake.run(["cancel", "train", "--signal", "NOPE"]).output();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// A regression test: a request left behind (by a failed `scancel --batch`, or for an earlier
+/// attempt) made a later real SIGTERM reach the command alone. The request names the job and
+/// the attempt (Slurm's `Restarts`), and is taken back when no signal was sent.
+#[test]
+fn a_signal_request_names_its_attempt_and_is_taken_back_when_scancel_fails() {
+    let fake = Fake::new();
+    fake.seed("train", "401", 1, None);
+    let run_dir = fake.logs.join("train_401.d");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let request = run_dir.join("signal-request");
+    fake.shim("squeue", &fake.line("401", "RUNNING"));
+    fake.shim(
+        "scontrol",
+        "echo 'JobId=401 JobName=train JobState=RUNNING Requeue=1 Restarts=2 BatchFlag=1'",
+    );
+    fake.shim("scancel", "exit 0");
+    let out = fake.run(["cancel", "train", "--signal", "TERM"]).output();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
+    assert_eq!(std::fs::read_to_string(&request).unwrap(), "TERM 401.2\n");
+
+    std::fs::remove_file(&request).unwrap();
+    fake.shim(
+        "scancel",
+        "echo 'scancel: error: Access/permission denied' >&2; exit 1",
+    );
+    let out = fake.run(["cancel", "train", "--signal", "TERM"]).output();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot signal job 401"), "{stderr}");
+    assert!(!request.exists(), "no signal was sent: no request stays");
 }

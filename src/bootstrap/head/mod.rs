@@ -16,6 +16,7 @@ use std::time::Instant;
 use chrono::{Local, SecondsFormat};
 
 use super::kept_logs;
+use super::lease::{self, Holder, Lease};
 use super::marked::{self, RunMark};
 use super::net::HostPort;
 use super::outcome::Outcome;
@@ -70,9 +71,14 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
         probe_host: String::new(),
         other_http: Vec::new(),
         master_port: 0,
+        lease: None,
     };
     let outcome = head.run();
-    head.teardown(outcome.code != 0);
+    // Everything stops first; then the final state is written, and only then are Ray's logs
+    // copied: on a slow shared filesystem a large copy could otherwise outlast the time limit's
+    // grace, and SIGKILL would end the chain with no state written.
+    let keep_logs = outcome.code != 0;
+    let stopping = head.stop_everything(keep_logs);
     let outcome = outcome.or_preempted(|| command::requeue_under_way(alloc));
     let restart = alloc.restart_count;
     let requeue = requeue::decide(outcome.ending, &args.cluster, restart);
@@ -97,6 +103,13 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
         say(&alloc.node, format!("{error}{message}"));
     }
     write_state(state_file, &state, &alloc.node);
+    if let Some(lease) = head.lease.take() {
+        lease.release();
+    }
+    // Before the requeue, which ends the job at once (and every node's copy with it): the
+    // copies are bounded in size (kept_logs::MAX_BYTES_PER_NODE), and the workers' by the
+    // worker step's own patience too.
+    head.keep_logs_and_finish(stopping, keep_logs);
     say(
         &alloc.node,
         format!(
@@ -211,6 +224,8 @@ struct Head<'a> {
     other_http: Vec<(&'static str, u16)>,
     /// The port frameworks rendezvous on, from the run's block on the head.
     master_port: u16,
+    /// This attempt's hold on the run directory, let go of once the final state is written.
+    lease: Option<Lease>,
 }
 
 impl Head<'_> {
@@ -254,6 +269,19 @@ impl Head<'_> {
                 return Outcome::startup_failed(format!("{e:#}"));
             }
         }
+        // One attempt at a time in the directory (runs `--after` one run share it); then
+        // whatever an earlier attempt or run left for its own signals is not this one's.
+        if let Some(dir) = &self.args.run_dir {
+            let me = Holder {
+                job_id: self.alloc.job_id.clone(),
+                restart: self.alloc.restart_count,
+            };
+            match Lease::take(dir, &me, &lease::slurm_liveness) {
+                Ok(lease) => self.lease = Some(lease),
+                Err(e) => return Outcome::startup_failed(e.to_string()),
+            }
+        }
+        signals::clear_requests(self.args.run_dir.as_deref(), self.node());
         let c = &self.args.cluster;
         let ip = match super::node_ip(self.alloc, c) {
             Ok(ip) => ip,
@@ -392,7 +420,7 @@ impl Head<'_> {
             port_base: Some(ports.base),
             ..self.args.cluster.clone()
         };
-        let (start, ports) = start_node(
+        let started = start_node(
             self.alloc,
             &cluster,
             None,
@@ -400,8 +428,11 @@ impl Head<'_> {
             &self.mark,
             &self.auth,
             &mut self.temp,
-        )
-        .map_err(Outcome::startup_failed)?;
+        );
+        if let (Some(w), Some(temp)) = (&mut self.watchdog, &self.temp) {
+            w.temp_root(&temp.path);
+        }
+        let (start, ports) = started.map_err(Outcome::startup_failed)?;
         self.dashboard_port = Some(ports.dashboard());
         self.probe_host = match ip {
             IpAddr::V4(v4) => v4.to_string(),
@@ -411,33 +442,21 @@ impl Head<'_> {
         Ok(start)
     }
 
-    /// Stops everything this run started, on every node; `keep_logs` (the run failed) has
-    /// every node copy Ray's logs to the shared log directory first.
-    fn teardown(&mut self, keep_logs: bool) {
+    /// Stops everything this run started, on every node: the command, the workers (told to
+    /// keep Ray's logs first when `keep_logs`; they stop on a thread of their own, returned),
+    /// and the head's Ray. The head's logs are still in its temp root (see
+    /// [`Head::keep_logs_and_finish`]).
+    fn stop_everything(&mut self, keep_logs: bool) -> Stopping {
         let t0 = Instant::now();
         if let Some(command) = &self.command {
             command.stop_leftovers();
         }
         let node = self.alloc.node.clone();
-        let workers = self.workers.take();
-        let stopper = workers.map(|mut step| {
+        let workers = self.workers.take().map(|mut step| {
             let node = node.clone();
             std::thread::spawn(move || step.stop(&node, keep_logs))
         });
         let stopped = marked::stop_all(&self.run_mark(), RAY_STOP_GRACE);
-        if let Some(temp) = &self.temp {
-            if keep_logs {
-                let root = kept_logs::root(
-                    self.args.ray_logs_dir.as_deref(),
-                    self.args.state_file.as_deref(),
-                );
-                kept_logs::keep_saying(temp, root.as_deref(), &node);
-            }
-            temp.remove();
-        }
-        if let Some(handle) = stopper {
-            let _ = handle.join();
-        }
         if stopped > 0 || self.temp.is_some() {
             say(
                 &node,
@@ -447,7 +466,33 @@ impl Head<'_> {
                 ),
             );
         }
+        Stopping { workers }
     }
+
+    /// Copies the head's Ray logs (when `keep_logs`, bounded), removes its temp root, and
+    /// waits for the workers to have stopped (and copied theirs).
+    fn keep_logs_and_finish(&mut self, stopping: Stopping, keep_logs: bool) {
+        let node = self.alloc.node.clone();
+        if let Some(temp) = &self.temp {
+            if keep_logs {
+                let root = kept_logs::root(
+                    self.args.ray_logs_dir.as_deref(),
+                    self.args.state_file.as_deref(),
+                );
+                kept_logs::keep_saying(temp, root.as_deref(), self.alloc.restart_count, &node);
+            }
+            temp.remove();
+        }
+        if let Some(handle) = stopping.workers {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// The part of the teardown still under way once everything is told to stop.
+struct Stopping {
+    /// The thread that stops the worker step (and waits for the workers' logs).
+    workers: Option<std::thread::JoinHandle<()>>,
 }
 
 #[cfg(test)]
