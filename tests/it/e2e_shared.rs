@@ -273,3 +273,82 @@ fn another_members_project_file_cannot_run_code_as_the_victim() {
     assert!(stdout.contains("#SBATCH --partition=lab"), "{stdout}");
     assert!(stderr.contains("rayslurm.toml"), "{stderr}");
 }
+
+/// Ray's temp directory names are predictable (`/tmp/rs{uid}-{job}.{restart}`, job ids are
+/// sequential): another member pre-creates them on every node for the victim's next jobs, as
+/// open directories and as links to a directory of theirs. The victim's run still completes,
+/// in a fresh directory of its own, and writes nothing into what the attacker made.
+#[test]
+fn temp_directories_planted_for_the_victims_next_jobs_neither_fail_nor_capture_the_run() {
+    let Some((lab, _turn)) =
+        lab("temp_directories_planted_for_the_victims_next_jobs_neither_fail_nor_capture_the_run")
+    else {
+        return;
+    };
+    let dir = project_dir("tmp");
+    let out = Command::new("scontrol")
+        .args(["show", "config"])
+        .output()
+        .unwrap();
+    let next: u64 = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("NEXT_JOB_ID"))
+        .and_then(|v| v.trim().trim_start_matches('=').trim().parse().ok())
+        .expect("scontrol shows NEXT_JOB_ID");
+    let victim = uid(VICTIM);
+    let trap = dir.join("trap");
+    let nodes_tmp = "/var/lib/rayslurm-lab/tmp";
+    let plant = format!(
+        r#"mkdir -m 777 {trap}
+for node in {nodes_tmp}/node*; do
+  for id in $(seq {next} {last}); do
+    if [ $((id % 2)) = 0 ]; then mkdir -m 777 "$node/rs{victim}-$id.0"; else ln -s {trap} "$node/rs{victim}-$id.0"; fi
+  done
+done"#,
+        trap = trap.display(),
+        last = next + 20,
+    );
+    let out = sh_as(ATTACKER, &dir, &plant);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let (job, log) = victim_launches(
+        lab,
+        &dir,
+        "-n 2 --command 'python -c \"import ray; ray.init(); print(\\\"ray-ok\\\")\"'",
+    );
+    let info = wait_job_end(&job, Duration::from_secs(240));
+    let log_text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(info["JobState"], "COMPLETED", "{log_text}");
+    assert!(log_text.contains("ray-ok"), "{log_text}");
+    assert!(
+        log_text.contains(&format!("/tmp/rs{victim}-{job}.0` was there already")),
+        "{log_text}"
+    );
+    // Nothing of the victim's went into the attacker's directories or through their links.
+    assert_eq!(
+        std::fs::read_dir(&trap).unwrap().count(),
+        0,
+        "written through a link"
+    );
+    for node in std::fs::read_dir(nodes_tmp).unwrap() {
+        let planted = node.unwrap().path().join(format!("rs{victim}-{job}.0"));
+        if planted.is_dir() && !planted.is_symlink() {
+            assert_eq!(
+                std::fs::read_dir(&planted).unwrap().count(),
+                0,
+                "{} was used",
+                planted.display()
+            );
+        }
+    }
+    // What the attacker planted goes (as root: the nodes' /tmp is the test's to clean).
+    for node in std::fs::read_dir(nodes_tmp).unwrap() {
+        for id in next..=next + 20 {
+            let p = node
+                .as_ref()
+                .unwrap()
+                .path()
+                .join(format!("rs{victim}-{id}.0"));
+            let _ = std::fs::remove_file(&p).or_else(|_| std::fs::remove_dir(&p));
+        }
+    }
+}
