@@ -23,6 +23,40 @@ fn cluster(verb: &str, node: &str) {
     );
 }
 
+/// A node this test killed: revived when dropped, so that a failing assertion between the kill
+/// and the revive never leaves the cluster short of a node for every test after it.
+struct DeadNode {
+    name: String,
+    revived: bool,
+}
+
+impl DeadNode {
+    fn kill(name: &str) -> Self {
+        cluster("kill-node", name);
+        Self {
+            name: name.to_owned(),
+            revived: false,
+        }
+    }
+
+    fn revive(&mut self) {
+        cluster("revive-node", &self.name);
+        self.revived = true;
+    }
+}
+
+impl Drop for DeadNode {
+    fn drop(&mut self) {
+        if !self.revived {
+            let k = self.name.trim_start_matches("node");
+            let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cluster/cluster.sh");
+            let _ = Command::new("bash")
+                .args([script, "revive-node", k])
+                .output();
+        }
+    }
+}
+
 /// The job's last node: a worker (the head is the first).
 fn a_worker_of(job: &Job) -> String {
     let nodes = expand_nodes(&scontrol_job(&job.id)["NodeList"]);
@@ -47,18 +81,19 @@ fn bootstrap_end(job: &Job, since: Instant) -> Duration {
 
 /// Kills one of the job's worker nodes as a crash does, and expects the bootstrap's own end
 /// within 30 s with the node named by its silence; returns the dead node and the log.
-fn kill_a_worker_and_expect_the_end(job: &Job, case: &str) -> (String, String) {
-    let dead = a_worker_of(job);
+fn kill_a_worker_and_expect_the_end(job: &Job, case: &str) -> (DeadNode, String) {
+    let worker = a_worker_of(job);
     let killed_at = Instant::now();
-    cluster("kill-node", &dead);
+    let dead = DeadNode::kill(&worker);
+    let dead_name = dead.name.clone();
     let took = bootstrap_end(job, killed_at);
     let log = job.log_text();
     assert!(
         took < Duration::from_secs(30),
-        "{case}: the run ended {took:?} after {dead} died\n{log}"
+        "{case}: the run ended {took:?} after {dead_name} died\n{log}"
     );
     assert!(
-        log.contains(&format!("no heartbeat from {dead} for")),
+        log.contains(&format!("no heartbeat from {dead_name} for")),
         "{case}: {log}"
     );
     (dead, log)
@@ -67,8 +102,9 @@ fn kill_a_worker_and_expect_the_end(job: &Job, case: &str) -> (String, String) {
 /// Revives the dead node, waits for the job to leave Slurm, and checks nothing is left on any
 /// node. The dead node's /tmp is as the crash left it (its Ray temp root among it): a crashed
 /// machine's files are not the run's to clean, so that one directory is removed here.
-fn revive_and_check(job: &Job, dead: &str) {
-    cluster("revive-node", dead);
+fn revive_and_check(job: &Job, mut dead: DeadNode) {
+    dead.revive();
+    let dead = dead.name.clone();
     job.wait(Duration::from_secs(120));
     let prefix = format!("rs0-{}.", job.id);
     for e in std::fs::read_dir(format!("{NODE_TMP}/{dead}"))
@@ -100,13 +136,13 @@ fn a_node_that_dies_while_the_command_runs_fails_the_run_within_30_s() {
     assert_eq!(state["ending"], "node-failed", "{log}");
     let message = state["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains(&format!("no heartbeat from {dead} for")),
+        message.contains(&format!("no heartbeat from {} for", dead.name)),
         "{message}"
     );
     // Slurm keeps the job COMPLETING until it declares the node down; status already knows.
     let row = job.status_row();
     assert_eq!(row["state"], "NODE_FAIL", "{row}");
-    revive_and_check(&job, &dead);
+    revive_and_check(&job, dead);
 }
 
 /// A node lost mid-run ends the run within 30 s, named by its silence: with `--min-nodes` (the
@@ -131,7 +167,7 @@ fn a_node_that_dies_fails_a_min_nodes_run_and_a_per_node_run_within_30_s() {
         std::thread::sleep(Duration::from_secs(3));
         let (dead, log) = kill_a_worker_and_expect_the_end(&job, name);
         assert_eq!(job.state()["ending"], "node-failed", "{name}: {log}");
-        revive_and_check(&job, &dead);
+        revive_and_check(&job, dead);
     }
 }
 
@@ -147,7 +183,7 @@ fn a_node_that_dies_while_ray_starts_fails_the_run_within_30_s() {
     let (dead, log) = kill_a_worker_and_expect_the_end(&job, "nodediesearly");
     assert_eq!(job.state()["ending"], "startup-failed", "{log}");
     assert!(!log.contains("\nshould-not-run"), "{log}");
-    revive_and_check(&job, &dead);
+    revive_and_check(&job, dead);
 }
 
 /// PIDs of the processes whose command line holds every one of `parts`.

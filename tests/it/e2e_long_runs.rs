@@ -332,7 +332,8 @@ fn two_runs_after_one_run_never_use_its_directory_at_once() {
     let first = launch_in(lab, &dir, "leaseone", &["--no-ray", "--command", "true"]);
     let info = first.wait(Duration::from_secs(300));
     assert_eq!(info["JobState"], "COMPLETED", "{}", first.log_text());
-    // Both held at submission and released together, so that they start at once.
+    // Both held at submission and released together, so that they start at once: one CPU each
+    // and not exclusive, so that one free node holds both (other tests hold the rest).
     let after = |name| {
         launch_in(
             lab,
@@ -340,6 +341,9 @@ fn two_runs_after_one_run_never_use_its_directory_at_once() {
             name,
             &[
                 "--no-ray",
+                "--no-exclusive",
+                "--cpus-per-task",
+                "1",
                 "--after",
                 &first.id,
                 "--sbatch-arg=--hold",
