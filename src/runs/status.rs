@@ -289,7 +289,10 @@ fn of_run_once(
     }
     match in_queue {
         InQueue::Own(entry) => match (entry.state.phase(), final_state) {
-            (Phase::Ending, Some(f)) => JobStatus {
+            // The bootstrap has written how the attempt ended (a requeued one is above): the
+            // run is over, though Slurm may show it RUNNING while the nodes finish their
+            // teardown (the state is written before the log copies) or COMPLETING.
+            (Phase::Ending | Phase::Running, Some(f)) => JobStatus {
                 elapsed: entry.elapsed,
                 nodes: entry.nodes,
                 nodelist: entry.nodelist.clone(),
@@ -515,12 +518,22 @@ mod tests {
                 "{line}"
             );
         }
-        // Once the last attempt has ended, its state is the run's.
+        // Once the last attempt has ended, its state is the run's, while Slurm still shows the
+        // job COMPLETING or (the nodes still tearing down) RUNNING.
         f.requeued = false;
-        let e = entry("7|COMPLETING|None|1:00|1|node1");
-        let s = of_run(&record(), InQueue::Own(&e), Some(&f));
-        assert_eq!((s.phase, s.exit_code), (Some(Phase::Ended), Some(143)));
-        assert_eq!(s.state, "TIMEOUT");
+        for line in [
+            "7|COMPLETING|None|1:00|1|node1",
+            "7|RUNNING|None|1:00|1|node1",
+        ] {
+            let e = entry(line);
+            let s = of_run(&record(), InQueue::Own(&e), Some(&f));
+            assert_eq!(
+                (s.phase, s.exit_code),
+                (Some(Phase::Ended), Some(143)),
+                "{line}"
+            );
+            assert_eq!(s.state, "TIMEOUT", "{line}");
+        }
     }
 
     #[test]
