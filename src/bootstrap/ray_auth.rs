@@ -14,6 +14,7 @@ use crate::bootstrap::Allocation;
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::job_env;
 use crate::handoff::run_files::{check_private_file, create_private_dir, token_file};
+use crate::sys::socket_owner;
 use crate::sys::staged_file::Staged;
 
 /// How this run's Ray authenticates.
@@ -105,6 +106,7 @@ pub(crate) fn check(
     dashboard_port: u16,
     patience: std::time::Duration,
 ) -> Result<Checked, String> {
+    ensure_dashboard_is_ours(dashboard_port)?;
     let url = format!("http://127.0.0.1:{dashboard_port}/api/version");
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(std::time::Duration::from_secs(10)))
@@ -135,6 +137,8 @@ pub(crate) fn check(
             )));
         }
     };
+    // Asked again right before the token goes: the port may have changed hands meanwhile.
+    ensure_dashboard_is_ours(dashboard_port)?;
     let with = agent
         .get(&url)
         .header("Authorization", &format!("Bearer {}", value.trim()))
@@ -150,6 +154,15 @@ pub(crate) fn check(
             "cannot ask Ray's dashboard at {url} with the token: {e}"
         ))),
     }
+}
+
+/// The dashboard's port on this node is held by the user's own socket, or by none: the token
+/// is never sent to a port another user bound first (the ports are predictable, and anyone
+/// with a shell on the node may bind 127.0.0.1). The error is a message for the job's log,
+/// and stops the run: someone else holds the run's port.
+pub(crate) fn ensure_dashboard_is_ours(dashboard_port: u16) -> Result<(), String> {
+    let to = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, dashboard_port));
+    socket_owner::ensure_own_listener(to).map(|_| ())
 }
 
 /// The ports of `ports` (name, port) on `host` that answer a request without the token with
@@ -267,6 +280,25 @@ mod tests {
         assert_eq!(mode, 0o700);
         std::fs::remove_file(&planted).unwrap();
         assert!(RayAuth::prepare(&args, &alloc(0)).is_ok());
+    }
+
+    #[test]
+    fn a_squatter_on_the_dashboard_port_is_never_sent_the_token() {
+        let Some(squatter) = crate::sys::socket_owner::squatter::Squatter::start() else {
+            return;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let token = tmp.path().join("token");
+        std::fs::write(&token, "secret-token-value").unwrap();
+        let port = squatter.port;
+        let err = check(&token, port, std::time::Duration::from_secs(2)).unwrap_err();
+        assert!(
+            err.contains(&format!("port {port}")) && err.contains("user id 65534"),
+            "{err}"
+        );
+        let seen = squatter.seen();
+        assert!(!seen.contains("secret-token-value"), "{seen}");
+        assert!(seen.is_empty(), "not even asked without the token: {seen}");
     }
 
     #[test]

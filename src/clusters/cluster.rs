@@ -27,6 +27,19 @@ pub(crate) enum State {
     Down(String),
 }
 
+/// The job's current attempt (Slurm's restart count), if Slurm says.
+fn current_attempt(job_id: &str) -> Option<u32> {
+    crate::slurm::query::scontrol_job(job_id)
+        .ok()
+        .flatten()
+        .map(|j| j.restarts.unwrap_or(0))
+}
+
+/// Whether a cluster's info is of another attempt than the job's current one.
+fn is_stale(info: &ClusterInfo, current: Option<u32>) -> bool {
+    current.is_some_and(|c| c != info.attempt)
+}
+
 /// A recorded cluster.
 pub(crate) struct Cluster<'a> {
     pub(crate) run: &'a StoredRun,
@@ -70,6 +83,9 @@ impl<'a> Cluster<'a> {
         match status.phase {
             Some(Phase::Pending) => Ok(State::Pending(status.label())),
             Some(Phase::Running) => Ok(match ClusterInfo::read(&self.run_dir)? {
+                // Written by an earlier attempt of the job (before a requeue): its head,
+                // address and token are gone; the new head has not written its own yet.
+                Some(info) if is_stale(&info, current_attempt(&info.job_id)) => State::Starting,
                 Some(info) => State::Up(info),
                 None => State::Starting,
             }),
@@ -106,5 +122,24 @@ impl<'a> Cluster<'a> {
             .hint(format!("start it again with `rayslurm up {name}`"))
             .into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_earlier_attempts_info_is_stale() {
+        let info: ClusterInfo = serde_json::from_value(serde_json::json!({
+            "job_id": "7", "head_node": "n1", "head_ip": "10.0.0.1", "dashboard_port": 12001,
+            "nodes": ["n1"], "cpus_per_node": 2, "gpus_per_node": 0, "ready_at": "",
+            "token_file": null, "rayslurm_bin": "/x", "idle_timeout": null
+        }))
+        .unwrap();
+        assert_eq!(info.attempt, 0, "an older file is the first attempt's");
+        assert!(!is_stale(&info, Some(0)));
+        assert!(is_stale(&info, Some(1)));
+        assert!(!is_stale(&info, None), "Slurm silent: not refused for that");
     }
 }

@@ -2,6 +2,12 @@
 //! connect to it; otherwise (or when `RAYSLURM_RELAY=always`) through the allocation: a local
 //! listener on 127.0.0.1 whose every connection becomes an `srun --overlap --jobid` step that
 //! runs the cluster's own rayslurm on the head as a byte relay (`rayslurm relay`).
+//!
+//! Every user of the login node can connect to 127.0.0.1, and each connection is a step run
+//! as the user: the listener serves only connections whose other end is a socket of the
+//! user's own (its owner read from `/proc/net/tcp`), at most [`MAX_STEPS`] at once, and asks
+//! where the head is for each connection, so that a forward follows the cluster's current
+//! attempt after a requeue.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::Stdio;
@@ -9,12 +15,21 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use std::sync::OnceLock;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use crate::env_vars;
 use crate::handoff::cluster_info::ClusterInfo;
 use crate::sys::process::Cmd;
 use crate::sys::pump::pump;
+use crate::sys::socket_owner;
+
+/// How long a relay step lives on after its client closed the connection.
+const CLIENT_GONE_GRACE: Duration = Duration::from_secs(2);
+
+/// Relay steps (`srun` processes) one listener runs at once; further connections wait.
+pub(crate) const MAX_STEPS: usize = 16;
 
 /// How the login node reaches the head.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,24 +85,80 @@ pub(crate) fn address(info: &ClusterInfo, port: u16) -> Result<String> {
 /// Starts a local listener whose connections are relayed to `port` on the head; returns its
 /// port. It serves until the process ends.
 pub(crate) fn listen(info: &ClusterInfo, port: u16) -> Result<u16> {
-    listen_on(info, port, 0)
+    listen_on(info, port, 0, None)
 }
 
-/// [`listen`] on a chosen local port (0: any).
-pub(crate) fn listen_on(info: &ClusterInfo, port: u16, local: u16) -> Result<u16> {
+/// [`listen`] on a chosen local port (0: any); with `run_dir`, the cluster's info is read
+/// again there for each connection (the head of its current attempt).
+pub(crate) fn listen_on(
+    info: &ClusterInfo,
+    port: u16,
+    local: u16,
+    run_dir: Option<PathBuf>,
+) -> Result<u16> {
     let listener = TcpListener::bind(("127.0.0.1", local))
         .with_context(|| format!("cannot listen on 127.0.0.1:{local}"))?;
-    let local = listener.local_addr()?.port();
-    let info = info.clone();
+    let ours = listener.local_addr()?;
+    let first = info.clone();
+    let slots = Arc::new(Slots::default());
+    let refused = AtomicUsize::new(0);
     std::thread::spawn(move || {
         for conn in listener.incoming().map_while(Result::ok) {
-            let info = info.clone();
+            let Ok(peer) = conn.peer_addr() else {
+                continue;
+            };
+            if socket_owner::peer_uid(ours, peer) != Some(socket_owner::me()) {
+                let n = refused.fetch_add(1, Ordering::Relaxed) + 1;
+                eprintln!(
+                    "warning: refused a connection to 127.0.0.1:{} from {peer}: it is not yours ({n} refused so far)",
+                    ours.port()
+                );
+                continue;
+            }
+            let info = run_dir
+                .as_deref()
+                .and_then(|d| ClusterInfo::read(d).ok().flatten())
+                .filter(|i| i.job_id == first.job_id)
+                .unwrap_or_else(|| first.clone());
+            // The head's port of the current attempt, where the first attempt's was asked for.
+            let port = if port == first.dashboard_port {
+                info.dashboard_port
+            } else {
+                port
+            };
+            let slots = Arc::clone(&slots);
+            slots.take();
             std::thread::spawn(move || {
                 let _ = relay_one(conn, &info, port);
+                slots.give();
             });
         }
     });
-    Ok(local)
+    Ok(ours.port())
+}
+
+/// A count of the relay steps running, at most [`MAX_STEPS`].
+#[derive(Default)]
+struct Slots {
+    running: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Slots {
+    /// Waits for a free slot and takes it.
+    fn take(&self) {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        while *running >= MAX_STEPS {
+            running = self.freed.wait(running).unwrap_or_else(|e| e.into_inner());
+        }
+        *running += 1;
+    }
+
+    fn give(&self) {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        *running = running.saturating_sub(1);
+        self.freed.notify_one();
+    }
 }
 
 /// One connection, through one `srun` step.
@@ -114,11 +185,43 @@ fn relay_one(conn: TcpStream, info: &ClusterInfo, port: u16) -> Result<()> {
     let to_head = child.stdin.take().expect("piped stdin");
     let from_head = child.stdout.take().expect("piped stdout");
     let conn_in = conn.try_clone()?;
-    let upstream = std::thread::spawn(move || pump(conn_in, to_head));
+    let step = nix::unistd::Pid::from_raw(child.id() as i32);
+    let upstream = std::thread::spawn(move || {
+        pump(conn_in, to_head);
+        // The client has closed its side: the server's last answer gets a moment to arrive,
+        // then the step ends (a server keeping the connection alive would hold it, and an
+        // `srun`, for as long as the allocation lives).
+        std::thread::sleep(CLIENT_GONE_GRACE);
+        let _ = nix::sys::signal::kill(step, nix::sys::signal::Signal::SIGTERM);
+    });
     pump(from_head, &conn);
     let _ = conn.shutdown(std::net::Shutdown::Both);
     let _ = child.kill();
     let _ = child.wait();
     drop(upstream);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_most_max_steps_run_at_once() {
+        let slots = Arc::new(Slots::default());
+        for _ in 0..MAX_STEPS {
+            slots.take();
+        }
+        let waiting = {
+            let slots = Arc::clone(&slots);
+            std::thread::spawn(move || {
+                slots.take();
+                true
+            })
+        };
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!waiting.is_finished(), "a 17th step waits");
+        slots.give();
+        assert!(waiting.join().unwrap(), "and runs once one ends");
+    }
 }

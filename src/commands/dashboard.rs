@@ -1,7 +1,8 @@
 //! `rayslurm dashboard CLUSTER|RUN`: forwards the head's Ray dashboard (on its per-job port) to
 //! a port on this machine's loopback, through the allocation, and prints the URL and the one
-//! `ssh -L` line that reaches it from a laptop; forwards until Ctrl-C. The local port is open to
-//! every user of this machine, so no token is added: the dashboard asks for it.
+//! `ssh -L` line that reaches it from a laptop; forwards until Ctrl-C. The local port serves only
+//! connections of the user's own (see `clusters::relay`), and no token is added: the dashboard
+//! asks for it.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -25,7 +26,7 @@ pub(crate) fn run(args: &DashboardArgs, printer: &Printer) -> Result<ExitCode> {
     let store = RunStore::from_env()?;
     let runs = store::load_warning(&store, printer)?;
     let warn = |m: &str| printer.warn(m);
-    let (info, port, token) = match Cluster::find(&runs, &args.target) {
+    let (info, port, token, run_dir) = match Cluster::find(&runs, &args.target) {
         Ok(cluster) => {
             let status = status::gather(&[cluster.run], &status::ONE_SHOT_RETRIES, &warn)?
                 .statuses
@@ -33,15 +34,26 @@ pub(crate) fn run(args: &DashboardArgs, printer: &Printer) -> Result<ExitCode> {
             let (info, _) = cluster.api(&status)?;
             let port = info.dashboard_port;
             let token = info.token_file.clone();
-            (info, port, token)
+            (info, port, token, Some(cluster.run_dir.clone()))
         }
         Err(_) => {
             let run = select::resolve(&runs, &args.target, store.dir())?.latest();
-            of_run(run)?
+            let (info, port, token) = of_run(run)?;
+            (info, port, token, None)
         }
     };
-    let local = relay::listen_on(&info, port, args.port.unwrap_or(port))
-        .or_else(|_| relay::listen_on(&info, port, 0))?;
+    // A port asked for is that port or an error: moving elsewhere would leave whoever holds it
+    // serving the user's browser a dashboard of their own.
+    let local = match args.port {
+        Some(asked) => relay::listen_on(&info, port, asked, run_dir).map_err(|e| {
+            UsageError::new(format!(
+                "cannot forward the dashboard to port {asked} on this machine: {e:#}"
+            ))
+            .hint("the port is taken (by you or another user): pass another --port, or none to take a free one")
+        })?,
+        None => relay::listen_on(&info, port, port, run_dir.clone())
+            .or_else(|_| relay::listen_on(&info, port, 0, run_dir))?,
+    };
     let host = nix::unistd::gethostname()
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "LOGIN_NODE".to_owned());
@@ -93,6 +105,7 @@ fn of_run(run: &StoredRun) -> Result<(ClusterInfo, u16, Option<std::path::PathBu
         token_file: files.and_then(|f| newest_token_file(&f.dir, &record.job_id)),
         rayslurm_bin: bin.into(),
         idle_timeout: None,
+        attempt: 0,
     };
     let token = info.token_file.clone();
     Ok((info, port, token))

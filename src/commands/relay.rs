@@ -11,8 +11,14 @@ use anyhow::{Context, Result};
 
 use crate::cli::RelayArgs;
 use crate::sys::pump::pump;
+use crate::sys::socket_owner;
 
 pub(crate) fn run(args: &RelayArgs) -> Result<ExitCode> {
+    // On the head, where the port is: never connect the user's forward (or their token) to a
+    // port another user bound first.
+    if let Ok(to) = args.to.parse::<std::net::SocketAddr>() {
+        socket_owner::ensure_own_listener(to).map_err(anyhow::Error::msg)?;
+    }
     let stream = TcpStream::connect(&args.to)
         .with_context(|| format!("the relay cannot connect to {}", args.to))?;
     let to_socket = stream.try_clone()?;

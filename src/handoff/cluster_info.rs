@@ -32,6 +32,11 @@ pub(crate) struct ClusterInfo {
     pub(crate) rayslurm_bin: PathBuf,
     /// Seconds without a running or pending job after which the cluster releases itself.
     pub(crate) idle_timeout: Option<u32>,
+    /// The attempt of the job (Slurm's restart count) that wrote it: after a requeue the
+    /// head, its address and its token are another attempt's, and this file is stale until
+    /// the new head writes its own.
+    #[serde(default)]
+    pub(crate) attempt: u32,
 }
 
 impl ClusterInfo {
@@ -45,9 +50,26 @@ impl ClusterInfo {
         file.replace(&Self::path(run_dir))
     }
 
-    /// The info, if the cluster has become ready.
+    /// The info, if the cluster has become ready. The file must be the user's own private
+    /// file (it names the program the login node runs through `srun` and where the token is
+    /// sent): one that is not is refused, naming its owner and mode.
     pub(crate) fn read(run_dir: &Path) -> Result<Option<Self>> {
         let path = Self::path(run_dir);
+        if let Ok(meta) = std::fs::symlink_metadata(&path) {
+            use std::os::unix::fs::MetadataExt;
+            let me = nix::unistd::geteuid().as_raw();
+            let mine = meta.uid() == me
+                || crate::sys::private_tree::accepted_owners().contains(&meta.uid());
+            if !meta.is_file() || !mine || meta.mode() & 0o077 != 0 {
+                anyhow::bail!(
+                    "`{}` is not your private file (owner {}, mode {:04o}{}): a cluster's info names the program run as you and where your token goes, so it is not used; remove it, and start the cluster again",
+                    path.display(),
+                    crate::sys::private_tree::owner_name(meta.uid()),
+                    meta.mode() & 0o7777,
+                    if meta.is_symlink() { ", a link" } else { "" }
+                );
+            }
+        }
         match std::fs::read_to_string(&path) {
             Ok(text) => serde_json::from_str(&text)
                 .map(Some)
@@ -86,9 +108,30 @@ mod tests {
             token_file: Some(dir.path().join("ray-auth-token")),
             rayslurm_bin: "/shared/.rayslurm/bin/rayslurm-x".into(),
             idle_timeout: Some(1800),
+            attempt: 1,
         };
         info.write(dir.path()).unwrap();
         assert_eq!(ClusterInfo::read(dir.path()).unwrap(), Some(info.clone()));
         assert_eq!(info.api_address(), "[fd00::1]:12001");
+    }
+
+    #[test]
+    fn a_cluster_info_open_to_others_or_a_link_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = ClusterInfo::path(dir.path());
+        std::fs::write(&path, "{}").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = ClusterInfo::read(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("mode 0644") && err.contains("not your private file"),
+            "{err}"
+        );
+        std::fs::remove_file(&path).unwrap();
+        let elsewhere = dir.path().join("elsewhere.json");
+        std::fs::write(&elsewhere, "{}").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        let err = ClusterInfo::read(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("a link"), "{err}");
     }
 }

@@ -1,17 +1,26 @@
 //! A small client of Ray's Jobs API (the REST API on the head's dashboard port), used by the
 //! login node to run jobs on a persistent cluster and by the head itself (autostop, stopping
-//! jobs at the end of the allocation). Every call carries the run's token.
+//! jobs at the end of the allocation). Every call carries the run's token, and none goes to a
+//! port on this host that another user listens on (checked before every call: the dashboard's
+//! port is predictable and anyone with a shell on the node may bind it first). A head on
+//! another host cannot be checked from here; its own poller checks its listener every 5 s,
+//! and the login node refuses a `cluster.json` of an earlier attempt.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::sys::socket_owner;
+
 /// Where the API is and the token it wants.
 #[derive(Debug, Clone)]
 pub(crate) struct JobsApi {
     base: String,
+    /// The address, where it is one (`host:port` with an IP), to check the listener of.
+    to: Option<SocketAddr>,
     token: Option<String>,
     agent: ureq::Agent,
 }
@@ -79,6 +88,9 @@ pub(crate) enum ApiError {
     },
     #[error("cannot reach Ray's Jobs API at {url}: {message}")]
     Unreachable { url: String, message: String },
+    /// Another user listens on the port: nothing was sent.
+    #[error("{0}")]
+    NotYours(String),
 }
 
 impl JobsApi {
@@ -95,6 +107,7 @@ impl JobsApi {
             .into();
         Ok(Self {
             base: format!("http://{host_port}"),
+            to: host_port.parse().ok(),
             token,
             agent,
         })
@@ -107,6 +120,9 @@ impl JobsApi {
         body: Option<&serde_json::Value>,
     ) -> Result<String, ApiError> {
         let url = format!("{}{path}", self.base);
+        if let Some(to) = self.to {
+            socket_owner::ensure_own_listener(to).map_err(ApiError::NotYours)?;
+        }
         let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
         let result = match (method, body) {
             ("GET", _) => {
@@ -209,6 +225,26 @@ mod tests {
         assert_eq!(v["entrypoint_num_cpus"], 2.0);
         assert_eq!(v["runtime_env"]["env_vars"]["LR"], "0.1");
         assert!(v.get("entrypoint_num_gpus").is_none());
+    }
+
+    #[test]
+    fn a_squatter_on_the_port_is_never_sent_the_token() {
+        let Some(squatter) = socket_owner::squatter::Squatter::start() else {
+            return;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let token = tmp.path().join("token");
+        std::fs::write(&token, "secret-token-value").unwrap();
+        let port = squatter.port;
+        let api = JobsApi::new(&format!("127.0.0.1:{port}"), Some(&token)).unwrap();
+        let err = api.jobs().unwrap_err();
+        assert!(matches!(err, ApiError::NotYours(_)), "{err}");
+        let message = err.to_string();
+        assert!(
+            message.contains(&format!("port {port}")) && message.contains("user id 65534"),
+            "{message}"
+        );
+        assert_eq!(squatter.seen(), "", "nothing was sent");
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Small system helpers every layer uses: the one wrapper for external commands ([`process`]),
-//! quoting for bash ([`quote`]), files that appear whole or not at all ([`staged_file`]) and
+//! quoting for bash ([`quote`]), who owns a local TCP socket ([`socket_owner`]), files that appear whole or not at all ([`staged_file`]) and
 //! whole results on stdout ([`stdout`]), the user's private tree ([`private_tree`]) and
 //! SHA-256 digests ([`digest`]).
 
@@ -8,5 +8,6 @@ pub(crate) mod private_tree;
 pub(crate) mod process;
 pub(crate) mod pump;
 pub(crate) mod quote;
+pub(crate) mod socket_owner;
 pub(crate) mod staged_file;
 pub(crate) mod stdout;

@@ -303,12 +303,45 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
     );
     let answer = status_without_token("127.0.0.1", u64::from(local), "/");
     assert!(answer.contains(" 200 "), "the dashboard's page: {answer}");
+    // Another user of the login node is not served: the connection closes unanswered.
+    let probe = format!(
+        "import socket\ns = socket.create_connection(('127.0.0.1', {local}))\ns.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')\ntry:\n    print('answered' if s.recv(100) else 'closed')\nexcept ConnectionResetError:\n    print('closed')"
+    );
+    let other = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "/usr/bin/python3",
+            "-c",
+        ])
+        .arg(&probe)
+        .current_dir("/")
+        .output()
+        .unwrap();
+    assert_eq!(text(&other).0.trim(), "closed", "{}", text(&other).1);
+    // The port asked for is taken (by the forward itself): an error, never another port.
+    let taken = rayslurm(["dashboard", &name, "--port", &local.to_string()])
+        .cwd(&dir)
+        .output();
+    let (_, stderr) = text(&taken);
+    assert_eq!(taken.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot forward the dashboard to port {local}")),
+        "{stderr}"
+    );
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(dashboard.id() as i32),
         nix::sys::signal::Signal::SIGINT,
     )
     .unwrap();
-    assert!(dashboard.wait().unwrap().success());
+    let forwarded = dashboard.wait_with_output().unwrap();
+    assert!(forwarded.status.success());
+    let said = String::from_utf8_lossy(&forwarded.stderr);
+    assert!(
+        said.contains("it is not yours (1 refused so far)"),
+        "{said}"
+    );
 
     let (code, _, stderr) = rs(&dir, &["down", &name]);
     assert_eq!(code, Some(0), "{stderr}");

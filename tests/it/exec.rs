@@ -135,7 +135,14 @@ impl Up {
             "rayslurm_bin": "/nonexistent/rayslurm",
             "idle_timeout": null,
         });
-        std::fs::write(run_dir.join("cluster.json"), info.to_string()).unwrap();
+        // As the head writes it: the user's private file.
+        let info_file = run_dir.join("cluster.json");
+        std::fs::write(&info_file, info.to_string()).unwrap();
+        std::fs::set_permissions(
+            &info_file,
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .unwrap();
         shim(
             &bin,
             "squeue",

@@ -16,7 +16,7 @@ use crate::bootstrap::outcome::Outcome;
 use crate::bootstrap::{TICK, say, signals};
 use crate::handoff::cluster_info::ClusterInfo;
 use crate::handoff::final_state::Ending;
-use crate::handoff::jobs_api::JobsApi;
+use crate::handoff::jobs_api::{ApiError, JobsApi};
 use crate::handoff::run_files::create_private_dir;
 
 /// How often the head asks Ray whether any job runs or waits.
@@ -49,6 +49,7 @@ impl Head<'_> {
             token_file: self.auth.token_path().map(Into::into),
             rayslurm_bin: std::env::current_exe().unwrap_or_default(),
             idle_timeout: c.idle_timeout,
+            attempt: self.alloc.restart_count,
         };
         if let Err(e) = create_private_dir(&run_dir).and_then(|()| info.write(&run_dir)) {
             return Outcome::startup_failed(format!("{e:#}"));
@@ -71,6 +72,7 @@ impl Head<'_> {
         let mut last_check = Instant::now();
         let mut last_busy = Instant::now();
         let mut last_asked: Option<Instant> = None;
+        let mut squatted = false;
         loop {
             if let Some(signal) = signals::take().into_iter().find(|s| signals::stops(*s)) {
                 let stopped = stop_jobs(&api, self.args.cluster.command_grace());
@@ -99,9 +101,18 @@ impl Head<'_> {
             if last_asked.is_none_or(|t| t.elapsed() >= IDLE_CHECK_EVERY) {
                 last_asked = Some(Instant::now());
                 // A cluster whose API does not answer counts as busy: never released by mistake.
-                let busy = api
-                    .jobs()
-                    .map_or(true, |jobs| jobs.iter().any(|j| j.active()));
+                let jobs = api.jobs();
+                // Another user on the dashboard's port (Ray's dashboard died and the port was
+                // taken): the token is not sent, and the log says so once.
+                match &jobs {
+                    Err(ApiError::NotYours(why)) if !squatted => {
+                        squatted = true;
+                        say(&node, format!("warning: {why}"));
+                    }
+                    Err(ApiError::NotYours(_)) => {}
+                    _ => squatted = false,
+                }
+                let busy = jobs.map_or(true, |jobs| jobs.iter().any(|j| j.active()));
                 if busy {
                     last_busy = Instant::now();
                 }

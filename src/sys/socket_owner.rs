@@ -1,0 +1,408 @@
+//! Who owns a TCP socket on this host, from the kernel's tables `/proc/net/tcp` and
+//! `/proc/net/tcp6` (of the caller's network namespace; uids as the caller's user namespace
+//! sees them). Two questions, both asked before trusting a loopback port that any local user
+//! could have bound or connected to: who listens on an address (before sending Ray's token
+//! there), and who is at the other end of a connection one of our listeners accepted (the
+//! relay and the dashboard forward serve only their own user).
+//!
+//! The tables give each address as hex digits: an IPv4 address as one 32-bit word and an IPv6
+//! address as four, each word in the host's byte order (little-endian on x86 and arm64), and
+//! the port big-endian. The parsers below are pure and tested on captured text.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// `st` of a listening socket.
+const LISTEN: u8 = 0x0A;
+/// `st` of a socket in TIME_WAIT: it belongs to no one any more (its uid reads 0).
+const TIME_WAIT: u8 = 0x06;
+
+/// One row of `/proc/net/tcp{,6}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Row {
+    pub(crate) local: SocketAddr,
+    pub(crate) remote: SocketAddr,
+    pub(crate) state: u8,
+    pub(crate) uid: u32,
+}
+
+/// Who may receive a connection to an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Listener {
+    /// No socket of this host listens there (or the address is another host's).
+    None,
+    /// Every listener there belongs to this uid.
+    Uid(u32),
+}
+
+/// `0100007F` → 127.0.0.1; 32 hex digits → an IPv6 address (four host-order words).
+fn parse_ip(hex: &str) -> Option<IpAddr> {
+    let word =
+        |s: &str| -> Option<[u8; 4]> { Some(u32::from_str_radix(s, 16).ok()?.to_ne_bytes()) };
+    match hex.len() {
+        8 => Some(IpAddr::V4(Ipv4Addr::from(word(hex)?))),
+        32 => {
+            let mut bytes = [0u8; 16];
+            for i in 0..4 {
+                bytes[i * 4..i * 4 + 4].copy_from_slice(&word(hex.get(i * 8..i * 8 + 8)?)?);
+            }
+            Some(IpAddr::V6(Ipv6Addr::from(bytes)))
+        }
+        _ => None,
+    }
+}
+
+/// `0100007F:0CEA` → 127.0.0.1:3306.
+fn parse_addr(text: &str) -> Option<SocketAddr> {
+    let (ip, port) = text.split_once(':')?;
+    Some(SocketAddr::new(
+        parse_ip(ip)?,
+        u16::from_str_radix(port, 16).ok()?,
+    ))
+}
+
+/// One line of the table; `None` for the header and anything malformed.
+pub(crate) fn parse_row(line: &str) -> Option<Row> {
+    let mut fields = line.split_whitespace();
+    let slot = fields.next()?;
+    if !slot.ends_with(':') {
+        return None;
+    }
+    let local = parse_addr(fields.next()?)?;
+    let remote = parse_addr(fields.next()?)?;
+    let state = u8::from_str_radix(fields.next()?, 16).ok()?;
+    // tx_queue:rx_queue, tr:tm->when, retrnsmt, then the uid.
+    let uid = fields.nth(3)?.parse().ok()?;
+    Some(Row {
+        local,
+        remote,
+        state,
+        uid,
+    })
+}
+
+/// Every row of a table's text.
+pub(crate) fn parse_table(text: &str) -> Vec<Row> {
+    text.lines().filter_map(parse_row).collect()
+}
+
+/// An IPv4-mapped IPv6 address (`::ffff:127.0.0.1`, how an IPv6 socket shows an IPv4 peer)
+/// as the IPv4 address it is.
+fn canonical(addr: SocketAddr) -> SocketAddr {
+    match addr.ip() {
+        IpAddr::V6(ip) => match ip.to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(IpAddr::V4(v4), addr.port()),
+            None => addr,
+        },
+        IpAddr::V4(_) => addr,
+    }
+}
+
+/// Whether a socket listening on `bound` receives connections to `to`: the same address, or a
+/// wildcard of its family (`::` also takes IPv4, unless the socket is IPv6-only, which the
+/// table does not say: counted as taking it).
+fn receives(bound: SocketAddr, to: SocketAddr) -> bool {
+    let (bound, to) = (canonical(bound), canonical(to));
+    if bound.port() != to.port() {
+        return false;
+    }
+    match bound.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => to.is_ipv4(),
+        IpAddr::V6(ip) if ip.is_unspecified() => true,
+        ip => ip == to.ip(),
+    }
+}
+
+/// Who listens where a connection to `to` would go. Several sockets may (a specific address
+/// and a wildcard, or `SO_REUSEPORT`): if any is not `me`'s, that one is answered, so one
+/// foreign listener among ours is never missed.
+pub(crate) fn listener_of(rows: &[Row], to: SocketAddr, me: u32) -> Listener {
+    let mut found = Listener::None;
+    for row in rows
+        .iter()
+        .filter(|r| r.state == LISTEN && receives(r.local, to))
+    {
+        if row.uid != me {
+            return Listener::Uid(row.uid);
+        }
+        found = Listener::Uid(row.uid);
+    }
+    found
+}
+
+/// The uid of the client of a connection our listener on `ours` accepted from `peer` (both
+/// ends on this host): the client's row has the peer's address as its local one and ours as
+/// its remote one. `None` when there is no such row (the client is gone, or on another host).
+pub(crate) fn peer_of(rows: &[Row], ours: SocketAddr, peer: SocketAddr) -> Option<u32> {
+    let (ours, peer) = (canonical(ours), canonical(peer));
+    rows.iter()
+        .find(|r| {
+            r.state != LISTEN
+                && r.state != TIME_WAIT
+                && canonical(r.local) == peer
+                && canonical(r.remote) == ours
+        })
+        .map(|r| r.uid)
+}
+
+/// Both tables of this network namespace, as they are now.
+pub(crate) fn read_tables() -> std::io::Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for path in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        match std::fs::read_to_string(path) {
+            Ok(text) => rows.extend(parse_table(&text)),
+            // A kernel without IPv6 has no tcp6.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && path.ends_with('6') => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(rows)
+}
+
+/// This process's effective uid, whose sockets count as the user's.
+pub(crate) fn me() -> u32 {
+    nix::unistd::geteuid().as_raw()
+}
+
+/// Whether `to` may be sent the user's secrets: no socket of this host listens there, or only
+/// the user's do. An error names the port, the other uid and what it means.
+pub(crate) fn ensure_own_listener(to: SocketAddr) -> Result<Listener, String> {
+    let rows = read_tables()
+        .map_err(|e| format!("cannot read /proc/net/tcp to see who listens on {to}: {e}"))?;
+    let me = me();
+    match listener_of(&rows, to, me) {
+        Listener::Uid(uid) if uid != me => Err(format!(
+            "port {} on {} is held by user id {uid}, not by you (user id {me}): someone else listens where Ray's dashboard should be, so the token was not sent; check who with `ss -ltnpe 'sport = :{}'`, and stop the run or cluster if it is not yours",
+            to.port(),
+            to.ip(),
+            to.port()
+        )),
+        found => Ok(found),
+    }
+}
+
+/// The uid of the local client at `peer` of a connection accepted on `ours`; `None` when it
+/// cannot be told (then it is not served).
+pub(crate) fn peer_uid(ours: SocketAddr, peer: SocketAddr) -> Option<u32> {
+    peer_of(&read_tables().ok()?, ours, peer)
+}
+
+/// For tests: an HTTP server of another user (uid 65534, through `setpriv`) on 127.0.0.1 that
+/// answers 401 to everything, as a squatter on Ray's port would, and prints every
+/// `Authorization` header it is sent. Only root can start it: `None` elsewhere.
+#[cfg(test)]
+pub(crate) mod squatter {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::{Child, Command, Stdio};
+
+    const SERVER: &str = r#"
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        print("AUTH", self.headers.get("Authorization"), flush=True)
+        self.send_response(401)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    do_POST = do_GET
+    def log_message(self, *args):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print("PORT", s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+
+    pub(crate) struct Squatter {
+        child: Child,
+        out: BufReader<std::process::ChildStdout>,
+        pub(crate) port: u16,
+    }
+
+    impl Squatter {
+        pub(crate) fn start() -> Option<Self> {
+            if !nix::unistd::geteuid().is_root()
+                || !std::path::Path::new("/usr/bin/python3").exists()
+            {
+                eprintln!(
+                    "skipped: starting another user's listener needs root and /usr/bin/python3"
+                );
+                return None;
+            }
+            let mut child = Command::new("setpriv")
+                .args([
+                    "--reuid=65534",
+                    "--regid=65534",
+                    "--clear-groups",
+                    "/usr/bin/python3",
+                    "-c",
+                    SERVER,
+                ])
+                .current_dir("/")
+                .stdout(Stdio::piped())
+                .spawn()
+                .ok()?;
+            let mut out = BufReader::new(child.stdout.take()?);
+            let mut line = String::new();
+            out.read_line(&mut line).ok()?;
+            let port = line.trim().strip_prefix("PORT ")?.parse().ok()?;
+            Some(Self { child, out, port })
+        }
+
+        /// Stops it; returns what it printed (one `AUTH ...` line a request).
+        pub(crate) fn seen(mut self) -> String {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            let mut text = String::new();
+            let _ = self.out.read_to_string(&mut text);
+            text
+        }
+    }
+
+    /// A test that fails before [`Squatter::seen`] leaves no server behind.
+    impl Drop for Squatter {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Captured from a host (x86_64): root's sshd on 0.0.0.0:22, uid 1000's listener on
+    /// 127.0.0.1:8265 and a connection to it from 127.0.0.1:51432 (uid 1001's client, the
+    /// accepted end uid 1000's), and a TIME_WAIT row.
+    const TCP: &str = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1065 1 000000006bf7f31d 100 0 0 10 0
+   1: 0100007F:2049 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 17995 1 00000000f986008d 100 0 0 10 0
+   2: 0100007F:C8E8 0100007F:2049 01 00000000:00000000 00:00000000 00000000  1001        0 18001 1 0000000011111111 20 4 30 10 -1
+   3: 0100007F:2049 0100007F:C8E8 01 00000000:00000000 00:00000000 00000000  1000        0 18002 1 0000000022222222 20 4 30 10 -1
+   4: 0100007F:C8E9 0100007F:2049 06 00000000:00000000 03:00001000 00000000     0        0 0 3 0000000033333333
+";
+
+    /// IPv6: uid 1002 on [::1]:8265, uid 0 on [::]:9000, an IPv6 client (uid 1003) of an IPv4
+    /// listener, seen as ::ffff:127.0.0.1.
+    const TCP6: &str = "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000000000000000000001000000:2049 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1002        0 2001 1 0000000044444444 100 0 0 10 0
+   1: 00000000000000000000000000000000:2328 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 2002 1 0000000055555555 100 0 0 10 0
+   2: 0000000000000000FFFF00000100007F:D000 0000000000000000FFFF00000100007F:1F90 01 00000000:00000000 00:00000000 00000000  1003        0 2003 1 0000000066666666 20 4 30 10 -1
+";
+
+    fn at(text: &str) -> SocketAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn addresses_are_words_in_host_order_and_ports_big_endian() {
+        assert_eq!(parse_addr("0100007F:0CEA"), Some(at("127.0.0.1:3306")));
+        assert_eq!(parse_addr("00000000:0016"), Some(at("0.0.0.0:22")));
+        assert_eq!(
+            parse_addr("00000000000000000000000001000000:2049"),
+            Some(at("[::1]:8265"))
+        );
+        assert_eq!(
+            parse_addr("0000000000000000FFFF00000100007F:D000"),
+            Some(at("[::ffff:127.0.0.1]:53248"))
+        );
+        // fd00::5 as the kernel prints it: the words 0xfd000000 ... 0x05000000 → 000000FD ...
+        assert_eq!(
+            parse_addr("000000FD000000000000000005000000:0050"),
+            Some(at("[fd00::5]:80"))
+        );
+        assert_eq!(parse_addr("0100007F"), None);
+        assert_eq!(parse_addr("0100007:0016"), None);
+        assert_eq!(parse_addr("zz00007F:0016"), None);
+    }
+
+    #[test]
+    fn rows_give_addresses_state_and_owner() {
+        let rows = parse_table(TCP);
+        assert_eq!(rows.len(), 5, "the header is no row");
+        assert_eq!(
+            rows[2],
+            Row {
+                local: at("127.0.0.1:51432"),
+                remote: at("127.0.0.1:8265"),
+                state: 0x01,
+                uid: 1001,
+            }
+        );
+        assert_eq!(parse_table(TCP6)[0].uid, 1002);
+        assert_eq!(parse_row("   7: 0100007F:2049"), None);
+    }
+
+    #[test]
+    fn the_listener_of_an_address_is_found_by_address_or_wildcard() {
+        let mut rows = parse_table(TCP);
+        rows.extend(parse_table(TCP6));
+        assert_eq!(
+            listener_of(&rows, at("127.0.0.1:8265"), 1000),
+            Listener::Uid(1000)
+        );
+        assert_eq!(
+            listener_of(&rows, at("[::1]:8265"), 1000),
+            Listener::Uid(1002)
+        );
+        // 0.0.0.0:22 takes 127.0.0.1:22 and 10.0.0.5:22, not [::1]:22.
+        assert_eq!(
+            listener_of(&rows, at("10.0.0.5:22"), 1000),
+            Listener::Uid(0)
+        );
+        assert_eq!(listener_of(&rows, at("[::1]:22"), 1000), Listener::None);
+        // [::]:9000 takes IPv4 too.
+        assert_eq!(
+            listener_of(&rows, at("127.0.0.1:9000"), 1000),
+            Listener::Uid(0)
+        );
+        assert_eq!(listener_of(&rows, at("127.0.0.1:1"), 1000), Listener::None);
+    }
+
+    #[test]
+    fn a_foreign_listener_beside_ours_is_never_missed() {
+        let ours = Row {
+            local: at("127.0.0.1:8265"),
+            remote: at("0.0.0.0:0"),
+            state: LISTEN,
+            uid: 1000,
+        };
+        let squatter = Row {
+            local: at("0.0.0.0:8265"),
+            uid: 65534,
+            ..ours
+        };
+        for rows in [[ours, squatter], [squatter, ours]] {
+            assert_eq!(
+                listener_of(&rows, at("127.0.0.1:8265"), 1000),
+                Listener::Uid(65534)
+            );
+        }
+    }
+
+    #[test]
+    fn the_peer_of_an_accepted_connection_is_the_clients_row() {
+        let mut rows = parse_table(TCP);
+        rows.extend(parse_table(TCP6));
+        let ours = at("127.0.0.1:8265");
+        assert_eq!(peer_of(&rows, ours, at("127.0.0.1:51432")), Some(1001));
+        // A TIME_WAIT row owns nothing; an unknown peer is none.
+        assert_eq!(peer_of(&rows, ours, at("127.0.0.1:51433")), None);
+        assert_eq!(peer_of(&rows, ours, at("127.0.0.1:4")), None);
+        // An IPv6 client of an IPv4 listener, mapped.
+        assert_eq!(
+            peer_of(&rows, at("127.0.0.1:8080"), at("127.0.0.1:53248")),
+            Some(1003)
+        );
+    }
+
+    #[test]
+    fn this_processes_own_listener_and_connection_are_its_own() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let ours = listener.local_addr().unwrap();
+        assert_eq!(ensure_own_listener(ours), Ok(Listener::Uid(me())));
+        let _client = std::net::TcpStream::connect(ours).unwrap();
+        let (_conn, peer) = listener.accept().unwrap();
+        assert_eq!(peer_uid(ours, peer), Some(me()));
+        drop(listener);
+        assert_eq!(ensure_own_listener(ours), Ok(Listener::None));
+    }
+}
