@@ -352,3 +352,67 @@ done"#,
         }
     }
 }
+
+/// The victim's cluster forwards its dashboard to the login node's 127.0.0.1, where every
+/// user can connect and each connection would be an `srun` step run as the victim: another
+/// member's connection is closed unanswered, the victim's own is served.
+#[test]
+fn another_member_cannot_use_the_victims_dashboard_forward() {
+    let Some((lab, _turn)) = lab("another_member_cannot_use_the_victims_dashboard_forward") else {
+        return;
+    };
+    let dir = project_dir("forward");
+    let name = format!("fwd{}", std::process::id());
+    let out = sh_as(
+        VICTIM,
+        &dir,
+        &format!(
+            "\"$RAYSLURM\" up {name} -n 1 --time 5 --object-store-memory 100000000 --load-env 'source {}/bin/activate'",
+            lab.venv.display()
+        ),
+    );
+    assert!(out.status.success(), "up as {VICTIM}: {}", text(&out).1);
+    let local = 30000 + (std::process::id() % 500) as u16;
+    // The victim's forward, for 30 s (then Ctrl-C, as its user would).
+    let mut forward = Command::new("runuser")
+        .args(["-u", VICTIM, "--", "env", "-i"])
+        .arg(format!("HOME=/home/{VICTIM}"))
+        .arg("PATH=/usr/local/bin:/usr/bin:/bin")
+        .args(["timeout", "-s", "INT", "30"])
+        .arg(user_bin())
+        .args(["dashboard", &name, "--port", &local.to_string()])
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(forward.stdout.take().unwrap()),
+        &mut url,
+    )
+    .unwrap();
+    assert_eq!(url.trim(), format!("http://localhost:{local}"));
+    let connect = format!(
+        "python3 -c \"
+import socket
+s = socket.create_connection(('127.0.0.1', {local}))
+s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')
+try:
+    print('answered' if s.recv(100) else 'closed')
+except ConnectionResetError:
+    print('closed')\""
+    );
+    let theirs = sh_as(ATTACKER, &dir, &connect);
+    let mine = sh_as(VICTIM, &dir, &connect);
+    let forwarded = forward.wait_with_output().unwrap();
+    let down = sh_as(VICTIM, &dir, &format!("\"$RAYSLURM\" down {name}"));
+    assert!(down.status.success(), "{}", text(&down).1);
+    assert_eq!(text(&theirs).0.trim(), "closed", "{}", text(&theirs).1);
+    assert_eq!(text(&mine).0.trim(), "answered", "{}", text(&mine).1);
+    let said = String::from_utf8_lossy(&forwarded.stderr);
+    assert!(
+        said.contains("it is not yours (1 refused so far)"),
+        "{said}"
+    );
+}
