@@ -3,7 +3,9 @@
 //! the jobs `rayslurm exec` submits, watching the nodes as a command's run does. It ends when
 //! asked to stop (`down`, scancel, the time limit: running jobs are stopped first, with the
 //! stop grace), when a node fails, or, with `--idle-timeout`, after that long without a running
-//! or pending job: it then releases the allocation itself.
+//! or pending job: it then releases the allocation itself. Every poll first checks that the
+//! dashboard's port is still held by the user's own socket (`JobsApi` does): if another user
+//! took it, the token is not sent and the log says so.
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
