@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::e2e_bootstrap::{Job, assert_clean, node_tmp_entries};
-use crate::harness::{Lab, lab, rayslurm, text};
+use crate::harness::{Lab, connect_probe, first_line, lab, rayslurm, text};
 
 /// `rayslurm ARGS` in `dir`; returns (exit code, stdout, stderr).
 fn rs(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
@@ -289,12 +289,7 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut url = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(dashboard.stdout.take().unwrap()),
-        &mut url,
-    )
-    .unwrap();
+    let url = first_line(&mut dashboard);
     assert_eq!(url.trim(), format!("http://localhost:{local}"));
     let answer = status_without_token("127.0.0.1", u64::from(local), "/api/jobs/");
     assert!(
@@ -304,9 +299,7 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
     let answer = status_without_token("127.0.0.1", u64::from(local), "/");
     assert!(answer.contains(" 200 "), "the dashboard's page: {answer}");
     // Another user of the login node is not served: the connection closes unanswered.
-    let probe = format!(
-        "import socket\ns = socket.create_connection(('127.0.0.1', {local}))\ns.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')\ntry:\n    print('answered' if s.recv(100) else 'closed')\nexcept ConnectionResetError:\n    print('closed')"
-    );
+    let probe = connect_probe(local);
     let other = std::process::Command::new("setpriv")
         .args([
             "--reuid=65534",

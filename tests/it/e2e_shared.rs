@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use crate::harness::{Lab, bin, lab, text, unique_name, wait_job_end};
+use crate::harness::{Lab, bin, connect_probe, first_line, lab, text, unique_name, wait_job_end};
 
 const VICTIM: &str = "rsalice";
 const ATTACKER: &str = "rsbob";
@@ -386,25 +386,13 @@ fn another_member_cannot_use_the_victims_dashboard_forward() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut url = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(forward.stdout.take().unwrap()),
-        &mut url,
-    )
-    .unwrap();
+    let url = first_line(&mut forward);
     assert_eq!(url.trim(), format!("http://localhost:{local}"));
-    let connect = format!(
-        "python3 -c \"
-import socket
-s = socket.create_connection(('127.0.0.1', {local}))
-s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')
-try:
-    print('answered' if s.recv(100) else 'closed')
-except ConnectionResetError:
-    print('closed')\""
-    );
-    let theirs = sh_as(ATTACKER, &dir, &connect);
-    let mine = sh_as(VICTIM, &dir, &connect);
+    // Readable by both members, as the project's files are.
+    std::fs::write(dir.join("probe.py"), connect_probe(local)).unwrap();
+    let connect = "python3 probe.py";
+    let theirs = sh_as(ATTACKER, &dir, connect);
+    let mine = sh_as(VICTIM, &dir, connect);
     let forwarded = forward.wait_with_output().unwrap();
     let down = sh_as(VICTIM, &dir, &format!("\"$RAYSLURM\" down {name}"));
     assert!(down.status.success(), "{}", text(&down).1);

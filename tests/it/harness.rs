@@ -392,3 +392,22 @@ pub fn expand_nodes(list: &str) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+/// The first line a spawned child prints on its (piped) stdout.
+pub fn first_line(child: &mut Child) -> String {
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().expect("stdout is piped")),
+        &mut line,
+    )
+    .expect("stdout is read");
+    line
+}
+
+/// A Python program that connects to 127.0.0.1:`port`, sends one HTTP request and prints
+/// `answered` or `closed` (closed unanswered, or reset).
+pub fn connect_probe(port: u16) -> String {
+    format!(
+        "import socket\ns = socket.create_connection(('127.0.0.1', {port}))\ns.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')\ntry:\n    print('answered' if s.recv(100) else 'closed')\nexcept ConnectionResetError:\n    print('closed')"
+    )
+}
