@@ -9,6 +9,7 @@ use anyhow::Result;
 
 use crate::cli::DownArgs;
 use crate::clusters::cluster::{Cluster, State};
+use crate::handoff::jobs_api::JobsApi;
 use crate::printer::Printer;
 use crate::runs::cancel::{self, Cancelled};
 use crate::runs::status;
@@ -25,26 +26,13 @@ pub(crate) fn run(args: &DownArgs, printer: &Printer) -> Result<ExitCode> {
         .remove(0);
     if let State::Up(_) = cluster.state(&status)?
         && let Ok((_, api)) = cluster.api(&status)
+        && let Err(e) = stop_jobs(&api, &name, printer)
     {
-        let active: Vec<String> = api
-            .jobs()?
-            .into_iter()
-            .filter(|j| j.active())
-            .filter_map(|j| j.submission_id)
-            .collect();
-        for id in &active {
-            api.stop(id)?;
-        }
-        if !active.is_empty() {
-            printer.info(&format!(
-                "stopping {} job(s) of cluster {name}",
-                active.len()
-            ));
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while Instant::now() < deadline && api.jobs()?.iter().any(|j| j.active()) {
-                std::thread::sleep(Duration::from_millis(500));
-            }
-        }
+        // Ray's dashboard may have died, or be too slow: the allocation goes all the same, and
+        // the bootstrap stops Ray, the jobs' commands with it.
+        printer.warn(&format!(
+            "could not stop the jobs of cluster {name} through Ray's Jobs API ({e:#}): cancelling its allocation, which stops them with Ray"
+        ));
     }
     let status = match cancel::cancel(&cluster.run.record, &warn)? {
         Cancelled::Stopped(status) => {
@@ -69,4 +57,28 @@ pub(crate) fn run(args: &DownArgs, printer: &Printer) -> Result<ExitCode> {
         ));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Asks Ray to stop the cluster's running and pending jobs, and waits up to a minute for them.
+fn stop_jobs(api: &JobsApi, name: &str, printer: &Printer) -> Result<()> {
+    let active: Vec<String> = api
+        .jobs()?
+        .into_iter()
+        .filter(|j| j.active())
+        .filter_map(|j| j.submission_id)
+        .collect();
+    for id in &active {
+        api.stop(id)?;
+    }
+    if !active.is_empty() {
+        printer.info(&format!(
+            "stopping {} job(s) of cluster {name}",
+            active.len()
+        ));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline && api.jobs()?.iter().any(|j| j.active()) {
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+    Ok(())
 }

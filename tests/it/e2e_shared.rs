@@ -404,3 +404,126 @@ fn another_member_cannot_use_the_victims_dashboard_forward() {
         "{said}"
     );
 }
+
+/// A Python program, run as the attacker on the head node, that holds 127.0.0.1:`port` for
+/// `secs` seconds, answers every request as Ray's Jobs API would, and then prints how many
+/// requests came and whether any carried a token.
+fn squatter(port: u16, secs: u32) -> String {
+    format!(
+        r#"import socket, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", {port}))
+s.listen(16)
+s.settimeout(0.5)
+print("bound", flush=True)
+got = []
+end = time.time() + {secs}
+while time.time() < end:
+    try:
+        c, _ = s.accept()
+    except socket.timeout:
+        continue
+    c.settimeout(2)
+    try:
+        got.append(c.recv(65536))
+        c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n[]")
+    except OSError:
+        pass
+    c.close()
+print(len(got), "token" if any(b"Bearer" in g or b"uthorization" in g for g in got) else "no-token")
+"#
+    )
+}
+
+/// The pids listening on `port` in node `node`'s network namespace.
+fn listeners_on(node: &str, port: u64) -> Vec<String> {
+    let out = Command::new("nsenter")
+        .arg(format!("--net=/run/netns/rsl-{node}"))
+        .args(["ss", "-Htlnp"])
+        .arg(format!("sport = :{port}"))
+        .output()
+        .unwrap();
+    let re = regex::Regex::new(r"pid=(\d+)").unwrap();
+    re.captures_iter(&String::from_utf8_lossy(&out.stdout))
+        .map(|c| c[1].to_owned())
+        .collect()
+}
+
+/// Ray's dashboard dies on the victim's cluster and another member with a shell on the head
+/// node takes its predictable port on 127.0.0.1: the head's poll of its Jobs API, which
+/// carries the token, is never sent there, and the head's log says who holds the port.
+#[test]
+fn a_squatter_on_a_dead_dashboards_port_is_never_sent_the_token() {
+    let Some((lab, _turn)) = lab("a_squatter_on_a_dead_dashboards_port_is_never_sent_the_token")
+    else {
+        return;
+    };
+    let dir = project_dir("squat");
+    let name = format!("sq{}", std::process::id());
+    let out = sh_as(
+        VICTIM,
+        &dir,
+        &format!(
+            "\"$RAYSLURM\" up {name} -n 1 --time 5 --json --object-store-memory 100000000 --load-env 'source {}/bin/activate'",
+            lab.venv.display()
+        ),
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "up as {VICTIM}: {stderr}");
+    let launched: serde_json::Value =
+        serde_json::from_str(stdout.lines().next().unwrap_or_default()).unwrap();
+    let log = PathBuf::from(launched["log"].as_str().unwrap());
+    let info: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(log.with_extension("d").join("cluster.json")).unwrap(),
+    )
+    .unwrap();
+    let head = info["head_node"].as_str().unwrap().to_owned();
+    let port = info["dashboard_port"].as_u64().unwrap();
+
+    // The dashboard dies (as it may, of memory); its port is free for anyone on the node.
+    let dashboard = listeners_on(&head, port);
+    assert!(!dashboard.is_empty(), "Ray's dashboard listens on {port}");
+    for pid in &dashboard {
+        let _ = Command::new("kill").args(["-KILL", pid]).status();
+    }
+    let t0 = std::time::Instant::now();
+    while !listeners_on(&head, port).is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "port {port} stays held"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::fs::write(dir.join("squat.py"), squatter(port as u16, 20)).unwrap();
+    let mut squat = Command::new("nsenter")
+        .arg(format!("--net=/run/netns/rsl-{head}"))
+        .args(["runuser", "-u", ATTACKER, "--", "python3"])
+        .arg(dir.join("squat.py"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = std::io::BufReader::new(squat.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut said, &mut line).unwrap();
+    assert_eq!(line.trim(), "bound");
+    let mut counted = String::new();
+    std::io::Read::read_to_string(&mut said, &mut counted).unwrap();
+    let squatted = squat.wait_with_output().unwrap();
+    // Ray's Jobs API is gone with the dashboard: `down` says so and still releases the cluster.
+    let down = sh_as(VICTIM, &dir, &format!("\"$RAYSLURM\" down {name}"));
+    let said = text(&down).1;
+    assert!(down.status.success(), "{said}");
+    assert!(said.contains("cancelling its allocation"), "{said}");
+
+    assert_eq!(counted.trim(), "0 no-token", "{}", text(&squatted).1);
+    let log_text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        log_text.contains(&format!(
+            "port {port} on 127.0.0.1 is held by user id {}, not by you",
+            uid(ATTACKER)
+        )),
+        "{log_text}"
+    );
+}
