@@ -1,7 +1,8 @@
 //! Small system helpers every layer uses: the one wrapper for external commands ([`process`]),
 //! quoting for bash ([`quote`]), who owns a local TCP socket ([`socket_owner`]), files that appear whole or not at all ([`staged_file`]) and
 //! whole results on stdout ([`stdout`]), the user's private tree ([`private_tree`]) and
-//! SHA-256 digests ([`digest`]).
+//! SHA-256 digests ([`digest`]), and what root looks like inside a user namespace
+//! ([`user_namespace`]).
 
 pub(crate) mod digest;
 pub(crate) mod private_tree;
@@ -11,3 +12,4 @@ pub(crate) mod quote;
 pub(crate) mod socket_owner;
 pub(crate) mod staged_file;
 pub(crate) mod stdout;
+pub(crate) mod user_namespace;

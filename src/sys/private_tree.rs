@@ -15,6 +15,8 @@
 //! squash shows `nobody` (65534), `all_squash` one anonymous id. Such an owner cannot be
 //! verified, so it is refused with a message that says so, unless the user accepts it by
 //! naming it in [`TRUST_UNVERIFIED_OWNER`] (knowing that anyone mapped to it may write there).
+//! Inside a container that remaps ids, root's directories show the overflow id, which counts as
+//! root's there ([`super::user_namespace`]).
 
 use std::fmt;
 use std::os::fd::OwnedFd;
@@ -66,6 +68,14 @@ fn me() -> u32 {
 
 fn is_mine(uid: u32) -> bool {
     uid == me() || accepted_owners().contains(&uid)
+}
+
+/// Root's id here: 0, or inside a user namespace that leaves host root unmapped (a container
+/// that remaps ids) the overflow id its directories show. There another unmapped user's
+/// directory shows the same id: the check made outside (at `launch`, on the login node)
+/// is the one that tells them apart.
+fn is_root(uid: u32) -> bool {
+    uid == 0 || uid == super::user_namespace::root_shows_as()
 }
 
 /// Something in the way of a private tree: a path whose owner or mode lets another user
@@ -125,14 +135,14 @@ fn check_ancestor(path: &Path, st: &FileStat) -> Result<(), Insecure> {
     }
     let others_write = st.st_mode & 0o022 != 0;
     let sticky = st.st_mode & 0o1000 != 0;
-    if st.st_uid != 0 && !is_mine(st.st_uid) {
+    if !is_root(st.st_uid) && !is_mine(st.st_uid) {
         return Err(insecure(
             path,
             st,
             "belongs to another user, who could replace anything below it",
         ));
     }
-    if others_write && !(sticky && st.st_uid == 0) {
+    if others_write && !(sticky && is_root(st.st_uid)) {
         return Err(insecure(
             path,
             st,

@@ -12,6 +12,7 @@ mod launch;
 mod layers;
 mod project_trust;
 mod runs;
+mod user_namespace;
 mod verbose;
 mod version;
 
