@@ -9,6 +9,18 @@ use std::path::{Path, PathBuf};
 
 use crate::harness::{Run, filter_stamps, rayslurm, text};
 
+/// `launch --dry-run` of a run that does nothing: the script shows the settings resolved.
+fn dry_run() -> Run {
+    rayslurm([
+        "launch",
+        "--dry-run",
+        "--exp-name",
+        "x",
+        "--command",
+        "true",
+    ])
+}
+
 /// Where a setting is given, highest precedence first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Layer {
@@ -345,10 +357,8 @@ impl World {
             for key in in_layer(Layer::Env) {
                 run = run.env(key.env.unwrap(), self.real(key.value(Layer::Env)));
             }
-            let out = run.output();
-            let (stdout, stderr) = text(&out);
-            assert!(out.status.success(), "up: {up}: {stderr}");
-            scripts.push_str(&self.normalise(&stdout));
+            let ran = run.case(format!("up: {up}")).expect_status(0).run();
+            scripts.push_str(&self.normalise(&ran.stdout));
         }
         scripts
     }
@@ -483,13 +493,10 @@ fn the_user_file_is_found_by_rayslurm_config_then_xdg_config_home_then_home() {
         ),
     ];
     for (case, run, partition) in cases {
-        let out = run.output();
-        let (stdout, stderr) = text(&out);
-        assert!(out.status.success(), "{case}: {stderr}");
-        assert!(
-            stdout.contains(&format!("\n#SBATCH --partition={partition}\n")),
-            "{case}: {stdout}"
-        );
+        run.case(case)
+            .expect_status(0)
+            .expect_stdout_contains(&format!("\n#SBATCH --partition={partition}\n"))
+            .run();
     }
 }
 
@@ -534,33 +541,24 @@ fn an_invalid_config_file_exits_2_names_the_file_and_writes_nothing() {
         };
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(&file, content).unwrap();
-        let mut run = rayslurm([
-            "launch",
-            "--dry-run",
-            "--exp-name",
-            "x",
-            "--command",
-            "true",
-        ])
-        .cwd(&work);
-        run = match place {
+        let run = dry_run().cwd(&work);
+        let run = match place {
             Place::Project => run,
             Place::Named => run.env("RAYSLURM_CONFIG", &file),
             Place::Xdg => run
                 .env_remove("RAYSLURM_CONFIG")
                 .env("XDG_CONFIG_HOME", &xdg),
         };
-        let out = run.output();
-        let (stdout, stderr) = text(&out);
         let case = format!("{place:?} {content:?}");
-        assert_eq!(out.status.code(), Some(2), "{case}: {stderr}");
-        assert!(stderr.starts_with("error:"), "{case}: {stderr}");
-        assert!(
-            stderr.contains(&format!("`{}`", file.display())),
-            "{case}: names the file: {stderr}"
-        );
-        assert!(stderr.contains(needle), "{case}: {stderr}");
-        assert_eq!(stdout, "", "{case}");
+        let ran = run
+            .case(&case)
+            .expect_status(2)
+            .expect_stdout("")
+            // It names the file.
+            .expect_stderr_contains(&format!("`{}`", file.display()))
+            .expect_stderr_contains(needle)
+            .run();
+        assert!(ran.stderr.starts_with("error:"), "{ran}");
         let mut written: Vec<_> = std::fs::read_dir(&work)
             .unwrap()
             .map(|e| e.unwrap().file_name())
@@ -575,25 +573,14 @@ fn an_invalid_config_file_exits_2_names_the_file_and_writes_nothing() {
 fn an_unreadable_project_file_exits_2_and_names_it() {
     let root = tempfile::tempdir().unwrap();
     std::fs::create_dir(root.path().join("rayslurm.toml")).unwrap();
-    let out = rayslurm([
-        "launch",
-        "--dry-run",
-        "--exp-name",
-        "x",
-        "--command",
-        "true",
-    ])
-    .cwd(root.path())
-    .output();
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains(&format!(
+    dry_run()
+        .cwd(root.path())
+        .expect_status(2)
+        .expect_stderr_contains(&format!(
             "`{}`",
             root.path().join("rayslurm.toml").display()
-        )),
-        "{stderr}"
-    );
+        ))
+        .run();
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 1);
 }
 
@@ -607,22 +594,12 @@ fn every_config_file_key_is_tested_and_has_a_variable() {
         "[launch]\nnot_a_key = 1\n",
     )
     .unwrap();
-    let out = rayslurm([
-        "launch",
-        "--dry-run",
-        "--exp-name",
-        "x",
-        "--command",
-        "true",
-    ])
-    .cwd(root.path())
-    .output();
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    let expected = stderr
+    let ran = dry_run().cwd(root.path()).expect_status(2).run();
+    let expected = ran
+        .stderr
         .split("expected one of ")
         .nth(1)
-        .unwrap_or_else(|| panic!("no key list in: {stderr}"));
+        .unwrap_or_else(|| panic!("no key list in:\n{ran}"));
     let mut in_file: Vec<&str> = regex::Regex::new(r"`([a-z_]+)`")
         .unwrap()
         .captures_iter(expected)
@@ -643,143 +620,131 @@ fn every_config_file_key_is_tested_and_has_a_variable() {
     }
 }
 
-/// `ray_auth = false` in a file, `RAYSLURM_NO_RAY_AUTH` (`true`, `1`, ... / `false`, `0`, ...)
-/// and `--no-ray-auth`: the run is open when the flag says so, or the variable does, or else the
-/// highest file that sets `ray_auth` says `false`. A false variable is as good as none.
-#[test]
-fn ray_auth_from_the_flag_the_variable_and_the_files() {
-    /// How the run is told: the flag, the variable, the project and the user file's `ray_auth`.
-    struct Given {
-        flag: bool,
-        var: Option<&'static str>,
-        project: Option<bool>,
-        user: Option<bool>,
-    }
-    const NONE: Given = Given {
-        flag: false,
-        var: None,
-        project: None,
-        user: None,
-    };
-    // (case, what is given, whether the run is open)
-    let cases: &[(&str, Given, bool)] = &[
-        ("nothing: token auth", NONE, false),
-        (
-            "the user file",
-            Given {
-                user: Some(false),
-                ..NONE
-            },
-            true,
-        ),
-        (
-            "project over user",
-            Given {
-                project: Some(true),
-                user: Some(false),
-                ..NONE
-            },
-            false,
-        ),
-        (
-            "the variable over files",
-            Given {
-                var: Some("true"),
-                project: Some(true),
-                ..NONE
-            },
-            true,
-        ),
-        (
-            "the variable as 1",
-            Given {
-                var: Some("1"),
-                ..NONE
-            },
-            true,
-        ),
-        (
-            "a false variable",
-            Given {
-                var: Some("false"),
-                ..NONE
-            },
-            false,
-        ),
-        (
-            "an empty variable is unset",
-            Given {
-                var: Some(""),
-                user: Some(false),
-                ..NONE
-            },
-            true,
-        ),
-        (
-            "the flag",
-            Given {
-                flag: true,
-                project: Some(true),
-                ..NONE
-            },
-            true,
-        ),
-    ];
-    for (case, given, open) in cases {
-        let Given {
-            flag,
-            var,
-            project,
-            user,
-        } = *given;
-        let root = tempfile::tempdir().unwrap();
-        let user_file = root.path().join("user.toml");
+/// How a run is told whether Ray's token auth is off: `--no-ray-auth`, the variable
+/// `RAYSLURM_NO_RAY_AUTH`, and `ray_auth` in the project and the user file.
+#[derive(Clone, Copy)]
+struct AuthGiven {
+    flag: bool,
+    var: Option<&'static str>,
+    project: Option<bool>,
+    user: Option<bool>,
+}
+
+const NOTHING: AuthGiven = AuthGiven {
+    flag: false,
+    var: None,
+    project: None,
+    user: None,
+};
+
+/// (case, what is given, whether the run is open)
+const AUTH_CASES: &[(&str, AuthGiven, bool)] = &[
+    ("nothing: token auth", NOTHING, false),
+    (
+        "the user file",
+        AuthGiven {
+            user: Some(false),
+            ..NOTHING
+        },
+        true,
+    ),
+    (
+        "project over user",
+        AuthGiven {
+            project: Some(true),
+            user: Some(false),
+            ..NOTHING
+        },
+        false,
+    ),
+    (
+        "the variable over files",
+        AuthGiven {
+            var: Some("true"),
+            project: Some(true),
+            ..NOTHING
+        },
+        true,
+    ),
+    (
+        "the variable as 1",
+        AuthGiven {
+            var: Some("1"),
+            ..NOTHING
+        },
+        true,
+    ),
+    (
+        "a false variable",
+        AuthGiven {
+            var: Some("false"),
+            ..NOTHING
+        },
+        false,
+    ),
+    (
+        "an empty variable is unset",
+        AuthGiven {
+            var: Some(""),
+            user: Some(false),
+            ..NOTHING
+        },
+        true,
+    ),
+    (
+        "the flag",
+        AuthGiven {
+            flag: true,
+            project: Some(true),
+            ..NOTHING
+        },
+        true,
+    ),
+];
+
+impl AuthGiven {
+    /// `launch --dry-run` in `root`, told as this says (the files written into `root`).
+    fn dry_run(self, root: &Path) -> Run {
+        let user_file = root.join("user.toml");
         for (path, value) in [
-            (root.path().join("rayslurm.toml"), project),
-            (user_file.clone(), user),
+            (root.join("rayslurm.toml"), self.project),
+            (user_file.clone(), self.user),
         ] {
             if let Some(v) = value {
                 std::fs::write(path, format!("[launch]\nray_auth = {v}\n")).unwrap();
             }
         }
-        let mut args = vec![
-            "launch",
-            "--dry-run",
-            "--exp-name",
-            "x",
-            "--command",
-            "true",
-        ];
-        if flag {
-            args.push("--no-ray-auth");
+        let mut run = dry_run().cwd(root).env("RAYSLURM_CONFIG", &user_file);
+        if self.flag {
+            run = run.arg("--no-ray-auth");
         }
-        let mut run = rayslurm(args)
-            .cwd(root.path())
-            .env("RAYSLURM_CONFIG", &user_file);
-        if let Some(v) = var {
-            run = run.env("RAYSLURM_NO_RAY_AUTH", v);
+        match self.var {
+            Some(v) => run.env("RAYSLURM_NO_RAY_AUTH", v),
+            None => run,
         }
-        let out = run.output();
-        let (stdout, stderr) = text(&out);
-        assert!(out.status.success(), "{case}: {stderr}");
-        assert_eq!(stdout.contains("\n  --no-ray-auth \\\n"), *open, "{case}");
     }
-    let out = rayslurm([
-        "launch",
-        "--dry-run",
-        "--exp-name",
-        "x",
-        "--command",
-        "true",
-    ])
-    .env("RAYSLURM_NO_RAY_AUTH", "maybe")
-    .output();
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("the value comes from the variable RAYSLURM_NO_RAY_AUTH"),
-        "{stderr}"
-    );
+}
+
+/// `ray_auth = false` in a file, `RAYSLURM_NO_RAY_AUTH` (`true`, `1`, ... / `false`, `0`, ...)
+/// and `--no-ray-auth`: the run is open when the flag says so, or the variable does, or else the
+/// highest file that sets `ray_auth` says `false`. A false variable is as good as none.
+#[test]
+fn ray_auth_from_the_flag_the_variable_and_the_files() {
+    let open_flag = "\n  --no-ray-auth \\\n";
+    for (case, given, open) in AUTH_CASES {
+        let root = tempfile::tempdir().unwrap();
+        let run = given.dry_run(root.path()).case(*case).expect_status(0);
+        if *open {
+            run.expect_stdout_contains(open_flag).run();
+        } else {
+            run.expect_stdout_lacks(open_flag).run();
+        }
+    }
+    dry_run()
+        .env("RAYSLURM_NO_RAY_AUTH", "maybe")
+        .expect_status(2)
+        .expect_stderr_contains("the value comes from the variable RAYSLURM_NO_RAY_AUTH")
+        .run();
 }
 
 /// `export RAYSLURM_X=` clears a default rather than giving an empty value: the files (or the
@@ -792,27 +757,16 @@ fn an_empty_variable_counts_as_unset() {
         "[launch]\npartition = \"p-project\"\nready_timeout = 113\n",
     )
     .unwrap();
-    let out = rayslurm([
-        "launch",
-        "--dry-run",
-        "--exp-name",
-        "x",
-        "--command",
-        "true",
-    ])
-    .cwd(root.path())
-    .env("RAYSLURM_PARTITION", "")
-    .env("RAYSLURM_READY_TIMEOUT", "")
-    .env("RAYSLURM_STOP_GRACE", "")
-    .output();
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stderr}");
-    assert!(
-        stdout.contains("\n#SBATCH --partition=p-project\n"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("\n  --ready-timeout 113 \\\n"), "{stdout}");
-    assert!(stdout.contains("\n  --stop-grace 60 \\\n"), "{stdout}");
+    dry_run()
+        .cwd(root.path())
+        .env("RAYSLURM_PARTITION", "")
+        .env("RAYSLURM_READY_TIMEOUT", "")
+        .env("RAYSLURM_STOP_GRACE", "")
+        .expect_status(0)
+        .expect_stdout_contains("\n#SBATCH --partition=p-project\n")
+        .expect_stdout_contains("\n  --ready-timeout 113 \\\n")
+        .expect_stdout_contains("\n  --stop-grace 60 \\\n")
+        .run();
 }
 
 /// A bad value in a variable is refused like the same value on the command line, naming the
@@ -824,31 +778,19 @@ fn a_bad_variable_exits_2_and_names_it() {
         ("RAYSLURM_GPU_DIRECTIVE", "gpus"),
         ("RAYSLURM_IDLE_TIMEOUT", "5d"),
     ] {
-        let command: &[&str] = if var == "RAYSLURM_IDLE_TIMEOUT" {
-            &["up", "c", "--dry-run"]
-        } else {
-            &[
-                "launch",
-                "--dry-run",
-                "--exp-name",
-                "x",
-                "--command",
-                "true",
-            ]
-        };
         let root = tempfile::tempdir().unwrap();
-        let out = rayslurm(command)
-            .cwd(root.path())
+        let run = if var == "RAYSLURM_IDLE_TIMEOUT" {
+            rayslurm(["up", "c", "--dry-run"])
+        } else {
+            dry_run()
+        };
+        run.cwd(root.path())
             .env("RAYSLURM_STATE_DIR", root.path().join("state"))
             .env(var, value)
-            .output();
-        let (stdout, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(2), "{var}: {stderr}");
-        assert!(stderr.contains(value), "{var}: {stderr}");
-        assert!(
-            stderr.contains(&format!("the value comes from the variable {var}")),
-            "{var}: {stderr}"
-        );
-        assert_eq!(stdout, "", "{var}");
+            .expect_status(2)
+            .expect_stdout("")
+            .expect_stderr_contains(value)
+            .expect_stderr_contains(&format!("the value comes from the variable {var}"))
+            .run();
     }
 }
