@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::harness::{filter_stamps, json_keys, rayslurm, shim, text, transcript};
+use crate::harness::{Run, filter_stamps, json_keys, rayslurm, shim, text};
 
 /// The private tree of a test's launches: hidden inside its working directory.
 fn state(dir: &Path) -> std::path::PathBuf {
@@ -34,18 +34,20 @@ fn normalise(script: &str, dir: &Path) -> String {
         .into_owned()
 }
 
+/// `rayslurm launch ARGS` in `dir`, its launches' private tree hidden inside it.
+fn launch_in(dir: &Path, args: &[&str]) -> Run {
+    rayslurm(std::iter::once("launch").chain(args.iter().copied()))
+        .cwd(dir)
+        .env("RAYSLURM_STATE_DIR", state(dir))
+}
+
 /// Runs a dry-run launch in a fresh directory and returns the normalised script.
 fn dry_run(args: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let mut argv = vec!["launch", "--dry-run", "--exp-name", "exp"];
+    let mut argv = vec!["--dry-run", "--exp-name", "exp"];
     argv.extend_from_slice(args);
-    let out = rayslurm(argv)
-        .cwd(dir.path())
-        .env("RAYSLURM_STATE_DIR", state(dir.path()))
-        .output();
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stderr}");
-    normalise(&stdout, dir.path())
+    let ran = launch_in(dir.path(), &argv).expect_status(0).run();
+    normalise(&ran.stdout, dir.path())
 }
 
 /// Files in a directory, hidden ones (the binary copy) excluded.
@@ -178,23 +180,19 @@ fn hostile_text_survives_bash() {
     let command = "python -c \"print('a')\" ; echo `id` $HOME 'x'\"y\" \\ ü 🚀\nline two";
     let value = "it's \"q\" $x `y` \\n";
     let dir = tempfile::tempdir().unwrap();
-    let out = rayslurm([
-        "launch",
+    let env = format!("V={value}");
+    let args = [
         "--dry-run",
         "--exp-name",
         "h",
         "--command",
         command,
         "--env",
-        &format!("V={value}"),
+        &env,
         "--load-env",
         "L='keep $this'",
-    ])
-    .cwd(dir.path())
-    .env("RAYSLURM_STATE_DIR", state(dir.path()))
-    .output();
-    assert!(out.status.success());
-    let script = text(&out).0;
+    ];
+    let script = launch_in(dir.path(), &args).expect_status(0).run().stdout;
     // Replace the hand-over with printing what it would pass on.
     // Without the check of the binary's digest (a dry run copies no binary).
     let probe = without_prelude(&script);
@@ -234,19 +232,8 @@ fn without_prelude(script: &str) -> String {
 /// exit code and stderr: what a node prints when the copy is there but does not start.
 fn script_with_broken_copy(fake: &[u8]) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().unwrap();
-    let out = rayslurm([
-        "launch",
-        "--dry-run",
-        "--exp-name",
-        "b",
-        "--command",
-        "true",
-    ])
-    .cwd(dir.path())
-    .env("RAYSLURM_STATE_DIR", state(dir.path()))
-    .output();
-    assert!(out.status.success());
-    let script = text(&out).0;
+    let args = ["--dry-run", "--exp-name", "b", "--command", "true"];
+    let script = launch_in(dir.path(), &args).expect_status(0).run().stdout;
     // The copy the script names (a dry run makes none), as the node would find it: a binary
     // that is the one launch copied (its digest matches) and still does not start.
     let bin = regex::Regex::new(r"(?m)^rayslurm_bin='?([^'\n]+?)'?$")
@@ -324,18 +311,14 @@ fn a_copy_that_fails_otherwise_shows_the_first_line_of_its_error() {
 #[test]
 fn dry_run_writes_the_script_only() {
     let dir = tempfile::tempdir().unwrap();
-    let out = rayslurm([
-        "launch",
-        "--dry-run",
-        "--exp-name",
-        "d",
-        "--command",
-        "true",
-    ])
-    .cwd(dir.path())
-    .env("RAYSLURM_STATE_DIR", state(dir.path()))
-    .output();
-    assert!(out.status.success());
+    launch_in(
+        dir.path(),
+        &["--dry-run", "--exp-name", "d", "--command", "true"],
+    )
+    .expect_status(0)
+    .expect_stdout_starts_with("#!/bin/bash\n")
+    .expect_stderr_contains("dry run: wrote")
+    .run();
     // The script in the private tree, a link to its log in the working directory.
     let files = visible_files(&jobs(dir.path()));
     assert_eq!(files.len(), 1, "{files:?}");
@@ -350,29 +333,24 @@ fn dry_run_writes_the_script_only() {
             .any(|_| true),
         "a dry run copies no binary"
     );
-    let (stdout, stderr) = text(&out);
-    assert!(stdout.starts_with("#!/bin/bash\n"));
-    assert!(stderr.contains("dry run: wrote"), "{stderr}");
 }
 
 #[test]
 fn dry_run_json() {
     let dir = tempfile::tempdir().unwrap();
-    let out = rayslurm([
-        "launch",
+    let args = [
         "--dry-run",
         "--json",
         "--exp-name",
         "d",
         "--command",
         "true",
-    ])
-    .cwd(dir.path())
-    .env("RAYSLURM_STATE_DIR", state(dir.path()))
-    .output();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["job_id"], serde_json::Value::Null);
-    assert_eq!(v["submitted"], false);
+    ];
+    let v = launch_in(dir.path(), &args)
+        .expect_json("/job_id", serde_json::Value::Null)
+        .expect_json("/submitted", false)
+        .run()
+        .json();
     assert!(v["script"].as_str().unwrap().ends_with(".sh"));
     assert!(v["log"].as_str().unwrap().ends_with(".log"));
     insta::assert_snapshot!("launch_json_keys", json_keys(&v));
@@ -434,25 +412,19 @@ fn bad_input_exits_2_and_writes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         // A case's own --exp-name or --command replaces the default: given twice, clap would
         // refuse the repetition before the value is ever checked.
-        let mut argv = vec!["launch"];
+        let mut argv = Vec::new();
         for (flag, default) in [("--exp-name", "x"), ("--command", "true")] {
             if !args.iter().any(|a| a.starts_with(flag)) {
                 argv.extend([flag, default]);
             }
         }
         argv.extend_from_slice(args);
-        let out = rayslurm(argv)
-            .cwd(dir.path())
-            .env("RAYSLURM_STATE_DIR", state(dir.path()))
-            .output();
-        let (_, stderr) = text(&out);
-        assert!(
-            !stderr.contains("cannot be used multiple times"),
-            "{args:?}: {stderr}"
-        );
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(needle), "{args:?}: {stderr}");
-        assert!(stderr.starts_with("error:"), "{args:?}: {stderr}");
+        launch_in(dir.path(), &argv)
+            .expect_status(2)
+            .expect_stderr_lacks("cannot be used multiple times")
+            .expect_stderr_contains(needle)
+            .expect_stderr_starts_with("error:")
+            .run();
         assert_eq!(
             std::fs::read_dir(dir.path()).unwrap().count(),
             0,
@@ -490,24 +462,18 @@ fn array_jobs_are_refused_however_sbatch_would_spell_them() {
         );
         let mut argv = vec!["launch", "--exp-name", "sweep", "--command", "true"];
         argv.extend_from_slice(args);
-        let out = rayslurm(argv)
+        rayslurm(argv)
             .cwd(dir.path())
             .shims(shims.path())
             .env("RAYSLURM_STATE_DIR", state.path())
-            .output();
-        let (stdout, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(
-            stderr.starts_with("error: --sbatch-arg "),
-            "{args:?}: {stderr}"
-        );
-        assert!(
-            stderr.contains(
-                "array jobs are not supported yet, since every task would share one log and one final state"
-            ),
-            "{args:?}: {stderr}"
-        );
-        assert_eq!(stdout, "", "{args:?}");
+            .expect_status(2)
+            .expect_stdout("")
+            .expect_stderr_starts_with("error: --sbatch-arg ")
+            .expect_stderr_contains(
+                "array jobs are not supported yet, since every task would share one log and one final state",
+            )
+            .expect_no_file(&calls)
+            .run();
         assert!(!calls.exists(), "{args:?}: sbatch was called");
         assert_eq!(
             std::fs::read_dir(dir.path()).unwrap().count(),
@@ -552,15 +518,8 @@ fn usage_error_messages() {
     ];
     for (name, args) in cases {
         let dir = tempfile::tempdir().unwrap();
-        let argv: Vec<&str> = std::iter::once("launch")
-            .chain(args.iter().copied())
-            .collect();
-        let out = rayslurm(&argv)
-            .cwd(dir.path())
-            .env("RAYSLURM_STATE_DIR", state(dir.path()))
-            .output();
-        assert_eq!(out.status.code(), Some(2), "{}", text(&out).1);
-        insta::assert_snapshot!(format!("error_{name}"), transcript(&argv, &out));
+        let ran = launch_in(dir.path(), args).expect_status(2).run();
+        insta::assert_snapshot!(format!("error_{name}"), ran.transcript());
     }
 }
 
@@ -573,39 +532,23 @@ fn a_template_that_does_not_parse_names_the_line() {
         "#!/bin/bash\n#SBATCH --nodes={{ num_nodes }}\n{% if load_env %}\nnever closed\n",
     )
     .unwrap();
-    let out = rayslurm([
-        "launch",
+    let args = [
         "--dry-run",
         "--exp-name",
         "x",
         "--command",
         "true",
         "--template",
-    ])
-    .cwd(dir.path())
-    .env("RAYSLURM_STATE_DIR", state(dir.path()))
-    .output();
-    assert_eq!(out.status.code(), Some(2), "missing value is a usage error");
-    let out = crate::harness::rayslurm(vec![
-        "launch",
-        "--dry-run",
-        "--exp-name",
-        "x",
-        "--command",
-        "true",
-        "--template",
-        t.to_str().unwrap(),
-    ])
-    .cwd(dir.path())
-    .env("RAYSLURM_STATE_DIR", state(dir.path()))
-    .output();
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("mine.sh.tera"), "{stderr}");
-    assert!(
-        stderr.contains("line 5, column 1"),
-        "names the line: {stderr}"
-    );
+    ];
+    // A missing value is a usage error.
+    launch_in(dir.path(), &args).expect_status(2).run();
+    launch_in(dir.path(), &args)
+        .arg(&t)
+        .expect_status(2)
+        .expect_stderr_contains("mine.sh.tera")
+        // It names the line.
+        .expect_stderr_contains("line 5, column 1")
+        .run();
     assert_eq!(visible_files(dir.path()), ["mine.sh.tera"]);
 }
 
@@ -614,8 +557,7 @@ fn a_user_template_gets_the_documented_context() {
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().join("mine.sh.tera");
     std::fs::write(&t, "#!/bin/bash\n{% for d in directives %}#SBATCH {{ d }}\n{% endfor %}echo {{ exp_name }} {{ num_nodes }} {{ command | shell_quote }} {{ log_path }}\n").unwrap();
-    let out = rayslurm([
-        "launch",
+    let args = [
         "--dry-run",
         "--exp-name",
         "mine",
@@ -623,118 +565,100 @@ fn a_user_template_gets_the_documented_context() {
         "2",
         "--command",
         "a b",
-        "--template",
-        t.to_str().unwrap(),
-    ])
-    .cwd(dir.path())
-    .env("RAYSLURM_STATE_DIR", state(dir.path()))
-    .output();
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stderr}");
-    assert!(stdout.contains("#SBATCH --nodes=2"), "{stdout}");
-    assert!(stdout.contains("echo mine 2 'a b' "), "{stdout}");
+    ];
+    launch_in(dir.path(), &args)
+        .arg("--template")
+        .arg(&t)
+        .expect_status(0)
+        .expect_stdout_contains("#SBATCH --nodes=2")
+        .expect_stdout_contains("echo mine 2 'a b' ")
+        .run();
 }
 
 #[test]
 fn template_command_prints_the_builtin() {
-    let out = rayslurm(["template"]).output();
-    let (stdout, _) = text(&out);
-    assert!(out.status.success());
-    assert!(
-        stdout.contains("{% for directive in directives"),
-        "{stdout}"
-    );
+    rayslurm(["template"])
+        .expect_status(0)
+        .expect_stdout_contains("{% for directive in directives")
+        .run();
 }
 
-/// Launches `--command true` in a fresh directory with a fake `sbatch` running `body`.
-fn launch_with_sbatch(body: &str, args: &[&str]) -> (tempfile::TempDir, std::process::Output) {
+/// A fresh directory and `launch --command true ARGS` in it, with a fake `sbatch` running
+/// `body` (kept in the directory's `.shims`).
+fn launch_with_sbatch(body: &str, args: &[&str]) -> (tempfile::TempDir, Run) {
     let dir = tempfile::tempdir().unwrap();
-    let shims = tempfile::tempdir().unwrap();
-    shim(shims.path(), "sbatch", body);
-    let mut argv = vec!["launch", "--command", "true"];
+    let shims = dir.path().join(".shims");
+    std::fs::create_dir(&shims).unwrap();
+    shim(&shims, "sbatch", body);
+    let mut argv = vec!["--command", "true"];
     argv.extend_from_slice(args);
-    let out = rayslurm(argv)
-        .cwd(dir.path())
-        .env("RAYSLURM_STATE_DIR", state(dir.path()))
-        .shims(shims.path())
-        .output();
-    (dir, out)
+    let run = launch_in(dir.path(), &argv).shims(&shims);
+    (dir, run)
 }
 
 #[test]
 fn submission_prints_only_the_job_id_on_stdout() {
-    let (_dir, out) = launch_with_sbatch(
+    let (_dir, run) = launch_with_sbatch(
         "[ \"$1\" = --parsable ] && [ -f \"$2\" ] && echo '4242;lab'",
         &["--exp-name", "s"],
     );
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stderr}");
-    assert_eq!(stdout, "4242\n");
-    assert!(stderr.contains("submitted job 4242"), "{stderr}");
-    assert!(
-        stderr.contains("script: ") && stderr.contains("log: "),
-        "{stderr}"
-    );
+    run.expect_status(0)
+        .expect_stdout("4242\n")
+        .expect_stderr_contains("submitted job 4242")
+        .expect_stderr_contains("script: ")
+        .expect_stderr_contains("log: ")
+        .run();
 }
 
 #[test]
 fn submission_json() {
-    let (_dir, out) = launch_with_sbatch("echo 77", &["--json", "--exp-name", "s"]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["job_id"], "77");
-    assert_eq!(v["exp_name"], "s");
+    let (_dir, run) = launch_with_sbatch("echo 77", &["--json", "--exp-name", "s"]);
+    let v = run
+        .expect_json("/job_id", "77")
+        .expect_json("/exp_name", "s")
+        .run()
+        .json();
     assert!(Path::new(v["script"].as_str().unwrap()).exists());
     insta::assert_snapshot!("launch_json_keys", json_keys(&v));
 }
 
 #[test]
 fn sbatch_failure_keeps_the_script_and_shows_the_error() {
-    let (dir, out) = launch_with_sbatch(
+    let (dir, run) = launch_with_sbatch(
         "echo 'sbatch: error: Batch job submission failed: Invalid partition name specified' >&2; exit 1",
         &["--exp-name", "f"],
     );
-    let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert_eq!(stdout, "");
-    assert!(
-        stderr.contains("Invalid partition name specified"),
-        "{stderr}"
-    );
+    let ran = run
+        .expect_status(1)
+        .expect_stdout("")
+        .expect_stderr_contains("Invalid partition name specified")
+        .run();
     let files: Vec<String> = visible_files(&jobs(dir.path()))
         .into_iter()
         .filter(|f| f.ends_with(".sh"))
         .collect();
     assert_eq!(files.len(), 1);
     assert!(
-        stderr.contains(&files[0]),
-        "names the kept script: {stderr}"
+        ran.stderr.contains(&files[0]),
+        "names the kept script: {ran}"
     );
     insta::assert_snapshot!(
         "error_sbatch_fails",
-        normalise(
-            &transcript(&["launch", "--command", "true", "--exp-name", "f"], &out),
-            dir.path()
-        )
+        normalise(&ran.transcript(), dir.path())
     );
 }
 
 #[test]
 fn missing_sbatch_suggests_dry_run_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let argv = ["launch", "--exp-name", "m", "--command", "true"];
-    let out = rayslurm(argv)
-        .cwd(dir.path())
-        .env("RAYSLURM_STATE_DIR", state(dir.path()))
+    let ran = launch_in(dir.path(), &["--exp-name", "m", "--command", "true"])
         .env("PATH", "/nonexistent")
-        .output();
-    let (_, stderr) = text(&out);
-    assert_ne!(out.status.code(), Some(0));
-    assert!(
-        stderr.contains("sbatch") && stderr.contains("--dry-run"),
-        "{stderr}"
-    );
+        .expect_stderr_contains("sbatch")
+        .expect_stderr_contains("--dry-run")
+        .run();
+    assert_ne!(ran.output.status.code(), Some(0), "{ran}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-    insta::assert_snapshot!("error_sbatch_missing", transcript(&argv, &out));
+    insta::assert_snapshot!("error_sbatch_missing", ran.transcript());
 }
 
 /// Twelve launches at once, some in the same second: each gets a script of its own (the second

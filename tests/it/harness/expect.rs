@@ -158,6 +158,7 @@ impl Run {
     }
 
     /// Runs rayslurm to its end and checks every expectation.
+    #[track_caller]
     pub fn run(self) -> Ran {
         let output = self.command().output().expect("rayslurm runs");
         self.check(output)
@@ -176,6 +177,7 @@ impl Run {
 
     /// Checks `output` against every expectation: the [`Ran`] if all hold, else a panic that
     /// lists what differed.
+    #[track_caller]
     fn check(self, output: Output) -> Ran {
         let mut env: Vec<_> = self.env.into_iter().collect();
         env.sort();
@@ -189,7 +191,12 @@ impl Run {
         if let Some(code) = self.expect.status
             && ran.output.status.code() != Some(code)
         {
-            differs.push(format!("the exit code is not {code}"));
+            let actual = ran
+                .output
+                .status
+                .code()
+                .map_or("none".into(), |c| c.to_string());
+            differs.push(format!("the exit code is {actual}, not {code}"));
         }
         for want in &self.expect.stdout {
             differs.extend(want.differs("stdout", &ran.stdout));
@@ -255,6 +262,7 @@ impl Running {
 
     /// Waits for the end (a hang past `limit` is killed and fails the test, see
     /// [`wait_within`]) and checks every expectation.
+    #[track_caller]
     pub fn wait_within(self, limit: Duration) -> Ran {
         let output = wait_within(self.child, limit);
         self.run.check(output)
@@ -288,12 +296,14 @@ impl From<Output> for Ran {
 
 impl Ran {
     /// stdout as JSON; a failure shows the whole invocation.
+    #[track_caller]
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("stdout is not JSON ({e})\n{self}"))
     }
 
     /// stdout as a JSON list (`status --json`'s rows).
+    #[track_caller]
     pub fn rows(&self) -> Vec<serde_json::Value> {
         serde_json::from_value(self.json())
             .unwrap_or_else(|e| panic!("stdout is not a JSON list ({e})\n{self}"))
