@@ -76,38 +76,43 @@ impl Run {
         self
     }
 
+    fn stdout(mut self, want: Text) -> Self {
+        self.expect.stdout.push(want);
+        self
+    }
+
+    fn stderr(mut self, want: Text) -> Self {
+        self.expect.stderr.push(want);
+        self
+    }
+
     /// stdout must be exactly `want`.
-    pub fn expect_stdout(mut self, want: &str) -> Self {
-        self.expect.stdout.push(Text::Is(want.to_owned()));
-        self
+    pub fn expect_stdout(self, want: &str) -> Self {
+        self.stdout(Text::Is(want.to_owned()))
     }
 
-    pub fn expect_stdout_starts_with(mut self, start: &str) -> Self {
-        self.expect.stdout.push(Text::StartsWith(start.to_owned()));
-        self
+    pub fn expect_stdout_starts_with(self, start: &str) -> Self {
+        self.stdout(Text::StartsWith(start.to_owned()))
     }
 
-    /// stdout must match the regular expression `pattern`.
-    pub fn expect_stdout_matches(mut self, pattern: &str) -> Self {
-        let re = regex::Regex::new(pattern).expect("a valid pattern");
-        self.expect.stdout.push(Text::Matches(re));
-        self
+    pub fn expect_stdout_contains(self, part: &str) -> Self {
+        self.stdout(Text::Contains(part.to_owned()))
     }
 
-    pub fn expect_stdout_contains(mut self, part: &str) -> Self {
-        self.expect.stdout.push(Text::Contains(part.to_owned()));
-        self
-    }
-
-    pub fn expect_stdout_lacks(mut self, part: &str) -> Self {
-        self.expect.stdout.push(Text::Lacks(part.to_owned()));
-        self
+    pub fn expect_stdout_lacks(self, part: &str) -> Self {
+        self.stdout(Text::Lacks(part.to_owned()))
     }
 
     /// stdout must hold `part` exactly `n` times.
-    pub fn expect_stdout_count(mut self, part: &str, n: usize) -> Self {
-        self.expect.stdout.push(Text::Count(part.to_owned(), n));
-        self
+    pub fn expect_stdout_count(self, part: &str, n: usize) -> Self {
+        self.stdout(Text::Count(part.to_owned(), n))
+    }
+
+    /// stdout must match the regular expression `pattern`.
+    pub fn expect_stdout_matches(self, pattern: &str) -> Self {
+        self.stdout(Text::Matches(
+            regex::Regex::new(pattern).expect("a valid pattern"),
+        ))
     }
 
     /// stdout is JSON, and the value at `pointer` (RFC 6901: `/0/state`) must be `want`.
@@ -117,30 +122,25 @@ impl Run {
     }
 
     /// stderr must be exactly `want`.
-    pub fn expect_stderr(mut self, want: &str) -> Self {
-        self.expect.stderr.push(Text::Is(want.to_owned()));
-        self
+    pub fn expect_stderr(self, want: &str) -> Self {
+        self.stderr(Text::Is(want.to_owned()))
     }
 
-    pub fn expect_stderr_starts_with(mut self, start: &str) -> Self {
-        self.expect.stderr.push(Text::StartsWith(start.to_owned()));
-        self
+    pub fn expect_stderr_starts_with(self, start: &str) -> Self {
+        self.stderr(Text::StartsWith(start.to_owned()))
     }
 
-    pub fn expect_stderr_contains(mut self, part: &str) -> Self {
-        self.expect.stderr.push(Text::Contains(part.to_owned()));
-        self
+    pub fn expect_stderr_contains(self, part: &str) -> Self {
+        self.stderr(Text::Contains(part.to_owned()))
     }
 
-    pub fn expect_stderr_lacks(mut self, part: &str) -> Self {
-        self.expect.stderr.push(Text::Lacks(part.to_owned()));
-        self
+    pub fn expect_stderr_lacks(self, part: &str) -> Self {
+        self.stderr(Text::Lacks(part.to_owned()))
     }
 
     /// stderr must hold `part` exactly `n` times.
-    pub fn expect_stderr_count(mut self, part: &str, n: usize) -> Self {
-        self.expect.stderr.push(Text::Count(part.to_owned(), n));
-        self
+    pub fn expect_stderr_count(self, part: &str, n: usize) -> Self {
+        self.stderr(Text::Count(part.to_owned(), n))
     }
 
     /// After the invocation, the file at `path` must hold exactly `want`.

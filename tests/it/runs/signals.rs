@@ -3,16 +3,23 @@
 
 use super::fake::{Fake, fails, says};
 
-/// `cancel RUN --signal USR1`: the batch step alone gets it (the bootstrap passes it on), the
-/// run is not cancelled, and a TERM is named first so that the bootstrap does not stop the run.
-#[test]
-fn cancel_with_a_signal_reaches_the_command_and_stops_nothing() {
-    let fake = Fake::new();
+/// Run `train` (job 401) running, with its run directory, and an `scancel` that succeeds;
+/// returns the run directory.
+fn train_running(fake: &Fake) -> std::path::PathBuf {
     fake.seed("train", "401", 1, None);
     let run_dir = fake.logs.join("train_401.d");
     std::fs::create_dir_all(&run_dir).unwrap();
     fake.shim("squeue", &fake.line("401", "RUNNING"));
     fake.shim("scancel", "exit 0");
+    run_dir
+}
+
+/// `cancel RUN --signal USR1`: the batch step alone gets it (the bootstrap passes it on), the
+/// run is not cancelled, and a TERM is named first so that the bootstrap does not stop the run.
+#[test]
+fn cancel_with_a_signal_reaches_the_command_and_stops_nothing() {
+    let fake = Fake::new();
+    let run_dir = train_running(&fake);
     fake.run(["cancel", "train", "--signal", "USR1"])
         .expect_status(0)
         .expect_stderr_contains("the run goes on")
@@ -45,16 +52,11 @@ fn cancel_with_a_signal_reaches_the_command_and_stops_nothing() {
 #[test]
 fn a_signal_request_names_its_attempt_and_is_taken_back_when_scancel_fails() {
     let fake = Fake::new();
-    fake.seed("train", "401", 1, None);
-    let run_dir = fake.logs.join("train_401.d");
-    std::fs::create_dir_all(&run_dir).unwrap();
-    let request = run_dir.join("signal-request");
-    fake.shim("squeue", &fake.line("401", "RUNNING"));
+    let request = train_running(&fake).join("signal-request");
     fake.shim(
         "scontrol",
         &says("JobId=401 JobName=train JobState=RUNNING Requeue=1 Restarts=2 BatchFlag=1"),
     );
-    fake.shim("scancel", "exit 0");
     fake.run(["cancel", "train", "--signal", "TERM"])
         .expect_status(0)
         .expect_file(&request, "TERM 401.2\n")
