@@ -6,7 +6,7 @@ use std::path::Path;
 use super::dry_run;
 use super::keys::KEYS;
 use super::world::World;
-use crate::harness::{Run, rayslurm};
+use crate::harness::Run;
 
 /// Where the user file is looked for: `$RAYSLURM_CONFIG`, else
 /// `$XDG_CONFIG_HOME/rayslurm/config.toml` (only if absolute), else
@@ -30,17 +30,7 @@ fn the_user_file_is_found_by_rayslurm_config_then_xdg_config_home_then_home() {
         &world.work().join("xdg/rayslurm/config.toml"),
         "cwd-relative-xdg",
     );
-    let launch = || {
-        rayslurm([
-            "launch",
-            "--dry-run",
-            "--exp-name",
-            "exp",
-            "--command",
-            "true",
-        ])
-        .cwd(&world.work())
-    };
+    let launch = || dry_run().cwd(&world.work());
     let cases: Vec<(&str, Run, &str)> = vec![
         (
             "RAYSLURM_CONFIG before the others",
