@@ -1,4 +1,5 @@
-//! A small builder for running the rayslurm binary, and access to the local test cluster.
+//! A small builder for running the rayslurm binary, with what it is expected to do
+//! (`harness/expect.rs`), and access to the local test cluster.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
