@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use crate::harness::{rayslurm, text};
+use crate::harness::rayslurm;
 
 #[test]
 fn completions_for_each_shell_offer_the_commands_and_options_and_no_hidden_one() {
@@ -13,11 +13,11 @@ fn completions_for_each_shell_offer_the_commands_and_options_and_no_hidden_one()
         ("zsh", "#compdef rayslurm"),
         ("fish", "# Print an optspec"),
     ] {
-        let out = rayslurm(["completions", shell]).output();
-        let (script, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(0), "{shell}: {stderr}");
-        assert_eq!(stderr, "", "{shell}");
-        assert!(script.starts_with(opening), "{shell}: {script:.200}");
+        let mut run = rayslurm(["completions", shell])
+            .case(shell)
+            .expect_status(0)
+            .expect_stderr("")
+            .expect_stdout_starts_with(opening);
         for word in [
             "launch",
             "status",
@@ -26,17 +26,21 @@ fn completions_for_each_shell_offer_the_commands_and_options_and_no_hidden_one()
             "num-nodes",
             "verbose",
         ] {
-            assert!(script.contains(word), "{shell} lacks {word}");
+            run = run.expect_stdout_contains(word);
         }
         for hidden in ["bootstrap", "relay"] {
-            assert!(!script.contains(hidden), "{shell} offers {hidden}");
+            run = run.expect_stdout_lacks(hidden);
         }
+        run.run();
     }
 }
 
 /// What bash completes after `words`, with the script `rayslurm completions bash` printed.
 fn bash_completes(words: &[&str]) -> String {
-    let script = text(&rayslurm(["completions", "bash"]).output()).0;
+    let script = rayslurm(["completions", "bash"])
+        .expect_status(0)
+        .run()
+        .stdout;
     let words_q: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
     let program = format!(
         "source /dev/stdin\nCOMP_WORDS=({})\nCOMP_CWORD={}\n_rayslurm rayslurm '{}' '{}'\necho \"${{COMPREPLY[*]}}\"\n",
@@ -73,48 +77,45 @@ fn the_bash_script_completes_commands_and_options() {
 
 #[test]
 fn completions_for_an_unknown_shell_exit_2() {
-    let out = rayslurm(["completions", "tcsh"]).output();
-    let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("possible values: bash"), "{stderr}");
-    assert_eq!(stdout, "");
+    rayslurm(["completions", "tcsh"])
+        .expect_status(2)
+        .expect_stderr_contains("possible values: bash")
+        .expect_stdout("")
+        .run();
 }
 
 #[test]
 fn man_prints_a_roff_page_of_rayslurm_or_of_a_command() {
-    let out = rayslurm(["man"]).output();
-    let (page, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(page.starts_with(".ie \\n(.g .ds Aq \\(aq\n"), "{page:.200}");
-    assert!(page.contains("\n.TH rayslurm 1 "), "{page:.300}");
+    let mut run = rayslurm(["man"])
+        .expect_status(0)
+        .expect_stdout_starts_with(".ie \\n(.g .ds Aq \\(aq\n")
+        .expect_stdout_contains("\n.TH rayslurm 1 ");
     for section in ["NAME", "SYNOPSIS", "OPTIONS", "SUBCOMMANDS", "VERSION"] {
-        assert!(page.contains(&format!("\n.SH {section}\n")), "{section}");
+        run = run.expect_stdout_contains(&format!("\n.SH {section}\n"));
     }
-    assert!(
-        page.contains("rayslurm\\-launch(1)"),
-        "lists the commands' pages"
-    );
-    assert!(!page.contains("bootstrap"), "no hidden command");
+    run
+        // It lists the commands' pages, and no hidden command.
+        .expect_stdout_contains("rayslurm\\-launch(1)")
+        .expect_stdout_lacks("bootstrap")
+        .run();
 
-    let out = rayslurm(["man", "launch"]).output();
-    let (page, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(page.contains("\n.TH rayslurm-launch 1 "), "{page:.300}");
-    assert!(page.contains("\\-\\-num\\-nodes"), "launch's options");
-    assert!(page.contains("RAYSLURM_PARTITION"), "with their variables");
+    rayslurm(["man", "launch"])
+        .expect_status(0)
+        .expect_stdout_contains("\n.TH rayslurm-launch 1 ")
+        // launch's options, with their variables.
+        .expect_stdout_contains("\\-\\-num\\-nodes")
+        .expect_stdout_contains("RAYSLURM_PARTITION")
+        .run();
 }
 
 #[test]
 fn man_of_an_unknown_or_hidden_command_exits_2_and_lists_the_pages() {
     for name in ["nope", "bootstrap"] {
-        let out = rayslurm(["man", name]).output();
-        let (stdout, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
-        assert!(
-            stderr.starts_with(&format!("error: no command named `{name}`")),
-            "{stderr}"
-        );
-        assert!(stderr.contains("pages exist for: launch, "), "{stderr}");
-        assert_eq!(stdout, "");
+        rayslurm(["man", name])
+            .expect_status(2)
+            .expect_stderr_starts_with(&format!("error: no command named `{name}`"))
+            .expect_stderr_contains("pages exist for: launch, ")
+            .expect_stdout("")
+            .run();
     }
 }

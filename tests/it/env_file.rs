@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::harness::{rayslurm, shim, text, transcript};
+use crate::harness::{rayslurm, shim};
 
 const SECRET: &str = "sk-live-0123456789";
 
@@ -40,17 +40,14 @@ fn values_from_the_file_reach_the_script_and_env_wins() {
             "--env",
             "MODE=flag",
         ]);
-        let out = rayslurm(&args).cwd(dir.path()).output();
-        let (stdout, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(0), "{command}: {stderr}");
-        for line in [
-            format!("export API_KEY={SECRET}\n"),
-            "export SEED=1\n".to_owned(),
-            "export MODE=flag\n".to_owned(),
-        ] {
-            assert!(stdout.contains(&line), "{command}: {line} in {stdout}");
-        }
-        assert!(!stdout.contains("MODE=file"), "{command}: {stdout}");
+        rayslurm(&args)
+            .cwd(dir.path())
+            .expect_status(0)
+            .expect_stdout_contains(&format!("export API_KEY={SECRET}\n"))
+            .expect_stdout_contains("export SEED=1\n")
+            .expect_stdout_contains("export MODE=flag\n")
+            .expect_stdout_lacks("MODE=file")
+            .run();
     }
 }
 
@@ -71,9 +68,12 @@ fn a_bad_line_exits_2_names_file_and_line_and_writes_nothing() {
         "--env-file",
         "bad.env",
     ];
-    let out = rayslurm(args).cwd(dir.path()).output();
-    let shown = transcript(&args, &out);
-    assert!(!shown.contains(SECRET), "{shown}");
+    let shown = rayslurm(args)
+        .cwd(dir.path())
+        .expect_stdout_lacks(SECRET)
+        .expect_stderr_lacks(SECRET)
+        .run()
+        .transcript();
     insta::assert_snapshot!("error_env_file_bad_line", shown);
     assert_eq!(names_in(dir.path()), ["bad.env"]);
 
@@ -86,13 +86,11 @@ fn a_bad_line_exits_2_names_file_and_line_and_writes_nothing() {
         "--env-file",
         "none.env",
     ];
-    let out = rayslurm(args).cwd(dir.path()).output();
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("cannot read --env-file `none.env`"),
-        "{stderr}"
-    );
+    rayslurm(args)
+        .cwd(dir.path())
+        .expect_status(2)
+        .expect_stderr_contains("cannot read --env-file `none.env`")
+        .run();
 }
 
 /// `-v` echoes sbatch's command line: the script's path, never the values in it.
@@ -103,7 +101,7 @@ fn verbose_never_echoes_a_value() {
     shim(shims.path(), "sbatch", "echo 4242");
     shim(shims.path(), "squeue", "true");
     std::fs::write(dir.path().join("s.env"), format!("API_KEY={SECRET}\n")).unwrap();
-    let out = rayslurm([
+    rayslurm([
         "-v",
         "launch",
         "--exp-name",
@@ -117,12 +115,12 @@ fn verbose_never_echoes_a_value() {
     ])
     .cwd(dir.path())
     .shims(shims.path())
-    .output();
-    let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("sbatch"), "echoes sbatch: {stderr}");
-    for secret in [SECRET, "flag-secret"] {
-        assert!(!stderr.contains(secret), "{stderr}");
-        assert!(!stdout.contains(secret), "{stdout}");
-    }
+    .expect_status(0)
+    // It echoes sbatch, not the values.
+    .expect_stderr_contains("sbatch")
+    .expect_stderr_lacks(SECRET)
+    .expect_stdout_lacks(SECRET)
+    .expect_stderr_lacks("flag-secret")
+    .expect_stdout_lacks("flag-secret")
+    .run();
 }

@@ -7,7 +7,7 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::harness::{json_keys, rayslurm, shim, text, transcript};
+use crate::harness::{Run, json_keys, rayslurm, shim};
 
 const TOKEN: &str = "fake-token";
 
@@ -155,7 +155,8 @@ impl Up {
         self.root.path().join(name)
     }
 
-    fn exec(&self, args: &[&str]) -> std::process::Output {
+    /// `exec sweep ARGS` against this cluster.
+    fn exec(&self, args: &[&str]) -> Run {
         let mut argv = vec!["exec", "sweep"];
         argv.extend_from_slice(args);
         rayslurm(argv)
@@ -163,30 +164,26 @@ impl Up {
             .env("RAYSLURM_STATE_DIR", self.path("state"))
             .env("RAYSLURM_RELAY", "never")
             .cwd(&self.path("logs"))
-            .output()
     }
-}
-
-fn json(stdout: &str) -> serde_json::Value {
-    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not one JSON object ({e}): {stdout}"))
 }
 
 #[test]
 fn exec_json_prints_the_submitted_job() {
     let (port, submitted) = fake_jobs_api();
     let up = Up::new(port);
-    let out = up.exec(&[
-        "-d", "--json", "--name", "lr-0.1", "--", "python", "train.py",
-    ]);
-    let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let job = json(&stdout);
+    let ran = up
+        .exec(&[
+            "-d", "--json", "--name", "lr-0.1", "--", "python", "train.py",
+        ])
+        .expect_status(0)
+        .expect_json("/cluster", "sweep")
+        .expect_json("/job", 1)
+        .expect_json("/name", "lr-0.1")
+        .expect_json("/submission_id", "rayslurm-555-1")
+        .expect_json("/command", "python train.py")
+        .run();
+    let job = ran.json();
     insta::assert_snapshot!("exec_json_keys", json_keys(&job));
-    assert_eq!(job["cluster"], "sweep");
-    assert_eq!(job["job"], 1);
-    assert_eq!(job["name"], "lr-0.1");
-    assert_eq!(job["submission_id"], "rayslurm-555-1");
-    assert_eq!(job["command"], "python train.py");
     assert_eq!(
         Path::new(job["log"].as_str().unwrap()),
         up.path("logs").join("sweep_555.d/jobs/1.log")
@@ -196,10 +193,10 @@ fn exec_json_prints_the_submitted_job() {
     assert_eq!(sent[0]["submission_id"], "rayslurm-555-1");
 
     // The next job gets the next id; without --json, the id alone.
-    let out = up.exec(&["-d", "--", "true"]);
-    let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert_eq!(stdout, "2\n");
+    up.exec(&["-d", "--", "true"])
+        .expect_status(0)
+        .expect_stdout("2\n")
+        .run();
 }
 
 /// Without `-d`, `--json` prints the job first, then follows it (here: it has ended at once)
@@ -208,17 +205,14 @@ fn exec_json_prints_the_submitted_job() {
 fn exec_json_without_detach_prints_the_job_then_follows_it() {
     let (port, _) = fake_jobs_api();
     let up = Up::new(port);
-    let out = up.exec(&["--json", "--command", "true"]);
-    let (stdout, stderr) = text(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        transcript(&["exec"], &out)
-    );
-    let first = stdout.lines().next().unwrap();
-    assert_eq!(json(first)["job"], 1, "{stdout}");
-    assert!(stderr.contains("SUCCEEDED"), "{stderr}");
+    let ran = up
+        .exec(&["--json", "--command", "true"])
+        .expect_status(0)
+        .expect_stderr_contains("SUCCEEDED")
+        .run();
+    let first: serde_json::Value = serde_json::from_str(ran.stdout.lines().next().unwrap())
+        .unwrap_or_else(|e| panic!("the first line is not JSON ({e})\n{ran}"));
+    assert_eq!(first["job"], 1, "{ran}");
 }
 
 /// `--env-file` gives the job its variables (`--env` winning) without them on the command
@@ -229,14 +223,14 @@ fn exec_env_file_sends_its_variables_and_a_bad_one_submits_nothing() {
     let up = Up::new(port);
     std::fs::write(up.path("logs/s.env"), "API_KEY=sk-9\nMODE=file\n").unwrap();
     std::fs::write(up.path("logs/bad.env"), "API_KEY sk-9\n").unwrap();
-    let out = up.exec(&["-d", "--env-file", "bad.env", "--", "true"]);
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("bad.env:1: no `=`"), "{stderr}");
-    assert!(!stderr.contains("sk-9"), "{stderr}");
+    up.exec(&["-d", "--env-file", "bad.env", "--", "true"])
+        .expect_status(2)
+        .expect_stderr_contains("bad.env:1: no `=`")
+        .expect_stderr_lacks("sk-9")
+        .run();
     assert!(submitted.lock().unwrap().is_empty());
 
-    let out = up.exec(&[
+    up.exec(&[
         "-d",
         "--env-file",
         "s.env",
@@ -244,9 +238,9 @@ fn exec_env_file_sends_its_variables_and_a_bad_one_submits_nothing() {
         "MODE=flag",
         "--",
         "true",
-    ]);
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    ])
+    .expect_status(0)
+    .run();
     let sent = submitted.lock().unwrap().clone();
     let vars = &sent[0]["runtime_env"]["env_vars"];
     assert_eq!(vars["API_KEY"], "sk-9", "{vars}");

@@ -1,4 +1,5 @@
-//! A small builder for running the rayslurm binary, and access to the local test cluster.
+//! A small builder for running the rayslurm binary, with what it is expected to do
+//! (`harness/expect.rs`), and access to the local test cluster.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -9,18 +10,24 @@ use std::process::{Child, Command, Output};
 use std::sync::{OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
+mod expect;
+
+pub use expect::Ran;
+
 /// The rayslurm binary under test.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rayslurm"))
 }
 
-/// One rayslurm invocation: args, env, working directory, PATH shims.
+/// One rayslurm invocation: args, env, working directory, PATH shims, and what it is expected
+/// to do (`expect_*`, in `harness/expect.rs`).
 pub struct Run {
     args: Vec<OsString>,
     env: HashMap<OsString, OsString>,
     env_removed: Vec<OsString>,
     cwd: Option<PathBuf>,
     shims: Option<PathBuf>,
+    expect: expect::Expect,
 }
 
 pub fn rayslurm<I, S>(args: I) -> Run
@@ -34,10 +41,17 @@ where
         env_removed: Vec::new(),
         cwd: None,
         shims: None,
+        expect: expect::Expect::default(),
     }
 }
 
 impl Run {
+    /// One more argument, after those given so far.
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
     pub fn env(mut self, k: &str, v: impl Into<OsString>) -> Self {
         self.env.insert(k.into(), v.into());
         self

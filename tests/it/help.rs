@@ -1,7 +1,7 @@
 //! `--help` of rayslurm and of each subcommand, as snapshots: a change of wording is reviewed
 //! as a diff.
 
-use crate::harness::{rayslurm, transcript};
+use crate::harness::rayslurm;
 
 #[test]
 fn help_texts() {
@@ -19,8 +19,7 @@ fn help_texts() {
         ("trust", &["trust", "--help"]),
     ];
     for (name, args) in cases {
-        let out = rayslurm(*args).output();
-        assert_eq!(out.status.code(), Some(0), "{args:?}");
-        insta::assert_snapshot!(format!("help_{name}"), transcript(args, &out));
+        let ran = rayslurm(*args).case(*name).expect_status(0).run();
+        insta::assert_snapshot!(format!("help_{name}"), ran.transcript());
     }
 }

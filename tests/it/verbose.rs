@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::harness::{filter_stamps, rayslurm, shim, text};
+use crate::harness::{Run, filter_stamps, rayslurm, shim};
 
 /// Fake `sbatch` and `squeue` that log their arguments, one call a line, each argument as
 /// bash's `printf %q` writes it (so a call's exact argv can be compared).
@@ -59,14 +59,12 @@ impl Fake {
             .collect()
     }
 
-    fn run(&self, args: &[&str]) -> (Option<i32>, String, String) {
-        let out = rayslurm(args)
+    /// rayslurm with the fake commands, in the log directory, with the fake's run store.
+    fn run(&self, args: &[&str]) -> Run {
+        rayslurm(args)
             .shims(&self.path("bin"))
             .env("RAYSLURM_STATE_DIR", self.path("state"))
             .cwd(&self.path("logs"))
-            .output();
-        let (stdout, stderr) = text(&out);
-        (out.status.code(), stdout, stderr)
     }
 
     /// Runs `line` through bash with the fake commands first on PATH, as a user pasting it.
@@ -103,17 +101,21 @@ fn echoed<'a>(stderr: &'a str, program: &str) -> &'a str {
 #[test]
 fn verbose_echoes_each_slurm_command_as_a_line_that_runs_it_again() {
     let fake = Fake::new();
-    let (code, stdout, stderr) = fake.run(&[
-        "-v",
-        "launch",
-        "--exp-name",
-        "verb",
-        "--command",
-        "python train.py",
-    ]);
-    assert_eq!(code, Some(0), "{stderr}");
-    assert_eq!(stdout, "4242\n", "stdout has the result alone");
-    let line = echoed(&stderr, "sbatch");
+    let ran = fake
+        .run(&[
+            "-v",
+            "launch",
+            "--exp-name",
+            "verb",
+            "--command",
+            "python train.py",
+        ])
+        .expect_status(0)
+        // stdout has the result alone.
+        .expect_stdout("4242\n")
+        .run();
+    let stderr = &ran.stderr;
+    let line = echoed(stderr, "sbatch");
     let script = std::path::PathBuf::from(
         stderr
             .lines()
@@ -127,10 +129,12 @@ fn verbose_echoes_each_slurm_command_as_a_line_that_runs_it_again() {
     assert_eq!(calls[0], calls[1], "the pasted line runs the same argv");
 
     // Arguments with shell characters (`|`, `%`) and a variable for the command.
-    let (code, stdout, stderr) = fake.run(&["status", "verb", "--verbose", "--json"]);
-    assert_eq!(code, Some(0), "{stderr}");
-    assert!(stdout.starts_with('['), "{stdout}");
-    let line = echoed(&stderr, "squeue");
+    let ran = fake
+        .run(&["status", "verb", "--verbose", "--json"])
+        .expect_status(0)
+        .expect_stdout_starts_with("[")
+        .run();
+    let line = echoed(&ran.stderr, "squeue");
     assert!(
         line.starts_with(
             "SLURM_TIME_FORMAT=standard squeue --noheader --states=all --jobs 4242 --format '%i|"
@@ -146,21 +150,24 @@ fn verbose_echoes_each_slurm_command_as_a_line_that_runs_it_again() {
 #[test]
 fn without_verbose_nothing_is_echoed() {
     let fake = Fake::new();
-    let (code, _, stderr) = fake.run(&["launch", "--exp-name", "q", "--command", "true"]);
-    assert_eq!(code, Some(0), "{stderr}");
-    assert!(!stderr.contains("--parsable"), "{stderr}");
-    let (code, _, stderr) = fake.run(&["status", "q"]);
-    assert_eq!(code, Some(0), "{stderr}");
-    assert!(!stderr.contains("squeue"), "{stderr}");
+    fake.run(&["launch", "--exp-name", "q", "--command", "true"])
+        .expect_status(0)
+        .expect_stderr_lacks("--parsable")
+        .run();
+    fake.run(&["status", "q"])
+        .expect_status(0)
+        .expect_stderr_lacks("squeue")
+        .run();
 }
 
 #[test]
 fn verbose_and_quiet_together_exit_2() {
     let fake = Fake::new();
-    let (code, stdout, stderr) = fake.run(&["-v", "-q", "status"]);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("cannot be used with"), "{stderr}");
-    assert_eq!(stdout, "");
+    fake.run(&["-v", "-q", "status"])
+        .expect_status(2)
+        .expect_stderr_contains("cannot be used with")
+        .expect_stdout("")
+        .run();
 }
 
 /// The script and so the bootstrap's command line are the same with `-v`: the job never
@@ -180,10 +187,8 @@ fn verbose_does_not_reach_the_job() {
         if verbose {
             args.insert(0, "--verbose");
         }
-        let out = rayslurm(args).cwd(dir.path()).output();
-        let (stdout, stderr) = text(&out);
-        assert!(out.status.success(), "{stderr}");
-        normalise(&stdout, dir.path())
+        let ran = rayslurm(args).cwd(dir.path()).expect_status(0).run();
+        normalise(&ran.stdout, dir.path())
     };
     let quiet = script(false);
     assert_eq!(script(true), quiet);

@@ -1,0 +1,27 @@
+//! CLI tests of where `launch` takes its settings from, seen in the script `launch --dry-run`
+//! writes: the command line, the environment (`RAYSLURM_*`), the project file
+//! (`./rayslurm.toml`) and the user file (`$RAYSLURM_CONFIG`, else
+//! `$XDG_CONFIG_HOME/rayslurm/config.toml`, else `~/.config/rayslurm/config.toml`), in that
+//! order, for every key a file takes (each has its variable); and that a config file or a
+//! variable that cannot be used is a usage error that writes nothing.
+
+use crate::harness::{Run, rayslurm};
+
+mod keys;
+mod world;
+
+mod files;
+mod precedence;
+mod variables;
+
+/// `launch --dry-run` of a run that does nothing: the script shows the settings resolved.
+fn dry_run() -> Run {
+    rayslurm([
+        "launch",
+        "--dry-run",
+        "--exp-name",
+        "x",
+        "--command",
+        "true",
+    ])
+}

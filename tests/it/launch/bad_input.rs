@@ -1,0 +1,172 @@
+//! Bad `launch` input: exit 2 with `error: ...`, nothing written, nothing submitted; the
+//! commonest messages as snapshots.
+
+use super::launch_in;
+use crate::harness::{rayslurm, shim};
+
+#[test]
+fn bad_input_exits_2_and_writes_nothing() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["-n", "0"], "--num-nodes"),
+        (&["-n", "-2"], "--num-nodes"),
+        (&["-n", "three"], "--num-nodes"),
+        (&["--num-gpus", "-1"], "--num-gpus"),
+        (&["--cpus-per-task", "0"], "--cpus-per-task"),
+        (&["--exp-name", "a/b"], "--exp-name"),
+        (&["--exp-name", ".."], "--exp-name"),
+        (&["--exp-name", "a b"], "--exp-name"),
+        (&["--exp-name", "a\nb"], "--exp-name"),
+        (&["--exp-name", "-x"], "--exp-name"),
+        (&["--exp-name=-x"], "--exp-name"),
+        (&["--exp-name", ".x"], "--exp-name"),
+        (&["--command", ""], "--command"),
+        (&["--command", "  \n "], "--command"),
+        (&["-p", "gpu\n#SBATCH --x"], "--partition"),
+        (&["-A", "a\rb"], "--account"),
+        (&["--qos", "q\n"], "--qos"),
+        (&["-C", "c\nd"], "--constraint"),
+        (&["-w", "n1\nn2"], "--node"),
+        (&["--time", "2 hours"], "--time"),
+        (&["--time", "1:2:3:4"], "--time"),
+        (&["--mem", "16GB"], "--mem"),
+        (&["--mem-per-cpu", "lots"], "--mem-per-cpu"),
+        (&["--sbatch-arg", "--x=1\n#SBATCH --y"], "--sbatch-arg"),
+        (&["--sbatch-arg", "mail"], "--sbatch-arg"),
+        (&["--env", "NOVALUE"], "--env"),
+        (&["--env", "1BAD=x"], "--env"),
+        (&["--env", "A-B=x"], "--env"),
+        (&["--log-dir", "/nonexistent/dir"], "log directory"),
+        (&["--log-dir", "/proc"], "not writable"),
+        (&["--template", "/nonexistent/t.sh"], "template"),
+        (&["--ray-args", "--x 'open"], "--ray-args"),
+        (&["--min-nodes", "5"], "--min-nodes"),
+        (&["--signal", "TERMINATE"], "not a signal name"),
+        (&["--signal", "KILL"], "cannot be caught"),
+        (
+            &["--time", "1", "--stop-grace", "60"],
+            "is not shorter than --time",
+        ),
+        (
+            &["--time", "0:30", "--stop-grace", "30"],
+            "is not shorter than --time",
+        ),
+        (
+            &["--max-requeues", "2"],
+            "--max-requeues goes with --requeue",
+        ),
+        (&["--after", " "], "--after is empty"),
+    ];
+    for (args, needle) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        // A case's own --exp-name or --command replaces the default: given twice, clap would
+        // refuse the repetition before the value is ever checked.
+        let mut argv = Vec::new();
+        for (flag, default) in [("--exp-name", "x"), ("--command", "true")] {
+            if !args.iter().any(|a| a.starts_with(flag)) {
+                argv.extend([flag, default]);
+            }
+        }
+        argv.extend_from_slice(args);
+        launch_in(dir.path(), &argv)
+            .expect_status(2)
+            .expect_stderr_lacks("cannot be used multiple times")
+            .expect_stderr_contains(needle)
+            .expect_stderr_starts_with("error:")
+            .run();
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "{args:?} wrote a file"
+        );
+    }
+}
+
+/// Regression: `--array` in `--sbatch-arg` was refused only as `--array` or `-a`, but sbatch
+/// also takes any unambiguous abbreviation of a long option (`--arr=0-3`), and flags before
+/// `a` in one word (`-Ha0-3`): those went through, and every task of the array would have
+/// shared one log and one final state. Refused before anything is written or submitted.
+#[test]
+fn array_jobs_are_refused_however_sbatch_would_spell_them() {
+    let cases: &[&[&str]] = &[
+        &["--sbatch-arg=--array=0-3"],
+        &["--sbatch-arg", "--array=0-3"],
+        &["--sbatch-arg=--arr=0-3"],
+        &["--sbatch-arg=--ar=1-2"],
+        &["--sbatch-arg", "--ar 1-2"],
+        &["--sbatch-arg", "-a 0-3"],
+        &["--sbatch-arg=-a0-3"],
+        &["--sbatch-arg=-Ha0-3"],
+        &["--sbatch-arg=--mail-type=END", "--sbatch-arg=--arr=0-3"],
+    ];
+    for args in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let shims = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let calls = shims.path().join("sbatch.calls");
+        shim(
+            shims.path(),
+            "sbatch",
+            &format!("echo \"$*\" >> {}; echo 4242", calls.display()),
+        );
+        let mut argv = vec!["launch", "--exp-name", "sweep", "--command", "true"];
+        argv.extend_from_slice(args);
+        rayslurm(argv)
+            .cwd(dir.path())
+            .shims(shims.path())
+            .env("RAYSLURM_STATE_DIR", state.path())
+            .expect_status(2)
+            .expect_stdout("")
+            .expect_stderr_starts_with("error: --sbatch-arg ")
+            .expect_stderr_contains(
+                "array jobs are not supported yet, since every task would share one log and one final state",
+            )
+            .expect_no_file(&calls)
+            .run();
+        assert!(!calls.exists(), "{args:?}: sbatch was called");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "{args:?}: wrote a script or log"
+        );
+        assert_eq!(
+            std::fs::read_dir(state.path()).unwrap().count(),
+            0,
+            "{args:?}: recorded a run"
+        );
+    }
+}
+
+/// The messages of the commonest mistakes, as snapshots: their wording is reviewed as a diff.
+#[test]
+fn usage_error_messages() {
+    let cases: &[(&str, &[&str])] = &[
+        ("bad_exp_name", &["--exp-name", "a/b", "--command", "true"]),
+        (
+            "bad_time",
+            &["--exp-name", "x", "--command", "true", "--time", "2 hours"],
+        ),
+        (
+            "bad_mem",
+            &["--exp-name", "x", "--command", "true", "--mem", "16GB"],
+        ),
+        (
+            "env_without_equals",
+            &["--exp-name", "x", "--command", "true", "--env", "NOVALUE"],
+        ),
+        (
+            "sbatch_array",
+            &[
+                "--exp-name",
+                "x",
+                "--command",
+                "true",
+                "--sbatch-arg=--arr=0-3",
+            ],
+        ),
+    ];
+    for (name, args) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = launch_in(dir.path(), args).expect_status(2).run();
+        insta::assert_snapshot!(format!("error_{name}"), ran.transcript());
+    }
+}

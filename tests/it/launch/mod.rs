@@ -1,0 +1,69 @@
+//! CLI tests of `launch`: rendered scripts (snapshots), bad input, and the sbatch paths
+//! (fake `sbatch` on PATH: a real cluster cannot easily fail on demand).
+
+use std::path::Path;
+
+use crate::harness::{Run, filter_stamps, rayslurm};
+
+mod bad_input;
+mod node_copy;
+mod scripts;
+mod submission;
+mod templates;
+
+/// The private tree of a test's launches: hidden inside its working directory.
+fn state(dir: &Path) -> std::path::PathBuf {
+    dir.join(".state")
+}
+
+/// Where a test's launches write their scripts, logs and run directories.
+fn jobs(dir: &Path) -> std::path::PathBuf {
+    state(dir).join("jobs")
+}
+
+/// Replaces what changes between runs: the directory, times, the binary's build and digest.
+fn normalise(script: &str, dir: &Path) -> String {
+    let s = script.replace(&state(dir).display().to_string(), "[STATE]");
+    let s = s.replace(&dir.display().to_string(), "[DIR]");
+    let s = regex::Regex::new(r"\b[0-9a-f]{64}\b")
+        .unwrap()
+        .replace_all(&s, "[SHA256]")
+        .into_owned();
+    let s = filter_stamps(&s);
+    let s = regex::Regex::new(r"at \d{4}-\d\d-\d\dT[^ ]+\.")
+        .unwrap()
+        .replace_all(&s, "at [TIME].")
+        .into_owned();
+    regex::Regex::new(r"rayslurm-[0-9.]+-[0-9a-f]{16}")
+        .unwrap()
+        .replace_all(&s, "rayslurm-[BUILD]")
+        .into_owned()
+}
+
+/// `rayslurm launch ARGS` in `dir`, its launches' private tree hidden inside it.
+fn launch_in(dir: &Path, args: &[&str]) -> Run {
+    rayslurm(std::iter::once("launch").chain(args.iter().copied()))
+        .cwd(dir)
+        .env("RAYSLURM_STATE_DIR", state(dir))
+}
+
+/// Runs a dry-run launch in a fresh directory and returns the normalised script.
+fn dry_run(args: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = vec!["--dry-run", "--exp-name", "exp"];
+    argv.extend_from_slice(args);
+    let ran = launch_in(dir.path(), &argv).expect_status(0).run();
+    normalise(&ran.stdout, dir.path())
+}
+
+/// Files in a directory, hidden ones (the binary copy) excluded.
+fn visible_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    names.sort();
+    names
+}

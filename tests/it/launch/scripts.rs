@@ -1,0 +1,170 @@
+//! The scripts `launch --dry-run` renders, as snapshots, and hostile text (quotes, `$`,
+//! backticks, newlines) that reaches bash unchanged.
+
+use super::{dry_run, launch_in};
+
+#[test]
+fn script_defaults() {
+    insta::assert_snapshot!(dry_run(&["--command", "python train.py"]));
+}
+
+#[test]
+fn script_with_every_directive() {
+    insta::assert_snapshot!(dry_run(&[
+        "--command",
+        "python train.py --lr 0.1",
+        "-n",
+        "4",
+        "--num-gpus",
+        "2",
+        "-w",
+        "node[01-04]",
+        "-p",
+        "gpu",
+        "-A",
+        "proj",
+        "--qos",
+        "high",
+        "-C",
+        "a100",
+        "--tasks-per-node",
+        "1",
+        "--cpus-per-task",
+        "16",
+        "--mem",
+        "64G",
+        "--time",
+        "1-12:00:00",
+        "--sbatch-arg=--mail-type=END",
+        "--sbatch-arg",
+        "--comment=two words",
+        "--stop-grace",
+        "120",
+    ]));
+}
+
+#[test]
+fn script_gpus_as_gres_and_per_node() {
+    insta::assert_snapshot!(
+        "gres",
+        dry_run(&[
+            "--command",
+            "x",
+            "--num-gpus",
+            "4",
+            "--gpu-directive",
+            "gres",
+            "--no-exclusive",
+            "--mem-per-cpu",
+            "2G"
+        ])
+    );
+    insta::assert_snapshot!(
+        "per_node",
+        dry_run(&[
+            "--command",
+            "x",
+            "--num-gpus",
+            "1",
+            "--gpu-directive",
+            "gpus-per-node"
+        ])
+    );
+}
+
+#[test]
+fn script_with_cluster_options() {
+    insta::assert_snapshot!(dry_run(&[
+        "--command",
+        "bash run.sh",
+        "-n",
+        "3",
+        "--interface",
+        "ib0",
+        "--ip-family",
+        "6",
+        "--min-nodes",
+        "2",
+        "--ready-timeout",
+        "60",
+        "--object-store-memory",
+        "100000000",
+        "--ray-args",
+        "--object-manager-port=0",
+        "--ray-head-args",
+        "--include-dashboard=false --system-config='{\"a\": 1}'",
+        "--port-base",
+        "40000",
+        "--stop-grace",
+        "0",
+    ]));
+}
+
+#[test]
+fn script_quotes_hostile_text() {
+    insta::assert_snapshot!(dry_run(&[
+        "--command",
+        "python -c \"print('it''s $HOME')\"; echo `id` ü\nsecond line",
+        "--load-env",
+        "module load cuda/12; source 'my venv/bin/activate'",
+        "--env",
+        "MSG=it's a \"quote\" $x",
+        "--env",
+        "EMPTY=",
+    ]));
+}
+
+/// What the script hands to bash arrives unchanged: the rendered `--command` word, the
+/// `--env` exports and the `--load-env` text, evaluated by bash, are the original strings.
+#[test]
+fn hostile_text_survives_bash() {
+    let command = "python -c \"print('a')\" ; echo `id` $HOME 'x'\"y\" \\ ü 🚀\nline two";
+    let value = "it's \"q\" $x `y` \\n";
+    let dir = tempfile::tempdir().unwrap();
+    let env = format!("V={value}");
+    let args = [
+        "--dry-run",
+        "--exp-name",
+        "h",
+        "--command",
+        command,
+        "--env",
+        &env,
+        "--load-env",
+        "L='keep $this'",
+    ];
+    let script = launch_in(dir.path(), &args).expect_status(0).run().stdout;
+    // Replace the hand-over with printing what it would pass on.
+    // Without the check of the binary's digest (a dry run copies no binary).
+    let probe = without_prelude(&script);
+    let probe = probe
+        .replace(
+            "exec \"$rayslurm_bin\" bootstrap",
+            "printf '%s\\0' \"$V\" \"$L\"; shift_args() { :; }; printf '%s\\0'",
+        )
+        .replace("if [ ! -x \"$rayslurm_bin\" ]; then", "if false; then")
+        .replace("\"$rayslurm_bin\" --version", "true");
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&probe)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let words: Vec<&str> = printed.split('\0').collect();
+    assert_eq!(words[0], value);
+    assert_eq!(words[1], "keep $this");
+    assert_eq!(
+        words[words.len() - 2],
+        command,
+        "the last word is the command"
+    );
+}
+
+/// The script without the check rayslurm adds before every command (it would find no binary
+/// after a dry run).
+fn without_prelude(script: &str) -> String {
+    regex::Regex::new(r"(?s)# Added by rayslurm to every script:.*?unset rayslurm_sha256\n")
+        .unwrap()
+        .replace(script, "")
+        .into_owned()
+}
