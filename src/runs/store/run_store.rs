@@ -172,6 +172,15 @@ mod tests {
     use super::*;
     use crate::runs::store::{RecordedEnd, Source};
 
+    /// The job ids of the loaded runs, in their order.
+    fn job_ids(loaded: &Loaded) -> Vec<&str> {
+        loaded
+            .runs
+            .iter()
+            .map(|r| r.record.job_id.as_str())
+            .collect()
+    }
+
     #[test]
     fn add_then_load_newest_first() {
         let dir = tempfile::tempdir().unwrap();
@@ -181,11 +190,7 @@ mod tests {
         store.add(&record("b", "12", 3)).unwrap();
         store.add(&record("a", "11", 2)).unwrap();
         let loaded = store.load().unwrap();
-        let ids: Vec<&str> = loaded
-            .runs
-            .iter()
-            .map(|r| r.record.job_id.as_str())
-            .collect();
+        let ids = job_ids(&loaded);
         assert_eq!(ids, ["12", "11", "10"]);
         assert!(loaded.damaged.is_empty());
         assert_eq!(loaded.runs[0].record, record("b", "12", 3));
@@ -204,11 +209,7 @@ mod tests {
         std::fs::write(dir.path().join("notes.txt"), "not a record").unwrap();
         store.add(&record("a", "12", 3)).unwrap();
         let loaded = store.load().unwrap();
-        let ids: Vec<&str> = loaded
-            .runs
-            .iter()
-            .map(|r| r.record.job_id.as_str())
-            .collect();
+        let ids = job_ids(&loaded);
         assert_eq!(ids, ["12", "10"]);
         let mut damaged: Vec<String> = loaded
             .damaged
