@@ -146,12 +146,10 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
     };
     // The bootstrap wrote this attempt's end before it died: that stands. (An earlier
     // attempt's, after a requeue, is not this one's.)
-    let written = FinalState::read(path).ok().flatten().is_some_and(|s| {
-        s.job_id == alloc.job_id
-            && s.attempts
-                .last()
-                .is_none_or(|a| a.restart == alloc.restart_count)
-    });
+    let written = FinalState::read(path)
+        .ok()
+        .flatten()
+        .is_some_and(|s| s.job_id == alloc.job_id && s.last().restart == alloc.restart_count);
     if written {
         return 1;
     }

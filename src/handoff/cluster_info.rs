@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::handoff::run_files::NotPrivate;
 use crate::sys::staged_file::Staged;
 
 /// The file's name in the run's directory.
@@ -55,20 +56,17 @@ impl ClusterInfo {
     /// sent): one that is not is refused, naming its owner and mode.
     pub(crate) fn read(run_dir: &Path) -> Result<Option<Self>> {
         let path = Self::path(run_dir);
-        if let Ok(meta) = std::fs::symlink_metadata(&path) {
+        if let Ok(meta) = std::fs::symlink_metadata(&path)
+            && NotPrivate::of(&meta).is_some()
+        {
             use std::os::unix::fs::MetadataExt;
-            let me = nix::unistd::geteuid().as_raw();
-            let mine = meta.uid() == me
-                || crate::sys::private_tree::accepted_owners().contains(&meta.uid());
-            if !meta.is_file() || !mine || meta.mode() & 0o077 != 0 {
-                anyhow::bail!(
-                    "`{}` is not your private file (owner {}, mode {:04o}{}): a cluster's info names the program run as you and where your token goes, so it is not used; remove it, and start the cluster again",
-                    path.display(),
-                    crate::sys::private_tree::owner_name(meta.uid()),
-                    meta.mode() & 0o7777,
-                    if meta.is_symlink() { ", a link" } else { "" }
-                );
-            }
+            anyhow::bail!(
+                "`{}` is not your private file (owner {}, mode {:04o}{}): a cluster's info names the program run as you and where your token goes, so it is not used; remove it, and start the cluster again",
+                path.display(),
+                crate::sys::private_tree::owner_name(meta.uid()),
+                meta.mode() & 0o7777,
+                if meta.is_symlink() { ", a link" } else { "" }
+            );
         }
         match std::fs::read_to_string(&path) {
             Ok(text) => serde_json::from_str(&text)

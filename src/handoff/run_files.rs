@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::sys::private_tree;
+
 /// In the run's private directory: the name of a signal `rayslurm cancel --signal` sent, so
 /// that the bootstrap passes a TERM, INT or HUP on to the command instead of stopping the run.
 pub(crate) const SIGNAL_REQUEST: &str = "signal-request";
@@ -59,27 +61,56 @@ pub(crate) fn create_private_dir(dir: &Path) -> Result<()> {
 pub(crate) fn check_private_file(path: &Path) -> Result<()> {
     let meta = std::fs::symlink_metadata(path)
         .with_context(|| format!("cannot read `{}`", path.display()))?;
-    ensure_own(path, &meta)?;
-    if !meta.is_file() || meta.mode() & 0o077 != 0 {
-        anyhow::bail!(
+    match NotPrivate::of(&meta) {
+        None => Ok(()),
+        Some(NotPrivate::Foreign) => Err(not_yours(path, meta.uid())),
+        Some(NotPrivate::Open) => anyhow::bail!(
             "`{}` is not a private file (mode {:o}): remove it, and the run makes a new one",
             path.display(),
             meta.mode() & 0o7777
-        );
+        ),
     }
-    Ok(())
+}
+
+/// Why a file found where a run keeps its secrets (its token, a cluster's info) is not to be
+/// trusted, if it is not: the one check every such file passes before it is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotPrivate {
+    /// Another user owns it (one `RAYSLURM_TRUST_UNVERIFIED_OWNER` does not name).
+    Foreign,
+    /// It is not a plain file (a link, say), or others may read or write it.
+    Open,
+}
+
+impl NotPrivate {
+    /// What is wrong with a file, from its own metadata (`symlink_metadata`: a link is looked
+    /// at, not followed); `None` for the user's own private plain file.
+    pub(crate) fn of(meta: &std::fs::Metadata) -> Option<Self> {
+        if !private_tree::is_mine(meta.uid()) {
+            Some(Self::Foreign)
+        } else if !meta.is_file() || meta.mode() & 0o077 != 0 {
+            Some(Self::Open)
+        } else {
+            None
+        }
+    }
 }
 
 fn ensure_own(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
-    let me = nix::unistd::geteuid().as_raw();
-    if meta.uid() != me && !crate::sys::private_tree::accepted_owners().contains(&meta.uid()) {
-        anyhow::bail!(
-            "`{}` belongs to user id {}, not to you (user id {me}): a run keeps its secrets there, so it must be yours; remove it or use another --log-dir",
-            path.display(),
-            meta.uid()
-        );
+    if private_tree::is_mine(meta.uid()) {
+        Ok(())
+    } else {
+        Err(not_yours(path, meta.uid()))
     }
-    Ok(())
+}
+
+/// A run's file or directory that another user owns, as the user reads it.
+fn not_yours(path: &Path, owner: u32) -> anyhow::Error {
+    let me = nix::unistd::geteuid().as_raw();
+    anyhow::anyhow!(
+        "`{}` belongs to user id {owner}, not to you (user id {me}): a run keeps its secrets there, so it must be yours; remove it or use another --log-dir",
+        path.display(),
+    )
 }
 
 /// The files of one run.
@@ -136,6 +167,23 @@ impl RunFiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_private_file_open_to_others_or_a_link_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ray-auth-token-7.0");
+        std::fs::write(&path, "t").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        check_private_file(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let err = check_private_file(&path).unwrap_err().to_string();
+        assert!(err.contains("is not a private file (mode 640)"), "{err}");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        let meta = std::fs::symlink_metadata(&link).unwrap();
+        assert_eq!(NotPrivate::of(&meta), Some(NotPrivate::Open));
+        assert!(check_private_file(&link).is_err());
+    }
 
     #[test]
     fn every_file_is_named_from_the_stem_and_found_from_the_state_file() {

@@ -66,7 +66,9 @@ fn me() -> u32 {
     nix::unistd::geteuid().as_raw()
 }
 
-fn is_mine(uid: u32) -> bool {
+/// Whether a file of owner `uid` counts as the user's: the user's own, or an owner the user
+/// said to accept ([`accept_owners`]).
+pub(crate) fn is_mine(uid: u32) -> bool {
     uid == me() || accepted_owners().contains(&uid)
 }
 

@@ -98,7 +98,7 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
     };
     let state_file = args.state_file.as_deref();
     let state = FinalState::after_attempt(state_file, &alloc.job_id, &alloc.node, attempt.clone());
-    if let Some(message) = &state.message {
+    if let Some(message) = &state.last().message {
         let error = if outcome.code == 0 { "" } else { "error: " };
         say(&alloc.node, format!("{error}{message}"));
     }
@@ -158,7 +158,7 @@ fn attempt_header(alloc: &Allocation, state_file: Option<&Path>) -> Option<Strin
     let last = state_file
         .and_then(|p| FinalState::read(p).ok().flatten())
         .filter(|s| s.job_id == alloc.job_id)
-        .and_then(|s| s.attempts.last().cloned());
+        .map(|s| s.last().clone());
     let why = last.map_or_else(String::new, |a| {
         format!("; the last one ended: {}", a.ending.as_str())
     });

@@ -192,7 +192,7 @@ impl<'a> Follower<'a> {
                 && FinalState::read(&self.record.state_file)
                     .ok()
                     .flatten()
-                    .is_some_and(|f| !f.requeued);
+                    .is_some_and(|f| !f.last().requeued);
             if finished {
                 watcher.hurry();
             }

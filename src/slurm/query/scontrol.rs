@@ -1,0 +1,98 @@
+//! `scontrol show job`: a job's exit code, run time, nodes and restarts, while slurmctld
+//! knows the job.
+
+use std::collections::HashMap;
+
+use super::client::{QueryError, is_unknown_job};
+use super::fields::known;
+use super::job_state::{SlurmExit, SlurmState};
+use crate::slurm::duration;
+use crate::sys::process::Cmd;
+
+/// The fields of `scontrol show job -o ID` we use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScontrolJob {
+    pub(crate) state: SlurmState,
+    pub(crate) exit: Option<SlurmExit>,
+    pub(crate) elapsed: Option<u64>,
+    pub(crate) nodelist: Option<String>,
+    /// How many times Slurm has requeued it (`Restarts=`): it counts a requeue as soon as the
+    /// job is being stopped for it, while the job still runs.
+    pub(crate) restarts: Option<u32>,
+}
+
+/// Splits `scontrol show job -o` output into `Key=Value` fields. A value may hold spaces
+/// (`Command=/x/run.sh a b`): words without `=` belong to the value before them.
+pub(crate) fn parse_scontrol_fields(text: &str) -> HashMap<String, String> {
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let mut fields: HashMap<String, String> = HashMap::new();
+    let mut last: Option<String> = None;
+    for word in line.split_whitespace() {
+        match word.split_once('=') {
+            Some((key, value))
+                if !key.is_empty()
+                    && key
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "/:_-".contains(c)) =>
+            {
+                fields.insert(key.to_owned(), value.to_owned());
+                last = Some(key.to_owned());
+            }
+            _ => {
+                if let Some(value) = last.as_ref().and_then(|k| fields.get_mut(k)) {
+                    value.push(' ');
+                    value.push_str(word);
+                }
+            }
+        }
+    }
+    fields
+}
+
+pub(crate) fn parse_scontrol_job(text: &str) -> Option<ScontrolJob> {
+    let fields = parse_scontrol_fields(text);
+    let state = fields.get("JobState")?;
+    Some(ScontrolJob {
+        state: SlurmState::new(state),
+        exit: fields.get("ExitCode").and_then(|e| SlurmExit::parse(e)),
+        elapsed: fields.get("RunTime").and_then(|t| duration::parse(t)),
+        nodelist: fields.get("NodeList").and_then(|n| known(n)),
+        restarts: fields.get("Restarts").and_then(|r| r.parse().ok()),
+    })
+}
+
+/// `scontrol show job -o ID`; `Ok(None)` once slurmctld has forgotten the job.
+pub(crate) fn scontrol_job(job_id: &str) -> Result<Option<ScontrolJob>, QueryError> {
+    let cmd = Cmd::new("scontrol").args(["show", "job", "-o", job_id]);
+    match cmd.stdout() {
+        Ok(out) => Ok(parse_scontrol_job(&out)),
+        Err(e) if is_unknown_job(&e) => Ok(None),
+        Err(e) => Err(QueryError::from_cmd(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scontrol_one_line() {
+        let text = "JobId=11 JobName=a.sh UserId=root(0) JobState=FAILED Reason=NonZeroExitCode \
+            Dependency=(null) ExitCode=3:0 RunTime=00:00:03 TimeLimit=UNLIMITED NodeList=node1 \
+            BatchHost=node1 Command=/srv/my dir/a.sh --flag x=1 WorkDir=/srv/my dir Power= \n";
+        let job = parse_scontrol_job(text).unwrap();
+        assert_eq!(job.state.as_str(), "FAILED");
+        assert_eq!(job.exit, Some(SlurmExit { code: 3, signal: 0 }));
+        assert_eq!(job.elapsed, Some(3));
+        assert_eq!(job.nodelist.as_deref(), Some("node1"));
+        assert_eq!(job.restarts, None);
+        let requeued = parse_scontrol_job("JobId=1 JobState=COMPLETING Requeue=1 Restarts=2 \n");
+        assert_eq!(requeued.unwrap().restarts, Some(2));
+        let fields = parse_scontrol_fields(text);
+        assert_eq!(fields["WorkDir"], "/srv/my dir");
+        assert_eq!(fields["Power"], "");
+        assert_eq!(fields["Command"], "/srv/my dir/a.sh --flag");
+        assert_eq!(fields["x"], "1");
+        assert_eq!(parse_scontrol_job(""), None);
+    }
+}
