@@ -27,20 +27,21 @@ mod env_vars;
 mod error;
 mod handoff;
 mod launch;
-mod parse;
 mod printer;
 mod runs;
 mod slurm;
+mod state_dir;
 mod sys;
 
 use std::process::ExitCode;
 
 use crate::cli::Command;
-use crate::launch::config::{LaunchConfig, Sources};
+use crate::commands::settings::{self, exec::ExecSettings, up::UpSettings};
+use crate::launch::config::Sources;
 use crate::printer::Printer;
 
 fn main() -> ExitCode {
-    let cli = parse::parse(std::env::args_os().collect(), &|name| {
+    let cli = cli::parse::parse(std::env::args_os().collect(), &|name| {
         std::env::var_os(name)
     });
     let printer = Printer::new(cli.quiet);
@@ -75,7 +76,7 @@ fn main() -> ExitCode {
 fn run(command: Command, printer: &Printer) -> anyhow::Result<ExitCode> {
     match command {
         Command::Launch(args) => {
-            let config = LaunchConfig::resolve(&args, &Sources::load(printer)?)?;
+            let config = settings::launch::resolve(&args, &Sources::load(printer)?)?;
             commands::launch::run(&config, printer)
         }
         Command::Template => Ok(commands::template::run(printer)),
@@ -83,8 +84,11 @@ fn run(command: Command, printer: &Printer) -> anyhow::Result<ExitCode> {
         Command::Logs(args) => commands::logs::run(&args, printer),
         Command::Status(args) => commands::status::run(&args, printer),
         Command::Cancel(args) => commands::cancel::run(&args, printer),
-        Command::Up(args) => commands::up::run(&args, printer),
-        Command::Exec(args) => commands::exec::run(&args, printer),
+        Command::Up(args) => {
+            let settings = UpSettings::resolve(&args, &Sources::load(printer)?)?;
+            commands::up::run(&settings, printer)
+        }
+        Command::Exec(args) => commands::exec::run(&ExecSettings::resolve(&args)?, printer),
         Command::Queue(args) => commands::queue::run(&args, printer),
         Command::Down(args) => commands::down::run(&args, printer),
         Command::Dashboard(args) => commands::dashboard::run(&args, printer),

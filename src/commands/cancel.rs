@@ -95,11 +95,7 @@ fn cancel_cluster_jobs(
     printer: &Printer,
 ) -> Result<ExitCode> {
     let cluster = Cluster::find(runs, &args.target)?;
-    let warn = |m: &str| printer.warn(m);
-    let status = status::gather(&[cluster.run], &status::ONE_SHOT_RETRIES, &warn)?
-        .statuses
-        .remove(0);
-    let (_, api) = cluster.api(&status)?;
+    let (_, api) = cluster.connect(printer)?;
     let records = jobs::all(&cluster.run_dir)?;
     let chosen: Vec<_> = match args.job {
         Some(id) => vec![

@@ -65,11 +65,7 @@ fn cluster_job_log(
     let cluster = Cluster::find(runs, name)?;
     let job = jobs::one(&cluster.run_dir, id)?.ok_or_else(|| no_such_job(&cluster, id))?;
     if follow {
-        let warn = |m: &str| printer.warn(m);
-        let status = status::gather(&[cluster.run], &status::ONE_SHOT_RETRIES, &warn)?
-            .statuses
-            .remove(0);
-        let (_, api) = cluster.api(&status)?;
+        let (_, api) = cluster.connect(printer)?;
         return clusters::follow::follow(&api, cluster.name(), &job, start, printer);
     }
     let mut tail = LogTail::new(&job.log, start);

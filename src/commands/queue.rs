@@ -14,8 +14,6 @@ use crate::clusters::cluster::Cluster;
 use crate::clusters::jobs::{self, JobRecord};
 use crate::handoff::jobs_api::JobInfo;
 use crate::printer::Printer;
-use crate::runs::status;
-use crate::runs::store::{self, RunStore};
 use crate::slurm::{duration, query};
 
 /// One job as `--json` prints it.
@@ -75,14 +73,8 @@ fn row<'a>(job: &'a JobRecord, info: Option<&'a JobInfo>) -> JobRow<'a> {
 }
 
 pub(crate) fn run(args: &QueueArgs, printer: &Printer) -> Result<ExitCode> {
-    let store = RunStore::from_env()?;
-    let runs = store::load_warning(&store, printer)?;
-    let cluster = Cluster::find(&runs, &args.cluster)?;
-    let warn = |m: &str| printer.warn(m);
-    let status = status::gather(&[cluster.run], &status::ONE_SHOT_RETRIES, &warn)?
-        .statuses
-        .remove(0);
-    let (info, api) = cluster.api(&status)?;
+    let (_, cluster) = Cluster::open(&args.cluster, printer)?;
+    let (info, api) = cluster.connect(printer)?;
     let records = jobs::all(&cluster.run_dir)?;
     let known: HashMap<String, JobInfo> = api
         .jobs()?
