@@ -1,23 +1,25 @@
 //! rayslurm: run Ray (and other multi-node programs) on a Slurm cluster with one command.
 //!
 //! The folders are the layers:
-//! - `cli` (clap structs), `parse` (arguments and variables into them), `commands/` (one
-//!   module per subcommand), `printer`, `env_vars` and `error`: the command line on the login
-//!   node;
-//! - `launch/`: flags to a submitted job (config, validation, job spec, template, script files,
-//!   the node-visible copy of this binary);
+//! - `cli/` (clap structs, and the parser of arguments and variables into them), `commands/`
+//!   (each command's arguments resolved into its settings, `commands/settings/`, then one module
+//!   per subcommand), `printer`, `env_vars` and `error`: the command line on the login node;
+//! - `launch/`: a resolved launch to a submitted job (config, validation, job spec, template,
+//!   script files, the node-visible copy of this binary);
 //! - `runs/`: what became of a run afterwards (records, selection, status, cancel, follow);
-//! - `clusters/`: persistent clusters (`up`) and the jobs submitted to them;
+//! - `clusters/`: persistent clusters (`up`), opened by name, and the jobs submitted to them;
 //! - `slurm/`: every Slurm client and text format;
 //! - `handoff/`: the contract between launcher and bootstrap (the bootstrap's arguments, the
 //!   cluster options, the environment set inside jobs, a run's file names, its final state);
 //! - `bootstrap/`: what runs inside the allocation, on every node;
-//! - `sys/`: small system helpers (external commands, quoting, whole-file writes).
+//! - `sys/`: small system helpers (external commands, quoting, whole-file writes);
+//! - `state_dir`: where the user's state lives, which `runs/` and `launch/` share.
 //!
 //! The dependency rule, checked by `tests/it/layers.rs`: `bootstrap/` runs on other hosts and
 //! uses only `handoff`, `slurm`, `sys` and `error`; `handoff/`, `slurm/` and `sys/` use only
 //! each other (`handoff` and `slurm` may use `sys`, never the reverse) and `error`; `launch/`,
-//! `runs/` and `clusters/` never use `bootstrap` or `commands`.
+//! `runs/` and `clusters/` never use `bootstrap` or `commands`; `launch/` uses neither `runs/`
+//! nor `clusters/`, and `runs/` not `clusters/`; only `main.rs` and `commands/` use `cli`.
 
 mod bootstrap;
 mod cli;
