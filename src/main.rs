@@ -38,6 +38,8 @@ mod sys;
 use std::process::ExitCode;
 
 use crate::cli::Command;
+use crate::commands::settings::clusters::{DashboardSettings, DownSettings, QueueSettings};
+use crate::commands::settings::runs::{CancelSettings, LogsSettings, StatusSettings};
 use crate::commands::settings::{self, exec::ExecSettings, up::UpSettings};
 use crate::launch::config::Sources;
 use crate::printer::Printer;
@@ -83,17 +85,19 @@ fn run(command: Command, printer: &Printer) -> anyhow::Result<ExitCode> {
         }
         Command::Template => Ok(commands::template::run(printer)),
         Command::Bootstrap(args) => bootstrap::run(&args),
-        Command::Logs(args) => commands::logs::run(&args, printer),
-        Command::Status(args) => commands::status::run(&args, printer),
-        Command::Cancel(args) => commands::cancel::run(&args, printer),
+        Command::Logs(args) => commands::logs::run(&LogsSettings::resolve(&args), printer),
+        Command::Status(args) => commands::status::run(&StatusSettings::resolve(&args), printer),
+        Command::Cancel(args) => commands::cancel::run(&CancelSettings::resolve(&args), printer),
         Command::Up(args) => {
             let settings = UpSettings::resolve(&args, &Sources::load(printer)?)?;
             commands::up::run(&settings, printer)
         }
         Command::Exec(args) => commands::exec::run(&ExecSettings::resolve(&args)?, printer),
-        Command::Queue(args) => commands::queue::run(&args, printer),
-        Command::Down(args) => commands::down::run(&args, printer),
-        Command::Dashboard(args) => commands::dashboard::run(&args, printer),
+        Command::Queue(args) => commands::queue::run(&QueueSettings::resolve(&args), printer),
+        Command::Down(args) => commands::down::run(&DownSettings::resolve(&args), printer),
+        Command::Dashboard(args) => {
+            commands::dashboard::run(&DashboardSettings::resolve(&args), printer)
+        }
         Command::Relay(args) => commands::relay::run(&args),
         Command::Trust(args) => commands::trust::run(&args, printer),
         Command::Completions(args) => commands::completions::run(&args),

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::cli::DashboardArgs;
 use crate::clusters::cluster::Cluster;
 use crate::clusters::relay;
+use crate::commands::settings::clusters::DashboardSettings;
 use crate::error::{UsageError, show};
 use crate::handoff::cluster_info::ClusterInfo;
 use crate::handoff::run_files::newest_token_file;
@@ -21,7 +21,7 @@ use crate::runs::interrupt;
 use crate::runs::select;
 use crate::runs::store::{self, RunStore, StoredRun};
 
-pub(crate) fn run(args: &DashboardArgs, printer: &Printer) -> Result<ExitCode> {
+pub(crate) fn run(args: &DashboardSettings, printer: &Printer) -> Result<ExitCode> {
     let store = RunStore::from_env()?;
     let runs = store::load_warning(&store, printer)?;
     let (info, port, token, run_dir) = match Cluster::find(&runs, &args.target) {

@@ -7,14 +7,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::cli::DownArgs;
 use crate::clusters::cluster::{Cluster, State};
+use crate::commands::settings::clusters::DownSettings;
 use crate::handoff::jobs_api::JobsApi;
 use crate::printer::Printer;
 use crate::runs::cancel::{self, Cancelled};
 use crate::runs::status;
 
-pub(crate) fn run(args: &DownArgs, printer: &Printer) -> Result<ExitCode> {
+pub(crate) fn run(args: &DownSettings, printer: &Printer) -> Result<ExitCode> {
     let (store, cluster) = Cluster::open(&args.cluster, printer)?;
     let name = cluster.name().to_owned();
     let warn = |m: &str| printer.warn(m);

@@ -9,9 +9,9 @@ use anyhow::Result;
 use chrono::{DateTime, Local, TimeZone};
 use serde::Serialize;
 
-use crate::cli::QueueArgs;
 use crate::clusters::cluster::Cluster;
 use crate::clusters::jobs::{self, JobRecord};
+use crate::commands::settings::clusters::QueueSettings;
 use crate::handoff::jobs_api::JobInfo;
 use crate::printer::Printer;
 use crate::slurm::{duration, query};
@@ -72,7 +72,7 @@ fn row<'a>(job: &'a JobRecord, info: Option<&'a JobInfo>) -> JobRow<'a> {
     }
 }
 
-pub(crate) fn run(args: &QueueArgs, printer: &Printer) -> Result<ExitCode> {
+pub(crate) fn run(args: &QueueSettings, printer: &Printer) -> Result<ExitCode> {
     let (_, cluster) = Cluster::open(&args.cluster, printer)?;
     let (info, api) = cluster.connect(printer)?;
     let records = jobs::all(&cluster.run_dir)?;
