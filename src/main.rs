@@ -1,23 +1,25 @@
 //! rayslurm: run Ray (and other multi-node programs) on a Slurm cluster with one command.
 //!
 //! The folders are the layers:
-//! - `cli` (clap structs), `parse` (arguments and variables into them), `commands/` (one
-//!   module per subcommand), `printer`, `env_vars` and `error`: the command line on the login
-//!   node;
-//! - `launch/`: flags to a submitted job (config, validation, job spec, template, script files,
-//!   the node-visible copy of this binary);
+//! - `cli/` (clap structs, and the parser of arguments and variables into them), `commands/`
+//!   (each command's arguments resolved into its settings, `commands/settings/`, then one module
+//!   per subcommand), `printer`, `env_vars` and `error`: the command line on the login node;
+//! - `launch/`: a resolved launch to a submitted job (config, validation, job spec, template,
+//!   script files, the node-visible copy of this binary);
 //! - `runs/`: what became of a run afterwards (records, selection, status, cancel, follow);
-//! - `clusters/`: persistent clusters (`up`) and the jobs submitted to them;
+//! - `clusters/`: persistent clusters (`up`), opened by name, and the jobs submitted to them;
 //! - `slurm/`: every Slurm client and text format;
 //! - `handoff/`: the contract between launcher and bootstrap (the bootstrap's arguments, the
 //!   cluster options, the environment set inside jobs, a run's file names, its final state);
 //! - `bootstrap/`: what runs inside the allocation, on every node;
-//! - `sys/`: small system helpers (external commands, quoting, whole-file writes).
+//! - `sys/`: small system helpers (external commands, quoting, whole-file writes);
+//! - `state_dir`: where the user's state lives, which `runs/` and `launch/` share.
 //!
 //! The dependency rule, checked by `tests/it/layers.rs`: `bootstrap/` runs on other hosts and
 //! uses only `handoff`, `slurm`, `sys` and `error`; `handoff/`, `slurm/` and `sys/` use only
 //! each other (`handoff` and `slurm` may use `sys`, never the reverse) and `error`; `launch/`,
-//! `runs/` and `clusters/` never use `bootstrap` or `commands`.
+//! `runs/` and `clusters/` never use `bootstrap` or `commands`; `launch/` uses neither `runs/`
+//! nor `clusters/`, and `runs/` not `clusters/`; only `main.rs` and `commands/` use `cli`.
 
 mod bootstrap;
 mod cli;
@@ -27,20 +29,23 @@ mod env_vars;
 mod error;
 mod handoff;
 mod launch;
-mod parse;
 mod printer;
 mod runs;
 mod slurm;
+mod state_dir;
 mod sys;
 
 use std::process::ExitCode;
 
 use crate::cli::Command;
-use crate::launch::config::{LaunchConfig, Sources};
+use crate::commands::settings::clusters::{DashboardSettings, DownSettings, QueueSettings};
+use crate::commands::settings::runs::{CancelSettings, LogsSettings, StatusSettings};
+use crate::commands::settings::{self, exec::ExecSettings, up::UpSettings};
+use crate::launch::config::Sources;
 use crate::printer::Printer;
 
 fn main() -> ExitCode {
-    let cli = parse::parse(std::env::args_os().collect(), &|name| {
+    let cli = cli::parse::parse(std::env::args_os().collect(), &|name| {
         std::env::var_os(name)
     });
     let printer = Printer::new(cli.quiet);
@@ -75,19 +80,24 @@ fn main() -> ExitCode {
 fn run(command: Command, printer: &Printer) -> anyhow::Result<ExitCode> {
     match command {
         Command::Launch(args) => {
-            let config = LaunchConfig::resolve(&args, &Sources::load(printer)?)?;
+            let config = settings::launch::resolve(&args, &Sources::load(printer)?)?;
             commands::launch::run(&config, printer)
         }
         Command::Template => Ok(commands::template::run(printer)),
         Command::Bootstrap(args) => bootstrap::run(&args),
-        Command::Logs(args) => commands::logs::run(&args, printer),
-        Command::Status(args) => commands::status::run(&args, printer),
-        Command::Cancel(args) => commands::cancel::run(&args, printer),
-        Command::Up(args) => commands::up::run(&args, printer),
-        Command::Exec(args) => commands::exec::run(&args, printer),
-        Command::Queue(args) => commands::queue::run(&args, printer),
-        Command::Down(args) => commands::down::run(&args, printer),
-        Command::Dashboard(args) => commands::dashboard::run(&args, printer),
+        Command::Logs(args) => commands::logs::run(&LogsSettings::resolve(&args), printer),
+        Command::Status(args) => commands::status::run(&StatusSettings::resolve(&args), printer),
+        Command::Cancel(args) => commands::cancel::run(&CancelSettings::resolve(&args), printer),
+        Command::Up(args) => {
+            let settings = UpSettings::resolve(&args, &Sources::load(printer)?)?;
+            commands::up::run(&settings, printer)
+        }
+        Command::Exec(args) => commands::exec::run(&ExecSettings::resolve(&args)?, printer),
+        Command::Queue(args) => commands::queue::run(&QueueSettings::resolve(&args), printer),
+        Command::Down(args) => commands::down::run(&DownSettings::resolve(&args), printer),
+        Command::Dashboard(args) => {
+            commands::dashboard::run(&DashboardSettings::resolve(&args), printer)
+        }
         Command::Relay(args) => commands::relay::run(&args),
         Command::Trust(args) => commands::trust::run(&args, printer),
         Command::Completions(args) => commands::completions::run(&args),

@@ -9,9 +9,10 @@ use super::relay;
 use crate::error::{UsageError, show};
 use crate::handoff::cluster_info::ClusterInfo;
 use crate::handoff::jobs_api::JobsApi;
+use crate::printer::Printer;
 use crate::runs::select::close_matches;
-use crate::runs::status::JobStatus;
-use crate::runs::store::StoredRun;
+use crate::runs::status::{self, JobStatus};
+use crate::runs::store::{self, RunStore, StoredRun};
 use crate::slurm::query::Phase;
 
 /// Where a cluster stands.
@@ -41,14 +42,23 @@ fn is_stale(info: &ClusterInfo, current: Option<u32>) -> bool {
 }
 
 /// A recorded cluster.
-pub(crate) struct Cluster<'a> {
-    pub(crate) run: &'a StoredRun,
+pub(crate) struct Cluster {
+    pub(crate) run: StoredRun,
     pub(crate) run_dir: PathBuf,
 }
 
-impl<'a> Cluster<'a> {
+impl Cluster {
+    /// The cluster named `name` in the user's run store (a damaged record costs a warning),
+    /// with the store, which keeps what becomes of it: how every cluster command starts.
+    pub(crate) fn open(name: &str, printer: &Printer) -> Result<(RunStore, Self)> {
+        let store = RunStore::from_env()?;
+        let runs = store::load_warning(&store, printer)?;
+        let cluster = Self::find(&runs, name)?;
+        Ok((store, cluster))
+    }
+
     /// The cluster named `name` among the recorded runs (its newest record).
-    pub(crate) fn find(runs: &'a [StoredRun], name: &str) -> Result<Self, UsageError> {
+    pub(crate) fn find(runs: &[StoredRun], name: &str) -> Result<Self, UsageError> {
         let run = runs
             .iter()
             .filter(|r| r.record.cluster && r.record.exp_name == name)
@@ -71,7 +81,25 @@ impl<'a> Cluster<'a> {
         let run_dir = run.record.files().map(|f| f.dir).ok_or_else(|| {
             UsageError::new(format!("the record of cluster {} is damaged", show(name)))
         })?;
-        Ok(Self { run, run_dir })
+        Ok(Self {
+            run: run.clone(),
+            run_dir,
+        })
+    }
+
+    /// Its job's status now, as `status` shows it (Slurm asked again on a passing failure).
+    pub(crate) fn status(&self, printer: &Printer) -> Result<JobStatus> {
+        let warn = |m: &str| printer.warn(m);
+        Ok(
+            status::gather(&[&self.run], &status::ONE_SHOT_RETRIES, &warn)?
+                .statuses
+                .remove(0),
+        )
+    }
+
+    /// What its head wrote and its Jobs API, if it is up now; a clear error otherwise.
+    pub(crate) fn connect(&self, printer: &Printer) -> Result<(ClusterInfo, JobsApi)> {
+        self.api(&self.status(printer)?)
     }
 
     pub(crate) fn name(&self) -> &str {

@@ -1,5 +1,6 @@
 //! On the login node, persistent clusters (`rayslurm up`): which recorded run a cluster name
-//! means and what state it is in ([`cluster`]), and the jobs submitted to it through Ray's Jobs
+//! means and what state it is in ([`cluster`]: `Cluster::open` and `connect` are how every
+//! cluster command reaches one), and the jobs submitted to it through Ray's Jobs
 //! API, each with a short id and its output kept on the shared filesystem ([`jobs`]).
 
 pub(crate) mod cluster;

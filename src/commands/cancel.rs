@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::cli::CancelArgs;
 use crate::clusters::{cluster::Cluster, jobs};
 use crate::commands::logs::no_such_job;
+use crate::commands::settings::runs::CancelSettings;
 use crate::error::{UsageError, show};
 use crate::printer::Printer;
 use crate::runs::cancel::{self, Cancelled, Signalled};
@@ -14,7 +14,7 @@ use crate::runs::select;
 use crate::runs::status;
 use crate::runs::store::{self, RunStore, StoredRun};
 
-pub(crate) fn run(args: &CancelArgs, printer: &Printer) -> Result<ExitCode> {
+pub(crate) fn run(args: &CancelSettings, printer: &Printer) -> Result<ExitCode> {
     let store = RunStore::from_env()?;
     let runs = store::load_warning(&store, printer)?;
     if args.job.is_some() || args.all {
@@ -91,15 +91,11 @@ pub(crate) fn run(args: &CancelArgs, printer: &Printer) -> Result<ExitCode> {
 /// SIGKILL after the cluster's stop grace), pending ones included.
 fn cancel_cluster_jobs(
     runs: &[StoredRun],
-    args: &CancelArgs,
+    args: &CancelSettings,
     printer: &Printer,
 ) -> Result<ExitCode> {
     let cluster = Cluster::find(runs, &args.target)?;
-    let warn = |m: &str| printer.warn(m);
-    let status = status::gather(&[cluster.run], &status::ONE_SHOT_RETRIES, &warn)?
-        .statuses
-        .remove(0);
-    let (_, api) = cluster.api(&status)?;
+    let (_, api) = cluster.connect(printer)?;
     let records = jobs::all(&cluster.run_dir)?;
     let chosen: Vec<_> = match args.job {
         Some(id) => vec![

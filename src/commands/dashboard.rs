@@ -10,28 +10,23 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::cli::DashboardArgs;
 use crate::clusters::cluster::Cluster;
 use crate::clusters::relay;
+use crate::commands::settings::clusters::DashboardSettings;
 use crate::error::{UsageError, show};
 use crate::handoff::cluster_info::ClusterInfo;
 use crate::handoff::run_files::newest_token_file;
 use crate::printer::Printer;
 use crate::runs::interrupt;
 use crate::runs::select;
-use crate::runs::status;
 use crate::runs::store::{self, RunStore, StoredRun};
 
-pub(crate) fn run(args: &DashboardArgs, printer: &Printer) -> Result<ExitCode> {
+pub(crate) fn run(args: &DashboardSettings, printer: &Printer) -> Result<ExitCode> {
     let store = RunStore::from_env()?;
     let runs = store::load_warning(&store, printer)?;
-    let warn = |m: &str| printer.warn(m);
     let (info, port, token, run_dir) = match Cluster::find(&runs, &args.target) {
         Ok(cluster) => {
-            let status = status::gather(&[cluster.run], &status::ONE_SHOT_RETRIES, &warn)?
-                .statuses
-                .remove(0);
-            let (info, _) = cluster.api(&status)?;
+            let (info, _) = cluster.connect(printer)?;
             let port = info.dashboard_port;
             let token = info.token_file.clone();
             (info, port, token, Some(cluster.run_dir.clone()))

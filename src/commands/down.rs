@@ -7,23 +7,18 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::cli::DownArgs;
 use crate::clusters::cluster::{Cluster, State};
+use crate::commands::settings::clusters::DownSettings;
 use crate::handoff::jobs_api::JobsApi;
 use crate::printer::Printer;
 use crate::runs::cancel::{self, Cancelled};
 use crate::runs::status;
-use crate::runs::store::{self, RunStore};
 
-pub(crate) fn run(args: &DownArgs, printer: &Printer) -> Result<ExitCode> {
-    let store = RunStore::from_env()?;
-    let runs = store::load_warning(&store, printer)?;
-    let cluster = Cluster::find(&runs, &args.cluster)?;
+pub(crate) fn run(args: &DownSettings, printer: &Printer) -> Result<ExitCode> {
+    let (store, cluster) = Cluster::open(&args.cluster, printer)?;
     let name = cluster.name().to_owned();
     let warn = |m: &str| printer.warn(m);
-    let status = status::gather(&[cluster.run], &status::ONE_SHOT_RETRIES, &warn)?
-        .statuses
-        .remove(0);
+    let status = cluster.status(printer)?;
     if let State::Up(_) = cluster.state(&status)?
         && let Ok((_, api)) = cluster.api(&status)
         && let Err(e) = stop_jobs(&api, &name, printer)
@@ -51,7 +46,7 @@ pub(crate) fn run(args: &DownArgs, printer: &Printer) -> Result<ExitCode> {
             status
         }
     };
-    if let Err(e) = status::remember(&store, cluster.run, &status) {
+    if let Err(e) = status::remember(&store, &cluster.run, &status) {
         printer.warn(&format!(
             "could not keep the cluster's end in its record: {e:#}"
         ));

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use nix::sys::signal::Signal;
 
-use crate::cli::LogsArgs;
 use crate::clusters::{self, cluster::Cluster, jobs};
+use crate::commands::settings::runs::LogsSettings;
 use crate::error::{Hinted, UsageError, show};
 use crate::printer::Printer;
 use crate::runs::follow::{self, Request};
@@ -16,13 +16,10 @@ use crate::runs::status::{self, JobStatus};
 use crate::runs::store::{self, RunStore, StoredRun};
 use crate::slurm::query::Phase;
 
-pub(crate) fn run(args: &LogsArgs, printer: &Printer) -> Result<ExitCode> {
+pub(crate) fn run(args: &LogsSettings, printer: &Printer) -> Result<ExitCode> {
     let store = RunStore::from_env()?;
     let runs = store::load_warning(&store, printer)?;
-    let start = match args.tail {
-        Some(n) => Start::LastLines(u64::from(n)),
-        None => Start::Beginning,
-    };
+    let start = args.start;
     if let Some(id) = args.job {
         return cluster_job_log(&runs, &args.target, id, start, args.follow, printer);
     }
@@ -65,11 +62,7 @@ fn cluster_job_log(
     let cluster = Cluster::find(runs, name)?;
     let job = jobs::one(&cluster.run_dir, id)?.ok_or_else(|| no_such_job(&cluster, id))?;
     if follow {
-        let warn = |m: &str| printer.warn(m);
-        let status = status::gather(&[cluster.run], &status::ONE_SHOT_RETRIES, &warn)?
-            .statuses
-            .remove(0);
-        let (_, api) = cluster.api(&status)?;
+        let (_, api) = cluster.connect(printer)?;
         return clusters::follow::follow(&api, cluster.name(), &job, start, printer);
     }
     let mut tail = LogTail::new(&job.log, start);

@@ -1,4 +1,5 @@
-//! One module per subcommand, each with `run`.
+//! One module per subcommand, each with `run`; [`settings`] resolves their arguments first, and
+//! [`submit`] is the submission `launch` and `up` share.
 
 pub(crate) mod cancel;
 pub(crate) mod completions;
@@ -10,7 +11,9 @@ pub(crate) mod logs;
 pub(crate) mod man;
 pub(crate) mod queue;
 pub(crate) mod relay;
+pub(crate) mod settings;
 pub(crate) mod status;
+pub(crate) mod submit;
 pub(crate) mod template;
 pub(crate) mod trust;
 pub(crate) mod up;

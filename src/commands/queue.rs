@@ -9,13 +9,11 @@ use anyhow::Result;
 use chrono::{DateTime, Local, TimeZone};
 use serde::Serialize;
 
-use crate::cli::QueueArgs;
 use crate::clusters::cluster::Cluster;
 use crate::clusters::jobs::{self, JobRecord};
+use crate::commands::settings::clusters::QueueSettings;
 use crate::handoff::jobs_api::JobInfo;
 use crate::printer::Printer;
-use crate::runs::status;
-use crate::runs::store::{self, RunStore};
 use crate::slurm::{duration, query};
 
 /// One job as `--json` prints it.
@@ -74,15 +72,9 @@ fn row<'a>(job: &'a JobRecord, info: Option<&'a JobInfo>) -> JobRow<'a> {
     }
 }
 
-pub(crate) fn run(args: &QueueArgs, printer: &Printer) -> Result<ExitCode> {
-    let store = RunStore::from_env()?;
-    let runs = store::load_warning(&store, printer)?;
-    let cluster = Cluster::find(&runs, &args.cluster)?;
-    let warn = |m: &str| printer.warn(m);
-    let status = status::gather(&[cluster.run], &status::ONE_SHOT_RETRIES, &warn)?
-        .statuses
-        .remove(0);
-    let (info, api) = cluster.api(&status)?;
+pub(crate) fn run(args: &QueueSettings, printer: &Printer) -> Result<ExitCode> {
+    let (_, cluster) = Cluster::open(&args.cluster, printer)?;
+    let (info, api) = cluster.connect(printer)?;
     let records = jobs::all(&cluster.run_dir)?;
     let known: HashMap<String, JobInfo> = api
         .jobs()?

@@ -10,8 +10,8 @@ use anyhow::Result;
 use chrono::{DateTime, FixedOffset, Local};
 use serde::Serialize;
 
-use crate::cli::StatusArgs;
 use crate::clusters::cluster::Cluster;
+use crate::commands::settings::runs::StatusSettings;
 use crate::error::WithHint;
 use crate::printer::Printer;
 use crate::runs::select;
@@ -50,7 +50,7 @@ struct RunJson<'a> {
     attempts: Option<usize>,
 }
 
-pub(crate) fn run(args: &StatusArgs, printer: &Printer) -> Result<ExitCode> {
+pub(crate) fn run(args: &StatusSettings, printer: &Printer) -> Result<ExitCode> {
     let store = RunStore::from_env()?;
     let runs = store::load_warning(&store, printer)?;
     let selected: Vec<&StoredRun> = match &args.target {

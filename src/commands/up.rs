@@ -7,34 +7,24 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::cli::{LaunchArgs, LongRunArgs, UpArgs};
 use crate::clusters::cluster::{Cluster, State};
-use crate::commands::launch::{Submitted, submit};
+use crate::commands::settings::up::UpSettings;
+use crate::commands::submit::{Submitted, submit};
 use crate::error::{UsageError, show};
-use crate::handoff::cluster::DEFAULT_MAX_REQUEUES;
-use crate::handoff::signal_name::SignalName;
-use crate::launch::config::{self, LaunchConfig, Sources};
-use crate::launch::validate;
 use crate::printer::Printer;
 use crate::runs::interrupt;
-use crate::runs::status;
 use crate::runs::store::{self, RunStore, StoredRun};
 use crate::slurm::query::Phase;
 
-/// What the script says the command is: a no-op, since a cluster runs `exec`'s jobs instead.
-const NO_COMMAND: &str = ": a persistent cluster; its jobs come with rayslurm exec";
-
-pub(crate) fn run(args: &UpArgs, printer: &Printer) -> Result<ExitCode> {
-    validate::exp_name(&args.name)?;
+pub(crate) fn run(settings: &UpSettings, printer: &Printer) -> Result<ExitCode> {
     let store = RunStore::from_env()?;
     let runs = store::load_warning(&store, printer)?;
-    check_name_is_free(&runs, &args.name, printer)?;
-    let config = resolve(args, printer)?;
-    let Submitted::Job { record, stored } = submit(&config, printer)? else {
+    check_name_is_free(&runs, &settings.name, printer)?;
+    let Submitted::Job { record, stored } = submit(&settings.config, printer)? else {
         return Ok(ExitCode::SUCCESS);
     };
-    let name = &args.name;
-    if args.detach {
+    let name = &settings.name;
+    if settings.detach {
         printer.info(&format!(
             "cluster {name} submitted as job {}; `rayslurm status {name}` shows when it is up",
             record.job_id
@@ -46,42 +36,6 @@ pub(crate) fn run(args: &UpArgs, printer: &Printer) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     };
     wait_until_up(&run, printer)
-}
-
-/// `launch`'s resolution of the job and cluster flags, with the cluster kept alive instead of
-/// a command.
-fn resolve(args: &UpArgs, printer: &Printer) -> Result<LaunchConfig> {
-    let launch = LaunchArgs {
-        exp_name: args.name.clone(),
-        command: NO_COMMAND.to_owned(),
-        job: args.job.clone(),
-        dry_run: args.dry_run,
-        json: args.json,
-        follow: false,
-        cancel_on_interrupt: false,
-        cluster: args.cluster.clone(),
-        long_run: LongRunArgs::default(),
-    };
-    let sources = Sources::load(printer)?;
-    let mut config = LaunchConfig::resolve(&launch, &sources)?;
-    for (flag, given) in [
-        ("--per-node", config.cluster.per_node),
-        ("--no-ray", config.cluster.no_ray),
-    ] {
-        if given {
-            return Err(UsageError::new(format!(
-                "{flag} does not go with `up`: a cluster runs Ray, for the jobs `exec` gives it"
-            ))
-            .hint("use `rayslurm launch` for a run without Ray")
-            .into());
-        }
-    }
-    config.cluster.serve = true;
-    // `launch`'s alone: a cluster has no command to signal and is never requeued.
-    config.cluster.signal = SignalName::default();
-    config.cluster.max_requeues = DEFAULT_MAX_REQUEUES;
-    config.cluster.idle_timeout = config::idle_timeout(args.idle_timeout, &sources);
-    Ok(config)
 }
 
 /// Clusters and experiments share one namespace, so that `logs`, `cancel`, `status` and the
@@ -102,10 +56,7 @@ fn check_name_is_free(runs: &[StoredRun], name: &str, printer: &Printer) -> Resu
     let Ok(cluster) = Cluster::find(runs, name) else {
         return Ok(());
     };
-    let warn = |m: &str| printer.warn(m);
-    let status = status::gather(&[cluster.run], &status::ONE_SHOT_RETRIES, &warn)?
-        .statuses
-        .remove(0);
+    let status = cluster.status(printer)?;
     if status.phase != Some(Phase::Ended) {
         return Err(UsageError::new(format!(
             "cluster {} is already {} (job {})",
@@ -130,7 +81,6 @@ fn wait_until_up(run: &StoredRun, printer: &Printer) -> Result<ExitCode> {
     let runs = std::slice::from_ref(run);
     let cluster = Cluster::find(runs, &run.record.exp_name)?;
     let name = cluster.name().to_owned();
-    let warn = |m: &str| printer.warn(m);
     let t0 = Instant::now();
     let mut shown = String::new();
     loop {
@@ -140,9 +90,7 @@ fn wait_until_up(run: &StoredRun, printer: &Printer) -> Result<ExitCode> {
             ));
             return Ok(ExitCode::from(130));
         }
-        let status = status::gather(&[run], &status::ONE_SHOT_RETRIES, &warn)?
-            .statuses
-            .remove(0);
+        let status = cluster.status(printer)?;
         let state = cluster.state(&status)?;
         let line = match &state {
             State::Pending(s) => format!("cluster {name} is {s}"),

@@ -1,6 +1,10 @@
 //! The hidden `rayslurm bootstrap` command line: written into the sbatch script by `launch`
 //! (the head's) and by the head into its `srun` step (the workers'), parsed by clap on the
 //! nodes. [`BootstrapArgs::to_flags`] is the one serializer of both.
+//!
+//! It derives clap, the one layer below `commands/` that does: these flags are the wire format
+//! between the script and the nodes, not the user's command line, so they stay here with their
+//! serializer (`cli` only names the hidden command).
 
 use std::path::PathBuf;
 

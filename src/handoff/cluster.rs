@@ -1,7 +1,8 @@
 //! What the bootstrap is told about the cluster to build: one type, [`ClusterOptions`], that the
 //! launcher resolves from its flags and config files and the bootstrap parses back from its
 //! command line. [`ClusterOptions::to_flags`] is the one serializer and clap's derive the one
-//! parser; a round-trip test keeps them in step.
+//! parser; a round-trip test keeps them in step. The clap derive stays here, beside the
+//! serializer, as the bootstrap's wire format (see `bootstrap_args`).
 
 use std::time::Duration;
 

@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::cli::GpuDirective;
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::cluster::ClusterOptions;
 use crate::handoff::run_files::RunFiles;
 use crate::handoff::signal_name::{SignalName, TIME_WARNING};
 use crate::launch::config::{JobRequest, LaunchConfig};
+use crate::launch::gpu_directive::GpuDirective;
 
 #[derive(Debug, Serialize)]
 pub(crate) struct BootstrapArg {
@@ -164,35 +164,55 @@ pub(crate) fn sbatch_arg_line(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launch::config::{Sources, tests::resolve};
+    use crate::launch::config::EnvVar;
+
+    /// `launch --exp-name x --command "python f.py" -n 2 --num-gpus 1 --mem 4G --env A=1
+    /// --load-env "source venv/bin/activate" --sbatch-arg="--comment=two words" -p gpu`, resolved
+    /// in /work/proj.
+    fn config() -> LaunchConfig {
+        let job = JobRequest {
+            exp_name: "x".into(),
+            command: "python f.py".into(),
+            load_env: Some("source venv/bin/activate".into()),
+            env: vec![EnvVar {
+                key: "A".into(),
+                value: "1".into(),
+            }],
+            num_nodes: 2,
+            tasks_per_node: 1,
+            cpus_per_task: None,
+            num_gpus: 1,
+            gpu_directive: GpuDirective::GpusPerTask,
+            partition: Some("gpu".into()),
+            account: None,
+            qos: None,
+            constraint: None,
+            nodelist: None,
+            time: None,
+            mem: Some("4G".into()),
+            mem_per_cpu: None,
+            exclusive: true,
+            sbatch_args: vec!["--comment=two words".into()],
+        };
+        LaunchConfig {
+            job,
+            log_dir: "/work/proj".into(),
+            template: None,
+            dry_run: false,
+            json: false,
+            follow: false,
+            cancel_on_interrupt: false,
+            cluster: ClusterOptions::default(),
+            after: None,
+            singleton: false,
+        }
+    }
 
     /// The context users' templates get (README, "Custom templates"): any change to a key is
     /// reviewed here.
     #[test]
     fn the_template_context_keys_stay_as_documented() {
-        let src = Sources {
-            cwd: "/work/proj".into(),
-            ..Sources::default()
-        };
-        let config = resolve(
-            &[
-                "-n",
-                "2",
-                "--num-gpus",
-                "1",
-                "--mem",
-                "4G",
-                "--env",
-                "A=1",
-                "--load-env",
-                "source venv/bin/activate",
-                "--sbatch-arg=--comment=two words",
-                "-p",
-                "gpu",
-            ],
-            &src,
-        )
-        .unwrap();
+        let config = config();
         let files = RunFiles::for_stem(Path::new("/logs"), "x_1122-093005");
         let spec = JobSpec::new(
             &config,

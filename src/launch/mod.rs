@@ -4,6 +4,7 @@
 //! binary ([`node_binary`]). Submission itself is `slurm::sbatch`.
 
 pub(crate) mod config;
+pub(crate) mod gpu_directive;
 pub(crate) mod job_spec;
 pub(crate) mod node_binary;
 pub(crate) mod prelude;

@@ -70,3 +70,57 @@ fn the_login_side_never_reaches_into_the_bootstrap() {
         assert!(bad.is_empty(), "{layer}/: {bad:?}");
     }
 }
+
+#[test]
+fn the_launcher_knows_nothing_of_what_follows_a_run() {
+    assert_only(
+        "launch",
+        &[
+            "handoff",
+            "slurm",
+            "sys",
+            "error",
+            "env_vars",
+            "printer",
+            "state_dir",
+        ],
+    );
+}
+
+#[test]
+fn runs_know_nothing_of_clusters() {
+    let bad: Vec<_> = uses("runs")
+        .into_iter()
+        .filter(|(module, _)| ["clusters", "cli", "commands"].contains(&module.as_str()))
+        .collect();
+    assert!(bad.is_empty(), "runs/: {bad:?}");
+}
+
+/// The clap structs stay at the top: only `main.rs` and `commands/` (which resolve them into
+/// each command's settings) name `cli`, so no layer below knows the command line.
+#[test]
+fn only_main_and_the_commands_use_the_command_line() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut bad = Vec::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if ["main.rs", "cli", "commands"].contains(&name.as_str()) {
+            continue;
+        }
+        if path.is_dir() {
+            bad.extend(
+                uses(&name)
+                    .into_iter()
+                    .filter(|(module, _)| module == "cli")
+                    .map(|(_, file)| file),
+            );
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            if text.contains("crate::cli") {
+                bad.push(name);
+            }
+        }
+    }
+    assert!(bad.is_empty(), "these use crate::cli: {bad:?}");
+}

@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::cli::GpuDirective;
 use crate::env_vars;
 use crate::error::UsageError;
 use crate::handoff::cluster::IpFamily;
 use crate::launch::config::project_file;
 use crate::launch::config::trust::TrustStore;
+use crate::launch::gpu_directive::GpuDirective;
 use crate::printer::Printer;
 
 /// Defaults a config file may set, under `[launch]`.
@@ -59,7 +59,7 @@ fn idle_timeout_in_file<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option
         Given::Minutes(m) => m.to_string(),
         Given::Text(t) => t,
     };
-    crate::cli::idle_duration(&text)
+    super::idle_duration(&text)
         .map(Some)
         .map_err(serde::de::Error::custom)
 }

@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
-use crate::runs::store;
+use crate::state_dir;
 use crate::sys::digest::sha256_hex;
 use crate::sys::staged_file::Staged;
 
@@ -40,7 +40,7 @@ pub(crate) struct TrustStore {
 impl TrustStore {
     /// The store of the state directory the environment names (as the run records').
     pub(crate) fn from_env() -> Result<Self, UsageError> {
-        let state = store::state_dir(|k| std::env::var_os(k))?;
+        let state = state_dir::state_dir(|k| std::env::var_os(k))?;
         Ok(Self::at(state.join("trust")))
     }
 

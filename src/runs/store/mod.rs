@@ -12,9 +12,7 @@ mod run_record;
 mod run_store;
 #[cfg(test)]
 mod samples;
-mod state_dir;
 
 pub(crate) use self::recorded_end::{RecordedEnd, Source};
 pub(crate) use self::run_record::RunRecord;
 pub(crate) use self::run_store::{RunStore, StoredRun, load_warning};
-pub(crate) use self::state_dir::{private_root, state_dir, tree_error};

@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::{RunRecord, private_root, tree_error};
+use super::RunRecord;
 use crate::error::UsageError;
+use crate::state_dir::{private_root, tree_error};
 use crate::sys::staged_file::Staged;
 
 /// A record together with the file it lives in.

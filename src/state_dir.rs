@@ -1,5 +1,6 @@
-//! Where the user's private tree is (the state directory), and what is said when it is not
-//! safe to use.
+//! Where rayslurm keeps the user's state (run records, trusted files, the node-visible binary,
+//! the jobs' private files), and that directory opened as a private tree. Below both `runs/`
+//! (the records) and `launch/` (the trusted project files), which share it and nothing else.
 
 use std::ffi::OsString;
 use std::path::PathBuf;

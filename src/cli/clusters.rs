@@ -1,0 +1,114 @@
+//! The arguments of the cluster commands: `up`, `exec`, `queue`, `down`, `dashboard`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::heading;
+use super::launch::{ClusterArgs, JobArgs};
+use crate::env_vars;
+use crate::launch::config::idle_duration;
+
+#[derive(Debug, Args)]
+pub(crate) struct UpArgs {
+    /// The cluster's name (clusters and experiments share one namespace).
+    pub(crate) name: String,
+
+    /// Stop after this long without a job.
+    ///
+    /// Release the allocation after this long without a running or pending job (e.g. `30m`,
+    /// `2h`, `90s`; a plain number is minutes).
+    #[arg(value_name = "DURATION", long, value_parser = idle_duration, env = env_vars::IDLE_TIMEOUT, help_heading = heading::JOB)]
+    pub(crate) idle_timeout: Option<u32>,
+
+    #[command(flatten)]
+    pub(crate) job: JobArgs,
+
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
+
+    /// Return once the allocation is submitted, without waiting for the cluster.
+    #[arg(long, short, help_heading = heading::OUTPUT)]
+    pub(crate) detach: bool,
+
+    /// Write and show the script; submit nothing.
+    #[arg(long, help_heading = heading::OUTPUT)]
+    pub(crate) dry_run: bool,
+
+    /// Print the job id, script and log paths as JSON on stdout.
+    #[arg(long, help_heading = heading::OUTPUT)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ExecArgs {
+    /// The cluster (from `rayslurm up`).
+    pub(crate) cluster: String,
+
+    /// Return once the job is submitted; follow it with `rayslurm logs CLUSTER JOB -f`.
+    #[arg(long, short)]
+    pub(crate) detach: bool,
+
+    /// A name for the job, shown by `queue`.
+    #[arg(long)]
+    pub(crate) name: Option<String>,
+
+    /// CPUs this job needs (Ray's entrypoint resources: it waits in Ray's queue until free).
+    #[arg(long)]
+    pub(crate) num_cpus: Option<f64>,
+
+    /// GPUs this job needs, in all (fractions allowed, e.g. 0.5); not per node as in `launch`.
+    #[arg(long)]
+    pub(crate) num_gpus: Option<f64>,
+
+    /// Memory this job needs (e.g. `4G`, `512M`).
+    #[arg(long)]
+    pub(crate) memory: Option<String>,
+
+    /// An environment variable for the job, `KEY=VALUE` (repeatable).
+    #[arg(long = "env", allow_hyphen_values = true)]
+    pub(crate) env: Vec<String>,
+
+    /// Environment variables from FILE: `KEY=VALUE` lines (repeatable).
+    ///
+    /// For secrets: unlike --env, the values never appear on a command line, which `ps` shows
+    /// to every user of the machine. --env wins over a key given here too.
+    #[arg(value_name = "FILE", long)]
+    pub(crate) env_file: Vec<PathBuf>,
+
+    /// The command as one string, run through bash (instead of `-- CMD ARGS...`).
+    #[arg(long, allow_hyphen_values = true, conflicts_with = "args")]
+    pub(crate) command: Option<String>,
+
+    /// Print the job as JSON (`{"cluster", "job", ...}`), not its id alone.
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// The command and its arguments, each quoted as given.
+    #[arg(last = true)]
+    pub(crate) args: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct QueueArgs {
+    /// The cluster.
+    pub(crate) cluster: String,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DownArgs {
+    /// The cluster.
+    pub(crate) cluster: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DashboardArgs {
+    /// The cluster (or a run of `launch`).
+    pub(crate) target: String,
+    /// The local port to listen on (default: the dashboard's own port number).
+    #[arg(long)]
+    pub(crate) port: Option<u16>,
+}

@@ -1,0 +1,314 @@
+//! `launch`'s arguments, and the job and cluster flags `up` shares with it.
+
+use std::path::PathBuf;
+
+use clap::builder::{BoolishValueParser, PossibleValue};
+use clap::{Args, ValueEnum};
+
+use super::heading;
+use super::values::{count, positive_count};
+use crate::env_vars;
+use crate::handoff::cluster::IpFamily;
+use crate::handoff::signal_name::SignalName;
+use crate::launch::gpu_directive::GpuDirective;
+
+/// `--gpu-directive`'s values, with the help each shows.
+impl ValueEnum for GpuDirective {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Self::GpusPerTask, Self::GpusPerNode, Self::Gres]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Self::GpusPerTask => PossibleValue::new("gpus-per-task")
+                .help("`#SBATCH --gpus-per-task=N` (as Ray's own launcher does)"),
+            Self::GpusPerNode => {
+                PossibleValue::new("gpus-per-node").help("`#SBATCH --gpus-per-node=N`")
+            }
+            Self::Gres => PossibleValue::new("gres").help("`#SBATCH --gres=gpu:N`"),
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LaunchArgs {
+    /// Experiment name: names the job and its files.
+    ///
+    /// The script and log are `{exp-name}_{date}-{time}.sh/.log`.
+    #[arg(value_name = "NAME", long, help_heading = heading::JOB)]
+    pub(crate) exp_name: String,
+
+    /// The command to run on the head node, as typed into bash there.
+    #[arg(value_name = "CMD", long, allow_hyphen_values = true, help_heading = heading::JOB)]
+    pub(crate) command: String,
+
+    #[command(flatten)]
+    pub(crate) job: JobArgs,
+
+    #[command(flatten)]
+    pub(crate) cluster: ClusterArgs,
+
+    /// Write and show the script; submit nothing.
+    #[arg(long, help_heading = heading::OUTPUT)]
+    pub(crate) dry_run: bool,
+
+    /// Print the job id, script and log paths as JSON on stdout.
+    #[arg(long, help_heading = heading::OUTPUT)]
+    pub(crate) json: bool,
+
+    /// After submitting, show the job's state and stream its log until it ends.
+    #[arg(long, help_heading = heading::OUTPUT)]
+    pub(crate) follow: bool,
+
+    /// With --follow: cancel the job on Ctrl-C.
+    #[arg(long, requires = "follow", help_heading = heading::OUTPUT)]
+    pub(crate) cancel_on_interrupt: bool,
+
+    #[command(flatten)]
+    pub(crate) long_run: LongRunArgs,
+}
+
+/// Runs that outlive one allocation: the time limit's warning, requeue, chains (`launch`).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct LongRunArgs {
+    /// Signal sent before the time limit [default: TERM]
+    ///
+    /// Sent `--stop-grace` seconds before the limit (e.g. `USR1`, which NCCL leaves alone); Ray
+    /// keeps running meanwhile, so the program can still use it to checkpoint.
+    #[arg(long, value_name = "SIG", env = env_vars::SIGNAL, help_heading = heading::LONG_RUNS)]
+    pub(crate) signal: Option<SignalName>,
+
+    /// Requeue the job when its time limit, preemption or a node failure stops it
+    ///
+    /// The next attempt gets `RAYSLURM_RESTART_COUNT` one higher and the same
+    /// `RAYSLURM_RUN_DIR`, where the command resumes from what it saved. A command that fails
+    /// by itself, or a run you cancel, is never requeued.
+    #[arg(long, help_heading = heading::LONG_RUNS)]
+    pub(crate) requeue: bool,
+
+    /// Requeue at most N times [default: 3]
+    ///
+    /// With --requeue; counted by Slurm's restart count, preemptions included.
+    #[arg(
+        value_name = "N",
+        long,
+        value_parser = count,
+        allow_hyphen_values = true,
+        env = env_vars::MAX_REQUEUES,
+        help_heading = heading::LONG_RUNS
+    )]
+    pub(crate) max_requeues: Option<u32>,
+
+    /// Start after RUN has ended, with its RAYSLURM_RUN_DIR
+    ///
+    /// RUN is an experiment name (its latest run) or a job id. The new run waits for it to end,
+    /// however it ends (Slurm's `afterany`), and starts at once if it has ended already: a
+    /// training as a chain of allocations.
+    #[arg(long, value_name = "RUN", help_heading = heading::LONG_RUNS)]
+    pub(crate) after: Option<String>,
+
+    /// One job of this experiment name at a time (Slurm's singleton)
+    #[arg(long, help_heading = heading::LONG_RUNS)]
+    pub(crate) singleton: bool,
+}
+
+/// What the job asks of Slurm and where its files go: `launch`'s and `up`'s.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct JobArgs {
+    /// Partition.
+    #[arg(value_name = "NAME", long, short = 'p', env = env_vars::PARTITION, help_heading = heading::JOB)]
+    pub(crate) partition: Option<String>,
+
+    /// Account to charge.
+    #[arg(value_name = "NAME", long, short = 'A', env = env_vars::ACCOUNT, help_heading = heading::JOB)]
+    pub(crate) account: Option<String>,
+
+    /// Quality of service.
+    #[arg(long, env = env_vars::QOS, help_heading = heading::JOB)]
+    pub(crate) qos: Option<String>,
+
+    /// Time limit (e.g. `30`, `2:00:00`, `1-12:00`).
+    #[arg(long, short = 't', env = env_vars::TIME, help_heading = heading::JOB)]
+    pub(crate) time: Option<String>,
+
+    /// Any other sbatch option, e.g. `--sbatch-arg=--mail-type=END`.
+    ///
+    /// Repeatable: one option each.
+    #[arg(value_name = "OPTION", long = "sbatch-arg", allow_hyphen_values = true, help_heading = heading::JOB)]
+    pub(crate) sbatch_args: Vec<String>,
+
+    /// Where the script and log go.
+    ///
+    /// Default: the current directory. It must be visible from the nodes.
+    #[arg(value_name = "DIR", long, env = env_vars::LOG_DIR, help_heading = heading::JOB)]
+    pub(crate) log_dir: Option<PathBuf>,
+
+    /// A Tera template of your own.
+    ///
+    /// Rendered instead of the built-in one (start from `rayslurm template`).
+    #[arg(value_name = "FILE", long, env = env_vars::TEMPLATE, help_heading = heading::JOB)]
+    pub(crate) template: Option<PathBuf>,
+
+    /// Number of nodes.
+    #[arg(value_name = "N", long, short = 'n', default_value = "1", value_parser = positive_count, allow_hyphen_values = true, help_heading = heading::RESOURCES)]
+    pub(crate) num_nodes: u32,
+
+    /// Tasks per node.
+    #[arg(value_name = "N", long, default_value = "1", value_parser = positive_count, allow_hyphen_values = true, help_heading = heading::RESOURCES)]
+    pub(crate) tasks_per_node: u32,
+
+    /// CPUs per task.
+    #[arg(value_name = "N", long, value_parser = positive_count, allow_hyphen_values = true, help_heading = heading::RESOURCES)]
+    pub(crate) cpus_per_task: Option<u32>,
+
+    /// GPUs per node.
+    #[arg(value_name = "N", long, default_value = "0", value_parser = count, allow_hyphen_values = true, help_heading = heading::RESOURCES)]
+    pub(crate) num_gpus: u32,
+
+    /// How GPUs are requested.
+    ///
+    /// As --gpus-per-task, --gpus-per-node or --gres=gpu:N.
+    #[arg(value_name = "HOW", long, value_enum, env = env_vars::GPU_DIRECTIVE, help_heading = heading::RESOURCES)]
+    pub(crate) gpu_directive: Option<GpuDirective>,
+
+    /// Memory per node (e.g. `16G`).
+    #[arg(value_name = "SIZE", long, conflicts_with = "mem_per_cpu", help_heading = heading::RESOURCES)]
+    pub(crate) mem: Option<String>,
+
+    /// Memory per CPU (e.g. `2G`).
+    #[arg(value_name = "SIZE", long, help_heading = heading::RESOURCES)]
+    pub(crate) mem_per_cpu: Option<String>,
+
+    /// Nodes to run on, as sinfo prints them (e.g. `node[01-04]`).
+    #[arg(value_name = "LIST", long = "node", short = 'w', help_heading = heading::RESOURCES)]
+    pub(crate) node: Option<String>,
+
+    /// Node features required.
+    ///
+    /// As Slurm's --constraint takes them.
+    #[arg(value_name = "FEATURES", long, short = 'C', env = env_vars::CONSTRAINT, help_heading = heading::RESOURCES)]
+    pub(crate) constraint: Option<String>,
+
+    /// Ask for whole nodes (the default: Ray manages whole nodes).
+    #[arg(long, overrides_with = "no_exclusive", help_heading = heading::RESOURCES)]
+    pub(crate) exclusive: bool,
+
+    /// Share nodes with other jobs.
+    #[arg(long, overrides_with = "exclusive", help_heading = heading::RESOURCES)]
+    pub(crate) no_exclusive: bool,
+
+    /// Shell line(s) that set up the environment.
+    ///
+    /// E.g. `module load cuda; source venv/bin/activate`.
+    #[arg(value_name = "LINES", long, allow_hyphen_values = true, env = env_vars::LOAD_ENV, help_heading = heading::ENVIRONMENT)]
+    pub(crate) load_env: Option<String>,
+
+    /// An environment variable for the command, `KEY=VALUE` (repeatable).
+    #[arg(value_name = "KEY=VALUE", long = "env", allow_hyphen_values = true, help_heading = heading::ENVIRONMENT)]
+    pub(crate) env: Vec<String>,
+
+    /// Environment variables from FILE: `KEY=VALUE` lines (repeatable).
+    ///
+    /// For secrets: unlike --env, the values never appear on a command line, which `ps` shows
+    /// to every user of the machine. `#` comments and blank lines are skipped; --env wins over
+    /// a key given here too.
+    #[arg(value_name = "FILE", long, help_heading = heading::ENVIRONMENT)]
+    pub(crate) env_file: Vec<PathBuf>,
+}
+
+/// The cluster's flags as the user gives them; resolved (with config files and defaults) into
+/// `handoff::cluster::ClusterOptions`, which the bootstrap gets.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ClusterArgs {
+    /// Run this on every node first, before the command (or Ray).
+    ///
+    /// It runs in parallel, with the rank environment; the command (or Ray) starts only once
+    /// every node's setup succeeded.
+    #[arg(value_name = "CMD", long, allow_hyphen_values = true, help_heading = heading::ENVIRONMENT)]
+    pub(crate) setup: Option<String>,
+
+    /// Do not start Ray: run the command on the head node alone.
+    ///
+    /// The node list is in its environment.
+    #[arg(long, help_heading = heading::INSIDE)]
+    pub(crate) no_ray: bool,
+
+    /// Run the command on every node, without Ray.
+    ///
+    /// `--tasks-per-node` times each, every task with its own rank: for torchrun, JAX,
+    /// MPI-style and plain shell work.
+    #[arg(long, help_heading = heading::INSIDE)]
+    pub(crate) per_node: bool,
+
+    /// With --per-node: do not prefix each output line with `[RANK NODE]`.
+    #[arg(long, help_heading = heading::INSIDE)]
+    pub(crate) no_prefix: bool,
+
+    /// Interface of the head's IP, e.g. `ib0`.
+    ///
+    /// The network interface the head node's IP is taken from.
+    #[arg(value_name = "NAME", long, env = env_vars::INTERFACE, help_heading = heading::INSIDE)]
+    pub(crate) interface: Option<String>,
+
+    /// IP family.
+    ///
+    /// The address family of the head node's IP.
+    #[arg(value_name = "FAMILY", long, value_enum, env = env_vars::IP_FAMILY, help_heading = heading::INSIDE)]
+    pub(crate) ip_family: Option<IpFamily>,
+
+    /// Seconds the cluster may take to start.
+    ///
+    /// How long to wait for the cluster before failing the job.
+    #[arg(value_name = "SECS", long, value_parser = positive_count, allow_hyphen_values = true, env = env_vars::READY_TIMEOUT, help_heading = heading::INSIDE)]
+    pub(crate) ready_timeout: Option<u32>,
+
+    /// Seconds of warning before the time limit.
+    ///
+    /// Slurm asks the job to stop cleanly this long before its time limit.
+    #[arg(value_name = "SECS", long, value_parser = count, allow_hyphen_values = true, env = env_vars::STOP_GRACE, help_heading = heading::INSIDE)]
+    pub(crate) stop_grace: Option<u32>,
+
+    /// First port of the job's block of ports.
+    ///
+    /// The block holds Ray's ports (default: chosen per job and checked free).
+    #[arg(value_name = "PORT", long, value_parser = clap::value_parser!(u16).range(1024..=65000), help_heading = heading::INSIDE)]
+    pub(crate) port_base: Option<u16>,
+
+    /// Start once this many nodes have joined (default: all).
+    ///
+    /// The command starts once this many nodes, head included, have joined.
+    #[arg(value_name = "N", long, value_parser = positive_count, allow_hyphen_values = true, help_heading = heading::RAY)]
+    pub(crate) min_nodes: Option<u32>,
+
+    /// Object store per node.
+    ///
+    /// Bytes of Ray object store per node (Ray's --object-store-memory).
+    #[arg(value_name = "BYTES", long, value_parser = clap::value_parser!(u64).range(1..), allow_hyphen_values = true, env = env_vars::OBJECT_STORE_MEMORY, help_heading = heading::RAY)]
+    pub(crate) object_store_memory: Option<u64>,
+
+    /// `ray start` arguments for every node.
+    ///
+    /// Extra arguments, as one shell-quoted string.
+    #[arg(value_name = "ARGS", long, allow_hyphen_values = true, env = env_vars::RAY_ARGS, help_heading = heading::RAY)]
+    pub(crate) ray_args: Option<String>,
+
+    /// Head-only `ray start` arguments.
+    ///
+    /// Extra arguments for the head only (e.g. `--include-dashboard=false`).
+    #[arg(value_name = "ARGS", long, allow_hyphen_values = true, env = env_vars::RAY_HEAD_ARGS, help_heading = heading::RAY)]
+    pub(crate) ray_head_args: Option<String>,
+
+    /// Start Ray without its token auth.
+    ///
+    /// Anyone who can reach the nodes may then run code on your cluster as you (config key
+    /// `ray_auth = false`).
+    #[arg(long, env = env_vars::NO_RAY_AUTH, value_parser = BoolishValueParser::new(), help_heading = heading::RAY)]
+    pub(crate) no_ray_auth: bool,
+
+    /// Serve Ray's Prometheus metrics on every node.
+    ///
+    /// Off by default: Ray's metrics port takes no token, so anyone who can reach a node may
+    /// read its metrics (the names of your tasks and actors among them).
+    #[arg(long, help_heading = heading::RAY)]
+    pub(crate) ray_metrics: bool,
+}

@@ -1,0 +1,216 @@
+//! The command-line surface: clap derive structs only, no I/O, one file a group of commands
+//! ([`launch`]: `launch` and the job flags `up` shares; [`runs`]; [`clusters`]; [`utility`]).
+//!
+//! Values are checked for form here (counts are numbers); everything that needs the
+//! environment, config files or cross-checks happens when `commands/` resolves them into each
+//! command's settings. Only `main.rs` and `commands/` use this module.
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+use crate::handoff::bootstrap_args::BootstrapArgs;
+
+mod clusters;
+mod heading;
+mod launch;
+pub(crate) mod parse;
+mod runs;
+mod utility;
+mod values;
+#[cfg(test)]
+mod variables;
+
+pub(crate) use clusters::{DashboardArgs, DownArgs, ExecArgs, QueueArgs, UpArgs};
+pub(crate) use launch::{ClusterArgs, JobArgs, LaunchArgs, LongRunArgs};
+pub(crate) use runs::{CancelArgs, LogsArgs, StatusArgs};
+pub(crate) use utility::{CompletionsArgs, ManArgs, RelayArgs, TrustArgs};
+
+/// `rayslurm --version`: the version, the commit and the target it was built for.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("RAYSLURM_BUILD_COMMIT"),
+    " ",
+    env!("RAYSLURM_BUILD_TARGET"),
+    ")"
+);
+
+const ABOUT: &str = "Run Ray (and other multi-node programs) on a Slurm cluster with one command";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rayslurm",
+    version = VERSION,
+    about = ABOUT,
+    propagate_version = true
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+
+    /// Print only results (job id, JSON), no progress.
+    #[arg(long, short, global = true)]
+    pub(crate) quiet: bool,
+
+    /// Echo each command run (sbatch, squeue, srun, ...) on stderr, ready to paste.
+    #[arg(long, short, global = true, conflicts_with = "quiet")]
+    pub(crate) verbose: bool,
+
+    /// Reach a cluster's head through the allocation (an srun step), not directly
+    ///
+    /// For login nodes that cannot reach compute nodes' ports; without it the head is tried
+    /// directly first (`RAYSLURM_RELAY=always` or `never` decides instead, where set).
+    #[arg(long, global = true)]
+    pub(crate) via_allocation: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Render an sbatch script and submit it.
+    Launch(Box<LaunchArgs>),
+    /// Print the built-in sbatch template, to start a custom one from it.
+    Template,
+    /// Print (or follow) the log of a run.
+    Logs(LogsArgs),
+    /// Show runs and their states, newest first.
+    Status(StatusArgs),
+    /// Cancel a run, or a job of a cluster.
+    Cancel(CancelArgs),
+    /// Start a persistent Ray cluster: wait in the queue once, then `exec` many jobs onto it.
+    Up(Box<UpArgs>),
+    /// Run a command on a cluster as a Ray job (queued by Ray until resources are free).
+    Exec(ExecArgs),
+    /// Show a cluster's jobs, nodes, free resources and time left.
+    Queue(QueueArgs),
+    /// Stop a cluster: its running jobs, Ray, and its allocation.
+    Down(DownArgs),
+    /// Forward a cluster's (or a run's) Ray dashboard to a port on this machine.
+    Dashboard(DashboardArgs),
+    /// Trust a project file's settings that run code as you (`load_env`, `template`, ...).
+    ///
+    /// A `./rayslurm.toml` in the working directory gives its site settings (partition,
+    /// account, time, ...) to every run from there, whoever wrote it. Its settings that run
+    /// code as you or weaken a run's security (`load_env`, `template`, `ray_args`,
+    /// `ray_head_args`, `ray_auth`, `log_dir`) are used only when no one else could have
+    /// written the file, or once you trusted it with this command. The file's path and SHA-256
+    /// are recorded in your state directory: a file changed since needs trusting again.
+    Trust(TrustArgs),
+    /// Print a shell completion script (bash, zsh, fish, ...).
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), of rayslurm or of one of its commands.
+    Man(ManArgs),
+    /// On a cluster's head: relay bytes between stdin/stdout and a local port.
+    #[command(hide = true)]
+    Relay(RelayArgs),
+    /// Inside the allocation: start Ray on every node, run the command, stop Ray.
+    #[command(hide = true)]
+    Bootstrap(Box<BootstrapArgs>),
+}
+
+/// The command line users see: without the hidden commands (`bootstrap`, `relay`), which
+/// completion scripts would otherwise offer.
+pub(crate) fn public_command() -> clap::Command {
+    let full = Cli::command();
+    clap::Command::new("rayslurm")
+        .version(VERSION)
+        .about(ABOUT)
+        .propagate_version(true)
+        .args(full.get_arguments().cloned())
+        .subcommands(full.get_subcommands().filter(|c| !c.is_hide_set()).cloned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env_vars;
+    use crate::handoff::cluster::ClusterOptions;
+
+    /// Every configuration variable, with a value that would change what it configures.
+    const EVERY_VARIABLE: &[(&str, &str)] = &[
+        (env_vars::PARTITION, "env-partition"),
+        (env_vars::ACCOUNT, "env-account"),
+        (env_vars::QOS, "env-qos"),
+        (env_vars::CONSTRAINT, "env-constraint"),
+        (env_vars::TIME, "7:00"),
+        (env_vars::LOG_DIR, "/env/logs"),
+        (env_vars::LOAD_ENV, "source env"),
+        (env_vars::TEMPLATE, "/env/t.tera"),
+        (env_vars::GPU_DIRECTIVE, "gres"),
+        (env_vars::INTERFACE, "envif0"),
+        (env_vars::IP_FAMILY, "6"),
+        (env_vars::OBJECT_STORE_MEMORY, "12345"),
+        (env_vars::RAY_ARGS, "--env-args=1"),
+        (env_vars::RAY_HEAD_ARGS, "--env-head=1"),
+        (env_vars::READY_TIMEOUT, "77"),
+        (env_vars::STOP_GRACE, "33"),
+        (env_vars::NO_RAY_AUTH, "true"),
+        (env_vars::IDLE_TIMEOUT, "9m"),
+    ];
+
+    /// In a child process (this test binary again, the one safe way to set variables for a
+    /// test) with every configuration variable set: the bootstrap's command line, as the
+    /// script writes it, parses to exactly what it says, while `launch` does take the
+    /// variables (so they were live).
+    #[test]
+    fn configuration_variables_never_change_what_the_bootstrap_parses() {
+        const CHILD: &str = "RAYSLURM_UNIT_TEST_CHILD";
+        let head = BootstrapArgs::head("/logs/x.state.json".into(), "/logs/x.d".into(), 2, {
+            ClusterOptions {
+                ready_timeout: 5,
+                stop_grace: 6,
+                ..ClusterOptions::default()
+            }
+        });
+        if std::env::var_os(CHILD).is_some() {
+            for (name, value) in EVERY_VARIABLE {
+                assert_eq!(std::env::var(name).as_deref(), Ok(*value), "{name}");
+            }
+            let mut argv = vec!["rayslurm".to_owned(), "bootstrap".to_owned()];
+            argv.extend(head.to_words());
+            let Command::Bootstrap(parsed) = Cli::try_parse_from(&argv).unwrap().command else {
+                panic!("not the bootstrap");
+            };
+            assert_eq!(*parsed, head);
+            let launch = ["rayslurm", "launch", "--exp-name", "x", "--command", "y"];
+            let Command::Launch(launch) = Cli::try_parse_from(launch).unwrap().command else {
+                panic!("not launch");
+            };
+            assert_eq!(launch.cluster.interface.as_deref(), Some("envif0"));
+            assert!(launch.cluster.no_ray_auth);
+            assert_eq!(launch.cluster.ready_timeout, Some(77));
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "cli::tests::configuration_variables_never_change_what_the_bootstrap_parses",
+                "--test-threads=1",
+            ])
+            .env(CHILD, "1")
+            .envs(EVERY_VARIABLE.iter().copied())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{said}");
+        assert!(said.contains("1 passed"), "the child ran no test: {said}");
+    }
+
+    #[test]
+    fn the_public_command_has_every_visible_command_and_no_hidden_one() {
+        let public: Vec<String> = public_command()
+            .get_subcommands()
+            .map(|c| c.get_name().to_owned())
+            .collect();
+        let full = Cli::command();
+        let visible: Vec<String> = full
+            .get_subcommands()
+            .filter(|c| !c.is_hide_set())
+            .map(|c| c.get_name().to_owned())
+            .collect();
+        assert_eq!(public, visible);
+        assert!(!public.contains(&"bootstrap".to_owned()));
+        assert_eq!(
+            public_command().get_arguments().count(),
+            full.get_arguments().count()
+        );
+    }
+}

@@ -1,0 +1,50 @@
+//! The arguments of the commands around the others: `trust`, `completions`, `man`, and the
+//! hidden `relay`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use clap_complete::Shell;
+
+/// `rayslurm trust`'s example, after its options in `--help`.
+const TRUST_EXAMPLE: &str = "\
+Example:
+  less ./rayslurm.toml             # read what it runs first
+  rayslurm trust ./rayslurm.toml
+  rayslurm trust --list";
+
+#[derive(Debug, Args)]
+#[command(after_long_help = TRUST_EXAMPLE)]
+pub(crate) struct TrustArgs {
+    /// The project file, e.g. `./rayslurm.toml`.
+    #[arg(value_name = "FILE", required_unless_present = "list")]
+    pub(crate) file: Option<PathBuf>,
+
+    /// Forget FILE: its settings that run code are refused again.
+    #[arg(long, requires = "file")]
+    pub(crate) revoke: bool,
+
+    /// List the trusted files.
+    #[arg(long, conflicts_with_all = ["file", "revoke"])]
+    pub(crate) list: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub(crate) shell: Shell,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ManArgs {
+    /// The command whose page to print, e.g. `launch` (default: rayslurm's own).
+    pub(crate) command: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RelayArgs {
+    /// `HOST:PORT` to connect to.
+    #[arg(long)]
+    pub(crate) to: String,
+}

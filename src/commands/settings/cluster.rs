@@ -1,0 +1,138 @@
+//! The cluster's flags (`launch`'s and `up`'s) resolved into the options the bootstrap gets.
+
+use crate::cli::ClusterArgs;
+use crate::error::{UsageError, show};
+use crate::handoff::cluster::{
+    ClusterOptions, DEFAULT_MAX_REQUEUES, DEFAULT_READY_TIMEOUT, DEFAULT_STOP_GRACE, IpFamily,
+    parse_ray_args,
+};
+use crate::handoff::signal_name::SignalName;
+use crate::launch::config::{Sources, layered};
+
+/// The cluster's flags (with the files' values and the defaults) into the options the
+/// bootstrap gets: `launch`'s and `up`'s.
+pub(super) fn resolve(
+    args: &ClusterArgs,
+    num_nodes: u32,
+    src: &Sources,
+) -> Result<ClusterOptions, UsageError> {
+    let ClusterArgs {
+        no_ray,
+        per_node,
+        setup,
+        no_prefix,
+        interface,
+        ip_family,
+        min_nodes,
+        ready_timeout,
+        object_store_memory,
+        ray_args,
+        ray_head_args,
+        port_base,
+        stop_grace,
+        no_ray_auth,
+        ray_metrics,
+    } = args;
+    let (p, u) = (&src.project, &src.user);
+    let interface = layered(interface.clone(), &p.interface, &u.interface);
+    if let Some(i) = &interface
+        && (i.is_empty()
+            || i.len() > 15
+            || i.contains(['/', ' '])
+            || i.chars().any(char::is_control))
+    {
+        return Err(UsageError::new(format!("invalid --interface {}", show(i)))
+            .hint("give a network interface name as `ip link` shows it, e.g. `ib0` or `eth0`"));
+    }
+    check_flags(args, num_nodes)?;
+    let ray_args = layered(ray_args.clone(), &p.ray_args, &u.ray_args);
+    if let Some(r) = &ray_args {
+        parse_ray_args("--ray-args", r)?;
+    }
+    let ray_head_args = layered(ray_head_args.clone(), &p.ray_head_args, &u.ray_head_args);
+    if let Some(r) = &ray_head_args {
+        parse_ray_args("--ray-head-args", r)?;
+    }
+    // Ray's options from config files mean nothing to a run without Ray.
+    let for_ray = |o: Option<String>| o.filter(|_| !*per_node);
+    Ok(ClusterOptions {
+        no_ray: *no_ray,
+        per_node: *per_node,
+        setup: setup.clone(),
+        no_prefix: *no_prefix,
+        serve: false,
+        idle_timeout: None,
+        interface,
+        ip_family: layered(*ip_family, &p.ip_family, &u.ip_family).unwrap_or(IpFamily::Auto),
+        min_nodes: *min_nodes,
+        ready_timeout: layered(*ready_timeout, &p.ready_timeout, &u.ready_timeout)
+            .unwrap_or(DEFAULT_READY_TIMEOUT),
+        object_store_memory: layered(
+            *object_store_memory,
+            &p.object_store_memory,
+            &u.object_store_memory,
+        )
+        .filter(|_| !*per_node),
+        ray_args: for_ray(ray_args),
+        ray_head_args: for_ray(ray_head_args),
+        port_base: *port_base,
+        stop_grace: layered(*stop_grace, &p.stop_grace, &u.stop_grace)
+            .unwrap_or(DEFAULT_STOP_GRACE),
+        no_ray_auth: *no_ray_auth || layered(None, &p.ray_auth, &u.ray_auth) == Some(false),
+        ray_metrics: *ray_metrics,
+        // `launch`'s own (see `resolve_long_run`); a cluster of `up` keeps the defaults.
+        signal: SignalName::default(),
+        requeue: false,
+        max_requeues: DEFAULT_MAX_REQUEUES,
+    })
+}
+
+/// The cluster's flags that do not go together, or with `--num-nodes`.
+fn check_flags(args: &ClusterArgs, num_nodes: u32) -> Result<(), UsageError> {
+    let ClusterArgs {
+        per_node,
+        setup,
+        no_prefix,
+        min_nodes,
+        object_store_memory,
+        ray_args,
+        ray_head_args,
+        ..
+    } = args;
+    if *per_node {
+        for (flag, given) in [
+            ("--min-nodes", min_nodes.is_some()),
+            ("--ray-args", ray_args.is_some()),
+            ("--ray-head-args", ray_head_args.is_some()),
+            ("--object-store-memory", object_store_memory.is_some()),
+        ] {
+            if given {
+                return Err(UsageError::new(format!(
+                    "{flag} is a Ray option, and --per-node runs the command without Ray"
+                ))
+                .hint(format!(
+                    "drop {flag}, or drop --per-node to run a Ray cluster"
+                )));
+            }
+        }
+    }
+    if *no_prefix && !*per_node {
+        return Err(UsageError::new("--no-prefix goes with --per-node")
+            .hint("only --per-node prefixes output lines with `[RANK NODE]`"));
+    }
+    if let Some(s) = setup
+        && s.trim().is_empty()
+    {
+        return Err(UsageError::new("--setup is empty")
+            .hint("give the command to run on every node first, e.g. `--setup \"pip install -r requirements.txt\"`"));
+    }
+    if let Some(m) = *min_nodes
+        && m > num_nodes
+    {
+        return Err(UsageError::new(format!(
+            "--min-nodes {m} is more than --num-nodes {num_nodes}"
+        ))
+        .hint("--min-nodes counts the head too and must be at most --num-nodes"));
+    }
+    Ok(())
+}

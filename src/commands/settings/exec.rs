@@ -1,0 +1,93 @@
+//! `exec`'s arguments resolved: the command as one line for bash, its variables read and
+//! merged, its resources checked.
+
+use std::collections::BTreeMap;
+
+use crate::cli::ExecArgs;
+use crate::error::UsageError;
+use crate::launch::{config, validate};
+use crate::sys::quote::shell_quote;
+
+/// `exec`, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ExecSettings {
+    /// The cluster's name.
+    pub(crate) cluster: String,
+    pub(crate) detach: bool,
+    /// `--name`, shown by `queue`.
+    pub(crate) name: Option<String>,
+    /// Ray's entrypoint resources: CPUs, GPUs (positive) and bytes of memory.
+    pub(crate) num_cpus: Option<f64>,
+    pub(crate) num_gpus: Option<f64>,
+    pub(crate) memory: Option<u64>,
+    /// `--env-file`'s then `--env`'s variables, each key once.
+    pub(crate) env: BTreeMap<String, String>,
+    /// The command, as bash runs it.
+    pub(crate) command: String,
+    pub(crate) json: bool,
+}
+
+impl ExecSettings {
+    /// Resolves every argument of `exec`; nothing here asks the cluster.
+    pub(crate) fn resolve(args: &ExecArgs) -> Result<Self, UsageError> {
+        let ExecArgs {
+            cluster,
+            detach,
+            name,
+            num_cpus,
+            num_gpus,
+            memory,
+            env,
+            env_file,
+            command,
+            json,
+            args,
+        } = args;
+        let command = command_of(command.as_deref(), args)?;
+        let env = config::env_vars(env_file, env)?.into_iter().collect();
+        let memory = memory
+            .as_deref()
+            .map(|m| validate::memory_bytes("--memory", m))
+            .transpose()?;
+        for (flag, value) in [("--num-cpus", *num_cpus), ("--num-gpus", *num_gpus)] {
+            if let Some(v) = value
+                && !(v.is_finite() && v > 0.0)
+            {
+                return Err(
+                    UsageError::new(format!("{flag} {v} is not a positive number"))
+                        .hint(format!("e.g. `{flag} 2`, or `{flag} 0.5` for a share")),
+                );
+            }
+        }
+        Ok(Self {
+            cluster: cluster.clone(),
+            detach: *detach,
+            name: name.clone(),
+            num_cpus: *num_cpus,
+            num_gpus: *num_gpus,
+            memory,
+            env,
+            command,
+            json: *json,
+        })
+    }
+}
+
+/// The command: `--command` as written, or the words after `--`, each quoted.
+fn command_of(command: Option<&str>, words: &[String]) -> Result<String, UsageError> {
+    let command = match (command, words) {
+        (Some(c), []) => c.to_owned(),
+        (None, words) if !words.is_empty() => words
+            .iter()
+            .map(|w| shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
+    };
+    if command.trim().is_empty() {
+        return Err(UsageError::new("no command to run").hint(
+            "give it after `--`, e.g. `rayslurm exec mycluster -- python train.py --lr 0.1`, or as `--command \"...\"`",
+        ));
+    }
+    Ok(command)
+}

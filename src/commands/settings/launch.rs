@@ -1,0 +1,254 @@
+//! `launch`'s arguments resolved into a [`LaunchConfig`], and the job flags it shares with `up`
+//! ([`resolve_job`]). The destructuring makes a flag that is not resolved here a compile error
+//! rather than a silent default.
+
+use std::path::PathBuf;
+
+use crate::cli::{JobArgs, LaunchArgs, LongRunArgs};
+use crate::env_vars;
+use crate::error::{UsageError, show};
+use crate::handoff::cluster::{ClusterOptions, DEFAULT_MAX_REQUEUES};
+use crate::handoff::signal_name::SignalName;
+use crate::launch::config::{
+    self, EnvVar, JobRequest, LaunchConfig, Sources, check_log_dir_text, layered,
+};
+use crate::launch::gpu_directive::GpuDirective;
+use crate::launch::validate;
+use crate::slurm::duration;
+
+/// Resolves every argument of `launch`, with the files' values and the defaults.
+pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, UsageError> {
+    let LaunchArgs {
+        exp_name,
+        command,
+        job,
+        dry_run,
+        json,
+        follow,
+        cancel_on_interrupt,
+        cluster,
+        long_run:
+            LongRunArgs {
+                signal,
+                requeue,
+                max_requeues,
+                after,
+                singleton,
+            },
+    } = args;
+    validate::exp_name(exp_name)?;
+    if command.trim().is_empty() {
+        return Err(UsageError::new("--command is empty").hint(
+            "give the command to run on the head node, e.g. `--command \"python train.py\"`",
+        ));
+    }
+    let job = resolve_job(job, exp_name, command, src)?;
+    let mut cluster = super::cluster::resolve(cluster, job.request.num_nodes, src)?;
+    resolve_long_run(&mut cluster, (*signal, *requeue, *max_requeues), src)?;
+    check_stop_grace(&cluster, job.request.time.as_deref())?;
+    if let Some(a) = after
+        && a.trim().is_empty()
+    {
+        return Err(UsageError::new("--after is empty")
+            .hint("name the run to follow: its experiment name or job id"));
+    }
+    Ok(LaunchConfig {
+        job: job.request,
+        log_dir: job.log_dir,
+        template: job.template,
+        dry_run: *dry_run,
+        json: *json,
+        follow: *follow,
+        cancel_on_interrupt: *cancel_on_interrupt,
+        cluster,
+        after: after.clone(),
+        singleton: *singleton,
+    })
+}
+
+/// The job flags resolved: what the job asks of Slurm, and where its files go.
+pub(super) struct ResolvedJob {
+    pub(super) request: JobRequest,
+    pub(super) log_dir: PathBuf,
+    pub(super) template: Option<PathBuf>,
+}
+
+/// The job flags (`launch`'s and `up`'s) with the files' values and the defaults, checked.
+pub(super) fn resolve_job(
+    args: &JobArgs,
+    exp_name: &str,
+    command: &str,
+    src: &Sources,
+) -> Result<ResolvedJob, UsageError> {
+    let JobArgs {
+        num_nodes,
+        num_gpus,
+        gpu_directive,
+        node,
+        partition,
+        account,
+        qos,
+        constraint,
+        load_env,
+        tasks_per_node,
+        cpus_per_task,
+        mem,
+        mem_per_cpu,
+        time,
+        exclusive: _,
+        no_exclusive,
+        sbatch_args,
+        env,
+        env_file,
+        log_dir,
+        template,
+    } = args;
+    let (p, u) = (&src.project, &src.user);
+    let partition = layered(partition.clone(), &p.partition, &u.partition);
+    let account = layered(account.clone(), &p.account, &u.account);
+    let qos = layered(qos.clone(), &p.qos, &u.qos);
+    let constraint = layered(constraint.clone(), &p.constraint, &u.constraint);
+    let time = layered(time.clone(), &p.time, &u.time);
+    check_job_text(
+        [&partition, &account, &qos, &constraint, node, &time],
+        [mem, mem_per_cpu],
+        sbatch_args,
+    )?;
+    let env = config::env_vars(env_file, env)?
+        .into_iter()
+        .map(|(key, value)| EnvVar { key, value })
+        .collect();
+    let load_env =
+        layered(load_env.clone(), &p.load_env, &u.load_env).filter(|l| !l.trim().is_empty());
+    let log_dir = layered(log_dir.clone(), &p.log_dir, &u.log_dir)
+        .map(|d| src.cwd.join(d))
+        .unwrap_or_else(|| src.cwd.clone());
+    check_log_dir_text(&log_dir)?;
+    let template = layered(template.clone(), &p.template, &u.template).map(|t| src.cwd.join(t));
+    let request = JobRequest {
+        exp_name: exp_name.to_owned(),
+        command: command.to_owned(),
+        load_env,
+        env,
+        num_nodes: *num_nodes,
+        tasks_per_node: *tasks_per_node,
+        cpus_per_task: *cpus_per_task,
+        num_gpus: *num_gpus,
+        gpu_directive: layered(*gpu_directive, &p.gpu_directive, &u.gpu_directive)
+            .unwrap_or(GpuDirective::GpusPerTask),
+        partition,
+        account,
+        qos,
+        constraint,
+        nodelist: node.clone(),
+        time,
+        mem: mem.clone(),
+        // clap refuses --mem with --mem-per-cpu.
+        mem_per_cpu: mem_per_cpu.clone().filter(|_| mem.is_none()),
+        exclusive: !no_exclusive,
+        sbatch_args: sbatch_args.clone(),
+    };
+    Ok(ResolvedJob {
+        request,
+        log_dir,
+        template,
+    })
+}
+
+/// The job's values that go into `#SBATCH` lines, checked: the directives (partition, account,
+/// qos, constraint, node list, time), the memory sizes and `--sbatch-arg`s.
+fn check_job_text(
+    [partition, account, qos, constraint, node, time]: [&Option<String>; 6],
+    [mem, mem_per_cpu]: [&Option<String>; 2],
+    sbatch_args: &[String],
+) -> Result<(), UsageError> {
+    // Its own check first: it says what a time looks like.
+    if let Some(t) = time {
+        validate::time(t)?;
+    }
+    for (flag, value) in [
+        ("--partition", partition),
+        ("--account", account),
+        ("--qos", qos),
+        ("--constraint", constraint),
+        ("--node", node),
+        ("--time", time),
+    ] {
+        if let Some(v) = value {
+            validate::directive(flag, v)?;
+        }
+    }
+    for (flag, value) in [("--mem", mem), ("--mem-per-cpu", mem_per_cpu)] {
+        if let Some(m) = value {
+            validate::memory(flag, m)?;
+        }
+    }
+    for a in sbatch_args {
+        validate::sbatch_arg(a)?;
+    }
+    Ok(())
+}
+
+/// `--signal`, `--requeue` and `--max-requeues` (with their environment and file values) into
+/// the options the bootstrap gets.
+fn resolve_long_run(
+    cluster: &mut ClusterOptions,
+    (signal, requeue, max_requeues): (Option<SignalName>, bool, Option<u32>),
+    src: &Sources,
+) -> Result<(), UsageError> {
+    let (p, u) = (&src.project, &src.user);
+    // A site's RAYSLURM_MAX_REQUEUES (which clap reads into the flag) is for the runs that
+    // ask for --requeue; only the flag itself without --requeue is a mistake.
+    let from_variable = std::env::var_os(env_vars::MAX_REQUEUES).is_some_and(|v| !v.is_empty());
+    if max_requeues.is_some() && !requeue && !from_variable {
+        return Err(UsageError::new("--max-requeues goes with --requeue")
+            .hint("add --requeue to put the job back in the queue when it is stopped"));
+    }
+    cluster.signal = signal_of(signal, src)?;
+    cluster.requeue = requeue;
+    cluster.max_requeues =
+        layered(max_requeues, &p.max_requeues, &u.max_requeues).unwrap_or(DEFAULT_MAX_REQUEUES);
+    Ok(())
+}
+
+/// `--signal`, else the files' `signal` (checked here, where it is read), else TERM.
+pub(super) fn signal_of(
+    signal: Option<SignalName>,
+    src: &Sources,
+) -> Result<SignalName, UsageError> {
+    let parse_signal = |origin: &str, name: &str| {
+        name.parse::<SignalName>().map_err(|why| {
+            UsageError::new(format!("invalid signal {} ({origin})", show(name))).hint(why)
+        })
+    };
+    match (signal, &src.project.signal, &src.user.signal) {
+        (Some(s), _, _) => Ok(s),
+        (None, Some(s), _) => parse_signal("project config file", s),
+        (None, None, Some(s)) => parse_signal("user config file", s),
+        (None, None, None) => Ok(SignalName::default()),
+    }
+}
+
+/// The time limit's warning must come after the job starts: `--stop-grace` shorter than
+/// `--time` (`launch`'s and `up`'s).
+pub(super) fn check_stop_grace(
+    cluster: &ClusterOptions,
+    time: Option<&str>,
+) -> Result<(), UsageError> {
+    if let Some(limit) = time.and_then(duration::time_limit)
+        && cluster.stop_grace > 0
+        && u64::from(cluster.stop_grace) >= limit
+    {
+        return Err(UsageError::new(format!(
+            "--stop-grace {} s is not shorter than --time {} ({limit} s): the command would be warned before it starts",
+            cluster.stop_grace,
+            time.unwrap_or_default()
+        ))
+        .hint("give a longer --time or a shorter --stop-grace (0 asks for no warning)"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "launch_tests.rs"]
+mod tests;

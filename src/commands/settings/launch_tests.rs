@@ -1,0 +1,151 @@
+//! `launch`'s resolution as a table: arguments (and config files) in, the expected
+//! [`LaunchConfig`] out.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+use super::*;
+use crate::handoff::cluster::{DEFAULT_READY_TIMEOUT, IpFamily};
+
+/// Resolves `launch --exp-name x --command "python f.py"` plus `argv`.
+fn resolve(argv: &[&str], src: &Sources) -> Result<LaunchConfig, UsageError> {
+    let mut full = vec![
+        "rayslurm",
+        "launch",
+        "--exp-name",
+        "x",
+        "--command",
+        "python f.py",
+    ];
+    full.extend_from_slice(argv);
+    let cli = crate::cli::Cli::try_parse_from(full).expect("parses");
+    match cli.command {
+        crate::cli::Command::Launch(args) => super::resolve(&args, src),
+        _ => unreachable!(),
+    }
+}
+
+fn src() -> Sources {
+    Sources {
+        cwd: PathBuf::from("/work/proj"),
+        ..Sources::default()
+    }
+}
+
+#[test]
+fn defaults_match_the_seed_launcher() {
+    let c = resolve(&[], &src()).unwrap();
+    let j = &c.job;
+    assert_eq!(j.num_nodes, 1);
+    assert_eq!(j.num_gpus, 0);
+    assert_eq!(j.tasks_per_node, 1);
+    assert!(j.exclusive);
+    assert_eq!(j.gpu_directive, GpuDirective::GpusPerTask);
+    assert_eq!(c.log_dir, PathBuf::from("/work/proj"));
+    assert_eq!(j.partition, None);
+    assert_eq!(c.cluster.ready_timeout, DEFAULT_READY_TIMEOUT);
+    assert_eq!(c.cluster.ip_family, IpFamily::Auto);
+}
+
+#[test]
+fn precedence_cli_project_user() {
+    let mut s = src();
+    s.user.partition = Some("user".into());
+    assert_eq!(
+        resolve(&[], &s).unwrap().job.partition.as_deref(),
+        Some("user")
+    );
+    s.project.partition = Some("project".into());
+    assert_eq!(
+        resolve(&[], &s).unwrap().job.partition.as_deref(),
+        Some("project")
+    );
+    assert_eq!(
+        resolve(&["-p", "cli"], &s)
+            .unwrap()
+            .job
+            .partition
+            .as_deref(),
+        Some("cli")
+    );
+}
+
+#[test]
+fn table_of_flags() {
+    let s = src();
+    let c = resolve(
+        &[
+            "-n",
+            "3",
+            "--num-gpus",
+            "2",
+            "--gpu-directive",
+            "gres",
+            "--mem-per-cpu",
+            "2G",
+            "--time",
+            "1:00:00",
+            "--no-exclusive",
+            "--env",
+            "A=1",
+            "--log-dir",
+            "logs",
+            "--interface",
+            "ib0",
+            "--ip-family",
+            "6",
+            "--min-nodes",
+            "2",
+        ],
+        &s,
+    )
+    .unwrap();
+    let j = &c.job;
+    assert_eq!(j.num_nodes, 3);
+    assert_eq!(j.num_gpus, 2);
+    assert_eq!(j.gpu_directive, GpuDirective::Gres);
+    assert_eq!(
+        (j.mem.as_deref(), j.mem_per_cpu.as_deref()),
+        (None, Some("2G"))
+    );
+    assert!(!j.exclusive);
+    assert_eq!(
+        j.env,
+        vec![EnvVar {
+            key: "A".into(),
+            value: "1".into()
+        }]
+    );
+    assert_eq!(c.log_dir, PathBuf::from("/work/proj/logs"));
+    assert_eq!(c.cluster.interface.as_deref(), Some("ib0"));
+    assert_eq!(c.cluster.ip_family, IpFamily::V6);
+    assert_eq!(c.cluster.min_nodes, Some(2));
+}
+
+#[test]
+fn bad_values_are_usage_errors() {
+    let s = src();
+    for argv in [
+        &["--partition", "a\nb"][..],
+        &["--time", "1h"],
+        &["--mem", "lots"],
+        &["--env", "NOEQUALS"],
+        &["--sbatch-arg", "x"],
+        &["--sbatch-arg=--array=0-3"],
+        &["--per-node", "--min-nodes", "1"],
+        &["--per-node", "--ray-args", "--x=1"],
+        &["--per-node", "--ray-head-args", "--x=1"],
+        &["--per-node", "--object-store-memory", "100"],
+        &["--no-prefix"],
+        &["--setup", " "],
+        &["--node", "n1\n#SBATCH --x"],
+        &["-n", "2", "--min-nodes", "3"],
+        &["--ray-args", "--x 'unclosed"],
+        &["--ray-head-args", "\"open"],
+        &["--log-dir", "my logs"],
+        &["--interface", "a b"],
+    ] {
+        assert!(resolve(argv, &s).is_err(), "{argv:?}");
+    }
+}

@@ -1,0 +1,13 @@
+//! Each command's arguments resolved once into what the command takes (as uv's `settings.rs`):
+//! below `commands/`, nothing knows clap or `cli`.
+//!
+//! `launch` and `up` resolve into a [`LaunchConfig`](crate::launch::config::LaunchConfig)
+//! (their job and cluster flags alike: [`launch`], [`cluster`]); `up` into [`up::UpSettings`]; `exec` into
+//! [`exec::ExecSettings`]; the others into the settings of [`runs`] and [`clusters`].
+
+mod cluster;
+pub(crate) mod clusters;
+pub(crate) mod exec;
+pub(crate) mod launch;
+pub(crate) mod runs;
+pub(crate) mod up;
