@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::e2e_bootstrap::{Job, assert_clean, node_tmp_entries};
+use crate::harness::{Job, assert_clean, node_tmp_entries};
 use crate::harness::{Lab, connect_probe, first_line, lab, rayslurm, text};
 
 /// `rayslurm ARGS` in `dir`; returns (exit code, stdout, stderr).
@@ -382,7 +382,7 @@ fn two_clusters_on_one_node_see_only_their_own_jobs_and_the_time_limit_ends_one(
         return;
     };
     let dir = lab.workdir("twoclusters");
-    let node = lab.nodes.last().unwrap().clone();
+    let node = lab.node_of_its_own(1);
     let load_env = lab.load_env();
     let up_on_node = |name: &str, time: &str| {
         let tmp_before = node_tmp_entries();
