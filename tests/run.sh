@@ -3,9 +3,14 @@
 # Slurm, tini and a Ray venv when missing), then run every test, end-to-end ones included.
 # Extra arguments go to `cargo test` (e.g. `bash tests/run.sh e2e_bootstrap`). Then the Python
 # wheel is built and checked as users install it, with one real launch of its binary.
+#
+# The end-to-end tests mostly wait (for Slurm, for Ray to start, for time limits), so they run
+# side by side: a cluster of RAYSLURM_TEST_NODES nodes (default 6) and RUST_TEST_THREADS tests
+# at once (default 8). docs/testing.md has the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-3}"
+bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-6}"
+export RUST_TEST_THREADS=${RUST_TEST_THREADS:-8}
 cargo test "$@"
 export RAYSLURM_WHEEL_E2E=1
 bash tests/wheel/check.sh

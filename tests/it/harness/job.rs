@@ -51,9 +51,10 @@ impl Job {
         .unwrap()
     }
 
-    /// Waits until the log holds `needle`.
+    /// Waits until the log holds `needle`. `limit` counts only the time the job runs, as in
+    /// [`wait_job_end`]: time queued behind other tests' jobs is not the job's.
     pub(crate) fn wait_for_log(&self, needle: &str, limit: Duration) {
-        let start = Instant::now();
+        let start = self.wait_started();
         while !self.log_text().contains(needle) {
             assert!(
                 start.elapsed() < limit,
