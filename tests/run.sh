@@ -6,11 +6,20 @@
 #
 # The end-to-end tests mostly wait (for Slurm, for Ray to start, for time limits), so they run
 # side by side: a cluster of RAYSLURM_TEST_NODES nodes (default 6) and RUST_TEST_THREADS tests
-# at once (default 8). docs/testing.md has the figures.
+# at once (default 8). Each part's time is printed at the end; docs/testing.md has the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-6}"
+times=()
+timed() {
+  local name=$1 t0=$SECONDS
+  shift
+  "$@"
+  times+=("$name: $((SECONDS - t0)) s")
+}
+timed "test cluster up" bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-6}"
 export RUST_TEST_THREADS=${RUST_TEST_THREADS:-8}
-cargo test "$@"
+timed "cargo build of the tests" cargo test --no-run "$@"
+timed "cargo test" cargo test "$@"
 export RAYSLURM_WHEEL_E2E=1
-bash tests/wheel/check.sh
+timed "wheel build and check" bash tests/wheel/check.sh
+printf 'tests/run.sh: %s\n' "${times[@]}" >&2
