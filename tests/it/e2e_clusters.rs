@@ -29,7 +29,7 @@ fn up(lab: &Lab, dir: &Path, name: &str, extra: &[&str]) -> Job {
         "--object-store-memory",
         "100000000",
         "--time",
-        "15",
+        "8",
     ];
     args.extend_from_slice(extra);
     let tmp_before = node_tmp_entries();

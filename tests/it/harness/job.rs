@@ -146,6 +146,16 @@ impl Job {
     }
 }
 
+/// A test that fails cancels its job: left running, it would hold its nodes until its time
+/// limit, and every test queued behind it would wait that long too.
+impl Drop for Job {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = std::process::Command::new("scancel").arg(&self.id).status();
+        }
+    }
+}
+
 /// Launches in a fresh shared directory with the lab's Ray and a small object store.
 pub(crate) fn launch(lab: &Lab, name: &str, args: &[&str]) -> Job {
     launch_with_env(lab, name, &lab.load_env(), args)
