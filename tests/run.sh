@@ -6,7 +6,8 @@
 #
 # The end-to-end tests mostly wait (for Slurm, for Ray to start, for time limits), so they run
 # side by side: a cluster of RAYSLURM_TEST_NODES nodes (default 6) and RUST_TEST_THREADS
-# integration tests at once (default 8). Each part's time is printed at the end; docs/testing.md has the figures.
+# integration tests at once (default 8). Each part's time is printed at the end;
+# docs/testing.md has the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 times=()
