@@ -26,7 +26,7 @@
 #   AuthInfo=cred_expire=10 (a requeued job may start again after 11 s, not Slurm's 121 s),
 #   SchedulerParameters=bf_interval=2 (a small job waiting behind a big one starts within 2 s of
 #   room freeing up, not 30: the tests run side by side and queue behind each other).
-#   tests/run.sh brings up 6 nodes (RAYSLURM_TEST_NODES), the demo 3; see docs/testing.md.
+#   tests/run.sh brings up 4 nodes (RAYSLURM_TEST_NODES), the demo 3; see docs/testing.md.
 #   RAYSLURM_LAB_UP_TIMEOUT (default 60 s) bounds the wait for all nodes to be idle.
 # Must run as root. Needs: Debian apt (first run only) and PyPI (first run only).
 set -euo pipefail
