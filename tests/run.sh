@@ -3,9 +3,25 @@
 # Slurm, tini and a Ray venv when missing), then run every test, end-to-end ones included.
 # Extra arguments go to `cargo test` (e.g. `bash tests/run.sh e2e_bootstrap`). Then the Python
 # wheel is built and checked as users install it, with one real launch of its binary.
+#
+# The end-to-end tests mostly wait (for Slurm, for Ray to start, for time limits), so they run
+# side by side: a cluster of RAYSLURM_TEST_NODES nodes (default 4) and RUST_TEST_THREADS
+# integration tests at once (default 6). Each part's time is printed at the end;
+# docs/testing.md has the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-3}"
-cargo test "$@"
+times=()
+timed() {
+  local name=$1 t0=$SECONDS
+  shift
+  "$@"
+  times+=("$name: $((SECONDS - t0)) s")
+}
+timed "test cluster up" bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-4}"
+timed "cargo build of the tests" cargo test --no-run "$@"
+timed "unit tests" cargo test --bins "$@"
+# Only the integration tests run 6 at once: some unit tests watch this process's own sockets.
+timed "integration tests" env RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" cargo test --test it "$@"
 export RAYSLURM_WHEEL_E2E=1
-bash tests/wheel/check.sh
+timed "wheel build and check" bash tests/wheel/check.sh
+printf 'tests/run.sh: %s\n' "${times[@]}" >&2

@@ -23,7 +23,10 @@
 #   shared project directory ${SHARED%/*}/project (root:rslproj 2775), for the shared-cluster
 #   security tests; the venvs are made from Debian's python3 so that every user can run them.
 #   Partition "lab" (default), CPUs=2 RealMemory=4000 DefMemPerCPU=1000 per node, MinJobAge=300,
-#   AuthInfo=cred_expire=10 (a requeued job may start again after 11 s, not Slurm's 121 s).
+#   AuthInfo=cred_expire=10 (a requeued job may start again after 11 s, not Slurm's 121 s),
+#   SchedulerParameters=bf_interval=2 (a small job waiting behind a big one starts within 2 s of
+#   room freeing up, not 30: the tests run side by side and queue behind each other).
+#   tests/run.sh brings up 4 nodes (RAYSLURM_TEST_NODES), the demo 3; see docs/testing.md.
 #   RAYSLURM_LAB_UP_TIMEOUT (default 60 s) bounds the wait for all nodes to be idle.
 # Must run as root. Needs: Debian apt (first run only) and PyPI (first run only).
 set -euo pipefail
@@ -192,6 +195,7 @@ MpiDefault=none
 ReturnToService=2
 MinJobAge=300
 AuthInfo=cred_expire=10
+SchedulerParameters=bf_interval=2
 DefMemPerCPU=1000
 StateSaveLocation=${VAR}/state
 SlurmdSpoolDir=${VAR}/spool/%n

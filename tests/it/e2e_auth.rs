@@ -6,8 +6,8 @@
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use crate::e2e_bootstrap::{assert_clean, launch};
 use crate::harness::lab;
+use crate::harness::{assert_clean, launch};
 
 /// Runs inside the job: connects as the command does, then tries every port as an outsider.
 const PROBE: &str = r#"
@@ -51,7 +51,7 @@ fn a_client_without_the_token_is_refused_on_every_port() {
     };
     let dir = lab.workdir("auth");
     std::fs::write(dir.join("probe.py"), PROBE).unwrap();
-    let job = crate::e2e_bootstrap::launch_in(
+    let job = crate::harness::launch_in(
         lab,
         &dir,
         "auth",

@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::e2e_bootstrap::{Job, assert_clean, node_tmp_entries};
+use crate::harness::{Job, assert_clean, node_tmp_entries};
 use crate::harness::{Lab, connect_probe, first_line, lab, rayslurm, text};
 
 /// `rayslurm ARGS` in `dir`; returns (exit code, stdout, stderr).
@@ -29,7 +29,7 @@ fn up(lab: &Lab, dir: &Path, name: &str, extra: &[&str]) -> Job {
         "--object-store-memory",
         "100000000",
         "--time",
-        "15",
+        "8",
     ];
     args.extend_from_slice(extra);
     let tmp_before = node_tmp_entries();
@@ -105,13 +105,32 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
     let dir = lab.workdir("clusterflow");
     let name = format!("flow{}", std::process::id());
     let cluster = up(lab, &dir, &name, &[]);
+    let run_dir = cluster.log.with_extension("d");
+    runs_a_grid_search(&dir, &name);
+    each_trial_ran_with_its_own_env_and_rank(&run_dir);
+    exec_follows_a_job_to_its_end(&dir, &name);
+    cancel_stops_a_running_and_a_pending_job(&dir, &name);
+    logs_follow_streams_a_running_job(&dir, &name);
+    nobody_gets_in_without_the_token(&run_dir);
+    the_allocation_relays_when_asked(&dir, &name);
+    the_dashboard_is_forwarded_to_its_user_alone(&dir, &name);
+    let (code, _, stderr) = rs(&dir, &["down", &name]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cluster {name} is down")),
+        "{stderr}"
+    );
+    cluster.wait(Duration::from_secs(60));
+    assert_clean(&cluster);
+}
 
-    // A grid search of five trials of 2 CPUs on 4 CPUs: two run at once, the rest wait.
+/// Five trials of 2 CPUs on 4 CPUs: two run at once, the rest wait.
+fn runs_a_grid_search(dir: &Path, name: &str) {
     for i in 1..=5 {
         let (trial, env) = (format!("trial-{i}"), format!("TRIAL={i}"));
         let id = exec_detached(
-            &dir,
-            &name,
+            dir,
+            name,
             &[
                 "--name",
                 &trial,
@@ -130,7 +149,7 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
     let t0 = Instant::now();
     let (mut saw_pending, mut saw_two) = (false, false);
     loop {
-        let s = statuses(&dir, &name);
+        let s = statuses(dir, name);
         let running = s.iter().filter(|(_, st)| st == "RUNNING").count();
         assert!(running <= 2, "at most 2 jobs of 2 CPUs on 4 CPUs: {s:?}");
         saw_two |= running == 2;
@@ -145,7 +164,10 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
         saw_two && saw_pending,
         "two ran at once and the others waited"
     );
-    let run_dir = cluster.log.with_extension("d");
+}
+
+/// Each trial saw its own `--env`, and the node its entrypoint landed on gave it its rank.
+fn each_trial_ran_with_its_own_env_and_rank(run_dir: &Path) {
     let info: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("cluster.json")).unwrap())
             .unwrap();
@@ -181,13 +203,15 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
         2,
         "two at once ran on both nodes: {ranks_seen:?}"
     );
+}
 
-    // Without -d, exec follows the job and exits with its code.
+/// Without -d, exec follows the job and exits with its code.
+fn exec_follows_a_job_to_its_end(dir: &Path, name: &str) {
     let (code, stdout, _) = rs(
-        &dir,
+        dir,
         &[
             "exec",
-            &name,
+            name,
             "--",
             "bash",
             "-c",
@@ -196,35 +220,39 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
     );
     assert_eq!(code, Some(3));
     assert!(stdout.contains("hello-from-job"), "{stdout}");
-    let (code, _, stderr) = rs(&dir, &["exec", &name, "--command", "pwd"]);
+    let (code, _, stderr) = rs(dir, &["exec", name, "--command", "pwd"]);
     assert_eq!(code, Some(0), "{stderr}");
+}
 
-    // Cancel a running job and a pending one.
+/// Cancel a running job and a pending one, then all.
+fn cancel_stops_a_running_and_a_pending_job(dir: &Path, name: &str) {
     let ids: Vec<u64> = (0..3)
-        .map(|_| exec_detached(&dir, &name, &["--num-cpus", "2", "--", "sleep", "300"]))
+        .map(|_| exec_detached(dir, name, &["--num-cpus", "2", "--", "sleep", "300"]))
         .collect();
-    wait_queue(&dir, &name, Duration::from_secs(60), |s| {
+    wait_queue(dir, name, Duration::from_secs(60), |s| {
         status_of(s, ids[0]) == "RUNNING" && status_of(s, ids[1]) == "RUNNING"
     });
-    assert_eq!(status_of(&statuses(&dir, &name), ids[2]), "PENDING");
+    assert_eq!(status_of(&statuses(dir, name), ids[2]), "PENDING");
     for id in [ids[0], ids[2]] {
-        let (code, _, stderr) = rs(&dir, &["cancel", &name, &id.to_string()]);
+        let (code, _, stderr) = rs(dir, &["cancel", name, &id.to_string()]);
         assert_eq!(code, Some(0), "{stderr}");
     }
-    wait_queue(&dir, &name, Duration::from_secs(60), |s| {
+    wait_queue(dir, name, Duration::from_secs(60), |s| {
         status_of(s, ids[0]) == "STOPPED" && status_of(s, ids[2]) == "STOPPED"
     });
-    assert_eq!(status_of(&statuses(&dir, &name), ids[1]), "RUNNING");
-    let (code, _, stderr) = rs(&dir, &["cancel", &name, "--all"]);
+    assert_eq!(status_of(&statuses(dir, name), ids[1]), "RUNNING");
+    let (code, _, stderr) = rs(dir, &["cancel", name, "--all"]);
     assert_eq!(code, Some(0), "{stderr}");
-    wait_queue(&dir, &name, Duration::from_secs(60), |s| {
+    wait_queue(dir, name, Duration::from_secs(60), |s| {
         status_of(s, ids[1]) == "STOPPED"
     });
+}
 
-    // logs -f streams a running job to its end.
+/// logs -f streams a running job to its end.
+fn logs_follow_streams_a_running_job(dir: &Path, name: &str) {
     let id = exec_detached(
-        &dir,
-        &name,
+        dir,
+        name,
         &[
             "--",
             "bash",
@@ -232,35 +260,38 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
             "for i in 1 2 3; do echo tick-$i; sleep 1; done",
         ],
     );
-    let (code, stdout, stderr) = rs(&dir, &["logs", &name, &id.to_string(), "-f"]);
+    let (code, stdout, stderr) = rs(dir, &["logs", name, &id.to_string(), "-f"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(
         stdout.contains("tick-1") && stdout.contains("tick-3"),
         "{stdout}"
     );
+}
 
-    // Nobody gets in without the token.
-    let info: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(cluster.log.with_extension("d").join("cluster.json")).unwrap(),
-    )
-    .unwrap();
+/// Nobody gets in without the token.
+fn nobody_gets_in_without_the_token(run_dir: &Path) {
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("cluster.json")).unwrap())
+            .unwrap();
     let head = info["head_ip"].as_str().unwrap();
     let port = info["dashboard_port"].as_u64().unwrap();
     let answer = status_without_token(head, port, "/api/jobs/");
     assert!(answer.contains(" 401 "), "{answer}");
+}
 
-    // Through the allocation, as from a login node that cannot reach compute nodes' ports:
-    // forced by the flag, and by the variable.
+/// Through the allocation, as from a login node that cannot reach compute nodes' ports:
+/// forced by the flag, and by the variable.
+fn the_allocation_relays_when_asked(dir: &Path, name: &str) {
     let out = rayslurm([
         "exec",
         "--via-allocation",
         "-v",
-        &name,
+        name,
         "--",
         "echo",
         "through-the-relay",
     ])
-    .cwd(&dir)
+    .cwd(dir)
     .output();
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
@@ -269,8 +300,8 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
         stderr.contains("relay --to 127.0.0.1:"),
         "the srun step: {stderr}"
     );
-    let out = rayslurm(["queue", "-v", &name])
-        .cwd(&dir)
+    let out = rayslurm(["queue", "-v", name])
+        .cwd(dir)
         .env("RAYSLURM_RELAY", "always")
         .output();
     let (_, stderr) = text(&out);
@@ -279,11 +310,13 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
         stderr.contains("relay --to 127.0.0.1:"),
         "the srun step: {stderr}"
     );
+}
 
-    // The dashboard, forwarded to a local port through the allocation until Ctrl-C.
+/// The dashboard, forwarded to a local port through the allocation until Ctrl-C.
+fn the_dashboard_is_forwarded_to_its_user_alone(dir: &Path, name: &str) {
     let local = 29000 + (std::process::id() % 500) as u16;
-    let mut dashboard = rayslurm(["dashboard", &name, "--port", &local.to_string()])
-        .cwd(&dir)
+    let mut dashboard = rayslurm(["dashboard", name, "--port", &local.to_string()])
+        .cwd(dir)
         .command()
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -314,8 +347,8 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
         .unwrap();
     assert_eq!(text(&other).0.trim(), "closed", "{}", text(&other).1);
     // The port asked for is taken (by the forward itself): an error, never another port.
-    let taken = rayslurm(["dashboard", &name, "--port", &local.to_string()])
-        .cwd(&dir)
+    let taken = rayslurm(["dashboard", name, "--port", &local.to_string()])
+        .cwd(dir)
         .output();
     let (_, stderr) = text(&taken);
     assert_eq!(taken.status.code(), Some(2), "{stderr}");
@@ -335,15 +368,6 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
         said.contains("it is not yours (1 refused so far)"),
         "{said}"
     );
-
-    let (code, _, stderr) = rs(&dir, &["down", &name]);
-    assert_eq!(code, Some(0), "{stderr}");
-    assert!(
-        stderr.contains(&format!("cluster {name} is down")),
-        "{stderr}"
-    );
-    cluster.wait(Duration::from_secs(60));
-    assert_clean(&cluster);
 }
 
 #[test]
@@ -382,7 +406,7 @@ fn two_clusters_on_one_node_see_only_their_own_jobs_and_the_time_limit_ends_one(
         return;
     };
     let dir = lab.workdir("twoclusters");
-    let node = lab.nodes.last().unwrap().clone();
+    let node = lab.node_of_its_own(1);
     let load_env = lab.load_env();
     let up_on_node = |name: &str, time: &str| {
         let tmp_before = node_tmp_entries();

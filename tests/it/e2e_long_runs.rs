@@ -6,7 +6,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::e2e_bootstrap::{Job, assert_clean, copy_example, launch, launch_in, node_tmp_entries};
+use crate::harness::{Job, assert_clean, copy_example, launch, launch_in, node_tmp_entries};
 use crate::harness::{lab, rayslurm, scontrol_job, text, wait_within};
 
 const COUNTER: &str = "resumable_counter.py";

@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use crate::e2e_bootstrap::{Job, assert_clean, copy_example, launch, launch_in};
-use crate::harness::{expand_nodes, lab};
+use crate::harness::{Job, assert_clean, copy_example, launch, launch_in};
+use crate::harness::{expand_nodes, lab, processes_with};
 
 /// The lines of the log that rank output prefixed with `[RANK NODE] ` and start with `what`.
 fn rank_lines(job: &Job, what: &str) -> Vec<String> {
@@ -129,7 +129,7 @@ fn a_real_jax_group_forms_across_the_nodes() {
     let dir = lab.workdir("jax");
     copy_example(&dir, "jax_allgather.py");
     let load_env = format!("source {}/bin/activate", lab.jax_venv.display());
-    let job = crate::e2e_bootstrap::launch_from(
+    let job = crate::harness::launch_from(
         &dir,
         "jax",
         &load_env,
@@ -178,15 +178,13 @@ fn a_setup_that_fails_on_one_node_fails_the_run_naming_it() {
         ],
     );
     let started = job.wait_started();
-    let info = job.wait(Duration::from_secs(300));
+    let (info, log) = job.expect_startup_failure(Duration::from_secs(300));
     assert!(
         started.elapsed() < Duration::from_secs(90),
         "the run waited for the other setups: {:?}",
         started.elapsed()
     );
-    let log = job.log_text();
     let third = &expand_nodes(&info["NodeList"])[2];
-    assert_eq!(info["JobState"], "FAILED", "{log}");
     assert!(
         log.contains(&format!("setup failed on {third} with exit code 3")),
         "{log}"
@@ -196,7 +194,6 @@ fn a_setup_that_fails_on_one_node_fails_the_run_naming_it() {
         "its output: {log}"
     );
     assert!(!log.contains("should-not-run"), "{log}");
-    assert_eq!(job.state()["ending"], "startup-failed");
     assert_clean(&job);
 }
 
@@ -249,21 +246,17 @@ fn a_workers_failed_setup_ends_a_ray_job_while_the_heads_setup_still_runs() {
         ],
     );
     let started = job.wait_started();
-    let info = job.wait(Duration::from_secs(300));
+    let (info, log) = job.expect_startup_failure(Duration::from_secs(300));
     assert!(
         started.elapsed() < Duration::from_secs(90),
         "the run waited for the head's setup: {:?}",
         started.elapsed()
     );
-    let log = job.log_text();
     let second = &expand_nodes(&info["NodeList"])[1];
-    assert_eq!(info["JobState"], "FAILED", "{log}");
     assert!(
         log.contains(&format!("setup failed on {second} with exit code 4")),
         "{log}"
     );
-    assert!(!log.contains("\nshould-not-run"), "{log}");
-    assert_eq!(job.state()["ending"], "startup-failed");
     assert_clean(&job);
 }
 
@@ -302,7 +295,7 @@ fn a_rank_that_fails_gives_its_code_and_the_others_are_stopped() {
     );
     assert_eq!(job.state()["exit_code"], 7);
     assert!(
-        processes_running("sleep 4242.5").is_empty(),
+        processes_with(&["sleep 4242.5"]).is_empty(),
         "the other ranks are gone"
     );
     assert_clean(&job);
@@ -325,19 +318,14 @@ fn scancel_of_a_per_node_run_leaves_nothing() {
         ],
     );
     job.wait_for_log("rank-started", Duration::from_secs(300));
-    assert!(!processes_running("sleep 4343.5").is_empty());
-    let status = std::process::Command::new("scancel")
-        .arg(&job.id)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let info = job.wait(Duration::from_secs(60));
-    assert_eq!(info["JobState"], "CANCELLED", "{}", job.log_text());
+    assert!(!processes_with(&["sleep 4343.5"]).is_empty());
+    let (info, log) = job.kill_and_expect_end(|| job.scancel(), Duration::from_secs(60));
+    assert_eq!(info["JobState"], "CANCELLED", "{log}");
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !processes_running("sleep 4343.5").is_empty() && Instant::now() < deadline {
+    while !processes_with(&["sleep 4343.5"]).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert_eq!(processes_running("sleep 4343.5"), Vec::<u32>::new());
+    assert_eq!(processes_with(&["sleep 4343.5"]), Vec::<u32>::new());
     assert_clean(&job);
 }
 
@@ -346,7 +334,7 @@ fn two_per_node_runs_on_one_node_get_different_master_ports() {
     let Some((lab, _turn)) = lab("two_per_node_runs_on_one_node_get_different_master_ports") else {
         return;
     };
-    let node = lab.nodes.last().unwrap().clone();
+    let node = lab.node_of_its_own(2);
     let cmd = "echo \"port $MASTER_PORT\"; sleep 20";
     let args = [
         "--per-node",
@@ -395,21 +383,6 @@ fn two_per_node_runs_on_one_node_get_different_master_ports() {
     assert_clean(&a);
     assert_clean(&b);
     assert_clean(&c);
-}
-
-/// PIDs of processes (on any node) whose command line contains `text`.
-fn processes_running(text: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            String::from_utf8_lossy(&cmdline)
-                .replace('\0', " ")
-                .contains(text)
-        })
-        .collect()
 }
 
 #[test]

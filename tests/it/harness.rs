@@ -243,6 +243,14 @@ impl Lab {
         self.node_ips[k].clone()
     }
 
+    /// The node that the `k`-th test placing two jobs side by side on one node uses (counted
+    /// from the last node): each such test has its own, so that they never crowd each other
+    /// when they run at the same time (wrapping around on a lab smaller than `k + 1`).
+    pub fn node_of_its_own(&self, k: usize) -> String {
+        let n = self.nodes.len();
+        self.nodes[n - 1 - k % n].clone()
+    }
+
     /// A fresh directory on the shared filesystem for one test.
     pub fn workdir(&self, name: &str) -> PathBuf {
         let dir = self.shared.join("tests").join(unique_name(name));
@@ -273,10 +281,43 @@ fn cluster_script() -> PathBuf {
 }
 
 /// A test's turn on the cluster: shared with other tests, or the whole cluster for a test that
-/// kills nodes (and would fail every job beside it). Held until the test ends.
-pub enum Turn {
+/// kills nodes (and would fail every job beside it). Held until the test ends; then, when
+/// `RAYSLURM_TEST_TIMES` names a file, one line is added to it: the test's name, its kind of
+/// turn, the seconds it waited for the turn and the seconds it held it (see docs/testing.md).
+pub struct Turn {
+    _guard: Guard,
+    test: String,
+    alone: bool,
+    asked: Instant,
+    given: Instant,
+}
+
+enum Guard {
     Shared(#[allow(dead_code)] RwLockReadGuard<'static, ()>),
     Alone(#[allow(dead_code)] RwLockWriteGuard<'static, ()>),
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let Some(file) = std::env::var_os("RAYSLURM_TEST_TIMES") else {
+            return;
+        };
+        let line = format!(
+            "{}\t{}\twaited {:.1}\tran {:.1}\n",
+            self.test,
+            if self.alone { "alone" } else { "shared" },
+            (self.given - self.asked).as_secs_f64(),
+            self.given.elapsed().as_secs_f64(),
+        );
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+        if let Err(e) = appended {
+            eprintln!("cannot add to RAYSLURM_TEST_TIMES: {e}");
+        }
+    }
 }
 
 static TURNS: RwLock<()> = RwLock::new(());
@@ -285,20 +326,28 @@ static TURNS: RwLock<()> = RwLock::new(());
 /// developer's machine, a failure under CI (`CI=true`), never a silent pass.
 pub fn lab(test: &str) -> Option<(&'static Lab, Turn)> {
     let lab = lab_up(test)?;
-    Some((
-        lab,
-        Turn::Shared(TURNS.read().unwrap_or_else(PoisonError::into_inner)),
-    ))
+    let asked = Instant::now();
+    let guard = Guard::Shared(TURNS.read().unwrap_or_else(PoisonError::into_inner));
+    Some((lab, turn(test, guard, asked)))
 }
 
 /// [`lab`] for a test that must have the cluster to itself (it kills nodes): it waits until the
 /// other tests are done with it, and they wait for it.
 pub fn lab_alone(test: &str) -> Option<(&'static Lab, Turn)> {
     let lab = lab_up(test)?;
-    Some((
-        lab,
-        Turn::Alone(TURNS.write().unwrap_or_else(PoisonError::into_inner)),
-    ))
+    let asked = Instant::now();
+    let guard = Guard::Alone(TURNS.write().unwrap_or_else(PoisonError::into_inner));
+    Some((lab, turn(test, guard, asked)))
+}
+
+fn turn(test: &str, guard: Guard, asked: Instant) -> Turn {
+    Turn {
+        alone: matches!(guard, Guard::Alone(_)),
+        _guard: guard,
+        test: test.to_owned(),
+        asked,
+        given: Instant::now(),
+    }
 }
 
 fn lab_up(test: &str) -> Option<&'static Lab> {
@@ -425,3 +474,7 @@ pub fn connect_probe(port: u16) -> String {
         "import socket\ns = socket.create_connection(('127.0.0.1', {port}))\ns.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')\ntry:\n    print('answered' if s.recv(100) else 'closed')\nexcept ConnectionResetError:\n    print('closed')"
     )
 }
+
+mod job;
+
+pub(crate) use job::*;

@@ -20,6 +20,7 @@ mod user_namespace;
 mod verbose;
 mod version;
 
+mod e2e_alone;
 mod e2e_auth;
 mod e2e_bootstrap;
 mod e2e_clusters;

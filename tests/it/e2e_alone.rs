@@ -1,0 +1,193 @@
+//! End-to-end tests that have the cluster to themselves (`lab_alone`): each kills a node (its
+//! whole namespace, as a crash does) while the command runs or while Ray starts, and a job
+//! beside it on that node would fail too.
+//!
+//! libtest starts tests in the order of their names, so this file's name puts them first: they
+//! run one after another while the fast CLI tests run beside them, and then no shared test has
+//! to wait for them in the middle of the run (a test waiting for the cluster to itself stops
+//! every test that would start after it, until all that run have ended).
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::harness::{
+    Job, Lab, NODE_TMP, assert_clean, expand_nodes, lab_alone, launch, scontrol_job,
+};
+
+/// `cluster.sh kill-node` / `revive-node` for a node named `nodeK`.
+fn cluster(verb: &str, node: &str) {
+    let k = node.trim_start_matches("node");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cluster/cluster.sh");
+    let out = Command::new("bash")
+        .args([script, verb, k])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cluster.sh {verb} {k}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A node this test killed: revived when dropped, so that a failing assertion between the kill
+/// and the revive never leaves the cluster short of a node for every test after it.
+struct DeadNode {
+    name: String,
+    revived: bool,
+}
+
+impl DeadNode {
+    fn kill(name: &str) -> Self {
+        cluster("kill-node", name);
+        Self {
+            name: name.to_owned(),
+            revived: false,
+        }
+    }
+
+    fn revive(&mut self) {
+        cluster("revive-node", &self.name);
+        self.revived = true;
+    }
+}
+
+impl Drop for DeadNode {
+    fn drop(&mut self) {
+        if !self.revived {
+            let k = self.name.trim_start_matches("node");
+            let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cluster/cluster.sh");
+            let _ = Command::new("bash")
+                .args([script, "revive-node", k])
+                .output();
+        }
+    }
+}
+
+/// The job's last node: a worker (the head is the first).
+fn a_worker_of(job: &Job) -> String {
+    let nodes = expand_nodes(&scontrol_job(&job.id)["NodeList"]);
+    assert!(nodes.len() >= 2, "{nodes:?}");
+    nodes.last().unwrap().clone()
+}
+
+/// Waits until the bootstrap has written its final state (its own end, which must come long
+/// before Slurm declares the dead node down); returns how long that took from `since`.
+fn bootstrap_end(job: &Job, since: Instant) -> Duration {
+    let state = job.log.with_extension("state.json");
+    while !state.exists() {
+        assert!(
+            since.elapsed() < Duration::from_secs(90),
+            "no final state 90 s after the node died\nlog:\n{}",
+            job.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    since.elapsed()
+}
+
+/// Kills one of the job's worker nodes as a crash does, and expects the bootstrap's own end
+/// within 30 s with the node named by its silence; returns the dead node and the log.
+fn kill_a_worker_and_expect_the_end(job: &Job, case: &str) -> (DeadNode, String) {
+    let worker = a_worker_of(job);
+    let killed_at = Instant::now();
+    let dead = DeadNode::kill(&worker);
+    let dead_name = dead.name.clone();
+    let took = bootstrap_end(job, killed_at);
+    let log = job.log_text();
+    assert!(
+        took < Duration::from_secs(30),
+        "{case}: the run ended {took:?} after {dead_name} died\n{log}"
+    );
+    assert!(
+        log.contains(&format!("no heartbeat from {dead_name} for")),
+        "{case}: {log}"
+    );
+    (dead, log)
+}
+
+/// Revives the dead node, waits for the job to leave Slurm, and checks nothing is left on any
+/// node. The dead node's /tmp is as the crash left it (its Ray temp root among it): a crashed
+/// machine's files are not the run's to clean, so that one directory is removed here.
+fn revive_and_check(job: &Job, mut dead: DeadNode) {
+    dead.revive();
+    let dead = dead.name.clone();
+    job.wait(Duration::from_secs(120));
+    let prefix = format!("rs0-{}.", job.id);
+    for e in std::fs::read_dir(format!("{NODE_TMP}/{dead}"))
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+    {
+        let _ = std::fs::remove_dir_all(e.path());
+    }
+    assert_clean(job);
+}
+
+fn launch_three(lab: &Lab, name: &str, command: &str) -> Job {
+    launch(lab, name, &["-n", "3", "--command", command])
+}
+
+#[test]
+fn a_node_that_dies_while_the_command_runs_fails_the_run_within_30_s() {
+    let Some((lab, _turn)) =
+        lab_alone("a_node_that_dies_while_the_command_runs_fails_the_run_within_30_s")
+    else {
+        return;
+    };
+    let job = launch_three(lab, "nodedies", "echo command-started; sleep 120");
+    job.wait_for_log("command-started", Duration::from_secs(300));
+    let (dead, log) = kill_a_worker_and_expect_the_end(&job, "nodedies");
+    let state = job.state();
+    assert_eq!(state["ending"], "node-failed", "{log}");
+    let message = state["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("no heartbeat from {} for", dead.name)),
+        "{message}"
+    );
+    // Slurm keeps the job COMPLETING until it declares the node down; status already knows.
+    let row = job.status_row();
+    assert_eq!(row["state"], "NODE_FAIL", "{row}");
+    revive_and_check(&job, dead);
+}
+
+/// A node lost mid-run ends the run within 30 s, named by its silence: with `--min-nodes` (the
+/// command may have started without every node), and in a per-node run (no Ray at all).
+#[test]
+fn a_node_that_dies_fails_a_min_nodes_run_and_a_per_node_run_within_30_s() {
+    let Some((lab, _turn)) =
+        lab_alone("a_node_that_dies_fails_a_min_nodes_run_and_a_per_node_run_within_30_s")
+    else {
+        return;
+    };
+    let cases: [(&str, &[&str]); 2] = [
+        ("mindies", &["-n", "3", "--min-nodes", "2"]),
+        ("pernodedies", &["-n", "3", "--per-node"]),
+    ];
+    for (name, flags) in cases {
+        let mut args = flags.to_vec();
+        args.extend(["--command", "echo command-started; sleep 120"]);
+        let job = launch(lab, name, &args);
+        job.wait_for_log("command-started", Duration::from_secs(300));
+        // Every node has joined (or, per node, started its rank) before one dies.
+        std::thread::sleep(Duration::from_secs(3));
+        let (dead, log) = kill_a_worker_and_expect_the_end(&job, name);
+        assert_eq!(job.state()["ending"], "node-failed", "{name}: {log}");
+        revive_and_check(&job, dead);
+    }
+}
+
+#[test]
+fn a_node_that_dies_while_ray_starts_fails_the_run_within_30_s() {
+    let Some((lab, _turn)) =
+        lab_alone("a_node_that_dies_while_ray_starts_fails_the_run_within_30_s")
+    else {
+        return;
+    };
+    let job = launch_three(lab, "nodediesearly", "echo should-not-run");
+    job.wait_for_log("starting Ray head", Duration::from_secs(300));
+    let (dead, log) = kill_a_worker_and_expect_the_end(&job, "nodediesearly");
+    assert_eq!(job.state()["ending"], "startup-failed", "{log}");
+    assert!(!log.contains("\nshould-not-run"), "{log}");
+    revive_and_check(&job, dead);
+}

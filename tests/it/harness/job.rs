@@ -1,0 +1,350 @@
+//! A job on the lab: launched as a user would, waited for, and checked the way every
+//! end-to-end test checks it (its state file, its log, what it left on the nodes), with the
+//! expectations the e2e files share: a run that fails at start-up, and a run ended from outside
+//! (scancel, a killed process) that must end within a bound.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::{Lab, rayslurm, scontrol_job, text, wait_job_end};
+
+/// A submitted job.
+pub(crate) struct Job {
+    pub(crate) id: String,
+    pub(crate) log: PathBuf,
+    pub(crate) dir: PathBuf,
+    /// Every node's /tmp entries before the launch.
+    tmp_before: BTreeSet<PathBuf>,
+}
+
+impl Job {
+    /// The job that `launch --json` printed in `stdout`.
+    pub(crate) fn launched(stdout: &[u8], dir: PathBuf, tmp_before: BTreeSet<PathBuf>) -> Job {
+        let v: serde_json::Value = serde_json::from_slice(stdout).unwrap();
+        Job {
+            id: v["job_id"].as_str().unwrap().to_owned(),
+            log: PathBuf::from(v["log"].as_str().unwrap()),
+            dir,
+            tmp_before,
+        }
+    }
+
+    pub(crate) fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Where the nodes keep Ray's logs when the run fails.
+    pub(crate) fn ray_logs(&self) -> PathBuf {
+        self.log.with_extension("ray-logs")
+    }
+
+    pub(crate) fn state(&self) -> serde_json::Value {
+        let path = self.log.with_extension("state.json");
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "no state file {}: {e}\nlog:\n{}",
+                path.display(),
+                self.log_text()
+            )
+        }))
+        .unwrap()
+    }
+
+    /// Waits until the log holds `needle`. `limit` counts only the time the job runs, as in
+    /// [`wait_job_end`]: time queued behind other tests' jobs is not the job's.
+    pub(crate) fn wait_for_log(&self, needle: &str, limit: Duration) {
+        let start = self.wait_started();
+        while !self.log_text().contains(needle) {
+            assert!(
+                start.elapsed() < limit,
+                "no `{needle}` in the log:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    /// Waits until Slurm has started the job (time queued behind other tests' jobs is not the
+    /// job's) and returns when that was seen.
+    pub(crate) fn wait_started(&self) -> Instant {
+        let start = Instant::now();
+        loop {
+            let state = scontrol_job(&self.id)
+                .get("JobState")
+                .cloned()
+                .unwrap_or_default();
+            if !matches!(state.as_str(), "PENDING" | "") {
+                return Instant::now();
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(1200),
+                "job {} still pending after 20 minutes",
+                self.id
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The run's row of `status --json`.
+    pub(crate) fn status_row(&self) -> serde_json::Value {
+        let out = rayslurm(["status", "--json", &self.id]).output();
+        let rows: Vec<serde_json::Value> =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out).1));
+        rows[0].clone()
+    }
+
+    pub(crate) fn wait(&self, limit: Duration) -> HashMap<String, String> {
+        let info = wait_job_end(&self.id, limit);
+        // The log may still be flushed by slurmstepd a moment after the job ends.
+        std::thread::sleep(Duration::from_millis(300));
+        info
+    }
+
+    /// Waits for a run that must fail while it starts (within `limit` of running): Slurm's
+    /// FAILED, the state file's `startup-failed`, and no line of the command's
+    /// `echo should-not-run` in the log. Returns the final `scontrol` view and the log.
+    pub(crate) fn expect_startup_failure(
+        &self,
+        limit: Duration,
+    ) -> (HashMap<String, String>, String) {
+        let info = self.wait(limit);
+        let log = self.log_text();
+        assert_eq!(info["JobState"], "FAILED", "log:\n{log}");
+        assert_eq!(self.state()["ending"], "startup-failed", "{log}");
+        assert!(!log.contains("\nshould-not-run"), "{log}");
+        (info, log)
+    }
+
+    /// Ends the running job from outside with `kill` (scancel, a signal to one of its
+    /// processes) and expects Slurm to have let it go within `within` of the kill. Returns the
+    /// final `scontrol` view and the log.
+    pub(crate) fn kill_and_expect_end(
+        &self,
+        kill: impl FnOnce(),
+        within: Duration,
+    ) -> (HashMap<String, String>, String) {
+        let killed_at = Instant::now();
+        kill();
+        let info = self.wait(within);
+        let took = killed_at.elapsed();
+        let log = self.log_text();
+        assert!(
+            took < within,
+            "the job ended {took:?} after the kill\nlog:\n{log}"
+        );
+        (info, log)
+    }
+
+    /// `scancel`s the job (a [`Job::kill_and_expect_end`] kill).
+    pub(crate) fn scancel(&self) {
+        let status = std::process::Command::new("scancel")
+            .arg(&self.id)
+            .status()
+            .unwrap();
+        assert!(status.success(), "scancel {}", self.id);
+    }
+}
+
+/// A test that fails cancels its job: left running, it would hold its nodes until its time
+/// limit, and every test queued behind it would wait that long too.
+impl Drop for Job {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = std::process::Command::new("scancel").arg(&self.id).status();
+        }
+    }
+}
+
+/// Launches in a fresh shared directory with the lab's Ray and a small object store.
+pub(crate) fn launch(lab: &Lab, name: &str, args: &[&str]) -> Job {
+    launch_with_env(lab, name, &lab.load_env(), args)
+}
+
+/// [`launch`] with another `--load-env`.
+pub(crate) fn launch_with_env(lab: &Lab, name: &str, load_env: &str, args: &[&str]) -> Job {
+    launch_from(&lab.workdir(name), name, load_env, args)
+}
+
+/// [`launch`] from a directory the test prepared (with the files the command needs).
+pub(crate) fn launch_in(lab: &Lab, dir: &Path, name: &str, args: &[&str]) -> Job {
+    launch_from(dir, name, &lab.load_env(), args)
+}
+
+pub(crate) fn launch_from(dir: &Path, name: &str, load_env: &str, args: &[&str]) -> Job {
+    let mut argv = vec![
+        "launch",
+        "--json",
+        "--exp-name",
+        name,
+        "--load-env",
+        load_env,
+    ];
+    // A small object store for Ray runs; a per-node run has no Ray.
+    if !args.contains(&"--per-node") {
+        argv.extend(["--object-store-memory", "100000000"]);
+    }
+    if !args.contains(&"--time") {
+        argv.extend(["--time", "10"]);
+    }
+    argv.extend_from_slice(args);
+    let tmp_before = node_tmp_entries();
+    let out = rayslurm(argv).cwd(dir).output();
+    assert!(out.status.success(), "launch failed: {}", text(&out).1);
+    Job::launched(&out.stdout, dir.to_owned(), tmp_before)
+}
+
+pub(crate) fn copy_example(job_dir: &Path, name: &str) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name);
+    std::fs::copy(src, job_dir.join(name)).unwrap();
+}
+
+/// Processes of this job still alive on any node. The lab's nodes are PID namespaces below
+/// this host's, so the host sees them all: a process is the job's if it carries the job's run
+/// mark, holds a file below the job's Ray temp root, or is the job's watchdog.
+pub(crate) fn leftovers(job_id: &str) -> Vec<String> {
+    let mark = format!("RAYSLURM_RUN_MARK={job_id}-");
+    let root = temp_root_prefix(job_id);
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let marked = environ
+            .split(|b| *b == 0)
+            .any(|v| v.starts_with(mark.as_bytes()));
+        // Independent of how the bootstrap finds its processes: Ray's daemons and workers name
+        // the job's temp root in their arguments.
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let named = String::from_utf8_lossy(&cmdline).contains(&root);
+        // The head's watchdog ends with the run.
+        let watchdog = String::from_utf8_lossy(&cmdline).contains("--watchdog")
+            && environ
+                .split(|b| *b == 0)
+                .any(|v| v == format!("SLURM_JOB_ID={job_id}").as_bytes());
+        let holds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .map(|fds| {
+                fds.filter_map(Result::ok)
+                    .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                    .any(|t| t.to_string_lossy().starts_with(&root))
+            })
+            .unwrap_or(false);
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+        if (marked || holds || named || watchdog) && !zombie {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            found.push(format!("{pid} {}", comm.trim()));
+        }
+    }
+    found
+}
+
+/// Where the lab keeps each node's /tmp.
+pub(crate) const NODE_TMP: &str = "/var/lib/rayslurm-lab/tmp";
+
+/// Ray's temp dirs of the job left on any node's /tmp.
+pub(crate) fn leftover_temp_dirs(job_id: &str) -> Vec<PathBuf> {
+    let Ok(nodes) = std::fs::read_dir(NODE_TMP) else {
+        return Vec::new();
+    };
+    let prefix = format!("rs0-{job_id}.");
+    nodes
+        .filter_map(Result::ok)
+        .flat_map(|n| std::fs::read_dir(n.path()).into_iter().flatten())
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// What the paths below the job's Ray temp roots start with: `/tmp/rs0-JOB.RESTART`, with a
+/// random suffix when that name was taken.
+pub(crate) fn temp_root_prefix(job_id: &str) -> String {
+    format!("/tmp/rs0-{job_id}.")
+}
+
+/// The prefix of what tests make in a node's /tmp themselves (and remove): not a run's leftover.
+pub(crate) const TEST_MADE: &str = "rstest-";
+
+/// Every entry of every node's /tmp.
+pub(crate) fn node_tmp_entries() -> BTreeSet<PathBuf> {
+    let dirs = |p: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(p)
+            .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    dirs(Path::new(NODE_TMP))
+        .iter()
+        .flat_map(|node| dirs(node))
+        .collect()
+}
+
+/// Entries that appeared in a node's /tmp since `before`, other than Ray temp roots (`rs0-ID.R`:
+/// this job's is checked by [`leftover_temp_dirs`], other jobs' may still be running).
+fn new_tmp_entries(before: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
+    node_tmp_entries()
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        // Other jobs' Ray temp roots, and what tests make on the nodes themselves (named
+        // `rstest-`), which the tests running beside this one may not have removed yet.
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            !is_ray_temp_root(&name) && !name.starts_with(TEST_MADE)
+        })
+        .collect()
+}
+
+/// A run's Ray temp root, of any user (`rs{uid}-{job}...`): the shared-cluster tests run
+/// jobs of other users beside this one.
+fn is_ray_temp_root(name: &str) -> bool {
+    name.strip_prefix("rs")
+        .and_then(|rest| rest.split_once('-'))
+        .is_some_and(|(uid, _)| !uid.is_empty() && uid.bytes().all(|b| b.is_ascii_digit()))
+}
+
+pub(crate) fn assert_clean(job: &Job) {
+    // Give the nodes' teardown a moment after Slurm has let the job go.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !leftovers(&job.id).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        leftovers(&job.id),
+        Vec::<String>::new(),
+        "processes left behind\nlog:\n{}",
+        job.log_text()
+    );
+    assert_eq!(
+        leftover_temp_dirs(&job.id),
+        Vec::<PathBuf>::new(),
+        "temp dirs left behind"
+    );
+    assert_eq!(
+        new_tmp_entries(&job.tmp_before),
+        Vec::<PathBuf>::new(),
+        "files left behind in a node's /tmp"
+    );
+}
+
+/// PIDs of the processes whose command line holds every one of `parts`.
+pub(crate) fn processes_with(parts: &[&str]) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+            !zombie && parts.iter().all(|p| cmdline.contains(p))
+        })
+        .collect()
+}
