@@ -16,6 +16,7 @@ mod launch;
 mod layers;
 mod project_trust;
 mod runs;
+mod sizes;
 mod user_namespace;
 mod verbose;
 mod version;
