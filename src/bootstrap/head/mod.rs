@@ -4,9 +4,14 @@
 
 mod auth_check;
 mod command;
+mod lease;
+mod outcome;
 mod per_node;
 mod ready;
+mod requeue;
 mod serve;
+mod srun_workers;
+mod watchdog;
 
 use std::cell::{Cell, RefCell};
 use std::net::IpAddr;
@@ -15,28 +20,31 @@ use std::time::Instant;
 
 use chrono::{Local, SecondsFormat};
 
-use super::kept_logs;
-use super::lease::{self, Holder, Lease};
-use super::marked::{self, RunMark};
-use super::net::HostPort;
-use super::outcome::Outcome;
-use super::ports::{self, RayPorts};
-use super::rank_env::{attempt_env, setup_env_before_ray};
-use super::ray_auth::RayAuth;
-use super::ray_node::{RayStart, TempRoot, start_node};
-use super::requeue::{self, Requeue};
-use super::setup::{self, setup_failed};
-use super::user_command::Output;
-use super::user_command::UserCommand;
-use super::watchdog::Watchdog;
-use super::worker_step::WorkerStep;
-use super::{Allocation, RAY_STOP_GRACE, say, signals};
+use crate::bootstrap::allocation::Allocation;
+use crate::bootstrap::kept_logs;
+use crate::bootstrap::marked::{self, RunMark};
+use crate::bootstrap::net::HostPort;
+use crate::bootstrap::node::{RAY_STOP_GRACE, memory_note, node_ip, say};
+use crate::bootstrap::ports::{self, RayPorts};
+use crate::bootstrap::rank::env::{attempt_env, setup_env_before_ray};
+use crate::bootstrap::rank::setup::{self, setup_failed};
+use crate::bootstrap::rank::user_command::{Output, UserCommand};
+use crate::bootstrap::ray_auth::RayAuth;
+use crate::bootstrap::ray_node::{RayStart, TempRoot, start_node};
+use crate::bootstrap::signals;
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::cluster::ClusterOptions;
 use crate::handoff::final_state::{Attempt, FinalState};
 use crate::handoff::run_files::create_private_dir;
 use crate::slurm::control;
 use crate::slurm::env as slurm_env;
+use lease::{Holder, Lease};
+use outcome::Outcome;
+use requeue::Requeue;
+use srun_workers::WorkerStep;
+use watchdog::Watchdog;
+
+pub(super) use watchdog::run as watchdog;
 
 /// Runs the head's part and returns the job's exit code.
 pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
@@ -116,7 +124,7 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
             "done: {}, exit code {}{}",
             outcome.ending.as_str(),
             outcome.code,
-            super::memory_note()
+            memory_note()
         ),
     );
     if let Some(w) = head.watchdog.take() {
@@ -283,7 +291,7 @@ impl Head<'_> {
         }
         signals::clear_requests(self.args.run_dir.as_deref(), self.node());
         let c = &self.args.cluster;
-        let ip = match super::node_ip(self.alloc, c) {
+        let ip = match node_ip(self.alloc, c) {
             Ok(ip) => ip,
             Err(e) => return Outcome::startup_failed(e.to_string()),
         };

@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use super::Head;
-use crate::bootstrap::outcome::Outcome;
+use super::outcome::Outcome;
+use super::srun_workers::{StepEvent, WorkerStep};
+use crate::bootstrap::node::{TICK, say};
 use crate::bootstrap::ports;
 use crate::bootstrap::protocol::{Order, Report};
-use crate::bootstrap::setup::setup_failed;
+use crate::bootstrap::rank::setup::setup_failed;
 use crate::bootstrap::signals::received;
-use crate::bootstrap::worker_step::{StepEvent, WorkerStep};
-use crate::bootstrap::{TICK, heartbeat, say, signals};
+use crate::bootstrap::{heartbeat, signals};
 use crate::handoff::final_state::Ending;
 use crate::slurm::env as slurm_env;
 use crate::sys::process::describe_status;

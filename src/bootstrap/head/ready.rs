@@ -6,14 +6,14 @@ use std::time::{Duration, Instant};
 
 use super::Head;
 use super::auth_check::{self, AuthCheck, Verdict};
+use super::outcome::Outcome;
+use super::srun_workers::{Joined, StepEvent};
 use crate::bootstrap::heartbeat;
-use crate::bootstrap::outcome::Outcome;
+use crate::bootstrap::node::{TICK, say};
 use crate::bootstrap::protocol::Report;
+use crate::bootstrap::rank::setup::setup_failed;
 use crate::bootstrap::ray_node::RayStart;
-use crate::bootstrap::setup::setup_failed;
 use crate::bootstrap::signals;
-use crate::bootstrap::worker_step::{Joined, StepEvent};
-use crate::bootstrap::{TICK, say};
 use crate::sys::process::describe_status;
 
 /// Which nodes have joined, and whether that is enough: the pure part of waiting.

@@ -14,8 +14,9 @@ use chrono::{Local, SecondsFormat};
 
 use super::Head;
 use super::command::check_nodes;
-use crate::bootstrap::outcome::Outcome;
-use crate::bootstrap::{TICK, say, signals};
+use super::outcome::Outcome;
+use crate::bootstrap::node::{TICK, say};
+use crate::bootstrap::signals;
 use crate::handoff::cluster_info::ClusterInfo;
 use crate::handoff::final_state::Ending;
 use crate::handoff::jobs_api::{ApiError, JobsApi};
