@@ -91,7 +91,12 @@ fn of_run(run: &StoredRun, status: &JobStatus) -> Result<(ClusterInfo, PathBuf)>
         run,
         run_dir: run_dir.clone(),
     };
-    Ok((dashboard_of(name, cluster.state(status)?)?, run_dir))
+    let state = match cluster.state(status)? {
+        // Runs `--after` one run share its directory: another job's head wrote this.
+        State::Up(info) if info.job_id != run.record.job_id => State::Starting,
+        state => state,
+    };
+    Ok((dashboard_of(name, state)?, run_dir))
 }
 
 /// The run's dashboard where the run's state has one; a clear error where it has none.
