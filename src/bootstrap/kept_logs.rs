@@ -22,7 +22,8 @@ use anyhow::{Context, Result, bail};
 use nix::fcntl::{OFlag, openat};
 use nix::sys::stat::{Mode, mkdirat};
 
-use super::ray_node::TempRoot;
+use crate::bootstrap::node::say;
+use crate::bootstrap::ray_node::TempRoot;
 
 /// The line the head writes to the workers' stdin before closing it when the run failed.
 pub(super) const KEEP_LINE: &str = "RAYSLURM-KEEP-RAY-LOGS";
@@ -296,7 +297,7 @@ pub(super) fn keep_saying(temp: &TempRoot, root: Option<&Path>, restart: u32, no
                     MAX_BYTES_PER_NODE >> 20
                 )
             };
-            super::say(
+            say(
                 node,
                 format!(
                     "Ray's logs of node {node} ({} kB) kept in {}{cut}",
@@ -305,7 +306,7 @@ pub(super) fn keep_saying(temp: &TempRoot, root: Option<&Path>, restart: u32, no
                 ),
             );
         }
-        Err(e) => super::say(node, format!("warning: Ray's logs not kept: {e:#}")),
+        Err(e) => say(node, format!("warning: Ray's logs not kept: {e:#}")),
     }
 }
 

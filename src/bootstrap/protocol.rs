@@ -1,11 +1,14 @@
 //! The lines the head and the other nodes say to each other through the worker step: reports
 //! on the step's stdout (each node's to the head; anything else there is job output), orders on
-//! its stdin (srun `--input=all` gives every task the head's). Heartbeats and the Ray workers'
-//! ready lines have their own modules; these serve setup and per-node runs.
+//! its stdin (srun `--input=all` gives every task the head's). Heartbeats have their own module;
+//! a Ray worker's ready line is [`READY_PREFIX`]; the rest serve setup and per-node runs.
 
 use std::net::IpAddr;
 
 use nix::sys::signal::Signal;
+
+/// The line a worker prints on stdout once its node has joined Ray.
+pub(crate) const READY_PREFIX: &str = "RAYSLURM-READY";
 
 const IP: &str = "RAYSLURM-IP";
 const SETUP: &str = "RAYSLURM-SETUP";

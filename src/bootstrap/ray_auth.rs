@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::bootstrap::Allocation;
+use crate::bootstrap::allocation::Allocation;
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::job_env;
 use crate::handoff::run_files::{check_private_file, create_private_dir, token_file};

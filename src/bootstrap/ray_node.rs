@@ -11,10 +11,11 @@ use std::process::{Child, Stdio};
 
 use anyhow::{Context, Result};
 
-use super::Allocation;
-use super::ports::{self, RayPorts};
-use super::rank_env::node_env;
-use super::ray_auth::RayAuth;
+use crate::bootstrap::allocation::Allocation;
+use crate::bootstrap::node::{check_shm, say};
+use crate::bootstrap::ports::{self, RayPorts};
+use crate::bootstrap::rank::env::node_env;
+use crate::bootstrap::ray_auth::RayAuth;
 use crate::handoff::cluster::ClusterOptions;
 use crate::handoff::cluster::parse_ray_args;
 use crate::handoff::job_env;
@@ -253,9 +254,9 @@ pub(crate) fn start_node(
     }
     let memory = MemorySplit::of(alloc.memory_on_node, cluster.object_store_memory);
     if head_address.is_none() {
-        super::say(node, memory.describe());
+        say(node, memory.describe());
     }
-    super::check_shm(node, memory.object_store);
+    check_shm(node, memory.object_store);
     let ports = ports::choose(node, alloc.job_number(), cluster.port_base, ports::is_free)
         .map_err(|e| e.to_string())?;
     // Head-only flags (dashboard, autoscaler, ...) would make a worker's `ray start` fail.
@@ -303,7 +304,7 @@ pub(crate) fn start_node(
     );
     let first = TempRoot::first_name(&alloc.job_id, alloc.restart_count);
     if temp.path != first {
-        super::say(
+        say(
             node,
             format!(
                 "`{}` was there already (another user's, a link, or left from an earlier job): Ray's temp root is `{}`",

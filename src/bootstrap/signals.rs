@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 
+use crate::bootstrap::node::say;
 use crate::handoff::run_files::SIGNAL_REQUEST;
 use crate::handoff::signal_name::SignalName;
 pub(crate) use crate::handoff::signal_name::TIME_WARNING;
@@ -122,7 +123,7 @@ pub(crate) fn clear_requests(run_dir: Option<&Path>, node: &str) {
         return;
     };
     match std::fs::remove_file(&path) {
-        Ok(()) => super::say(
+        Ok(()) => say(
             node,
             format!(
                 "removed a signal request left by an earlier attempt or run: `{}`",
@@ -130,7 +131,7 @@ pub(crate) fn clear_requests(run_dir: Option<&Path>, node: &str) {
             ),
         ),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => super::say(
+        Err(e) => say(
             node,
             format!("warning: cannot remove `{}`: {e}", path.display()),
         ),

@@ -4,21 +4,21 @@
 //! connections of the user's own (see `clusters::relay`), and no token is added: the dashboard
 //! asks for it.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 
-use crate::clusters::cluster::Cluster;
+use crate::clusters::cluster::{Cluster, State};
 use crate::clusters::relay;
 use crate::commands::settings::clusters::DashboardSettings;
 use crate::error::{UsageError, show};
 use crate::handoff::cluster_info::ClusterInfo;
-use crate::handoff::run_files::newest_token_file;
 use crate::printer::Printer;
 use crate::runs::interrupt;
 use crate::runs::select;
+use crate::runs::status::{self, JobStatus};
 use crate::runs::store::{self, RunStore, StoredRun};
 
 pub(crate) fn run(args: &DashboardSettings, printer: &Printer) -> Result<ExitCode> {
@@ -33,8 +33,13 @@ pub(crate) fn run(args: &DashboardSettings, printer: &Printer) -> Result<ExitCod
         }
         Err(_) => {
             let run = select::resolve(&runs, &args.target, store.dir())?.latest();
-            let (info, port, token) = of_run(run)?;
-            (info, port, token, None)
+            let warn = |m: &str| printer.warn(m);
+            let status = status::gather(&[run], &status::ONE_SHOT_RETRIES, &warn)?
+                .statuses
+                .remove(0);
+            let (info, run_dir) = of_run(run, &status)?;
+            let (port, token) = (info.dashboard_port, info.token_file.clone());
+            (info, port, token, Some(run_dir))
         }
     };
     // A port asked for is that port or an error: moving elsewhere would leave whoever holds it
@@ -70,74 +75,79 @@ pub(crate) fn run(args: &DashboardSettings, printer: &Printer) -> Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
-/// A `launch` run's dashboard, from its log (the head names it once it listens) and its script
-/// (the node's rayslurm, which relays).
-fn of_run(run: &StoredRun) -> Result<(ClusterInfo, u16, Option<std::path::PathBuf>)> {
-    let record = &run.record;
-    let log = std::fs::read_to_string(&record.log).unwrap_or_default();
-    let (head, port) = log
-        .lines()
-        .find_map(dashboard_line)
-        .ok_or_else(|| {
-            UsageError::new(format!(
-                "run {} has no dashboard yet (its log does not name one)",
-                show(&record.exp_name)
-            ))
-            .hint("a run's head names its dashboard once Ray is up; runs with --include-dashboard=false have none")
+/// A `launch` run's dashboard and run directory, from the [`ClusterInfo`] its head writes
+/// once Ray is up, read as a cluster's is (the user's own private file, of the job's current
+/// attempt).
+fn of_run(run: &StoredRun, status: &JobStatus) -> Result<(ClusterInfo, PathBuf)> {
+    let name = &run.record.exp_name;
+    let run_dir =
+        run.record.files().map(|f| f.dir).ok_or_else(|| {
+            UsageError::new(format!("the record of run {} is damaged", show(name)))
         })?;
-    let script = std::fs::read_to_string(&record.script).unwrap_or_default();
-    let bin = node_binary(&script).context("the run's script does not name its rayslurm")?;
-    let files = record.files();
-    let info = ClusterInfo {
-        job_id: record.job_id.clone(),
-        head_node: head,
-        head_ip: std::net::Ipv4Addr::LOCALHOST.into(),
-        dashboard_port: port,
-        nodes: Vec::new(),
-        cpus_per_node: None,
-        gpus_per_node: 0,
-        ready_at: String::new(),
-        token_file: files.and_then(|f| newest_token_file(&f.dir, &record.job_id)),
-        rayslurm_bin: bin.into(),
-        idle_timeout: None,
-        attempt: 0,
+    let cluster = Cluster {
+        run: run.clone(),
+        run_dir: run_dir.clone(),
     };
-    let token = info.token_file.clone();
-    Ok((info, port, token))
+    let state = match cluster.state(status)? {
+        // Runs `--after` one run share its directory: another job's head wrote this.
+        State::Up(info) if info.job_id != run.record.job_id => State::Starting,
+        state => state,
+    };
+    Ok((dashboard_of(name, state)?, run_dir))
 }
 
-/// `... Ray dashboard on NODE at 127.0.0.1:PORT; ...` → (NODE, PORT).
-fn dashboard_line(line: &str) -> Option<(String, u16)> {
-    let rest = line.split("Ray dashboard on ").nth(1)?;
-    let (node, rest) = rest.split_once(" at 127.0.0.1:")?;
-    let port = rest
-        .split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()?;
-    Some((node.to_owned(), port))
-}
-
-/// `rayslurm_bin='/path'` in the script → `/path`.
-fn node_binary(script: &str) -> Option<&Path> {
-    let line = script.lines().find(|l| l.starts_with("rayslurm_bin="))?;
-    let value = line.strip_prefix("rayslurm_bin=")?.trim();
-    Some(Path::new(value.trim_matches('\'')))
+/// The run's dashboard where the run's state has one; a clear error where it has none.
+fn dashboard_of(name: &str, state: State) -> Result<ClusterInfo, UsageError> {
+    let none = |why: String| UsageError::new(format!("run {} has no dashboard {why}", show(name)));
+    match state {
+        State::Up(info) if info.dashboard => Ok(info),
+        State::Up(_) => Err(none("yet (it does not answer)".to_owned()).hint(
+            "runs with --include-dashboard=false have none; with Ray's token, the head names it once it has checked that Ray requires the token",
+        )),
+        State::Pending(s) => Err(none(format!("yet: its allocation is {s}"))
+            .hint("the dashboard is there once Ray is up; see `rayslurm status`")),
+        State::Starting => Err(none("yet: Ray is not up".to_owned()).hint(
+            "a run's head says where its dashboard is once Ray is up; runs with --no-ray or --per-node have none",
+        )),
+        State::Down(s) => Err(none(format!("any more: it has ended ({s})"))),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn info(dashboard: bool) -> ClusterInfo {
+        serde_json::from_value(serde_json::json!({
+            "job_id": "7", "head_node": "n1", "head_ip": "10.0.0.1", "dashboard_port": 12001,
+            "dashboard": dashboard, "nodes": ["n1"], "cpus_per_node": 2, "gpus_per_node": 0,
+            "ready_at": "", "token_file": null, "rayslurm_bin": "/x", "idle_timeout": null
+        }))
+        .unwrap()
+    }
+
     #[test]
-    fn a_runs_dashboard_and_binary_are_read_from_its_log_and_script() {
-        let line = "[rayslurm 09:00:01.000 node1] Ray dashboard on node1 at 127.0.0.1:13001; from the login node: ssh ...";
-        assert_eq!(dashboard_line(line), Some(("node1".to_owned(), 13001)));
-        assert_eq!(dashboard_line("hello"), None);
-        let script = "#!/bin/bash\nrayslurm_bin='/shared/.rayslurm/bin/rayslurm-0.1.0-x'\n";
+    fn a_runs_dashboard_is_found_from_what_its_head_wrote() {
         assert_eq!(
-            node_binary(script),
-            Some(Path::new("/shared/.rayslurm/bin/rayslurm-0.1.0-x"))
+            dashboard_of("r", State::Up(info(true))).unwrap(),
+            info(true)
+        );
+        let message = |state| dashboard_of("r", state).unwrap_err().to_string();
+        assert_eq!(
+            message(State::Up(info(false))),
+            "run `r` has no dashboard yet (it does not answer)"
+        );
+        assert_eq!(
+            message(State::Starting),
+            "run `r` has no dashboard yet: Ray is not up"
+        );
+        assert_eq!(
+            message(State::Pending("PENDING (Priority)".into())),
+            "run `r` has no dashboard yet: its allocation is PENDING (Priority)"
+        );
+        assert_eq!(
+            message(State::Down("COMPLETED".into())),
+            "run `r` has no dashboard any more: it has ended (COMPLETED)"
         );
     }
 }

@@ -1,6 +1,6 @@
-//! What a persistent cluster's head writes once its cluster is ready (`cluster.json` in the
-//! run's private directory) and the login node reads to reach it: where Ray's Jobs API
-//! listens, the nodes, and where the token is.
+//! What every Ray head writes once its cluster is ready (`cluster.json` in the run's private
+//! directory: a persistent cluster's and a `launch` run's alike) and the login node reads to
+//! reach it: where Ray's dashboard and Jobs API listen, the nodes, and where the token is.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -21,6 +21,11 @@ pub(crate) struct ClusterInfo {
     pub(crate) head_ip: IpAddr,
     /// The dashboard's port on the head, where Ray's Jobs API is.
     pub(crate) dashboard_port: u16,
+    /// Whether the head has found the dashboard answering (and, with a token, requiring it):
+    /// not with `--include-dashboard=false`. Files from before this field were a persistent
+    /// cluster's, whose dashboard always answers.
+    #[serde(default = "answering")]
+    pub(crate) dashboard: bool,
     pub(crate) nodes: Vec<String>,
     /// CPUs and GPUs of each node (the head's; Slurm gives every node of a job the same).
     pub(crate) cpus_per_node: Option<u32>,
@@ -38,6 +43,10 @@ pub(crate) struct ClusterInfo {
     /// the new head writes its own.
     #[serde(default)]
     pub(crate) attempt: u32,
+}
+
+fn answering() -> bool {
+    true
 }
 
 impl ClusterInfo {
@@ -99,6 +108,7 @@ mod tests {
             head_node: "n1".into(),
             head_ip: "fd00::1".parse().unwrap(),
             dashboard_port: 12001,
+            dashboard: true,
             nodes: vec!["n1".into(), "n2".into()],
             cpus_per_node: Some(2),
             gpus_per_node: 0,

@@ -21,20 +21,6 @@ pub(crate) fn token_file(run_dir: &Path, job_id: &str, restart: u32) -> PathBuf 
     run_dir.join(format!("ray-auth-token-{job_id}.{restart}"))
 }
 
-/// The token of the newest attempt of a job that is there, if any.
-pub(crate) fn newest_token_file(run_dir: &Path, job_id: &str) -> Option<PathBuf> {
-    let prefix = format!("ray-auth-token-{job_id}.");
-    std::fs::read_dir(run_dir)
-        .ok()?
-        .filter_map(|e| {
-            let name = e.ok()?.file_name().into_string().ok()?;
-            let restart: u32 = name.strip_prefix(&prefix)?.parse().ok()?;
-            Some(restart)
-        })
-        .max()
-        .map(|restart| token_file(run_dir, job_id, restart))
-}
-
 /// Creates a run's private directory (mode 0700), or finds it there. One found must be the
 /// user's own (it holds secrets: in a group-writable log directory another user could have
 /// made it first); one the user made open to others is closed again.

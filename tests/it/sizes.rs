@@ -38,5 +38,9 @@ fn no_source_file_is_over_500_lines() {
 #[test]
 fn no_test_file_is_over_900_lines() {
     let long = longer_than("tests", 900);
-    assert!(long.is_empty(), "one file per feature:\n{}", long.join("\n"));
+    assert!(
+        long.is_empty(),
+        "one file per feature:\n{}",
+        long.join("\n")
+    );
 }

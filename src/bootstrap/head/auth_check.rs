@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
+use crate::bootstrap::node::say;
 use crate::bootstrap::ray_auth::{self, Checked};
-use crate::bootstrap::say;
 
 /// How long the dashboard may take to answer before the check says it could not ask.
 pub(super) const PATIENCE: Duration = Duration::from_secs(120);

@@ -2,21 +2,23 @@
 //! nodes while it runs, and killing it once its grace after SIGTERM has passed.
 
 use std::net::IpAddr;
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use super::Head;
 use super::auth_check::Verdict;
-use crate::bootstrap::Allocation;
+use super::cluster::Head;
+use super::outcome::Outcome;
+use super::srun_workers::WorkerStep;
+use crate::bootstrap::allocation::Allocation;
 use crate::bootstrap::heartbeat;
 use crate::bootstrap::marked::{self, RunMark};
-use crate::bootstrap::outcome::Outcome;
-use crate::bootstrap::rank_env::{Ranks, attempt_env, rank_env};
+use crate::bootstrap::node::{LIVENESS_EVERY, TICK, say};
+use crate::bootstrap::rank::env::{Ranks, attempt_env, rank_env};
+use crate::bootstrap::rank::user_command::{Output, UserCommand};
+use crate::bootstrap::signals;
 use crate::bootstrap::signals::received;
-use crate::bootstrap::user_command::{Output, UserCommand};
-use crate::bootstrap::worker_step::WorkerStep;
-use crate::bootstrap::{LIVENESS_EVERY, TICK, say, signals};
 use crate::handoff::job_env;
 use crate::slurm::query;
 use crate::sys::process::{describe_status, exit_code_of};
@@ -104,133 +106,208 @@ pub(super) fn check_nodes(
     None
 }
 
+/// What the head has seen and done while the command runs.
+struct Watch {
+    /// The command's grace after SIGTERM (shorter when Slurm is requeuing the job).
+    grace: Duration,
+    stop: Option<Stopping>,
+    node_failure: Option<String>,
+    /// The run's mark, to look for the head's raylet (with Ray).
+    ray_mark: Option<RunMark>,
+    /// When the head's raylet was last looked at.
+    last_check: Instant,
+    killed: bool,
+    /// Slurm is requeuing the job (preemption or `scontrol requeue`).
+    preempted: bool,
+    /// Why Ray was found not to enforce the token, if it was.
+    not_enforced: Option<String>,
+}
+
+impl Watch {
+    /// Stops the command with SIGTERM, unless it is stopping already.
+    fn stop_command(&mut self, command: &UserCommand) {
+        if self.stop.is_none() {
+            command.signal(Signal::SIGTERM);
+            self.stop = Some(Stopping::new(Signal::SIGTERM, Instant::now()));
+        }
+    }
+
+    /// Kills the command once its grace after the stop has passed.
+    fn kill_if_overdue(&mut self, command: &UserCommand, node: &str) {
+        if let Some(s) = self.stop
+            && !self.killed
+            && s.overdue(self.grace, Instant::now())
+        {
+            say(
+                node,
+                format!(
+                    "the command is still running {} s after {}; killing it",
+                    self.grace.as_secs(),
+                    s.signal.as_str()
+                ),
+            );
+            command.signal(Signal::SIGKILL);
+            self.killed = true;
+        }
+    }
+}
+
 impl Head<'_> {
     /// Runs the command to its end and says how the run ended.
-    pub(super) fn run_command(
-        &mut self,
-        command: &str,
-        address: Option<&str>,
-        ips: &[IpAddr],
-    ) -> Outcome {
-        let mut env = command_env(ips, self.alloc.gpus_on_node, address, self.master_port);
+    pub(super) fn run_command(&mut self) -> Outcome {
+        let command = self.args.command.clone().unwrap_or_default();
+        let mut env = command_env(
+            &self.ips,
+            self.alloc.gpus_on_node,
+            self.ray.as_ref().map(|r| r.address.as_str()),
+            self.master_port,
+        );
         env.extend(attempt_env(self.alloc, self.args.run_dir.as_deref()));
-        if !self.args.cluster.no_ray {
-            env.extend(self.auth.env().into_iter().map(|(k, v)| (k.to_owned(), v)));
+        if let Some(ray) = &self.ray {
+            env.extend(ray.auth.env().into_iter().map(|(k, v)| (k.to_owned(), v)));
         }
-        let cmd = match UserCommand::spawn(command, &env, &Output::Inherit) {
+        let mut command = match UserCommand::spawn(&command, &env, &Output::Inherit) {
             Ok(cmd) => cmd,
             Err(e) => {
                 return Outcome::startup_failed(format!("cannot start bash for the command: {e}"));
             }
         };
-        let ray_mark = (!self.args.cluster.no_ray).then(|| self.run_mark());
-        let node = self.alloc.node.clone();
-        let mut grace = self.args.cluster.command_grace();
-        if let Some(w) = &mut self.watchdog {
-            w.command_started(cmd.pgid());
+        if let Some(w) = &mut self.started.watchdog {
+            w.command_started(command.pgid());
         }
-        let command = self.command.insert(cmd);
-        let mut stop: Option<Stopping> = None;
-        let mut node_failure: Option<String> = None;
-        let mut last_check = Instant::now();
-        let mut killed = false;
-        let mut preempted = false;
-        let mut not_enforced: Option<String> = None;
+        let mut watch = Watch {
+            grace: self.args.cluster.command_grace(),
+            stop: None,
+            node_failure: None,
+            ray_mark: self.ray.is_some().then(|| self.started.run_mark()),
+            last_check: Instant::now(),
+            killed: false,
+            preempted: false,
+            not_enforced: None,
+        };
         let status = loop {
             match command.try_wait() {
-                Ok(Some(status)) => break status,
+                Ok(Some(status)) => break Ok(status),
                 Ok(None) => {}
-                Err(e) => {
-                    return Outcome::lost_command(format!("cannot wait for the command: {e}"));
-                }
+                Err(e) => break Err(e),
             }
-            for signal in signals::take() {
-                // The time warning: the command gets the user's --signal, and Ray stays up
-                // for the grace so that the program can still use it to checkpoint.
-                let to_command = signals::for_command(signal, self.args.cluster.signal);
-                say(
-                    &node,
-                    format!(
-                        "{}; passing {} to the command",
-                        received(signal),
-                        to_command.as_str()
-                    ),
-                );
-                command.signal(to_command);
-                if signals::stops_run(self.args.run_dir.as_deref(), signal) && stop.is_none() {
-                    stop = Some(Stopping::new(signal, Instant::now()));
-                    if signal == Signal::SIGTERM && requeue_under_way(self.alloc) {
-                        preempted = true;
-                        // Preemption or `scontrol requeue`: Slurm kills the job after its
-                        // KillWait, whatever our grace.
-                        say(
-                            &node,
-                            "Slurm is putting the job back in its queue (preemption or scontrol requeue)",
-                        );
-                        grace = grace.min(PREEMPTED_GRACE);
-                    }
-                }
-            }
-            if let Some(check) = &mut self.auth_check {
-                match check.poll(&node) {
-                    Verdict::Pending => {}
-                    Verdict::Done => {
-                        self.auth_check = None;
-                        super::say_dashboard(&self.alloc.node, self.dashboard_port);
-                    }
-                    Verdict::Stop(why) => {
-                        self.auth_check = None;
-                        say(&node, format!("error: {why}; stopping the run"));
-                        if stop.is_none() {
-                            command.signal(Signal::SIGTERM);
-                            stop = Some(Stopping::new(Signal::SIGTERM, Instant::now()));
-                        }
-                        not_enforced = Some(why);
-                    }
-                }
-            }
-            if node_failure.is_none() && stop.is_none() {
-                node_failure =
-                    check_nodes(&mut self.workers, ray_mark.as_ref(), &node, &mut last_check);
-                if let Some(why) = &node_failure {
-                    say(&node, format!("error: {why}; stopping the command"));
-                    command.signal(Signal::SIGTERM);
-                    stop = Some(Stopping::new(Signal::SIGTERM, Instant::now()));
-                }
-            }
-            if let Some(s) = stop
-                && !killed
-                && s.overdue(grace, Instant::now())
-            {
-                say(
-                    &node,
-                    format!(
-                        "the command is still running {} s after {}; killing it",
-                        grace.as_secs(),
-                        s.signal.as_str()
-                    ),
-                );
-                command.signal(Signal::SIGKILL);
-                killed = true;
-            }
+            self.pass_signals(&command, &mut watch);
+            self.poll_auth_check(&command, &mut watch);
+            self.watch_nodes(&command, &mut watch);
+            watch.kill_if_overdue(&command, self.node());
             std::thread::sleep(TICK);
         };
-        say(
+        // Kept for the teardown, which stops what the command left behind.
+        self.started.command = Some(command);
+        match status {
+            Ok(status) => self.command_ended(status, watch),
+            Err(e) => Outcome::lost_command(format!("cannot wait for the command: {e}")),
+        }
+    }
+
+    /// Passes the signals the job got on to the command; a stop starts its grace.
+    fn pass_signals(&self, command: &UserCommand, watch: &mut Watch) {
+        let node = self.node();
+        for signal in signals::take() {
+            // The time warning: the command gets the user's --signal, and Ray stays up
+            // for the grace so that the program can still use it to checkpoint.
+            let to_command = signals::for_command(signal, self.args.cluster.signal);
+            say(
+                node,
+                format!(
+                    "{}; passing {} to the command",
+                    received(signal),
+                    to_command.as_str()
+                ),
+            );
+            command.signal(to_command);
+            if signals::stops_run(self.args.run_dir.as_deref(), signal) && watch.stop.is_none() {
+                watch.stop = Some(Stopping::new(signal, Instant::now()));
+                if signal == Signal::SIGTERM && requeue_under_way(self.alloc) {
+                    watch.preempted = true;
+                    // Preemption or `scontrol requeue`: Slurm kills the job after its
+                    // KillWait, whatever our grace.
+                    say(
+                        node,
+                        "Slurm is putting the job back in its queue (preemption or scontrol requeue)",
+                    );
+                    watch.grace = watch.grace.min(PREEMPTED_GRACE);
+                }
+            }
+        }
+    }
+
+    /// Takes the verdict of the token check under way, if it has one: the dashboard is
+    /// named once the token is found enforced; a Ray that does not enforce it stops the run.
+    fn poll_auth_check(&mut self, command: &UserCommand, watch: &mut Watch) {
+        let node = self.alloc.node.clone();
+        let Some(ray) = &mut self.ray else {
+            return;
+        };
+        let Some(check) = &mut ray.auth_check else {
+            return;
+        };
+        let verdict = check.poll(&node);
+        if verdict != Verdict::Pending {
+            ray.auth_check = None;
+        }
+        match verdict {
+            Verdict::Pending => {}
+            Verdict::Done => self.announce_dashboard(),
+            Verdict::Stop(why) => {
+                say(&node, format!("error: {why}; stopping the run"));
+                watch.stop_command(command);
+                watch.not_enforced = Some(why);
+            }
+        }
+    }
+
+    /// Stops the command when a node fails.
+    fn watch_nodes(&mut self, command: &UserCommand, watch: &mut Watch) {
+        if watch.node_failure.is_some() || watch.stop.is_some() {
+            return;
+        }
+        let node = self.alloc.node.clone();
+        watch.node_failure = check_nodes(
+            &mut self.started.workers,
+            watch.ray_mark.as_ref(),
             &node,
+            &mut watch.last_check,
+        );
+        if let Some(why) = &watch.node_failure {
+            say(&node, format!("error: {why}; stopping the command"));
+            watch.stop_command(command);
+        }
+    }
+
+    /// How the run ended, now that the command has.
+    fn command_ended(&mut self, status: ExitStatus, watch: Watch) -> Outcome {
+        let node = self.node();
+        say(
+            node,
             format!("the command ended with {}", describe_status(status)),
         );
-        if let Some(why) = not_enforced {
+        if let Some(why) = watch.not_enforced {
             return Outcome::auth_not_enforced(why);
         }
-        if self.auth_check.take().is_some() {
+        if self
+            .ray
+            .as_mut()
+            .and_then(|r| r.auth_check.take())
+            .is_some()
+        {
             say(
-                &node,
+                &self.alloc.node,
                 "Ray was started to require the run's token (not checked: the command ended before its dashboard answered)",
             );
         }
-        let stopped_by = stop.map(|s| s.signal).filter(|_| node_failure.is_none());
+        let stopped_by = watch
+            .stop
+            .map(|s| s.signal)
+            .filter(|_| watch.node_failure.is_none());
         // Slurm was asked once already; the head's end need not ask again.
-        Outcome::of_command(exit_code_of(status), node_failure, stopped_by)
+        let preempted = watch.preempted;
+        Outcome::of_command(exit_code_of(status), watch.node_failure, stopped_by)
             .or_preempted(|| preempted)
     }
 }

@@ -10,14 +10,17 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use super::Head;
-use crate::bootstrap::outcome::Outcome;
+use super::outcome::Outcome;
+use super::srun_workers::{StepEvent, WorkerStep};
+use super::teardown::Started;
+use crate::bootstrap::allocation::Allocation;
+use crate::bootstrap::node::{TICK, say};
 use crate::bootstrap::ports;
 use crate::bootstrap::protocol::{Order, Report};
-use crate::bootstrap::setup::setup_failed;
+use crate::bootstrap::rank::setup::setup_failed;
 use crate::bootstrap::signals::received;
-use crate::bootstrap::worker_step::{StepEvent, WorkerStep};
-use crate::bootstrap::{TICK, heartbeat, say, signals};
+use crate::bootstrap::{heartbeat, signals};
+use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::final_state::Ending;
 use crate::slurm::env as slurm_env;
 use crate::sys::process::describe_status;
@@ -61,59 +64,105 @@ pub(super) fn ranks_outcome(
     }
 }
 
-impl Head<'_> {
-    /// Runs the command on every node and says how the run ended.
-    pub(super) fn run_per_node(&mut self, ip: IpAddr, t0: Instant) -> Outcome {
-        let alloc = self.alloc;
-        let tasks_per_node = std::env::var(slurm_env::SLURM_NTASKS_PER_NODE)
-            .ok()
-            .and_then(|v| v.trim().parse::<u32>().ok())
-            .filter(|t| *t > 0)
-            .unwrap_or(1);
-        let c = &self.args.cluster;
-        // Held until the run ends, so that another run on this node cannot pick the block.
-        let (master_port, _held) =
-            match ports::choose_held(&alloc.node, alloc.job_number(), c.port_base) {
-                Ok((p, held)) => (p.master(), held),
-                Err(e) => return Outcome::startup_failed(e.to_string()),
-            };
-        match WorkerStep::spawn_tasks(self.args, alloc, &self.mark, tasks_per_node) {
-            Ok(step) => self.workers = Some(step),
-            Err(e) => {
-                return Outcome::startup_failed(format!("cannot start the step of ranks: {e:#}"));
-            }
+/// Runs the command on every node and says how the run ended.
+pub(super) fn run(
+    args: &BootstrapArgs,
+    alloc: &Allocation,
+    started: &mut Started,
+    ip: IpAddr,
+    t0: Instant,
+) -> Outcome {
+    let tasks_per_node = std::env::var(slurm_env::SLURM_NTASKS_PER_NODE)
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .filter(|t| *t > 0)
+        .unwrap_or(1);
+    // Held until the run ends, so that another run on this node cannot pick the block.
+    let (master_port, _held) =
+        match ports::choose_held(&alloc.node, alloc.job_number(), args.cluster.port_base) {
+            Ok((p, held)) => (p.master(), held),
+            Err(e) => return Outcome::startup_failed(e.to_string()),
+        };
+    let step = match WorkerStep::spawn_tasks(args, alloc, &started.mark, tasks_per_node) {
+        Ok(step) => started.workers.insert(step),
+        Err(e) => {
+            return Outcome::startup_failed(format!("cannot start the step of ranks: {e:#}"));
         }
-        say(
-            self.node(),
-            format!(
-                "starting the command on {} node(s), {tasks_per_node} rank(s) each (--per-node); rendezvous at {ip} port {master_port}",
-                alloc.nodes.len()
-            ),
-        );
-        if let Err(outcome) = self.gather_and_set_up(master_port, t0) {
-            self.tell(&Order::Stop {
-                grace: FAIL_FAST_GRACE,
-                signal: Signal::SIGTERM,
-            });
-            return outcome;
-        }
-        say(
-            self.node(),
-            format!(
-                "every node ready in {:.1} s; running the command",
-                t0.elapsed().as_secs_f64()
-            ),
-        );
-        self.tell(&Order::Run);
-        self.watch_ranks(alloc.nodes.len() * tasks_per_node as usize)
+    };
+    let mut ranks = PerNode { args, alloc, step };
+    say(
+        &alloc.node,
+        format!(
+            "starting the command on {} node(s), {tasks_per_node} rank(s) each (--per-node); rendezvous at {ip} port {master_port}",
+            alloc.nodes.len()
+        ),
+    );
+    if let Err(outcome) = ranks.gather_and_set_up(master_port, t0) {
+        ranks.step.tell(&Order::Stop {
+            grace: FAIL_FAST_GRACE,
+            signal: Signal::SIGTERM,
+        });
+        return outcome;
+    }
+    say(
+        &alloc.node,
+        format!(
+            "every node ready in {:.1} s; running the command",
+            t0.elapsed().as_secs_f64()
+        ),
+    );
+    ranks.step.tell(&Order::Run);
+    ranks.watch_ranks(alloc.nodes.len() * tasks_per_node as usize)
+}
+
+/// The head of a per-node run, once its step of ranks has started.
+struct PerNode<'a> {
+    args: &'a BootstrapArgs,
+    alloc: &'a Allocation,
+    /// The step of ranks (kept in what the attempt started, for the teardown).
+    step: &'a mut WorkerStep,
+}
+
+/// What the head has seen of the ranks while they run.
+#[derive(Default)]
+struct RanksWatch {
+    exits: BTreeMap<u32, i32>,
+    first_failure: Option<Failure>,
+    stopped_by: Option<Signal>,
+    node_failure: Option<String>,
+    /// When the ranks still running are given up on: their grace and a margin for their
+    /// reports, the earliest that any stop asked for (a dead node's ranks never report).
+    give_up_at: Option<Instant>,
+}
+
+impl RanksWatch {
+    fn give_up_after(&mut self, grace: Duration) {
+        let at = Instant::now() + grace + REPORT_MARGIN;
+        self.give_up_at = Some(self.give_up_at.map_or(at, |g| g.min(at)));
     }
 
-    fn tell(&mut self, order: &Order) {
-        if let Some(step) = &mut self.workers {
-            step.tell(order);
-        }
+    /// Whether nothing else is to be waited for: every rank has reported, or the step is
+    /// gone, or the ranks were given up on.
+    fn over(&self, total: usize, step_ended: bool) -> bool {
+        let overdue = self.give_up_at.is_some_and(|g| Instant::now() > g);
+        self.exits.len() >= total || step_ended || overdue
     }
 
+    /// How the run ended, from what was seen.
+    fn outcome(self, total: usize) -> Outcome {
+        if let Some(why) = self.node_failure {
+            let code = self.first_failure.map_or(1, |f| f.code);
+            return Outcome::of_command(code, Some(why), None);
+        }
+        if let Some(signal) = self.stopped_by {
+            let code = self.exits.values().copied().find(|c| *c != 0).unwrap_or(0);
+            return Outcome::of_command(code, None, Some(signal));
+        }
+        ranks_outcome(self.first_failure.as_ref(), self.exits.len(), total)
+    }
+}
+
+impl PerNode<'_> {
     /// Gathers every node's IP, hands the list to all, and waits for every node's setup.
     fn gather_and_set_up(&mut self, master_port: u16, t0: Instant) -> Result<(), Outcome> {
         let nodes = self.alloc.nodes.clone();
@@ -126,34 +175,17 @@ impl Head<'_> {
             if let Some(signal) = signals::take().into_iter().find(|s| signals::stops(*s)) {
                 return Err(Outcome::stopped_while_starting(signal));
             }
-            let step = self.workers.as_mut().expect("the step of ranks");
-            while let Some(event) = step.next_event() {
-                match event {
-                    StepEvent::Report(Report::Ip { node, ip }) => {
-                        ips.insert(node, ip);
-                    }
-                    StepEvent::Report(Report::Setup { node, code }) if code != 0 => {
-                        return Err(Outcome::startup_failed(setup_failed(&node, code)));
-                    }
-                    StepEvent::Report(Report::Setup { .. }) => set_up += 1,
-                    _ => {}
-                }
-            }
-            if let Some((node, quiet)) = step.silent_node() {
-                return Err(Outcome::startup_failed(heartbeat::silence_message(
-                    &node, quiet,
-                )));
-            }
-            if let Ok(Some(status)) = step.child.try_wait() {
+            set_up += self.take_ips_and_setups(&mut ips)?;
+            if let Ok(Some(status)) = self.step.child.try_wait() {
                 return Err(Outcome::startup_failed(format!(
                     "the step of ranks (`{}`) ended with {} before the command started; a node's own error is above",
-                    step.cmd,
+                    self.step.cmd,
                     describe_status(status)
                 )));
             }
             if !told && ips.len() == nodes.len() {
                 let ips = nodes.iter().map(|n| ips[n]).collect();
-                step.tell(&Order::Go { master_port, ips });
+                self.step.tell(&Order::Go { master_port, ips });
                 told = true;
             }
             if told && (!setup || set_up == nodes.len()) {
@@ -180,117 +212,123 @@ impl Head<'_> {
         }
     }
 
+    /// Takes the nodes' IPs and setup reports so far; how many setups succeeded. A failed
+    /// setup or a silent node ends the start.
+    fn take_ips_and_setups(&mut self, ips: &mut HashMap<String, IpAddr>) -> Result<usize, Outcome> {
+        let mut set_up = 0;
+        while let Some(event) = self.step.next_event() {
+            match event {
+                StepEvent::Report(Report::Ip { node, ip }) => {
+                    ips.insert(node, ip);
+                }
+                StepEvent::Report(Report::Setup { node, code }) if code != 0 => {
+                    return Err(Outcome::startup_failed(setup_failed(&node, code)));
+                }
+                StepEvent::Report(Report::Setup { .. }) => set_up += 1,
+                _ => {}
+            }
+        }
+        if let Some((node, quiet)) = self.step.silent_node() {
+            return Err(Outcome::startup_failed(heartbeat::silence_message(
+                &node, quiet,
+            )));
+        }
+        Ok(set_up)
+    }
+
     /// Watches the `total` ranks until each has reported its end (or the step is gone).
     fn watch_ranks(&mut self, total: usize) -> Outcome {
-        let node = self.alloc.node.clone();
-        let grace = self.args.cluster.command_grace();
-        let mut exits: BTreeMap<u32, i32> = BTreeMap::new();
-        let mut first_failure: Option<Failure> = None;
-        let mut stopped_by = None;
-        let mut node_failure = None;
-        // When the ranks still running are given up on: their grace and a margin for their
-        // reports, the earliest that any stop asked for (a dead node's ranks never report).
-        let mut give_up_at: Option<Instant> = None;
-        let give_up_after = |give_up_at: &mut Option<Instant>, grace: Duration| {
-            let at = Instant::now() + grace + REPORT_MARGIN;
-            *give_up_at = Some(give_up_at.map_or(at, |g| g.min(at)));
-        };
+        let mut watch = RanksWatch::default();
         loop {
-            for signal in signals::take() {
-                if signals::stops_run(self.args.run_dir.as_deref(), signal) {
-                    if stopped_by.is_some() {
-                        continue;
-                    }
-                    // The time warning: the ranks get the user's --signal and the grace.
-                    let to_ranks = signals::for_command(signal, self.args.cluster.signal);
-                    say(
-                        &node,
-                        format!(
-                            "{}; sending {} to every rank",
-                            received(signal),
-                            to_ranks.as_str()
-                        ),
-                    );
-                    stopped_by = Some(signal);
-                    let secs = u32::try_from(grace.as_secs()).unwrap_or(u32::MAX);
-                    self.tell(&Order::Stop {
-                        grace: secs,
-                        signal: to_ranks,
-                    });
-                    give_up_after(&mut give_up_at, grace);
-                } else {
-                    say(
-                        &node,
-                        format!("{} received; passing it to every rank", signal.as_str()),
-                    );
-                    self.tell(&Order::Signal { signal });
-                }
-            }
-            let step = self.workers.as_mut().expect("the step of ranks");
-            let mut fail_fast = false;
-            while let Some(event) = step.next_event() {
-                if let StepEvent::Report(Report::Exit {
-                    rank,
-                    node: n,
-                    code,
-                }) = event
-                {
-                    exits.insert(rank, code);
-                    if code != 0
-                        && first_failure.is_none()
-                        && stopped_by.is_none()
-                        && node_failure.is_none()
-                    {
-                        say(
-                            &node,
-                            format!(
-                                "rank {rank} on {n} exited with code {code}, the first to fail; stopping the other ranks"
-                            ),
-                        );
-                        first_failure = Some(Failure {
-                            rank,
-                            node: n,
-                            code,
-                        });
-                        fail_fast = true;
-                    }
-                }
-            }
-            if node_failure.is_none()
-                && let Some((silent, quiet)) = step.silent_node()
+            self.pass_signals(&mut watch);
+            let mut fail_fast = self.take_exits(&mut watch);
+            if watch.node_failure.is_none()
+                && let Some((silent, quiet)) = self.step.silent_node()
             {
                 let why = heartbeat::silence_message(&silent, quiet);
-                say(&node, format!("error: {why}; stopping every rank"));
-                node_failure = Some(why);
+                say(
+                    &self.alloc.node,
+                    format!("error: {why}; stopping every rank"),
+                );
+                watch.node_failure = Some(why);
                 fail_fast = true;
             }
             if fail_fast {
-                self.tell(&Order::Stop {
+                self.step.tell(&Order::Stop {
                     grace: FAIL_FAST_GRACE,
                     signal: Signal::SIGTERM,
                 });
-                give_up_after(
-                    &mut give_up_at,
-                    Duration::from_secs(u64::from(FAIL_FAST_GRACE)),
-                );
+                watch.give_up_after(Duration::from_secs(u64::from(FAIL_FAST_GRACE)));
             }
-            let step = self.workers.as_mut().expect("the step of ranks");
-            let step_ended = matches!(step.child.try_wait(), Ok(Some(_)));
-            let overdue = give_up_at.is_some_and(|g| Instant::now() > g);
-            if exits.len() >= total || step_ended || overdue {
-                break;
+            let step_ended = matches!(self.step.child.try_wait(), Ok(Some(_)));
+            if watch.over(total, step_ended) {
+                return watch.outcome(total);
             }
             std::thread::sleep(TICK);
         }
-        if let Some(why) = node_failure {
-            let code = first_failure.map_or(1, |f| f.code);
-            return Outcome::of_command(code, Some(why), None);
+    }
+
+    /// Passes the signals the job got on to every rank; a stop gives them their grace.
+    fn pass_signals(&mut self, watch: &mut RanksWatch) {
+        let node = &self.alloc.node;
+        let grace = self.args.cluster.command_grace();
+        for signal in signals::take() {
+            if !signals::stops_run(self.args.run_dir.as_deref(), signal) {
+                say(
+                    node,
+                    format!("{} received; passing it to every rank", signal.as_str()),
+                );
+                self.step.tell(&Order::Signal { signal });
+                continue;
+            }
+            if watch.stopped_by.is_some() {
+                continue;
+            }
+            // The time warning: the ranks get the user's --signal and the grace.
+            let to_ranks = signals::for_command(signal, self.args.cluster.signal);
+            say(
+                node,
+                format!(
+                    "{}; sending {} to every rank",
+                    received(signal),
+                    to_ranks.as_str()
+                ),
+            );
+            watch.stopped_by = Some(signal);
+            let secs = u32::try_from(grace.as_secs()).unwrap_or(u32::MAX);
+            self.step.tell(&Order::Stop {
+                grace: secs,
+                signal: to_ranks,
+            });
+            watch.give_up_after(grace);
         }
-        if let Some(signal) = stopped_by {
-            let code = exits.values().copied().find(|c| *c != 0).unwrap_or(0);
-            return Outcome::of_command(code, None, Some(signal));
+    }
+
+    /// Takes the ranks' exit reports; whether a rank is the first to fail (the others are
+    /// then to be stopped).
+    fn take_exits(&mut self, watch: &mut RanksWatch) -> bool {
+        let mut fail_fast = false;
+        while let Some(event) = self.step.next_event() {
+            let StepEvent::Report(Report::Exit { rank, node, code }) = event else {
+                continue;
+            };
+            watch.exits.insert(rank, code);
+            if code != 0
+                && watch.first_failure.is_none()
+                && watch.stopped_by.is_none()
+                && watch.node_failure.is_none()
+            {
+                say(
+                    &self.alloc.node,
+                    format!(
+                        "rank {rank} on {node} exited with code {code}, the first to fail; stopping the other ranks"
+                    ),
+                );
+                watch.first_failure = Some(Failure { rank, node, code });
+                fail_fast = true;
+            }
         }
-        ranks_outcome(first_failure.as_ref(), exits.len(), total)
+        fail_fast
     }
 }
 

@@ -2,18 +2,21 @@
 //! enough nodes have joined, a start fails, a stop signal comes or `--ready-timeout` passes.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::net::IpAddr;
+use std::time::Duration;
 
-use super::Head;
 use super::auth_check::{self, AuthCheck, Verdict};
+use super::cluster::RayHead;
+use super::outcome::Outcome;
+use super::srun_workers::{Joined, StepEvent};
+use super::start::StartUp;
 use crate::bootstrap::heartbeat;
-use crate::bootstrap::outcome::Outcome;
+use crate::bootstrap::node::{TICK, say};
+use crate::bootstrap::ports;
 use crate::bootstrap::protocol::Report;
+use crate::bootstrap::rank::setup::setup_failed;
 use crate::bootstrap::ray_node::RayStart;
-use crate::bootstrap::setup::setup_failed;
 use crate::bootstrap::signals;
-use crate::bootstrap::worker_step::{Joined, StepEvent};
-use crate::bootstrap::{TICK, say};
 use crate::sys::process::describe_status;
 
 /// Which nodes have joined, and whether that is enough: the pure part of waiting.
@@ -76,35 +79,30 @@ impl Readiness {
     }
 }
 
-impl Head<'_> {
+impl StartUp<'_> {
     /// Waits for the head's `ray start` (if Ray runs) and the workers' ready lines.
     pub(super) fn wait_ready(
         &mut self,
-        mut ray_start: Option<RayStart>,
-        t0: Instant,
+        mut ray: Option<(RayStart, &mut RayHead)>,
     ) -> Result<BTreeMap<u32, Joined>, Outcome> {
         let c = &self.args.cluster;
         let timeout = Duration::from_secs(u64::from(c.ready_timeout));
-        let mut ready = Readiness::new(
-            self.alloc.nodes.len() as u32,
-            c.min_nodes,
-            ray_start.is_none(),
-        );
+        let mut ready = Readiness::new(self.alloc.nodes.len() as u32, c.min_nodes, ray.is_none());
         loop {
             if let Some(signal) = signals::take().into_iter().find(|s| signals::stops(*s)) {
                 return Err(Outcome::stopped_while_starting(signal));
             }
-            if let Some(start) = &mut ray_start
-                && self.head_started(start, t0)?
+            if let Some((start, head)) = &mut ray
+                && self.head_started(start, head)?
             {
                 ready.head_is_ready();
-                ray_start = None;
+                ray = None;
             }
-            self.take_joined(&mut ready, t0)?;
+            self.take_joined(&mut ready)?;
             if ready.is_ready() {
                 return Ok(ready.joined);
             }
-            if t0.elapsed() > timeout {
+            if self.t0.elapsed() > timeout {
                 return Err(Outcome::startup_failed(
                     ready.timeout_message(timeout, &self.alloc.others()),
                 ));
@@ -114,17 +112,20 @@ impl Head<'_> {
     }
 
     /// Whether the head's `ray start` has ended well; its failure ends the wait.
-    fn head_started(&mut self, start: &mut RayStart, t0: Instant) -> Result<bool, Outcome> {
-        let node = self.node();
+    fn head_started(&mut self, start: &mut RayStart, head: &mut RayHead) -> Result<bool, Outcome> {
+        let node = &self.alloc.node;
         match start.child.try_wait() {
             Ok(Some(status)) if status.success() => {
                 say(
                     node,
-                    format!("Ray head ready after {:.1} s", t0.elapsed().as_secs_f64()),
+                    format!(
+                        "Ray head ready after {:.1} s",
+                        self.t0.elapsed().as_secs_f64()
+                    ),
                 );
-                self.check_auth()?;
-                if self.auth_check.is_none() {
-                    super::say_dashboard(&self.alloc.node, self.dashboard_port);
+                self.check_auth(head)?;
+                if head.auth_check.is_none() {
+                    head.dashboard_announced = say_dashboard(node, head.ports.dashboard());
                 }
                 Ok(true)
             }
@@ -143,22 +144,25 @@ impl Head<'_> {
 
     /// Starts the check that Ray refuses requests without the run's token: beside the command
     /// (see [`AuthCheck`]), or, for a persistent cluster, waited for here.
-    fn check_auth(&mut self) -> Result<(), Outcome> {
-        let (Some(token), Some(port)) = (self.auth.token_path(), self.dashboard_port) else {
+    fn check_auth(&self, head: &mut RayHead) -> Result<(), Outcome> {
+        let Some(token) = head.auth.token_path() else {
             return Ok(());
         };
         let ports = auth_check::Ports {
-            dashboard: port,
-            host: self.probe_host.clone(),
-            others: self.other_http.clone(),
+            dashboard: head.ports.dashboard(),
+            host: match self.ip {
+                IpAddr::V4(v4) => v4.to_string(),
+                IpAddr::V6(v6) => format!("[{v6}]"),
+            },
+            others: head.ports.other_http().to_vec(),
             metrics_asked: self.args.cluster.ray_metrics,
         };
         let check = AuthCheck::spawn(token.to_owned(), ports, auth_check::PATIENCE);
         if !self.args.cluster.serve {
-            self.auth_check = Some(check);
+            head.auth_check = Some(check);
             return Ok(());
         }
-        match check.wait(self.node()) {
+        match check.wait(&self.alloc.node) {
             Verdict::Stop(why) => Err(Outcome::auth_not_enforced(why)),
             _ => Ok(()),
         }
@@ -166,21 +170,21 @@ impl Head<'_> {
 
     /// Takes the workers' ready lines; the worker step ending before enough joined ends the
     /// wait.
-    fn take_joined(&mut self, ready: &mut Readiness, t0: Instant) -> Result<(), Outcome> {
-        let node = self.alloc.node.clone();
-        let Some(step) = &mut self.workers else {
+    fn take_joined(&mut self, ready: &mut Readiness) -> Result<(), Outcome> {
+        let node = &self.alloc.node;
+        let Some(step) = &mut self.started.workers else {
             return Ok(());
         };
         while let Some(event) = step.next_event() {
             match event {
                 StepEvent::Joined(rank, j) => {
                     say(
-                        &node,
+                        node,
                         format!(
                             "node {} ({}) joined after {:.1} s",
                             j.node,
                             j.ip,
-                            t0.elapsed().as_secs_f64()
+                            self.t0.elapsed().as_secs_f64()
                         ),
                     );
                     ready.join(rank, j);
@@ -216,6 +220,21 @@ impl Head<'_> {
         }
         Ok(())
     }
+}
+
+/// Tells where the dashboard is, if Ray started one (`--include-dashboard=false` does not);
+/// whether it did.
+pub(super) fn say_dashboard(node: &str, port: u16) -> bool {
+    let listening = ports::listening_locally(port);
+    if listening {
+        say(
+            node,
+            format!(
+                "Ray dashboard on {node} at 127.0.0.1:{port}; from the login node: ssh -N -L {port}:127.0.0.1:{port} {node}, then open http://localhost:{port}"
+            ),
+        );
+    }
+    listening
 }
 
 #[cfg(test)]

@@ -7,19 +7,17 @@
 //! dashboard's port is still held by the user's own socket (`JobsApi` does): if another user
 //! took it, the token is not sent and the log says so.
 
-use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use chrono::{Local, SecondsFormat};
+use nix::sys::signal::Signal;
 
-use super::Head;
+use super::cluster::Head;
 use super::command::check_nodes;
-use crate::bootstrap::outcome::Outcome;
-use crate::bootstrap::{TICK, say, signals};
-use crate::handoff::cluster_info::ClusterInfo;
+use super::outcome::Outcome;
+use crate::bootstrap::node::{TICK, say};
+use crate::bootstrap::signals;
 use crate::handoff::final_state::Ending;
 use crate::handoff::jobs_api::{ApiError, JobsApi};
-use crate::handoff::run_files::create_private_dir;
 
 /// How often the head asks Ray whether any job runs or waits.
 const IDLE_CHECK_EVERY: Duration = Duration::from_secs(5);
@@ -29,34 +27,67 @@ pub(super) fn idle_too_long(idle_for: Duration, idle_timeout: Option<u32>) -> bo
     idle_timeout.is_some_and(|t| idle_for > Duration::from_secs(u64::from(t)))
 }
 
+/// Whether the cluster has gone without a job for too long, from the Jobs API's answers.
+struct Idle {
+    last_busy: Instant,
+    last_asked: Option<Instant>,
+    /// Another user holds the dashboard's port (said once until it is the user's again).
+    squatted: bool,
+}
+
+impl Idle {
+    /// Asks Ray, every [`IDLE_CHECK_EVERY`], whether a job runs or waits; the outcome of a
+    /// cluster idle longer than `idle_timeout`.
+    fn check(&mut self, api: &JobsApi, idle_timeout: Option<u32>, node: &str) -> Option<Outcome> {
+        if self
+            .last_asked
+            .is_some_and(|t| t.elapsed() < IDLE_CHECK_EVERY)
+        {
+            return None;
+        }
+        self.last_asked = Some(Instant::now());
+        // A cluster whose API does not answer counts as busy: never released by mistake.
+        let jobs = api.jobs();
+        // Another user on the dashboard's port (Ray's dashboard died and the port was
+        // taken): the token is not sent, and the log says so once.
+        match &jobs {
+            Err(ApiError::NotYours(why)) if !self.squatted => {
+                self.squatted = true;
+                say(node, format!("warning: {why}"));
+            }
+            Err(ApiError::NotYours(_)) => {}
+            _ => self.squatted = false,
+        }
+        if jobs.map_or(true, |jobs| jobs.iter().any(|j| j.active())) {
+            self.last_busy = Instant::now();
+        }
+        idle_too_long(self.last_busy.elapsed(), idle_timeout).then(|| Outcome {
+            code: 0,
+            ending: Ending::Completed,
+            message: Some(format!(
+                "no job for {} s (--idle-timeout): the cluster released its allocation",
+                self.last_busy.elapsed().as_secs()
+            )),
+        })
+    }
+}
+
 impl Head<'_> {
     /// Serves jobs until the cluster is told to stop, fails or idles out.
-    pub(super) fn serve(&mut self, ip: IpAddr, nodes: Vec<String>) -> Outcome {
+    pub(super) fn serve(&mut self) -> Outcome {
         let node = self.alloc.node.clone();
         let c = &self.args.cluster;
-        let (Some(run_dir), Some(port)) = (self.args.run_dir.clone(), self.dashboard_port) else {
-            return Outcome::startup_failed(
-                "a persistent cluster needs Ray's dashboard (its Jobs API) and a run directory",
-            );
+        let info = match self.publish() {
+            Ok(Some(info)) => info,
+            Ok(None) => {
+                return Outcome::startup_failed(
+                    "a persistent cluster needs Ray's dashboard (its Jobs API) and a run directory",
+                );
+            }
+            Err(e) => return Outcome::startup_failed(format!("{e:#}")),
         };
-        let info = ClusterInfo {
-            job_id: self.alloc.job_id.clone(),
-            head_node: node.clone(),
-            head_ip: ip,
-            dashboard_port: port,
-            nodes,
-            cpus_per_node: self.alloc.cpus_on_node,
-            gpus_per_node: self.alloc.gpus_on_node,
-            ready_at: Local::now().to_rfc3339_opts(SecondsFormat::Secs, false),
-            token_file: self.auth.token_path().map(Into::into),
-            rayslurm_bin: std::env::current_exe().unwrap_or_default(),
-            idle_timeout: c.idle_timeout,
-            attempt: self.alloc.restart_count,
-        };
-        if let Err(e) = create_private_dir(&run_dir).and_then(|()| info.write(&run_dir)) {
-            return Outcome::startup_failed(format!("{e:#}"));
-        }
-        let api = match JobsApi::new(&format!("127.0.0.1:{port}"), self.auth.token_path()) {
+        let token = info.token_file.as_deref();
+        let api = match JobsApi::new(&format!("127.0.0.1:{}", info.dashboard_port), token) {
             Ok(api) => api,
             Err(e) => return Outcome::startup_failed(format!("cannot read Ray's token: {e}")),
         };
@@ -70,67 +101,51 @@ impl Head<'_> {
                     .unwrap_or_default()
             ),
         );
-        let ray_mark = Some(self.run_mark());
+        let ray_mark = Some(self.started.run_mark());
         let mut last_check = Instant::now();
-        let mut last_busy = Instant::now();
-        let mut last_asked: Option<Instant> = None;
-        let mut squatted = false;
+        let mut idle = Idle {
+            last_busy: Instant::now(),
+            last_asked: None,
+            squatted: false,
+        };
         loop {
             if let Some(signal) = signals::take().into_iter().find(|s| signals::stops(*s)) {
-                let stopped = stop_jobs(&api, self.args.cluster.command_grace());
-                // Slurm's warning is a signal of its own: the time limit is told from `down`.
-                let (ending, why) = if signal == signals::TIME_WARNING {
-                    (Ending::TimeLimit, "the allocation's time limit".to_owned())
-                } else {
-                    (
-                        Ending::Stopped,
-                        format!("{} (down or scancel)", signal.as_str()),
-                    )
-                };
-                return Outcome {
-                    code: 0,
-                    ending,
-                    message: Some(format!(
-                        "the cluster was stopped by {why}; {stopped} running job(s) were stopped with the stop grace"
-                    )),
-                };
+                return stopped(&api, signal, c.command_grace());
             }
-            if let Some(why) =
-                check_nodes(&mut self.workers, ray_mark.as_ref(), &node, &mut last_check)
-            {
+            if let Some(why) = check_nodes(
+                &mut self.started.workers,
+                ray_mark.as_ref(),
+                &node,
+                &mut last_check,
+            ) {
                 return Outcome::of_command(1, Some(why), None);
             }
-            if last_asked.is_none_or(|t| t.elapsed() >= IDLE_CHECK_EVERY) {
-                last_asked = Some(Instant::now());
-                // A cluster whose API does not answer counts as busy: never released by mistake.
-                let jobs = api.jobs();
-                // Another user on the dashboard's port (Ray's dashboard died and the port was
-                // taken): the token is not sent, and the log says so once.
-                match &jobs {
-                    Err(ApiError::NotYours(why)) if !squatted => {
-                        squatted = true;
-                        say(&node, format!("warning: {why}"));
-                    }
-                    Err(ApiError::NotYours(_)) => {}
-                    _ => squatted = false,
-                }
-                let busy = jobs.map_or(true, |jobs| jobs.iter().any(|j| j.active()));
-                if busy {
-                    last_busy = Instant::now();
-                }
-                if idle_too_long(last_busy.elapsed(), c.idle_timeout) {
-                    return Outcome {
-                        code: 0,
-                        ending: Ending::Completed,
-                        message: Some(format!(
-                            "no job for {} s (--idle-timeout): the cluster released its allocation",
-                            last_busy.elapsed().as_secs()
-                        )),
-                    };
-                }
+            if let Some(outcome) = idle.check(&api, c.idle_timeout, &node) {
+                return outcome;
             }
             std::thread::sleep(TICK);
         }
+    }
+}
+
+/// A cluster told to stop: its running jobs are stopped, with the stop grace. Slurm's
+/// warning is a signal of its own: the time limit is told from `down`.
+fn stopped(api: &JobsApi, signal: Signal, grace: Duration) -> Outcome {
+    let stopped = stop_jobs(api, grace);
+    let (ending, why) = if signal == signals::TIME_WARNING {
+        (Ending::TimeLimit, "the allocation's time limit".to_owned())
+    } else {
+        (
+            Ending::Stopped,
+            format!("{} (down or scancel)", signal.as_str()),
+        )
+    };
+    Outcome {
+        code: 0,
+        ending,
+        message: Some(format!(
+            "the cluster was stopped by {why}; {stopped} running job(s) were stopped with the stop grace"
+        )),
     }
 }
 

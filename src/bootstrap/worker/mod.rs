@@ -7,17 +7,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::kept_logs::{self, KEEP_LINE};
-use super::marked::{self, RunMark};
-use super::protocol::Report;
-use super::rank_env::{attempt_env, setup_env_before_ray};
-use super::ray_auth::RayAuth;
-use super::ray_node::{TempRoot, start_node};
-use super::setup::{self, setup_failed};
-use super::signals;
-use super::user_command::Output;
-use super::{Allocation, LIVENESS_EVERY, RAY_STOP_GRACE, READY_PREFIX, TICK, say};
-use super::{byte_lines, heartbeat};
+use crate::bootstrap::allocation::Allocation;
+use crate::bootstrap::kept_logs::{self, KEEP_LINE};
+use crate::bootstrap::marked::{self, RunMark};
+use crate::bootstrap::node::{LIVENESS_EVERY, RAY_STOP_GRACE, TICK, memory_note, node_ip, say};
+use crate::bootstrap::protocol::{READY_PREFIX, Report};
+use crate::bootstrap::rank::env::{attempt_env, setup_env_before_ray};
+use crate::bootstrap::rank::setup::{self, setup_failed};
+use crate::bootstrap::rank::user_command::Output;
+use crate::bootstrap::ray_auth::RayAuth;
+use crate::bootstrap::ray_node::{TempRoot, start_node};
+use crate::bootstrap::{byte_lines, heartbeat, signals};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::slurm::env as slurm_env;
 use crate::sys::process::describe_status;
@@ -65,7 +65,7 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
     heartbeat::say_gone(&node);
     say(
         &node,
-        format!("worker done, exit code {code}{}", super::memory_note()),
+        format!("worker done, exit code {code}{}", memory_note()),
     );
     code
 }
@@ -81,7 +81,7 @@ fn start(
 ) -> Result<(), String> {
     let node = &alloc.node;
     let c = &args.cluster;
-    let ip = super::node_ip(alloc, c).map_err(|e| e.to_string())?;
+    let ip = node_ip(alloc, c).map_err(|e| e.to_string())?;
     if let Some(setup) = &c.setup {
         let head_ip = args
             .head_address

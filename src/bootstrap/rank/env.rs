@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::Path;
 
-use super::Allocation;
+use crate::bootstrap::allocation::Allocation;
 use crate::handoff::job_env;
 use crate::slurm::env as slurm_env;
 

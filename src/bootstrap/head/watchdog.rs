@@ -20,9 +20,11 @@ use nix::sys::signal::{SigHandler, Signal, killpg, signal};
 use nix::unistd::{ForkResult, Pid, fork, setsid};
 
 use super::lease::{self, Holder};
-use super::marked::{self, RunMark};
-use super::ray_node::TempRoot;
-use super::{Allocation, RAY_STOP_GRACE, byte_lines, kept_logs, say};
+use crate::bootstrap::allocation::Allocation;
+use crate::bootstrap::marked::{self, RunMark};
+use crate::bootstrap::node::{RAY_STOP_GRACE, say};
+use crate::bootstrap::ray_node::TempRoot;
+use crate::bootstrap::{byte_lines, kept_logs};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::final_state::{Attempt, Ending, FinalState};
 use crate::sys::process::Cmd;
@@ -104,7 +106,7 @@ fn listen(from: impl BufRead) -> Heard {
 
 /// The watchdog process (`rayslurm bootstrap --watchdog`): forks away from the job's process
 /// tree, then waits for its stdin to close.
-pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
+pub(in crate::bootstrap) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32 {
     // SAFETY: nothing has started a thread yet in this process.
     match unsafe { fork() } {
         Ok(ForkResult::Parent { .. }) => return 0,

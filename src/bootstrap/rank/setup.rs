@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use super::user_command::{Output, UserCommand};
-use super::{TICK, signals};
+use crate::bootstrap::node::TICK;
+use crate::bootstrap::rank::user_command::{Output, UserCommand};
+use crate::bootstrap::signals;
 use crate::sys::process::exit_code_of;
 
 /// How long a setup told to stop has before it is killed.

@@ -9,12 +9,13 @@ use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
-use super::byte_lines;
-use super::heartbeat::{self, Liveness};
-use super::kept_logs::{self, KEEP_LINE};
-use super::protocol::{Order, Report};
-use super::setup::setup_failed;
-use super::{Allocation, READY_PREFIX, TICK, say};
+use crate::bootstrap::allocation::Allocation;
+use crate::bootstrap::byte_lines;
+use crate::bootstrap::heartbeat::{self, Liveness};
+use crate::bootstrap::kept_logs::{self, KEEP_LINE};
+use crate::bootstrap::node::{TICK, say};
+use crate::bootstrap::protocol::{Order, READY_PREFIX, Report};
+use crate::bootstrap::rank::setup::setup_failed;
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::sys::process::Cmd;
 

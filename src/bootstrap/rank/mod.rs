@@ -5,6 +5,13 @@
 //! exit code. The head decides the run's end: the task exits 0 whatever its command did, so that
 //! srun's `--kill-on-bad-exit` (which kills at once, with SIGKILL) fires only if the task
 //! itself fails.
+//!
+//! Beside it, the user's code as every node runs it, whatever its role: the rank environment
+//! ([`env`]), the node's setup ([`setup`]) and the command itself ([`user_command`]).
+
+pub(crate) mod env;
+pub(crate) mod setup;
+pub(crate) mod user_command;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -13,12 +20,14 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use super::protocol::{Order, Report};
-use super::rank_env::{Ranks, attempt_env, rank_env};
-use super::user_command::{Output, UserCommand};
-use super::{Allocation, TICK, byte_lines, heartbeat, say, setup, signals};
+use crate::bootstrap::allocation::Allocation;
+use crate::bootstrap::node::{TICK, node_ip, say};
+use crate::bootstrap::protocol::{Order, Report};
+use crate::bootstrap::{byte_lines, heartbeat, signals};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::sys::process::exit_code_of;
+use env::{Ranks, attempt_env, rank_env};
+use user_command::{Output, UserCommand};
 
 /// Runs the task's part; the exit code is 0 unless the task itself failed.
 pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String, String>) -> i32 {
@@ -38,7 +47,7 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
 fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_node: bool) -> i32 {
     let node = &alloc.node;
     let orders = listen();
-    let ip = match super::node_ip(alloc, &args.cluster) {
+    let ip = match node_ip(alloc, &args.cluster) {
         Ok(ip) => ip,
         Err(e) => {
             say(node, format!("error: {e}"));
