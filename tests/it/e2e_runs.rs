@@ -290,3 +290,86 @@ fn two_launches_at_once_are_both_recorded() {
         assert!(log.lines().any(|l| l == said), "{row}\n{log}");
     }
 }
+
+/// The first line of an HTTP answer from 127.0.0.1:`port` to a GET of `path` (no token).
+fn status_line(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// `dashboard RUN` on a `launch` run finds the head from the `cluster.json` its head writes:
+/// "not yet" while Ray starts, then a forward to Ray's dashboard, which asks for the token.
+#[test]
+fn dashboard_forwards_a_launch_runs_ray_dashboard() {
+    let Some((lab, _turn)) = lab("dashboard_forwards_a_launch_runs_ray_dashboard") else {
+        return;
+    };
+    let world = World::new(lab, "e2e-dashboard");
+    let dir = world.dir.display().to_string();
+    let load_env = lab.load_env();
+    let out = world.rayslurm(&[
+        "launch",
+        "--exp-name",
+        "dash",
+        "--command",
+        "sleep 120",
+        "--log-dir",
+        &dir,
+        "--time",
+        "5",
+        "--object-store-memory",
+        "100000000",
+        "--load-env",
+        &load_env,
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "launch failed: {stderr}");
+    let job = stdout.trim().to_owned();
+    let port = 31000 + (std::process::id() % 500) as u16;
+    let started = Instant::now();
+    let mut forward = loop {
+        let mut child = rayslurm(["dashboard", "dash", "--port", &port.to_string()])
+            .cwd(&world.dir)
+            .env("RAYSLURM_STATE_DIR", world.state.path())
+            .command()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        if !line.is_empty() {
+            assert_eq!(line.trim(), format!("http://localhost:{port}"));
+            break child;
+        }
+        let out = child.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{said}");
+        assert!(said.contains("run `dash` has no dashboard yet"), "{said}");
+        assert!(started.elapsed() < PATIENCE, "no dashboard: {said}");
+        std::thread::sleep(Duration::from_secs(1));
+    };
+    let answer = status_line(port, "/api/version");
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(forward.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    );
+    let forwarded = forward.wait().unwrap();
+    let _ = world.rayslurm(&["cancel", &job]);
+    assert!(
+        answer.contains(" 401 "),
+        "Ray's dashboard asks for the token: {answer}"
+    );
+    assert!(forwarded.success(), "{forwarded:?}");
+}
