@@ -524,3 +524,38 @@ fn only_main_and_the_commands_use_the_command_line() {
         .collect();
     assert!(bad.is_empty(), "these use crate::cli:\n{}", bad.join("\n"));
 }
+
+/// clap is the command line's: only `main.rs`, `cli/` and `commands/` use it, besides the
+/// bootstrap's own flags in `handoff/`, the wire format between the script and the nodes
+/// (serializer and parser together, with a round-trip test).
+#[test]
+fn only_the_command_line_and_the_bootstraps_wire_format_use_clap() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let wire = ["handoff/bootstrap_args.rs", "handoff/cluster.rs"];
+    let uses_clap = Regex::new(r"(?m)^\s*use clap\b|\bclap::").unwrap();
+    let mut users = Vec::new();
+    for file in rust_files(&src) {
+        let name = file.strip_prefix(&src).unwrap().display().to_string();
+        let code = blank_literals_and_comments(&std::fs::read_to_string(&file).unwrap());
+        if uses_clap.is_match(&code) {
+            users.push(name);
+        }
+    }
+    assert!(
+        users.iter().any(|f| f == "cli/mod.rs"),
+        "the scan finds clap: {users:?}"
+    );
+    let bad: Vec<&String> = users
+        .iter()
+        .filter(|f| {
+            !(f.as_str() == "main.rs"
+                || f.starts_with("cli/")
+                || f.starts_with("commands/")
+                || wire.contains(&f.as_str()))
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "below commands/, clap is only the bootstrap's wire format: {bad:?}"
+    );
+}
