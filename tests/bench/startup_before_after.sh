@@ -14,11 +14,7 @@ rev=${1:-6af447d}
 nodes=${2:-1}
 repeat=${3:-3}
 
-# A lab already up with enough nodes is used as it is (rebuilding it would stop others' jobs).
-have=$(bash tests/cluster/cluster.sh env | sed -n 's/^RAYSLURM_LAB_NODES=//p' | tr ',' '\n' | grep -c . || true)
-if [ "$(bash tests/cluster/cluster.sh env | sed -n 's/^RAYSLURM_LAB_UP=//p')" != 1 ] || [ "$have" -lt "$nodes" ]; then
-  bash tests/cluster/cluster.sh up "$(( nodes > 3 ? nodes : 3 ))" >&2
-fi
+bash tests/cluster/cluster.sh up "$(( nodes > 3 ? nodes : 3 ))" >&2
 cargo build --release --quiet
 old=$repo/target/bench-before
 if [ ! -x "$old/target/release/rayslurm" ] || [ "$(git -C "$old" rev-parse HEAD 2>/dev/null)" != "$(git rev-parse "$rev")" ]; then

@@ -2,7 +2,8 @@
 # rayslurm test cluster: a real multi-node Slurm cluster (plus a Ray venv) on one
 # Debian 12 machine, one set of Linux namespaces per node.
 #
-#   cluster.sh up [N]   install what is missing, start slurmctld + N slurmd (default 3, 1..8)
+#   cluster.sh up [N]   install what is missing, start slurmctld + N slurmd (default 3, 1..8); a
+#                       healthy cluster of N or more nodes already up is kept
 #   cluster.sh down     stop exactly what `up` started and remove its traces (idempotent)
 #   cluster.sh status   sinfo, or "cluster is down" (exit 3)
 #   cluster.sh env      KEY=value lines (venv, shared dir, nodes, ...)
@@ -450,6 +451,12 @@ cmd_up() {
   fi
   local old
   old=$(recorded_n || true)
+  # A bigger cluster that is up and healthy serves as well (the demo's 3 nodes on the tests' 4):
+  # rebuilding it would stop every job on it.
+  if [[ -n $old ]] && ((old > n)) && is_up "$old"; then
+    log "cluster already up with ${old} node(s), at least the ${n} asked for"
+    return 0
+  fi
   if [[ -n $old ]]; then
     log "cluster is up with ${old} node(s) (or broken, or slurm.conf changed); rebuilding it with ${n}"
   fi
