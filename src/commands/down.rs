@@ -3,7 +3,7 @@
 //! on every node), and confirms the allocation is gone.
 
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Result;
 
@@ -56,12 +56,7 @@ pub(crate) fn run(args: &DownSettings, printer: &Printer) -> Result<ExitCode> {
 
 /// Asks Ray to stop the cluster's running and pending jobs, and waits up to a minute for them.
 fn stop_jobs(api: &JobsApi, name: &str, printer: &Printer) -> Result<()> {
-    let active: Vec<String> = api
-        .jobs()?
-        .into_iter()
-        .filter(|j| j.active())
-        .filter_map(|j| j.submission_id)
-        .collect();
+    let active = api.active_ids()?;
     for id in &active {
         api.stop(id)?;
     }
@@ -70,10 +65,7 @@ fn stop_jobs(api: &JobsApi, name: &str, printer: &Printer) -> Result<()> {
             "stopping {} job(s) of cluster {name}",
             active.len()
         ));
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline && api.jobs()?.iter().any(|j| j.active()) {
-            std::thread::sleep(Duration::from_millis(500));
-        }
+        api.wait_none_active(Duration::from_secs(60))?;
     }
     Ok(())
 }

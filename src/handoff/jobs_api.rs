@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -203,6 +203,26 @@ impl JobsApi {
     pub(crate) fn stop(&self, submission_id: &str) -> Result<(), ApiError> {
         self.call("POST", &format!("/api/jobs/{submission_id}/stop"), None)
             .map(|_| ())
+    }
+
+    /// The submission ids of the running and pending jobs.
+    pub(crate) fn active_ids(&self) -> Result<Vec<String>, ApiError> {
+        Ok(self
+            .jobs()?
+            .into_iter()
+            .filter(JobInfo::active)
+            .filter_map(|j| j.submission_id)
+            .collect())
+    }
+
+    /// Waits until no job is running or pending, at most `limit`; a failed request ends the
+    /// wait with its error.
+    pub(crate) fn wait_none_active(&self, limit: Duration) -> Result<(), ApiError> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline && self.jobs()?.iter().any(JobInfo::active) {
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        Ok(())
     }
 }
 

@@ -152,27 +152,14 @@ fn stopped(api: &JobsApi, signal: Signal, grace: Duration) -> Outcome {
 /// Asks Ray to stop every running or pending job and waits for them to end, at most `grace`;
 /// returns how many there were.
 fn stop_jobs(api: &JobsApi, grace: Duration) -> usize {
-    let Ok(jobs) = api.jobs() else {
+    let Ok(active) = api.active_ids() else {
         return 0;
     };
-    let active: Vec<String> = jobs
-        .iter()
-        .filter(|j| j.active())
-        .filter_map(|j| j.submission_id.clone())
-        .collect();
     for id in &active {
         let _ = api.stop(id);
     }
-    let deadline = Instant::now() + grace;
-    while Instant::now() < deadline {
-        let still = api
-            .jobs()
-            .map_or(0, |jobs| jobs.iter().filter(|j| j.active()).count());
-        if still == 0 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    // A failed request ends the wait: Ray's own stop follows.
+    let _ = api.wait_none_active(grace);
     active.len()
 }
 
