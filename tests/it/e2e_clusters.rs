@@ -1,12 +1,11 @@
 //! End-to-end tests of persistent clusters on the real test cluster: `up` once, then many jobs
 //! through Ray's own Jobs API (`exec`, `queue`, `logs`, `cancel`), `down`, and autostop.
 
-use std::io::{Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::harness::{Job, assert_clean, node_tmp_entries};
-use crate::harness::{Lab, connect_probe, first_line, lab, rayslurm, text};
+use crate::harness::{Lab, connect_probe, first_line, lab, rayslurm, status_without_token, text};
 
 /// `rayslurm ARGS` in `dir`; returns (exit code, stdout, stderr).
 fn rs(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
@@ -86,15 +85,6 @@ fn exec_detached(dir: &Path, name: &str, args: &[&str]) -> u64 {
     let (code, stdout, stderr) = rs(dir, &all);
     assert_eq!(code, Some(0), "{stderr}");
     stdout.trim().parse().unwrap()
-}
-
-/// An HTTP GET without any token, as an outsider on the network would send it.
-fn status_without_token(host: &str, port: u64, path: &str) -> String {
-    let mut s = std::net::TcpStream::connect((host, port as u16)).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").unwrap();
-    let mut answer = String::new();
-    let _ = s.read_to_string(&mut answer);
-    answer.lines().next().unwrap_or_default().to_owned()
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::harness::{Lab, lab, rayslurm, text, wait_job_end};
+use crate::harness::{Lab, lab, rayslurm, status_without_token, text, wait_job_end};
 
 /// Jobs may wait behind other tests' jobs (the e2e tests run side by side on the lab's
 /// exclusive nodes): be patient; this bound only catches a run that never gets there.
@@ -291,21 +291,6 @@ fn two_launches_at_once_are_both_recorded() {
     }
 }
 
-/// The first line of an HTTP answer from 127.0.0.1:`port` to a GET of `path` (no token).
-fn status_line(port: u16, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").unwrap();
-    let mut answer = Vec::new();
-    let _ = s.read_to_end(&mut answer);
-    String::from_utf8_lossy(&answer)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_owned()
-}
-
 /// `dashboard RUN` on a `launch` run finds the head from the `cluster.json` its head writes:
 /// "not yet" while Ray starts, then a forward to Ray's dashboard, which asks for the token.
 #[test]
@@ -360,7 +345,7 @@ fn dashboard_forwards_a_launch_runs_ray_dashboard() {
         assert!(started.elapsed() < PATIENCE, "no dashboard: {said}");
         std::thread::sleep(Duration::from_secs(1));
     };
-    let answer = status_line(port, "/api/version");
+    let answer = status_without_token("127.0.0.1", u64::from(port), "/api/version");
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(forward.id() as i32),
         nix::sys::signal::Signal::SIGINT,

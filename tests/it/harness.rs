@@ -478,3 +478,19 @@ pub fn connect_probe(port: u16) -> String {
 mod job;
 
 pub(crate) use job::*;
+
+/// The status line of an HTTP GET of `path` without any token, as an outsider on the network
+/// would send it (an answer that never comes fails after 30 s).
+pub fn status_without_token(host: &str, port: u64, path: &str) -> String {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect((host, port as u16)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
