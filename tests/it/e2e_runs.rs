@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::harness::{Lab, lab, rayslurm, status_without_token, text, wait_job_end};
+use crate::harness::{
+    Lab, is_ended_state, lab, rayslurm, status_without_token, text, wait_job_end,
+};
 
 /// Jobs may wait behind other tests' jobs (the e2e tests run side by side on the lab's
 /// exclusive nodes): be patient; this bound only catches a run that never gets there.
@@ -212,7 +214,7 @@ fn status_shows_pending_running_and_the_final_state() {
             .is_some_and(|n| n.starts_with("node")),
         "{row}"
     );
-    let row = world.wait_state(&job, "ended", |s| s != "RUNNING" && s != "COMPLETING");
+    let row = world.wait_state(&job, "ended", is_ended_state);
     assert_eq!(row["state"], "COMPLETED", "{row}");
     assert_eq!(row["exit_code"], 0, "{row}");
     assert!(
@@ -253,7 +255,7 @@ fn cancel_ends_a_running_job_and_status_shows_it_cancelled() {
         Some("CANCELLED"),
         "{info:?}"
     );
-    let row = world.wait_state(&job, "ended", |s| s != "COMPLETING");
+    let row = world.wait_state(&job, "ended", is_ended_state);
     assert_eq!(row["state"], "CANCELLED", "{row}");
     // Cancelling again has nothing to do.
     let out = world.rayslurm(&["cancel", &job]);

@@ -413,6 +413,26 @@ pub fn scontrol_job(job_id: &str) -> HashMap<String, String> {
         .collect()
 }
 
+/// Whether a Slurm job state (as `scontrol` or `status` name it) is one a job never leaves. Any
+/// other name, known or not, is a job still under way: Slurm shows passing flags in its place
+/// (`SIGNALING` for a moment while its `--signal` warning goes out).
+pub fn is_ended_state(state: &str) -> bool {
+    matches!(
+        state,
+        "COMPLETED"
+            | "CANCELLED"
+            | "FAILED"
+            | "TIMEOUT"
+            | "PREEMPTED"
+            | "NODE_FAIL"
+            | "BOOT_FAIL"
+            | "DEADLINE"
+            | "OUT_OF_MEMORY"
+            | "REVOKED"
+            | "SPECIAL_EXIT"
+    )
+}
+
 /// Waits until the job has left the running states; returns its final `scontrol` view.
 /// `limit` counts only the time the job runs: time queued behind other tests' jobs is not the
 /// job's fault (it is capped separately, at 20 minutes).
@@ -423,12 +443,14 @@ pub fn wait_job_end(job_id: &str, limit: std::time::Duration) -> HashMap<String,
         let info = scontrol_job(job_id);
         let state = info.get("JobState").cloned().unwrap_or_default();
         match state.as_str() {
+            _ if is_ended_state(&state) => return info,
             // A requeued job passes through REQUEUED on its way back to PENDING.
             "PENDING" | "REQUEUED" | "REQUEUE_HOLD" | "REQUEUE_FED" | "" => {}
-            "RUNNING" | "CONFIGURING" | "COMPLETING" => {
+            // RUNNING, CONFIGURING, COMPLETING, and the passing flags: SIGNALING while Slurm
+            // delivers a signal (its time-limit warning sends SIGCONT first), STOPPED, ...
+            _ => {
                 running_since.get_or_insert_with(std::time::Instant::now);
             }
-            _ => return info,
         }
         if let Some(since) = running_since {
             assert!(
