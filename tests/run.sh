@@ -5,7 +5,8 @@
 # wheel is built and checked as users install it, with one real launch of its binary.
 #
 # The end-to-end tests mostly wait (for Slurm, for Ray to start, for time limits), so they run
-# side by side: a cluster of RAYSLURM_TEST_NODES nodes (default 4) and RUST_TEST_THREADS
+# side by side: a cluster of RAYSLURM_TEST_NODES nodes (default 4; RAYSLURM_TEST_CRASH_NODES more,
+# default 2, for the tests that kill a node) and RUST_TEST_THREADS
 # integration tests at once (default 6). Each part's time is printed at the end;
 # docs/testing.md has the figures.
 set -euo pipefail
@@ -17,7 +18,7 @@ timed() {
   "$@"
   times+=("$name: $((SECONDS - t0)) s")
 }
-timed "test cluster up" bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-4}"
+timed "test cluster up" bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-4}" "${RAYSLURM_TEST_CRASH_NODES:-2}"
 timed "cargo build of the tests" cargo test --no-run "$@"
 timed "unit tests" cargo test --bins "$@"
 # Only the integration tests run 6 at once: some unit tests watch this process's own sockets.

@@ -2,8 +2,9 @@
 # rayslurm test cluster: a real multi-node Slurm cluster (plus a Ray venv) on one
 # Debian 12 machine, one set of Linux namespaces per node.
 #
-#   cluster.sh up [N]   install what is missing, start slurmctld + N slurmd (default 3, 1..8); a
-#                       healthy cluster of N or more nodes already up is kept
+#   cluster.sh up [N [C]]  install what is missing, start slurmctld + N slurmd in partition "lab"
+#                       (default 3) and C more in partition "crash" (default 0; N+C at most 8); a
+#                       healthy cluster with at least N lab and C crash nodes already up is kept
 #   cluster.sh down     stop exactly what `up` started and remove its traces (idempotent)
 #   cluster.sh status   sinfo, or "cluster is down" (exit 3)
 #   cluster.sh env      KEY=value lines (venv, shared dir, nodes, ...)
@@ -23,11 +24,13 @@
 #   Two non-root users in one group (rsalice, rsbob in rslproj, homes under /home) and their
 #   shared project directory ${SHARED%/*}/project (root:rslproj 2775), for the shared-cluster
 #   security tests; the venvs are made from Debian's python3 so that every user can run them.
-#   Partition "lab" (default), CPUs=2 RealMemory=4000 DefMemPerCPU=1000 per node, MinJobAge=300,
+#   Partition "lab" (default), the nodes after the first N in partition "crash" (only the tests
+#   that kill a node use them, so that no other test's job is on a node they kill), CPUs=2 RealMemory=4000 DefMemPerCPU=1000 per node, MinJobAge=300,
 #   AuthInfo=cred_expire=10 (a requeued job may start again after 11 s, not Slurm's 121 s),
 #   SchedulerParameters=bf_interval=2 (a small job waiting behind a big one starts within 2 s of
 #   room freeing up, not 30: the tests run side by side and queue behind each other).
-#   tests/run.sh brings up 4 nodes (RAYSLURM_TEST_NODES), the demo 3; see docs/testing.md.
+#   tests/run.sh brings up 4 lab nodes and 2 crash nodes (RAYSLURM_TEST_NODES,
+#   RAYSLURM_TEST_CRASH_NODES), the demo 3 lab nodes; see docs/testing.md.
 #   RAYSLURM_LAB_UP_TIMEOUT (default 60 s) bounds the wait for all nodes to be idle.
 # Must run as root. Needs: Debian apt (first run only) and PyPI (first run only).
 set -euo pipefail
@@ -57,6 +60,7 @@ readonly CTLD_NS=rsl-ctld
 readonly CTLD_IP4=${NET4}.2
 readonly CTLD_IP6=${NET6}:2
 readonly PARTITION=lab
+readonly CRASH_PARTITION=crash
 readonly CLUSTER_NAME=rayslurmlab
 readonly MAX_NODES=8
 readonly UP_TIMEOUT=${RAYSLURM_LAB_UP_TIMEOUT:-60}
@@ -171,8 +175,9 @@ ensure_users() {
 # ---------------------------------------------------------------- configuration
 
 # render_slurm_conf N: the slurm.conf for N nodes, on stdout
+# render_slurm_conf T C: T nodes, the last C of them in the crash partition
 render_slurm_conf() {
-  local n=$1 i
+  local n=$1 c=${2:-0} i lab=() crash=()
   # TaskPlugin=task/affinity (not LAB.md's task/none): steps are confined to the job's CPUs, as
   # on real sites, and srun's --cpu-bind works instead of printing "lacks support for cpu binding".
   {
@@ -209,8 +214,13 @@ SlurmdDebug=info
 EOF
     for ((i = 1; i <= n; i++)); do
       printf 'NodeName=%s NodeAddr=%s CPUs=2 RealMemory=4000 State=UNKNOWN\n' "$(node_name "$i")" "$(node_ip4 "$i")"
+      if ((i <= n - c)); then lab+=("$(node_name "$i")"); else crash+=("$(node_name "$i")"); fi
     done
-    printf 'PartitionName=%s Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n' "$PARTITION"
+    local IFS=,
+    printf 'PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP\n' "$PARTITION" "${lab[*]}"
+    if ((c > 0)); then
+      printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP\n' "$CRASH_PARTITION" "${crash[*]}"
+    fi
   }
 }
 
@@ -220,7 +230,7 @@ write_slurm_conf() {
     log "backing up existing $SLURM_CONF to $SLURM_CONF_BAK"
     cp -p "$SLURM_CONF" "$SLURM_CONF_BAK"
   fi
-  render_slurm_conf "$1" >"${SLURM_CONF}.tmp"
+  render_slurm_conf "$1" "$2" >"${SLURM_CONF}.tmp"
   mv -f "${SLURM_CONF}.tmp" "$SLURM_CONF"
 }
 
@@ -362,14 +372,16 @@ stop_daemons() {
 # lines "NODE STATE" from slurmctld (empty if it does not answer)
 node_states() { timeout 10 sinfo -h -N -o '%N %T' 2>/dev/null || true; }
 
+# every node (lab and crash), and how many of them are crash nodes
 recorded_n() { [[ -f ${RUN}/nodes ]] && cat "${RUN}/nodes"; }
+recorded_c() { if [[ -f ${RUN}/crash-nodes ]]; then cat "${RUN}/crash-nodes"; else echo 0; fi; }
 
-# is_up N: recorded with N nodes, same slurm.conf as this script writes, every daemon alive,
-# slurmctld answers, no node down/drained
+# is_up T C: recorded with T nodes (C of them crash nodes), same slurm.conf as this script
+# writes, every daemon alive, slurmctld answers, no node down/drained
 is_up() {
-  local n=$1 i states
-  [[ $(recorded_n || true) == "$n" ]] || return 1
-  cmp -s <(render_slurm_conf "$n") "$SLURM_CONF" || return 1
+  local n=$1 c=$2 i states
+  [[ $(recorded_n || true) == "$n" && $(recorded_c) == "$c" ]] || return 1
+  cmp -s <(render_slurm_conf "$n" "$c") "$SLURM_CONF" || return 1
   alive "$(pid_of ctld || true)" || return 1
   for ((i = 1; i <= n; i++)); do alive "$(pid_of "$(node_name "$i")" || true)" || return 1; done
   states=$(node_states)
@@ -434,8 +446,13 @@ cmd_down() {
 }
 
 cmd_up() {
-  local n=${1:-3} t0=$SECONDS i name
+  local n=${1:-3} c=${2:-0} t0=$SECONDS i name
   if ! [[ $n =~ ^[0-9]+$ ]] || ((n < 1 || n > MAX_NODES)); then die "node count must be 1..${MAX_NODES}, got '$n'"; fi
+  if ! [[ $c =~ ^[0-9]+$ ]] || ((n + c > MAX_NODES)); then
+    die "crash node count must be 0..$((MAX_NODES - n)) beside ${n} lab node(s), got '$c'"
+  fi
+  local lab_n=$n
+  n=$((lab_n + c))
   require_root
   take_lock
   ensure_packages
@@ -445,16 +462,17 @@ cmd_up() {
   mkdir -p "$SHARED"
   chmod 1777 "$SHARED" "$(dirname "$SHARED")" 2>/dev/null || true
 
-  if is_up "$n"; then
-    log "cluster already up with $n node(s)"
+  if is_up "$n" "$c"; then
+    log "cluster already up with ${lab_n} lab and ${c} crash node(s)"
     return 0
   fi
-  local old
+  local old old_c
   old=$(recorded_n || true)
+  old_c=$(recorded_c)
   # A bigger cluster that is up and healthy serves as well (the demo's 3 nodes on the tests' 4):
   # rebuilding it would stop every job on it.
-  if [[ -n $old ]] && ((old > n)) && is_up "$old"; then
-    log "cluster already up with ${old} node(s), at least the ${n} asked for"
+  if [[ -n $old ]] && ((old - old_c >= lab_n && old_c >= c)) && is_up "$old" "$old_c"; then
+    log "cluster already up with $((old - old_c)) lab and ${old_c} crash node(s), at least the ${lab_n} and ${c} asked for"
     return 0
   fi
   if [[ -n $old ]]; then
@@ -466,7 +484,8 @@ cmd_up() {
   for ((i = 1; i <= n; i++)); do mkdir -p "${VAR}/spool/$(node_name "$i")"; done
   rm -f "$LOGDIR"/*.log "$LOGDIR"/*.out
   echo "$n" >"${RUN}/nodes"
-  write_slurm_conf "$n"
+  echo "$c" >"${RUN}/crash-nodes"
+  write_slurm_conf "$n" "$c"
   hosts_add "$n"
   setup_bridge
   setup_ns "$CTLD_NS" "$CTLD_IP4" "$CTLD_IP6"
@@ -515,10 +534,15 @@ cmd_status() {
 }
 
 cmd_env() {
-  local n i nodes=() ips=() ips6=() up=0
+  local n c i nodes=() ips=() ips6=() crash=() up=0
   n=$(recorded_n || true)
+  c=$(recorded_c)
   [[ -n $n ]] && alive "$(pid_of ctld || true)" && up=1
   for ((i = 1; i <= ${n:-0}; i++)); do
+    if ((i > n - c)); then
+      crash+=("$(node_name "$i")")
+      continue
+    fi
     nodes+=("$(node_name "$i")")
     ips+=("$(node_ip4 "$i")")
     ips6+=("$(node_ip6 "$i")")
@@ -541,8 +565,10 @@ RAYSLURM_LAB_CTLD=${CTLD_NAME}
 RAYSLURM_LAB_CTLD_IP=${CTLD_IP4}
 RAYSLURM_LAB_HOST_IP=${HOST_IP4}
 RAYSLURM_LAB_HOST_IP6=${HOST_IP6}
-RAYSLURM_LAB_NUM_NODES=${n:-0}
+RAYSLURM_LAB_NUM_NODES=${#nodes[@]}
 RAYSLURM_LAB_NODES=${nodes[*]}
+RAYSLURM_LAB_CRASH_PARTITION=${CRASH_PARTITION}
+RAYSLURM_LAB_CRASH_NODES=${crash[*]}
 RAYSLURM_LAB_NODE_IPS=${ips[*]}
 RAYSLURM_LAB_NODE_IPS6=${ips6[*]}
 EOF

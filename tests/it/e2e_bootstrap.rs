@@ -412,9 +412,9 @@ fn the_time_limit_stops_the_run_cleanly() {
     let Some((lab, _turn)) = lab("the_time_limit_stops_the_run_cleanly") else {
         return;
     };
-    // A 3-minute limit with the warning asked for 60 s early: Slurm sends it 60 to 120 s in
-    // (its timer may fire up to a minute early), well after the command started; the command
-    // gets SIGTERM (the default --signal).
+    // A 2-minute limit with the warning asked for 50 s early: Slurm sends it 40 to 70 s in (it
+    // looks every 30 s and sends it up to 30 s early), after Ray started on both nodes (about
+    // 10 s, 30 on a loaded machine); the command gets SIGTERM (the default --signal).
     let cmd = "trap 'echo got-sigterm; exit 143' TERM; echo command-started; sleep 300 & wait";
     let job = launch(
         lab,
@@ -423,9 +423,9 @@ fn the_time_limit_stops_the_run_cleanly() {
             "-n",
             "2",
             "--time",
-            "3",
+            "2",
             "--stop-grace",
-            "60",
+            "50",
             "--command",
             cmd,
         ],
@@ -453,12 +453,22 @@ fn the_command_gets_the_stop_grace_to_finish() {
         return;
     };
     // 20 s to "checkpoint" after SIGTERM: within the 60 s grace (less the teardown margin).
+    // Without Ray the command starts within a second or two, so a 2-minute limit does: the
+    // warning comes 30 to 60 s in (Slurm looks every 30 s and sends it up to 30 s early).
     let cmd = "trap 'echo got-sigterm; sleep 20; echo checkpoint-saved; exit 0' TERM; \
                echo command-started; sleep 300 & wait";
     let job = launch(
         lab,
         "stopgrace",
-        &["--time", "3", "--stop-grace", "60", "--command", cmd],
+        &[
+            "--no-ray",
+            "--time",
+            "2",
+            "--stop-grace",
+            "60",
+            "--command",
+            cmd,
+        ],
     );
     let info = job.wait(Duration::from_secs(200));
     let log = job.log_text();

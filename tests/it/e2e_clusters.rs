@@ -411,11 +411,12 @@ fn two_clusters_on_one_node_see_only_their_own_jobs_and_the_time_limit_ends_one(
             &load_env,
             "--object-store-memory",
             "100000000",
-            // The warning comes 60 to 120 s in (Slurm may send it a minute early).
+            // The warning comes 60 to 90 s into a 3-minute limit (Slurm looks every 30 s and
+            // sends it up to 30 s early): after both clusters are up and a's job runs.
             "--time",
             time,
             "--stop-grace",
-            "60",
+            "90",
         ])
         .cwd(&dir)
         .output();

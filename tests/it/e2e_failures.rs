@@ -1,6 +1,6 @@
 //! End-to-end tests of failures the bootstrap must notice and clean up after, on the real test
 //! cluster: a killed bootstrap, a launch from a node-local directory, Ray's share of memory.
-//! Nodes that die are in `e2e_alone.rs`.
+//! Nodes that die are in `e2e_crash.rs`.
 
 use std::time::{Duration, Instant};
 

@@ -33,8 +33,9 @@ fn the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resum
     };
     let dir = lab.workdir("timelimit");
     copy_example(&dir, COUNTER);
-    // 3 minutes with the warning 60 s before: it comes 60 to 120 s in (Slurm may send it up to
-    // a minute early), so 125 one-second steps never fit in the first attempt.
+    // 2 minutes with the warning 45 s before: it comes 45 to 75 s in (Slurm looks every 30 s
+    // and sends it up to 30 s early), after Ray started (about 10 s, 30 on a loaded machine), so
+    // 80 one-second steps never fit in the first attempt.
     let mut follow = rayslurm([
         "launch",
         "--exp-name",
@@ -44,14 +45,14 @@ fn the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resum
         "--object-store-memory",
         "100000000",
         "--time",
-        "3",
+        "2",
         "--stop-grace",
-        "60",
+        "45",
         "--requeue",
         "--follow",
         "--json",
         "--command",
-        &counter(125),
+        &counter(80),
     ])
     .cwd(&dir)
     .command();
@@ -77,7 +78,7 @@ fn the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resum
         resumed > 0,
         "attempt 2 resumed from the checkpoint: {stdout}"
     );
-    assert!(stdout.contains("done at step 125"), "{stdout}");
+    assert!(stdout.contains("done at step 80"), "{stdout}");
     assert!(stdout.contains("the time limit is near"), "{stdout}");
     // The first line is launch's JSON; the log follows.
     let first = stdout.lines().next().unwrap_or_default();

@@ -7,7 +7,7 @@ use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
-use std::sync::{OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 mod expect;
@@ -234,6 +234,9 @@ pub struct Lab {
     pub nodes: Vec<String>,
     pub node_ips: Vec<String>,
     pub node_ips6: Vec<String>,
+    /// The partition of nodes that only the tests that kill a node use, and its nodes.
+    pub crash_partition: String,
+    pub crash_nodes: Vec<String>,
 }
 
 impl Lab {
@@ -280,21 +283,15 @@ fn cluster_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/cluster.sh")
 }
 
-/// A test's turn on the cluster: shared with other tests, or the whole cluster for a test that
-/// kills nodes (and would fail every job beside it). Held until the test ends; then, when
+/// A test's turn on the cluster: shared with other tests, or the crash partition for a test
+/// that kills a node (one such test at a time). Held until the test ends; then, when
 /// `RAYSLURM_TEST_TIMES` names a file, one line is added to it: the test's name, its kind of
 /// turn, the seconds it waited for the turn and the seconds it held it (see docs/testing.md).
 pub struct Turn {
-    _guard: Guard,
+    crash: Option<MutexGuard<'static, ()>>,
     test: String,
-    alone: bool,
     asked: Instant,
     given: Instant,
-}
-
-enum Guard {
-    Shared(#[allow(dead_code)] RwLockReadGuard<'static, ()>),
-    Alone(#[allow(dead_code)] RwLockWriteGuard<'static, ()>),
 }
 
 impl Drop for Turn {
@@ -305,7 +302,11 @@ impl Drop for Turn {
         let line = format!(
             "{}\t{}\twaited {:.1}\tran {:.1}\n",
             self.test,
-            if self.alone { "alone" } else { "shared" },
+            if self.crash.is_some() {
+                "crash"
+            } else {
+                "shared"
+            },
             (self.given - self.asked).as_secs_f64(),
             self.given.elapsed().as_secs_f64(),
         );
@@ -320,30 +321,36 @@ impl Drop for Turn {
     }
 }
 
-static TURNS: RwLock<()> = RwLock::new(());
-
 /// The test cluster if it is up, shared with other tests. When it is not: a loud skip on a
 /// developer's machine, a failure under CI (`CI=true`), never a silent pass.
 pub fn lab(test: &str) -> Option<(&'static Lab, Turn)> {
     let lab = lab_up(test)?;
-    let asked = Instant::now();
-    let guard = Guard::Shared(TURNS.read().unwrap_or_else(PoisonError::into_inner));
-    Some((lab, turn(test, guard, asked)))
+    Some((lab, turn(test, None, Instant::now())))
 }
 
-/// [`lab`] for a test that must have the cluster to itself (it kills nodes): it waits until the
-/// other tests are done with it, and they wait for it.
-pub fn lab_alone(test: &str) -> Option<(&'static Lab, Turn)> {
+/// [`lab`] for a test that kills a node: it runs its jobs in the crash partition (2 nodes no
+/// other test uses, `cluster.sh up N 2`), one such test at a time, beside every other test.
+/// Without that partition: skipped loudly, or a failure under CI.
+pub fn lab_crash(test: &str) -> Option<(&'static Lab, Turn)> {
+    static CRASH: Mutex<()> = Mutex::new(());
     let lab = lab_up(test)?;
+    if lab.crash_nodes.len() < 2 {
+        let why = "the test cluster has no crash partition of 2 nodes \
+                   (run `bash tests/cluster/cluster.sh up 4 2`)";
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{test}: CI=true but {why}");
+        }
+        eprintln!("SKIPPED {test}: {why}");
+        return None;
+    }
     let asked = Instant::now();
-    let guard = Guard::Alone(TURNS.write().unwrap_or_else(PoisonError::into_inner));
-    Some((lab, turn(test, guard, asked)))
+    let guard = CRASH.lock().unwrap_or_else(PoisonError::into_inner);
+    Some((lab, turn(test, Some(guard), asked)))
 }
 
-fn turn(test: &str, guard: Guard, asked: Instant) -> Turn {
+fn turn(test: &str, crash: Option<MutexGuard<'static, ()>>, asked: Instant) -> Turn {
     Turn {
-        alone: matches!(guard, Guard::Alone(_)),
-        _guard: guard,
+        crash,
         test: test.to_owned(),
         asked,
         given: Instant::now(),
@@ -386,6 +393,12 @@ fn lab_up(test: &str) -> Option<&'static Lab> {
             nodes: list("RAYSLURM_LAB_NODES"),
             node_ips: list("RAYSLURM_LAB_NODE_IPS"),
             node_ips6: list("RAYSLURM_LAB_NODE_IPS6"),
+            crash_partition: vars
+                .get("RAYSLURM_LAB_CRASH_PARTITION")
+                .copied()
+                .unwrap_or_default()
+                .to_owned(),
+            crash_nodes: list("RAYSLURM_LAB_CRASH_NODES"),
         })
     });
     match lab {

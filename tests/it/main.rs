@@ -21,10 +21,10 @@ mod user_namespace;
 mod verbose;
 mod version;
 
-mod e2e_alone;
 mod e2e_auth;
 mod e2e_bootstrap;
 mod e2e_clusters;
+mod e2e_crash;
 mod e2e_failures;
 mod e2e_long_runs;
 mod e2e_per_node;

@@ -1,17 +1,13 @@
-//! End-to-end tests that have the cluster to themselves (`lab_alone`): each kills a node (its
-//! whole namespace, as a crash does) while the command runs or while Ray starts, and a job
-//! beside it on that node would fail too.
-//!
-//! libtest starts tests in the order of their names, so this file's name puts them first: they
-//! run one after another while the fast CLI tests run beside them, and then no shared test has
-//! to wait for them in the middle of the run (a test waiting for the cluster to itself stops
-//! every test that would start after it, until all that run have ended).
+//! End-to-end tests that kill a node (its whole namespace, as a crash does) while the command
+//! runs or while Ray starts. A job beside it on that node would fail too, so they run their
+//! 2-node jobs in the crash partition, which no other test uses (`lab_crash`): one after
+//! another, beside every other test.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::harness::{
-    Job, Lab, NODE_TMP, assert_clean, expand_nodes, lab_alone, launch, scontrol_job,
+    Job, Lab, NODE_TMP, assert_clean, expand_nodes, lab_crash, launch, scontrol_job,
 };
 
 /// `cluster.sh kill-node` / `revive-node` for a node named `nodeK`.
@@ -124,18 +120,22 @@ fn revive_and_check(job: &Job, mut dead: DeadNode) {
     assert_clean(job);
 }
 
-fn launch_three(lab: &Lab, name: &str, command: &str) -> Job {
-    launch(lab, name, &["-n", "3", "--command", command])
+/// A 2-node run in the crash partition: the head and the worker that will die.
+fn launch_in_crash(lab: &Lab, name: &str, flags: &[&str], command: &str) -> Job {
+    let mut args = vec!["-p", &lab.crash_partition, "-n", "2"];
+    args.extend(flags);
+    args.extend(["--command", command]);
+    launch(lab, name, &args)
 }
 
 #[test]
 fn a_node_that_dies_while_the_command_runs_fails_the_run_within_30_s() {
     let Some((lab, _turn)) =
-        lab_alone("a_node_that_dies_while_the_command_runs_fails_the_run_within_30_s")
+        lab_crash("a_node_that_dies_while_the_command_runs_fails_the_run_within_30_s")
     else {
         return;
     };
-    let job = launch_three(lab, "nodedies", "echo command-started; sleep 120");
+    let job = launch_in_crash(lab, "nodedies", &[], "echo command-started; sleep 120");
     job.wait_for_log("command-started", Duration::from_secs(300));
     let (dead, log) = kill_a_worker_and_expect_the_end(&job, "nodedies");
     let state = job.state();
@@ -156,18 +156,16 @@ fn a_node_that_dies_while_the_command_runs_fails_the_run_within_30_s() {
 #[test]
 fn a_node_that_dies_fails_a_min_nodes_run_and_a_per_node_run_within_30_s() {
     let Some((lab, _turn)) =
-        lab_alone("a_node_that_dies_fails_a_min_nodes_run_and_a_per_node_run_within_30_s")
+        lab_crash("a_node_that_dies_fails_a_min_nodes_run_and_a_per_node_run_within_30_s")
     else {
         return;
     };
     let cases: [(&str, &[&str]); 2] = [
-        ("mindies", &["-n", "3", "--min-nodes", "2"]),
-        ("pernodedies", &["-n", "3", "--per-node"]),
+        ("mindies", &["--min-nodes", "1"]),
+        ("pernodedies", &["--per-node"]),
     ];
     for (name, flags) in cases {
-        let mut args = flags.to_vec();
-        args.extend(["--command", "echo command-started; sleep 120"]);
-        let job = launch(lab, name, &args);
+        let job = launch_in_crash(lab, name, flags, "echo command-started; sleep 120");
         job.wait_for_log("command-started", Duration::from_secs(300));
         // Every node has joined (or, per node, started its rank) before one dies.
         std::thread::sleep(Duration::from_secs(3));
@@ -180,11 +178,11 @@ fn a_node_that_dies_fails_a_min_nodes_run_and_a_per_node_run_within_30_s() {
 #[test]
 fn a_node_that_dies_while_ray_starts_fails_the_run_within_30_s() {
     let Some((lab, _turn)) =
-        lab_alone("a_node_that_dies_while_ray_starts_fails_the_run_within_30_s")
+        lab_crash("a_node_that_dies_while_ray_starts_fails_the_run_within_30_s")
     else {
         return;
     };
-    let job = launch_three(lab, "nodediesearly", "echo should-not-run");
+    let job = launch_in_crash(lab, "nodediesearly", &[], "echo should-not-run");
     job.wait_for_log("starting Ray head", Duration::from_secs(300));
     let (dead, log) = kill_a_worker_and_expect_the_end(&job, "nodediesearly");
     assert_eq!(job.state()["ending"], "startup-failed", "{log}");
