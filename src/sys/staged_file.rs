@@ -57,14 +57,17 @@ impl Staged {
             .with_context(|| format!("cannot write in `{}`", self.dir.display()))
     }
 
-    /// Moves the file to `dest`, replacing whatever is there.
+    /// Moves the file to `dest`, replacing whatever is there. The file is closed first: a
+    /// program executed under its new name while this process still held it open for writing
+    /// would fail with "Text file busy" (two launches at once both placing the binary's copy,
+    /// one's job starting in between: seen in the e2e suite).
     pub(crate) fn replace(self, dest: &Path) -> Result<()> {
         self.sync()?;
         self.tmp
+            .into_temp_path()
             .persist(dest)
             .map_err(|e| e.error)
-            .with_context(|| format!("cannot write `{}`", dest.display()))?;
-        Ok(())
+            .with_context(|| format!("cannot write `{}`", dest.display()))
     }
 
     /// Moves the file to `dest` only if nothing is there: `Ok(None)` once in place, or the
