@@ -318,7 +318,7 @@ pub(crate) fn start_node(
         ip,
         ports,
         num_cpus: alloc.cpus_on_node,
-        num_gpus: alloc.gpus_on_node,
+        num_gpus: cluster.ray_gpus(alloc.gpus_on_node),
         memory: memory.ray,
         object_store_memory: memory.object_store,
         extra: &extra,

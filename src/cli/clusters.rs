@@ -53,17 +53,48 @@ pub(crate) struct ExecArgs {
     #[arg(long)]
     pub(crate) name: Option<String>,
 
-    /// CPUs this job needs (Ray's entrypoint resources: it waits in Ray's queue until free).
+    /// CPUs this job needs (with --per-node: each rank). It waits in Ray's queue until free.
     #[arg(long)]
     pub(crate) num_cpus: Option<f64>,
 
-    /// GPUs this job needs, in all (fractions allowed, e.g. 0.5); not per node as in `launch`.
+    /// GPUs this job needs (with --per-node: each rank), fractions allowed, e.g. 0.5.
+    ///
+    /// The job (each rank) sees the GPUs Ray gave it in CUDA_VISIBLE_DEVICES. Not per node as
+    /// in `launch`, unless with --per-node, where each rank has a node of its own.
     #[arg(long)]
     pub(crate) num_gpus: Option<f64>,
 
-    /// Memory this job needs (e.g. `4G`, `512M`).
+    /// Memory this job needs (with --per-node: each rank), as a Ray resource (e.g. `4G`).
+    ///
+    /// Ray's own accounting, not Slurm's: unlike `launch --mem`, which asks Slurm for memory
+    /// per node, this only keeps jobs from being placed where Ray has promised it already.
     #[arg(long)]
     pub(crate) memory: Option<String>,
+
+    /// Run the command once on each of N distinct nodes (-n), with the rank variables of
+    /// `launch --per-node`.
+    ///
+    /// RAYSLURM_NODE_RANK, MASTER_ADDR/MASTER_PORT (rank 0's node), RANK, WORLD_SIZE and
+    /// SkyPilot's names for them. The job waits in Ray's queue until N nodes have room for a
+    /// rank; the first rank to fail stops the others. Output lines carry a `[RANK NODE] ` prefix.
+    #[arg(long)]
+    pub(crate) per_node: bool,
+
+    /// With --per-node: how many nodes (ranks); every node of the cluster by default.
+    #[arg(
+        value_name = "N",
+        long = "num-nodes",
+        short = 'n',
+        visible_alias = "nodes",
+        short_alias = 'N',
+        requires = "per_node"
+    )]
+    pub(crate) num_nodes: Option<u32>,
+
+    /// With --per-node: a command every rank runs first; the command starts on no node until
+    /// every setup has succeeded.
+    #[arg(long, allow_hyphen_values = true, requires = "per_node")]
+    pub(crate) setup: Option<String>,
 
     /// An environment variable for the job, `KEY=VALUE` (repeatable).
     #[arg(long = "env", allow_hyphen_values = true)]

@@ -29,6 +29,9 @@ pub(crate) struct JobRecord {
     pub(crate) num_cpus: Option<f64>,
     #[serde(default)]
     pub(crate) num_gpus: Option<f64>,
+    /// `exec --per-node`: its number of ranks, one a node (then the resources are each rank's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) nodes: Option<u32>,
 }
 
 fn jobs_dir(run_dir: &Path) -> PathBuf {
@@ -63,6 +66,7 @@ impl JobRecord {
                 log: dir.join(format!("{id}.log")),
                 num_cpus: None,
                 num_gpus: None,
+                nodes: None,
             };
             let mut file = Staged::new(&dir, "job", 0o600)?;
             file.write_json(&record)?;
@@ -91,10 +95,13 @@ impl JobRecord {
     /// appended to the job's log on the shared filesystem.
     pub(crate) fn entrypoint(&self) -> String {
         let path = |p: &Path| shell_quote(&p.display().to_string());
+        let program = match self.nodes {
+            Some(_) => super::ranks::program(&self.log),
+            None => format!("bash -c {}", shell_quote(&self.command)),
+        };
         format!(
-            "cd {} && exec bash -c {} >> {} 2>&1",
+            "cd {} && exec {program} >> {} 2>&1",
             path(&self.workdir),
-            shell_quote(&self.command),
             path(&self.log)
         )
     }

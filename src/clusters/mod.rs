@@ -6,4 +6,5 @@
 pub(crate) mod cluster;
 pub(crate) mod follow;
 pub(crate) mod jobs;
+pub(crate) mod ranks;
 pub(crate) mod relay;

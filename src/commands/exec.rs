@@ -14,6 +14,7 @@ use serde::Serialize;
 use crate::clusters::cluster::Cluster;
 use crate::clusters::follow;
 use crate::clusters::jobs::{self, JobRecord};
+use crate::clusters::ranks::{self, RankSpec};
 use crate::commands::settings::exec::ExecSettings;
 use crate::error::{UsageError, show};
 use crate::handoff::cluster_info::ClusterInfo;
@@ -41,7 +42,8 @@ pub(crate) fn run(settings: &ExecSettings, printer: &Printer) -> Result<ExitCode
     let (_, cluster) = Cluster::open(&settings.cluster, printer)?;
     let (info, api) = cluster.connect(printer)?;
     check_fits(&info, settings, cluster.name())?;
-    let job = submit(&cluster, &api, settings)?;
+    let ranks = rank_count(&info, settings, cluster.name())?;
+    let job = submit(&cluster, &api, settings, ranks)?;
     let name = cluster.name();
     if settings.json {
         let submitted = Submitted {
@@ -76,7 +78,12 @@ pub(crate) fn run(settings: &ExecSettings, printer: &Printer) -> Result<ExitCode
 
 /// Records the job beside the cluster's log and gives it to Ray; the record goes again if Ray
 /// did not take it.
-fn submit(cluster: &Cluster, api: &JobsApi, settings: &ExecSettings) -> Result<JobRecord> {
+fn submit(
+    cluster: &Cluster,
+    api: &JobsApi,
+    settings: &ExecSettings,
+    ranks: Option<u32>,
+) -> Result<JobRecord> {
     let workdir = std::env::current_dir().context("cannot read the current directory")?;
     let known = api.jobs().context(format!(
         "cannot list the jobs of cluster {}",
@@ -93,15 +100,25 @@ fn submit(cluster: &Cluster, api: &JobsApi, settings: &ExecSettings) -> Result<J
     )?;
     job.num_cpus = settings.num_cpus;
     job.num_gpus = settings.num_gpus;
+    job.nodes = ranks;
     job.save(&cluster.run_dir)?;
+    if let Some(nodes) = ranks {
+        let mut spec = RankSpec::new(nodes, settings.num_cpus, settings.num_gpus, &job.command);
+        spec.memory = settings.memory;
+        spec.setup = settings.ranks.as_ref().and_then(|r| r.setup.as_deref());
+        spec.workdir = &workdir;
+        ranks::write(&job.log, &spec)?;
+    }
+    // A rank job's resources are its ranks' (the driver's bundles); its driver needs none.
+    let entry = |r: Option<f64>| if ranks.is_some() { None } else { r };
     let mut env_vars = settings.env.clone();
     env_vars.insert(job_env::PYTHONUNBUFFERED.to_owned(), "1".to_owned());
     let submit = Submit {
         entrypoint: job.entrypoint(),
         submission_id: job.submission_id.clone(),
-        entrypoint_num_cpus: settings.num_cpus,
-        entrypoint_num_gpus: settings.num_gpus,
-        entrypoint_memory: settings.memory,
+        entrypoint_num_cpus: entry(settings.num_cpus),
+        entrypoint_num_gpus: entry(settings.num_gpus),
+        entrypoint_memory: settings.memory.filter(|_| ranks.is_none()),
         runtime_env: RuntimeEnv { env_vars },
         metadata: BTreeMap::from([
             ("rayslurm_job".to_owned(), job.id.to_string()),
@@ -122,7 +139,32 @@ fn submit(cluster: &Cluster, api: &JobsApi, settings: &ExecSettings) -> Result<J
     Ok(job)
 }
 
-/// A job larger than the cluster's largest node would wait in Ray's queue forever: refused.
+/// `--per-node`'s number of ranks: `-n`, or every node of the cluster; more than it has would
+/// wait forever.
+fn rank_count(
+    info: &ClusterInfo,
+    job: &ExecSettings,
+    name: &str,
+) -> Result<Option<u32>, UsageError> {
+    let Some(ranks) = &job.ranks else {
+        return Ok(None);
+    };
+    let has = u32::try_from(info.nodes.len()).unwrap_or(u32::MAX);
+    match ranks.nodes {
+        None => Ok(Some(has)),
+        Some(n) if n <= has => Ok(Some(n)),
+        Some(n) => Err(UsageError::new(format!(
+            "-n {n}: cluster {} has {has} node{}, and each rank needs a node of its own",
+            show(name),
+            if has == 1 { "" } else { "s" }
+        ))
+        .hint(format!(
+            "ask for at most `-n {has}`, or start a larger cluster"
+        ))),
+    }
+}
+
+/// A job (or with --per-node, a rank) larger than the cluster's largest node would wait in Ray's queue forever: refused.
 fn check_fits(info: &ClusterInfo, job: &ExecSettings, name: &str) -> Result<(), UsageError> {
     let too_big = |flag: &str, asked: f64, has: f64, what: &str| {
         UsageError::new(format!(

@@ -143,6 +143,28 @@ impl Default for ClusterOptions {
 }
 
 impl ClusterOptions {
+    /// The GPUs Ray is told each node has: `--ray-args`' last `--num-gpus` (a cluster that
+    /// Slurm gives no GPU resource for, while its nodes have GPUs), else Slurm's count.
+    pub(crate) fn ray_gpus(&self, slurm_gpus: u32) -> u32 {
+        let words = self
+            .ray_args
+            .as_deref()
+            .and_then(|t| parse_ray_args("--ray-args", t).ok())
+            .unwrap_or_default();
+        let mut gpus = slurm_gpus;
+        for (i, w) in words.iter().enumerate() {
+            let value = match w.strip_prefix("--num-gpus") {
+                Some(rest) if rest.starts_with('=') => Some(&rest[1..]),
+                Some("") => words.get(i + 1).map(String::as_str),
+                _ => None,
+            };
+            if let Some(n) = value.and_then(|v| v.parse().ok()) {
+                gpus = n;
+            }
+        }
+        gpus
+    }
+
     /// The flags that carry these options, as `(flag, value)`; `None` for a bare switch.
     pub(crate) fn to_flags(&self) -> Vec<(&'static str, Option<String>)> {
         let Self {
@@ -313,6 +335,19 @@ mod tests {
     fn parse(words: Vec<String>) -> ClusterOptions {
         let argv = std::iter::once("x".to_owned()).chain(words);
         Parse::try_parse_from(argv).expect("parses").cluster
+    }
+
+    #[test]
+    fn ray_args_num_gpus_is_what_ray_is_told() {
+        let with = |args: Option<&str>| {
+            let mut o = every_option();
+            o.ray_args = args.map(str::to_owned);
+            o.ray_gpus(2)
+        };
+        assert_eq!(with(None), 2);
+        assert_eq!(with(Some("--num-gpus=4")), 4);
+        assert_eq!(with(Some("--num-gpus 1 --resources '{}'")), 1);
+        assert_eq!(with(Some("--num-gpus=x --num-cpus=3")), 2);
     }
 
     #[test]

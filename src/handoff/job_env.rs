@@ -53,3 +53,46 @@ pub(crate) const RAY_ENABLE_METRICS_COLLECTION: &str = "RAY_enable_metrics_colle
 /// Read when Ray stops a job: seconds from SIGTERM to SIGKILL (3 by default); a persistent
 /// cluster gives its jobs the stop grace.
 pub(crate) const RAY_JOB_STOP_WAIT_TIME_S: &str = "RAY_JOB_STOP_WAIT_TIME_S";
+
+/// What a variable of the rank environment holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum RankValue {
+    /// The node's place among the run's nodes (0: the head, or an exec job's first rank).
+    NodeRank,
+    NumNodes,
+    /// Every node's IP, one a line, in node-rank order.
+    NodeIps,
+    /// The run's head (Ray's head in a launch; an exec job's ranks keep their cluster's).
+    HeadIp,
+    GpusPerNode,
+    /// The first node's IP and a free port on it, for frameworks' rendezvous.
+    MasterAddr,
+    MasterPort,
+    /// The task's rank among all tasks, their number, and its rank on its node.
+    Rank,
+    WorldSize,
+    LocalRank,
+    /// `1`.
+    Unbuffered,
+}
+
+/// The rank environment, variable by variable: the one list the bootstrap's ranks and a
+/// cluster's `exec --per-node` ranks are both given.
+pub(crate) const RANK_VARIABLES: &[(&str, RankValue)] = &[
+    (NODE_RANK, RankValue::NodeRank),
+    (NUM_NODES, RankValue::NumNodes),
+    (NODE_IPS, RankValue::NodeIps),
+    (HEAD_IP, RankValue::HeadIp),
+    (NUM_GPUS_PER_NODE, RankValue::GpusPerNode),
+    (MASTER_ADDR, RankValue::MasterAddr),
+    (MASTER_PORT, RankValue::MasterPort),
+    (RANK, RankValue::Rank),
+    (WORLD_SIZE, RankValue::WorldSize),
+    (LOCAL_RANK, RankValue::LocalRank),
+    (SKYPILOT_NODE_RANK, RankValue::NodeRank),
+    (SKYPILOT_NODE_IPS, RankValue::NodeIps),
+    (SKYPILOT_NUM_NODES, RankValue::NumNodes),
+    (SKYPILOT_NUM_GPUS_PER_NODE, RankValue::GpusPerNode),
+    (PYTHONUNBUFFERED, RankValue::Unbuffered),
+];

@@ -8,14 +8,14 @@ use crate::harness::{Job, assert_clean, node_tmp_entries};
 use crate::harness::{Lab, connect_probe, first_line, lab, rayslurm, status_without_token, text};
 
 /// `rayslurm ARGS` in `dir`; returns (exit code, stdout, stderr).
-fn rs(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+pub(crate) fn rs(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
     let out = rayslurm(args.iter().copied()).cwd(dir).output();
     let (stdout, stderr) = text(&out);
     (out.status.code(), stdout, stderr)
 }
 
 /// Starts a 2-node cluster (4 CPUs in all) and waits until it is up.
-fn up(lab: &Lab, dir: &Path, name: &str, extra: &[&str]) -> Job {
+pub(crate) fn up(lab: &Lab, dir: &Path, name: &str, extra: &[&str]) -> Job {
     let load_env = lab.load_env();
     let mut args = vec![
         "up",
@@ -43,7 +43,7 @@ fn up(lab: &Lab, dir: &Path, name: &str, extra: &[&str]) -> Job {
 }
 
 /// `queue --json`: the jobs' statuses by id.
-fn statuses(dir: &Path, name: &str) -> Vec<(u64, String)> {
+pub(crate) fn statuses(dir: &Path, name: &str) -> Vec<(u64, String)> {
     let (code, stdout, stderr) = rs(dir, &["queue", name, "--json"]);
     assert_eq!(code, Some(0), "{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
@@ -61,7 +61,12 @@ fn statuses(dir: &Path, name: &str) -> Vec<(u64, String)> {
 }
 
 /// Waits until `ok` holds for the queue, at most `limit`.
-fn wait_queue(dir: &Path, name: &str, limit: Duration, ok: impl Fn(&[(u64, String)]) -> bool) {
+pub(crate) fn wait_queue(
+    dir: &Path,
+    name: &str,
+    limit: Duration,
+    ok: impl Fn(&[(u64, String)]) -> bool,
+) {
     let t0 = Instant::now();
     loop {
         let s = statuses(dir, name);
@@ -73,13 +78,13 @@ fn wait_queue(dir: &Path, name: &str, limit: Duration, ok: impl Fn(&[(u64, Strin
     }
 }
 
-fn status_of(s: &[(u64, String)], id: u64) -> &str {
+pub(crate) fn status_of(s: &[(u64, String)], id: u64) -> &str {
     s.iter()
         .find(|(i, _)| *i == id)
         .map_or("", |(_, st)| st.as_str())
 }
 
-fn exec_detached(dir: &Path, name: &str, args: &[&str]) -> u64 {
+pub(crate) fn exec_detached(dir: &Path, name: &str, args: &[&str]) -> u64 {
     let mut all = vec!["exec", name, "-d"];
     all.extend_from_slice(args);
     let (code, stdout, stderr) = rs(dir, &all);

@@ -246,3 +246,67 @@ fn exec_env_file_sends_its_variables_and_a_bad_one_submits_nothing() {
     assert_eq!(vars["API_KEY"], "sk-9", "{vars}");
     assert_eq!(vars["MODE"], "flag", "{vars}");
 }
+
+/// `--per-node`: the job's entrypoint is the rank driver on a private spec, its resources are
+/// the ranks' (none for the driver); asking for more ranks than nodes, or `-n` without
+/// `--per-node`, submits nothing.
+#[test]
+fn exec_per_node_submits_the_rank_driver_with_its_spec() {
+    use std::os::unix::fs::PermissionsExt;
+    let (port, submitted) = fake_jobs_api();
+    let up = Up::new(port);
+    up.exec(&["-d", "--per-node", "-n", "3", "--", "true"])
+        .expect_status(2)
+        .expect_stderr_contains("-n 3: cluster `sweep` has 2 nodes")
+        .run();
+    up.exec(&["-d", "-n", "2", "--", "true"])
+        .expect_status(2)
+        .expect_stderr_contains("--per-node")
+        .run();
+    assert!(submitted.lock().unwrap().is_empty());
+
+    up.exec(&[
+        "-d",
+        "--per-node",
+        "--num-cpus",
+        "2",
+        "--memory",
+        "1G",
+        "--setup",
+        "make",
+        "--",
+        "python",
+        "train.py",
+    ])
+    .expect_status(0)
+    .run();
+    let sent = submitted.lock().unwrap().clone();
+    let entrypoint = sent[0]["entrypoint"].as_str().unwrap();
+    let jobs = up.path("logs").join("sweep_555.d/jobs");
+    let spec_path = jobs.join("1.ranks.json");
+    assert!(
+        entrypoint.contains(&format!("python3 {}", jobs.join("1.ranks.py").display())),
+        "{entrypoint}"
+    );
+    assert!(sent[0]["entrypoint_num_cpus"].is_null(), "{}", sent[0]);
+    assert!(sent[0]["entrypoint_memory"].is_null(), "{}", sent[0]);
+    let mode = std::fs::metadata(&spec_path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let spec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&spec_path).unwrap()).unwrap();
+    assert_eq!(spec["nodes"], 2);
+    assert_eq!(spec["cpus"], 2.0);
+    assert_eq!(spec["memory"], 1 << 30);
+    assert_eq!(spec["setup"], "make");
+    assert_eq!(spec["command"], "python train.py");
+    assert_eq!(spec["gpus_per_node"], "0");
+    let vars = spec["variables"].to_string();
+    for name in [
+        "RAYSLURM_NODE_RANK",
+        "MASTER_PORT",
+        "SKYPILOT_NODE_IPS",
+        "WORLD_SIZE",
+    ] {
+        assert!(vars.contains(name), "{vars}");
+    }
+}

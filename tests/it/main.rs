@@ -25,6 +25,7 @@ mod e2e_auth;
 mod e2e_bootstrap;
 mod e2e_clusters;
 mod e2e_crash;
+mod e2e_exec_ranks;
 mod e2e_failures;
 mod e2e_long_runs;
 mod e2e_per_node;

@@ -73,7 +73,7 @@ impl Head<'_> {
             dashboard: ray.dashboard_announced,
             nodes: self.nodes.clone(),
             cpus_per_node: self.alloc.cpus_on_node,
-            gpus_per_node: self.alloc.gpus_on_node,
+            gpus_per_node: self.args.cluster.ray_gpus(self.alloc.gpus_on_node),
             ready_at: Local::now().to_rfc3339_opts(SecondsFormat::Secs, false),
             token_file: ray.auth.token_path().map(Into::into),
             rayslurm_bin: std::env::current_exe().unwrap_or_default(),

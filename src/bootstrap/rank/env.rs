@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use std::path::Path;
 
 use crate::bootstrap::allocation::Allocation;
-use crate::handoff::job_env;
+use crate::handoff::job_env::{self, RankValue};
 use crate::slurm::env as slurm_env;
 
 /// Where one process stands in the run.
@@ -81,29 +81,24 @@ pub(crate) fn rank_env(
     let ip_lines: Vec<String> = ips.iter().map(ToString::to_string).collect();
     let head = ip_lines.first().cloned().unwrap_or_default();
     let node_ips = ip_lines.join("\n");
-    [
-        (job_env::NODE_RANK, ranks.node_rank.to_string()),
-        (job_env::NUM_NODES, ranks.num_nodes.to_string()),
-        (job_env::NODE_IPS, node_ips.clone()),
-        (job_env::HEAD_IP, head.clone()),
-        (job_env::NUM_GPUS_PER_NODE, gpus_per_node.to_string()),
-        (job_env::MASTER_ADDR, head),
-        (job_env::MASTER_PORT, master_port.to_string()),
-        (job_env::RANK, ranks.rank.to_string()),
-        (job_env::WORLD_SIZE, ranks.world_size.to_string()),
-        (job_env::LOCAL_RANK, ranks.local_rank.to_string()),
-        (job_env::SKYPILOT_NODE_RANK, ranks.node_rank.to_string()),
-        (job_env::SKYPILOT_NODE_IPS, node_ips),
-        (job_env::SKYPILOT_NUM_NODES, ranks.num_nodes.to_string()),
-        (
-            job_env::SKYPILOT_NUM_GPUS_PER_NODE,
-            gpus_per_node.to_string(),
-        ),
-        (job_env::PYTHONUNBUFFERED, "1".to_owned()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect()
+    job_env::RANK_VARIABLES
+        .iter()
+        .map(|&(name, value)| {
+            let value = match value {
+                RankValue::NodeRank => ranks.node_rank.to_string(),
+                RankValue::NumNodes => ranks.num_nodes.to_string(),
+                RankValue::NodeIps => node_ips.clone(),
+                RankValue::HeadIp | RankValue::MasterAddr => head.clone(),
+                RankValue::GpusPerNode => gpus_per_node.to_string(),
+                RankValue::MasterPort => master_port.to_string(),
+                RankValue::Rank => ranks.rank.to_string(),
+                RankValue::WorldSize => ranks.world_size.to_string(),
+                RankValue::LocalRank => ranks.local_rank.to_string(),
+                RankValue::Unbuffered => "1".to_owned(),
+            };
+            (name.to_owned(), value)
+        })
+        .collect()
 }
 
 /// A node's own rank variables, for its Ray in a persistent cluster: a job's entrypoint may land

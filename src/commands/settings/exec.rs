@@ -25,6 +25,16 @@ pub(crate) struct ExecSettings {
     /// The command, as bash runs it.
     pub(crate) command: String,
     pub(crate) json: bool,
+    /// `--per-node`: one rank on each of several nodes.
+    pub(crate) ranks: Option<RankJob>,
+}
+
+/// `exec --per-node`: how many ranks (every node of the cluster without `-n`), and the setup
+/// each runs first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RankJob {
+    pub(crate) nodes: Option<u32>,
+    pub(crate) setup: Option<String>,
 }
 
 impl ExecSettings {
@@ -42,7 +52,14 @@ impl ExecSettings {
             command,
             json,
             args,
+            per_node,
+            num_nodes,
+            setup,
         } = args;
+        if *num_nodes == Some(0) {
+            return Err(UsageError::new("-n 0: a job runs on at least one node")
+                .hint("e.g. `-n 2` with --per-node for one rank on each of two nodes"));
+        }
         let command = command_of(command.as_deref(), args)?;
         let env = config::env_vars(env_file, env)?.into_iter().collect();
         let memory = memory
@@ -69,6 +86,10 @@ impl ExecSettings {
             env,
             command,
             json: *json,
+            ranks: per_node.then(|| RankJob {
+                nodes: *num_nodes,
+                setup: setup.clone(),
+            }),
         })
     }
 }
