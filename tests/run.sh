@@ -7,7 +7,8 @@
 # The end-to-end tests mostly wait (for Slurm, for Ray to start, for time limits), so they run
 # side by side: a cluster of RAYSLURM_TEST_NODES nodes (default 4; RAYSLURM_TEST_CRASH_NODES more,
 # default 2, for the tests that kill a node) and RUST_TEST_THREADS
-# integration tests at once (default 6). Each part's time is printed at the end;
+# integration tests at once (default 6). RAYSLURM_TEST_SLURM=25.11 runs them on a vendored
+# Slurm release instead of Debian's (tests/slurm-matrix.sh runs every one). Each part's time is printed at the end;
 # docs/testing.md has the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +19,12 @@ timed() {
   "$@"
   times+=("$name: $((SECONDS - t0)) s")
 }
-timed "test cluster up" bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-4}" "${RAYSLURM_TEST_CRASH_NODES:-2}"
+timed "test cluster up" bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-4}" "${RAYSLURM_TEST_CRASH_NODES:-2}" \
+  --slurm "${RAYSLURM_TEST_SLURM:-debian}"
+# The tests, and the jobs they submit, use the cluster's own Slurm clients.
+slurm_bin=$(bash tests/cluster/cluster.sh env | sed -n 's/^RAYSLURM_LAB_SLURM_BIN=//p')
+if [[ -n $slurm_bin ]]; then export PATH=$slurm_bin:$PATH; fi
+export SLURM_CONF=/etc/slurm/slurm.conf
 timed "cargo build of the tests" cargo test --no-run "$@"
 timed "unit tests" cargo test --bins "$@"
 # Only the integration tests run 6 at once: some unit tests watch this process's own sockets.

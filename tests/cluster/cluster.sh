@@ -2,9 +2,12 @@
 # rayslurm test cluster: a real multi-node Slurm cluster (plus a Ray venv) on one
 # Debian 12 machine, one set of Linux namespaces per node.
 #
-#   cluster.sh up [N [C]]  install what is missing, start slurmctld + N slurmd in partition "lab"
-#                       (default 3) and C more in partition "crash" (default 0; N+C at most 8); a
-#                       healthy cluster with at least N lab and C crash nodes already up is kept
+#   cluster.sh up [N [C]] [--slurm V]  install what is missing, start slurmctld + N slurmd in
+#                       partition "lab" (default 3) and C more in partition "crash" (default 0; N+C
+#                       at most 8); a healthy cluster with at least N lab and C crash nodes of the
+#                       same Slurm already up is kept. V: "debian" (Debian's 22.05, the default) or a
+#                       vendored release, e.g. 25.11 (built once by build-slurm.sh into /opt/slurm-V;
+#                       also RAYSLURM_LAB_SLURM=V). Switching versions starts from empty Slurm state.
 #   cluster.sh down     stop exactly what `up` started and remove its traces (idempotent)
 #   cluster.sh status   sinfo, or "cluster is down" (exit 3)
 #   cluster.sh env      KEY=value lines (venv, shared dir, nodes, ...)
@@ -70,6 +73,22 @@ readonly PYTHON=/usr/bin/python3
 readonly PROJECT=/srv/${LAB}/project              # the group's shared 2775 directory
 readonly GROUP=rslproj
 readonly USERS=(rsalice rsbob)
+readonly SLURM_RECORD=${RUN}/slurm               # the Slurm the cluster runs: debian or X.Y
+# Every Slurm program (daemons, clients) reads this file, whichever Slurm it is.
+export SLURM_CONF
+
+# The Slurm that `up` asked for (--slurm, RAYSLURM_LAB_SLURM), else the one running, else Debian's.
+WANT_SLURM=${RAYSLURM_LAB_SLURM:-}
+# use_slurm V: puts Slurm V's programs first on PATH (Debian's are on it already).
+use_slurm() {
+  local v=$1
+  [[ $v == debian || $v =~ ^[0-9]+\.[0-9]+$ ]] || die "--slurm takes \`debian\` or a vendored MAJOR.MINOR (e.g. 25.11), got '$v'"
+  SLURM=$v
+  if [[ $v != debian ]]; then
+    PATH=/opt/slurm-${v}/bin:/opt/slurm-${v}/sbin:$PATH
+  fi
+}
+slurm_bin_dir() { [[ $SLURM == debian ]] || printf '/opt/slurm-%s/bin' "$SLURM"; }
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -375,12 +394,13 @@ node_states() { timeout 10 sinfo -h -N -o '%N %T' 2>/dev/null || true; }
 # every node (lab and crash), and how many of them are crash nodes
 recorded_n() { [[ -f ${RUN}/nodes ]] && cat "${RUN}/nodes"; }
 recorded_c() { if [[ -f ${RUN}/crash-nodes ]]; then cat "${RUN}/crash-nodes"; else echo 0; fi; }
+recorded_slurm() { if [[ -f $SLURM_RECORD ]]; then cat "$SLURM_RECORD"; else echo debian; fi; }
 
 # is_up T C: recorded with T nodes (C of them crash nodes), same slurm.conf as this script
 # writes, every daemon alive, slurmctld answers, no node down/drained
 is_up() {
   local n=$1 c=$2 i states
-  [[ $(recorded_n || true) == "$n" && $(recorded_c) == "$c" ]] || return 1
+  [[ $(recorded_n || true) == "$n" && $(recorded_c) == "$c" && $(recorded_slurm) == "$SLURM" ]] || return 1
   cmp -s <(render_slurm_conf "$n" "$c") "$SLURM_CONF" || return 1
   alive "$(pid_of ctld || true)" || return 1
   for ((i = 1; i <= n; i++)); do alive "$(pid_of "$(node_name "$i")" || true)" || return 1; done
@@ -459,6 +479,9 @@ cmd_up() {
   ensure_venv
   ensure_jax_venv
   ensure_users
+  if [[ $SLURM != debian ]]; then
+    bash "$(dirname "$0")/build-slurm.sh" "$SLURM" >/dev/null
+  fi
   mkdir -p "$SHARED"
   chmod 1777 "$SHARED" "$(dirname "$SHARED")" 2>/dev/null || true
 
@@ -472,11 +495,12 @@ cmd_up() {
   # A bigger cluster that is up and healthy serves as well (the demo's 3 nodes on the tests' 4):
   # rebuilding it would stop every job on it.
   if [[ -n $old ]] && ((old - old_c >= lab_n && old_c >= c)) && is_up "$old" "$old_c"; then
+    # (is_up also asks for the same Slurm)
     log "cluster already up with $((old - old_c)) lab and ${old_c} crash node(s), at least the ${lab_n} and ${c} asked for"
     return 0
   fi
   if [[ -n $old ]]; then
-    log "cluster is up with ${old} node(s) (or broken, or slurm.conf changed); rebuilding it with ${n}"
+    log "cluster is up with ${old} node(s) of Slurm $(recorded_slurm) (or broken, or slurm.conf changed); rebuilding it with ${n} of Slurm ${SLURM}"
   fi
   do_down
 
@@ -485,6 +509,7 @@ cmd_up() {
   rm -f "$LOGDIR"/*.log "$LOGDIR"/*.out
   echo "$n" >"${RUN}/nodes"
   echo "$c" >"${RUN}/crash-nodes"
+  echo "$SLURM" >"$SLURM_RECORD"
   write_slurm_conf "$n" "$c"
   hosts_add "$n"
   setup_bridge
@@ -519,7 +544,7 @@ cmd_up() {
     done
     sleep 0.2
   done
-  log "cluster up: ${n} idle node(s) in $((SECONDS - t0))s"
+  log "cluster up: ${n} idle node(s) of Slurm ${SLURM} ($(slurmctld -V)) in $((SECONDS - t0))s"
   timeout 10 sinfo
 }
 
@@ -559,6 +584,8 @@ RAYSLURM_LAB_GROUP=${GROUP}
 RAYSLURM_LAB_USERS=${USERS[*]}
 RAYSLURM_LAB_PARTITION=${PARTITION}
 RAYSLURM_LAB_SLURM_CONF=${SLURM_CONF}
+RAYSLURM_LAB_SLURM=${SLURM}
+RAYSLURM_LAB_SLURM_BIN=$(slurm_bin_dir)
 RAYSLURM_LAB_LOGDIR=${LOGDIR}
 RAYSLURM_LAB_NODE_TMP_ROOT=${VAR}/tmp
 RAYSLURM_LAB_CTLD=${CTLD_NAME}
@@ -619,12 +646,22 @@ cmd_revive_node() {
 }
 
 usage() {
-  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,/^# Layout/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
 }
 
 main() {
-  local cmd=${1:-}
+  local cmd=${1:-} args=()
   [[ $# -gt 0 ]] && shift
+  while (($#)); do
+    case $1 in
+      --slurm) [[ $# -ge 2 ]] || die "--slurm needs a version"; WANT_SLURM=$2; shift 2 ;;
+      --slurm=*) WANT_SLURM=${1#--slurm=}; shift ;;
+      *) args+=("$1"); shift ;;
+    esac
+  done
+  set -- "${args[@]}"
+  # up runs what it is asked for; every other command the Slurm that is running
+  if [[ $cmd == up ]]; then use_slurm "${WANT_SLURM:-debian}"; else use_slurm "$(recorded_slurm)"; fi
   case $cmd in
     up) cmd_up "$@" ;;
     down) cmd_down ;;

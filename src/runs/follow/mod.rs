@@ -32,7 +32,7 @@ use watcher::{Observation, Watcher};
 
 /// How often the log is read.
 const TICK: Duration = Duration::from_millis(200);
-/// The least time between two squeue calls of one follower.
+/// The least time between two squeue calls of one follower (when a change hurries it).
 pub(super) const MIN_POLL: Duration = Duration::from_secs(2);
 /// After the job ends, the log counts as complete once it has not grown for this long...
 const QUIET: Duration = Duration::from_secs(1);

@@ -1,6 +1,7 @@
-//! The thread that asks squeue about the followed job, gently: at most once every 2 s, less
+//! The thread that asks squeue about the followed job, gently: once every 10 s while nothing
+//! changes (sooner, but not within 2 s, when the log or the final state shows a change), less
 //! often while the job pends or runs for long, with backoff while squeue fails, so a slow or
-//! restarting slurmctld never stalls the log.
+//! restarting slurmctld never stalls the log and many followers never load it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -99,26 +100,32 @@ impl Drop for Watcher {
     }
 }
 
-/// The pause before the next squeue call: 2 s, growing while a job pends (to 30 s) or runs
-/// (to 10 s) for long, and doubling from 2 s to 30 s while squeue fails.
+/// The pause before the next squeue call while nothing changes: 10 s, growing to 30 s while the
+/// job pends or runs for long (a tenth of the time in its phase), and doubling from 10 s to 30 s
+/// while squeue fails. A change seen elsewhere (the log growing while the job pends, the final
+/// state written) asks sooner, but never within [`MIN_POLL`] of the last call: one follower
+/// costs slurmctld at most 6 calls a minute, 2 once the job has run for 5 minutes.
 pub(super) fn poll_interval(phase: Option<Phase>, in_phase: Duration, failures: u32) -> Duration {
     if failures > 0 {
-        let backoff = MIN_POLL.saturating_mul(1 << (failures - 1).min(5));
-        return backoff.min(Duration::from_secs(30));
+        let backoff = QUIET_POLL.saturating_mul(1 << (failures - 1).min(5));
+        return backoff.min(LONG_POLL);
     }
     match phase {
-        Some(Phase::Pending) => (in_phase / 10).clamp(MIN_POLL, Duration::from_secs(30)),
-        Some(Phase::Running) => (in_phase / 30).clamp(MIN_POLL, Duration::from_secs(10)),
-        _ => MIN_POLL,
+        Some(Phase::Pending | Phase::Running) => (in_phase / 10).clamp(QUIET_POLL, LONG_POLL),
+        _ => QUIET_POLL,
     }
 }
+
+/// The pause between squeue calls while nothing changes, at first and at most.
+const QUIET_POLL: Duration = Duration::from_secs(10);
+const LONG_POLL: Duration = Duration::from_secs(30);
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    pub(super) fn never_more_than_one_squeue_every_two_seconds() {
+    pub(super) fn never_more_than_one_squeue_every_ten_seconds_unless_hurried() {
         for phase in [
             None,
             Some(Phase::Pending),
@@ -126,31 +133,32 @@ mod tests {
             Some(Phase::Ending),
         ] {
             for secs in [0, 1, 5, 60, 600, 86_400] {
-                let d = poll_interval(phase, Duration::from_secs(secs), 0);
-                assert!(d >= MIN_POLL, "{phase:?} {secs}: {d:?}");
+                for failures in [0, 1, 9] {
+                    let d = poll_interval(phase, Duration::from_secs(secs), failures);
+                    assert!(d >= QUIET_POLL, "{phase:?} {secs} {failures}: {d:?}");
+                    assert!(d <= LONG_POLL, "{phase:?} {secs} {failures}: {d:?}");
+                }
             }
         }
     }
 
     #[test]
-    pub(super) fn backs_off_while_pending_long() {
-        let pending = |s| poll_interval(Some(Phase::Pending), Duration::from_secs(s), 0);
-        assert_eq!(pending(0), Duration::from_secs(2));
-        assert_eq!(pending(10), Duration::from_secs(2));
-        assert_eq!(pending(60), Duration::from_secs(6));
-        assert_eq!(pending(3600), Duration::from_secs(30));
-        let running = |s| poll_interval(Some(Phase::Running), Duration::from_secs(s), 0);
-        assert_eq!(running(10), Duration::from_secs(2));
-        assert_eq!(running(3600), Duration::from_secs(10));
+    pub(super) fn backs_off_while_pending_or_running_long() {
+        for phase in [Phase::Pending, Phase::Running] {
+            let after = |s| poll_interval(Some(phase), Duration::from_secs(s), 0);
+            assert_eq!(after(0), Duration::from_secs(10));
+            assert_eq!(after(60), Duration::from_secs(10));
+            assert_eq!(after(200), Duration::from_secs(20));
+            assert_eq!(after(3600), Duration::from_secs(30));
+        }
     }
 
     #[test]
     pub(super) fn backs_off_while_squeue_fails() {
         let failing = |n| poll_interval(Some(Phase::Running), Duration::ZERO, n);
-        assert_eq!(failing(1), Duration::from_secs(2));
-        assert_eq!(failing(2), Duration::from_secs(4));
-        assert_eq!(failing(3), Duration::from_secs(8));
-        assert_eq!(failing(5), Duration::from_secs(30));
+        assert_eq!(failing(1), Duration::from_secs(10));
+        assert_eq!(failing(2), Duration::from_secs(20));
+        assert_eq!(failing(3), Duration::from_secs(30));
         assert_eq!(failing(50), Duration::from_secs(30));
     }
 }
