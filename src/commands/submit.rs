@@ -64,6 +64,9 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
         );
     }
 
+    if !config.dry_run {
+        check_slurm_release(printer)?;
+    }
     warn_if_node_local(printer);
 
     let link = chain::link(config.after.as_deref(), config.singleton, printer)?;
@@ -83,6 +86,18 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
         return Ok(Submitted::DryRun);
     }
     sbatch(config, &files, link, printer)
+}
+
+/// Refuses a Slurm too old for rayslurm, and notes one outside the tested range; says nothing
+/// when `sbatch --version` does not say which it is.
+fn check_slurm_release(printer: &Printer) -> Result<()> {
+    let Some(release) = crate::slurm::version::of_clients() else {
+        return Ok(());
+    };
+    if let Some(note) = crate::slurm::version::judge(release)? {
+        printer.warn(&note);
+    }
+    Ok(())
 }
 
 /// The job's script (and its run files' names) under the private directory, with the node-

@@ -1,5 +1,5 @@
 //! Every Slurm client and text format: submitting ([`sbatch`]), asking what became of jobs
-//! ([`query`]: `squeue`, `scontrol`, `sacct`), requeuing a job ([`control`]), host lists ([`hostlist`]) and Slurm's durations
+//! ([`query`]: `squeue`, `scontrol`, `sacct`), requeuing a job ([`control`]), which Slurm the clients are ([`version`]), host lists ([`hostlist`]) and Slurm's durations
 //! ([`duration`]). Output is machine-readable and parsed in small tested functions.
 
 pub(crate) mod control;
@@ -8,3 +8,4 @@ pub(crate) mod env;
 pub(crate) mod hostlist;
 pub(crate) mod query;
 pub(crate) mod sbatch;
+pub(crate) mod version;

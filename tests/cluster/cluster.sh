@@ -219,6 +219,7 @@ AccountingStorageType=accounting_storage/none
 MpiDefault=none
 ReturnToService=2
 MinJobAge=300
+Epilog=${VAR}/epilog
 AuthInfo=cred_expire=10
 SchedulerParameters=bf_interval=2
 DefMemPerCPU=1000
@@ -251,6 +252,16 @@ write_slurm_conf() {
   fi
   render_slurm_conf "$1" "$2" >"${SLURM_CONF}.tmp"
   mv -f "${SLURM_CONF}.tmp" "$SLURM_CONF"
+  write_epilog
+}
+
+# write_epilog: each node's epilog. It returns at once, except for a job named in
+# ${RUN}/slow-epilog/ (tests/slurm-samples/capture.sh): that job stays COMPLETING for 20 s.
+write_epilog() {
+  mkdir -p "$VAR"
+  printf '#!/bin/sh\n[ -e "%s/slow-epilog/${SLURM_JOB_ID}" ] && sleep 20\nexit 0\n' "$RUN" >"${VAR}/epilog.tmp"
+  chmod 0755 "${VAR}/epilog.tmp"
+  mv -f "${VAR}/epilog.tmp" "${VAR}/epilog"
 }
 
 restore_slurm_conf() {

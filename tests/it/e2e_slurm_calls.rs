@@ -140,15 +140,19 @@ fn a_followed_run_asks_slurm_once_every_ten_seconds_and_its_nodes_never_poll() {
     seconds.sort_unstable();
     let close = seconds.windows(2).filter(|w| w[1] - w[0] < 2).count();
     assert!(close <= 1, "queries less than 2 s apart: {seconds:?}");
-    // `status` of every recorded run: one batched squeue (and one sacct for runs squeue has
-    // forgotten), whatever their number.
-    let before = calls(&file).len();
+    status_is_one_batched_query(&dir, &bin, &file);
+}
+
+/// `status` of every recorded run: one batched squeue (and one sacct for runs squeue has
+/// forgotten), whatever their number.
+fn status_is_one_batched_query(dir: &Path, bin: &Path, file: &Path) {
+    let before = calls(file).len();
     let out = rayslurm(["status", "--json"])
-        .cwd(&dir)
-        .env("PATH", path_with(&bin))
+        .cwd(dir)
+        .env("PATH", path_with(bin))
         .output();
     assert!(out.status.success(), "{}", text(&out).1);
-    let status_calls = calls(&file).split_off(before);
+    let status_calls = calls(file).split_off(before);
     for client in ["squeue", "sacct"] {
         let n = status_calls.iter().filter(|(_, _, c)| c == client).count();
         assert!(n <= 1, "{status_calls:?}");

@@ -12,6 +12,8 @@
 //! when the run was ([`submission`]); otherwise it is somebody else's, and the run's own
 //! job is gone.
 
+#[cfg(test)]
+mod captured;
 mod client;
 mod fields;
 mod job_state;
