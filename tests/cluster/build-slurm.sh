@@ -32,14 +32,16 @@ tarball=$(tarball_of "$version")
 [[ -n $tarball ]] || die "no vendored source for Slurm $version in $vendor (have: $("$0" --list | tr '\n' ' '))"
 prefix=/opt/slurm-$version
 stamp=$prefix/.rayslurm-built-from
-if [[ -x $prefix/sbin/slurmctld && -f $stamp && $(cat "$stamp") == "${tarball##*/}" ]]; then
+# What the stamp says: the tarball, and that the build has accounting (slurmdbd with MariaDB).
+built="${tarball##*/} with accounting_storage/mysql"
+if [[ -x $prefix/sbin/slurmctld && -f $stamp && $(cat "$stamp") == "$built" ]]; then
   log "Slurm $version already built in $prefix"
   echo "$prefix"
   exit 0
 fi
 [[ $(id -u) -eq 0 ]] || die "must run as root (installs Debian packages, writes $prefix)"
 
-deps=(build-essential libmunge-dev pkg-config python3 libjson-c-dev)
+deps=(build-essential libmunge-dev pkg-config python3 libjson-c-dev libmariadb-dev)
 missing=()
 for p in "${deps[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -59,8 +61,12 @@ t0=$SECONDS
 ./configure --prefix="$prefix" --sysconfdir="/etc/slurm-$version" --disable-debug >"$work/configure.log" 2>&1 \
   || { tail -n 30 "$work/configure.log" >&2; die "configure failed for Slurm $version"; }
 make -j"$(nproc)" >"$work/make.log" 2>&1 || { tail -n 40 "$work/make.log" >&2; die "make failed for Slurm $version"; }
+# Installed into a staging tree, then moved into place: a failed build leaves the old prefix whole.
+make install DESTDIR="$work/stage" >"$work/install.log" 2>&1 || { tail -n 30 "$work/install.log" >&2; die "make install failed for Slurm $version"; }
+[[ -e $work/stage$prefix/lib/slurm/accounting_storage_mysql.so ]] \
+  || { grep -i mysql "$work/configure.log" >&2; die "Slurm $version was built without accounting_storage/mysql (is libmariadb-dev installed?)"; }
 rm -rf "$prefix"
-make install >"$work/install.log" 2>&1 || { tail -n 30 "$work/install.log" >&2; die "make install failed for Slurm $version"; }
-echo "${tarball##*/}" >"$stamp"
+mv "$work/stage$prefix" "$prefix"
+echo "$built" >"$stamp"
 log "Slurm $version built in $((SECONDS - t0)) s: $prefix"
 echo "$prefix"

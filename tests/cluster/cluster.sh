@@ -17,13 +17,15 @@
 # Layout (all fixed; see `env`):
 #   bridge rslab0       10.234.0.1/24  fd42:7261:7973::1/64   (the host = login node)
 #   slurmctld           netns rsl-ctld, hostname rslctld, 10.234.0.2 / fd42:7261:7973::2
+#   slurmdbd + MariaDB  the same netns (MariaDB on its 127.0.0.1 only, data emptied at every up):
+#                       accounting, so that sacct answers for ended jobs as on real sites
 #   nodeK (K=1..N)      netns rsl-nodeK, hostname nodeK, 10.234.0.(10+K) / fd42:7261:7973::(10+K)
 #   Every daemon runs in its own UTS + PID + mount namespace (tini is PID 1, /proc is its own,
 #   /tmp is a per-node directory); the rest of the filesystem is the host's.
 #   The namespaces have no default route: their traffic stays on the bridge.
 #   venv /opt/rayslurm-lab/venv (ray[default]==2.60.0), /opt/rayslurm-lab/jax-venv (jax[cpu]), shared dir /srv/rayslurm-lab/shared,
-#   slurm state/logs /var/lib/rayslurm-lab, PIDs /run/rayslurm-lab, /etc/slurm/slurm.conf (owned
-#   while up; a foreign one is backed up and restored), /etc/hosts lines marked "# rayslurm-lab".
+#   slurm state/logs /var/lib/rayslurm-lab, PIDs /run/rayslurm-lab, /etc/slurm/slurm.conf and
+#   slurmdbd.conf (owned while up; foreign ones are backed up and restored), /etc/hosts lines marked "# rayslurm-lab".
 #   Two non-root users in one group (rsalice, rsbob in rslproj, homes under /home) and their
 #   shared project directory ${SHARED%/*}/project (root:rslproj 2775), for the shared-cluster
 #   security tests; the venvs are made from Debian's python3 so that every user can run them.
@@ -51,6 +53,10 @@ readonly RUN=/run/${LAB}                      # runtime state: PIDs, node count
 readonly LOCK=/run/${LAB}.lock
 readonly SLURM_CONF=/etc/slurm/slurm.conf
 readonly SLURM_CONF_BAK=/etc/slurm/slurm.conf.${LAB}.bak
+# slurmdbd reads slurmdbd.conf beside slurm.conf; accounting keeps ended jobs for sacct
+readonly DBD_CONF=/etc/slurm/slurmdbd.conf
+readonly DBD_CONF_BAK=/etc/slurm/slurmdbd.conf.${LAB}.bak
+readonly MYSQL_DATA=${VAR}/mysql              # MariaDB's data, for slurmdbd; emptied at every up
 readonly BRIDGE=rslab0
 readonly NET4=10.234.0
 readonly NET6=fd42:7261:7973:
@@ -67,7 +73,7 @@ readonly CRASH_PARTITION=crash
 readonly CLUSTER_NAME=rayslurmlab
 readonly MAX_NODES=8
 readonly UP_TIMEOUT=${RAYSLURM_LAB_UP_TIMEOUT:-60}
-readonly PACKAGES=(slurmctld slurmd slurm-client tini iproute2 procps util-linux hostname python3 python3-venv)
+readonly PACKAGES=(slurmctld slurmd slurm-client slurmdbd mariadb-server tini iproute2 procps util-linux hostname python3 python3-venv)
 # Debian's python3, not one under /root (0700): the test users must run the venvs too.
 readonly PYTHON=/usr/bin/python3
 readonly PROJECT=/srv/${LAB}/project              # the group's shared 2775 directory
@@ -215,7 +221,9 @@ TaskPlugin=task/affinity
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=${CTLD_NAME}
+AccountingStoragePort=6819
 MpiDefault=none
 ReturnToService=2
 MinJobAge=300
@@ -264,7 +272,40 @@ write_epilog() {
   mv -f "${VAR}/epilog.tmp" "${VAR}/epilog"
 }
 
+# write_dbd_conf: slurmdbd's configuration (it must be private to SlurmUser), backing up a
+# file of someone else's as write_slurm_conf does
+write_dbd_conf() {
+  if [[ -f $DBD_CONF && ! -f $DBD_CONF_BAK ]] && ! head -n1 "$DBD_CONF" | grep -qF "$MARK"; then
+    log "backing up existing $DBD_CONF to $DBD_CONF_BAK"
+    cp -p "$DBD_CONF" "$DBD_CONF_BAK"
+  fi
+  (
+    umask 077
+    cat >"${DBD_CONF}.tmp" <<EOF
+${MARK}: written by tests/cluster/cluster.sh; removed by "cluster.sh down"
+AuthType=auth/none
+DbdHost=${CTLD_NAME}
+DbdPort=6819
+SlurmUser=root
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=3306
+StorageUser=root
+StorageLoc=slurm_acct_db
+LogFile=${LOGDIR}/slurmdbd.log
+PidFile=${VAR}/run/slurmdbd.pid
+EOF
+  )
+  mv -f "${DBD_CONF}.tmp" "$DBD_CONF"
+}
+
 restore_slurm_conf() {
+  if [[ -f $DBD_CONF ]] && head -n1 "$DBD_CONF" | grep -qF "$MARK"; then
+    rm -f "$DBD_CONF"
+  fi
+  if [[ -f $DBD_CONF_BAK ]]; then
+    mv -f "$DBD_CONF_BAK" "$DBD_CONF"
+  fi
   if [[ -f $SLURM_CONF ]] && head -n1 "$SLURM_CONF" | grep -qF "$MARK"; then
     rm -f "$SLURM_CONF"
   fi
@@ -350,6 +391,33 @@ start_in_ns() {
 
 pid_of() { [[ -f ${RUN}/$1.pid ]] && cat "${RUN}/$1.pid"; }
 
+# start_accounting: MariaDB and slurmdbd in the controller's network namespace (MariaDB on its
+# 127.0.0.1 alone), from an empty database at every up (another Slurm's schema is never read);
+# waits until slurmdbd answers and knows the cluster. Debian's or the vendored slurmdbd, as PATH says.
+start_accounting() {
+  rm -rf "$MYSQL_DATA"
+  mariadb-install-db --no-defaults --datadir="$MYSQL_DATA" --user=root \
+    --auth-root-authentication-method=normal --skip-test-db >"${LOGDIR}/mysql-install.log" 2>&1 \
+    || { tail -n 20 "${LOGDIR}/mysql-install.log" >&2; die "mariadb-install-db failed"; }
+  # shellcheck disable=SC2016 # expanded by the namespace's bash
+  start_in_ns acct "$CTLD_NS" "$CTLD_NAME" "${VAR}/tmp/acct" bash -c '
+    mariadbd --no-defaults --datadir="$1" --user=root --bind-address=127.0.0.1 --port=3306 \
+      --socket=/tmp/mysqld.sock --pid-file=/tmp/mysqld.pid --innodb-buffer-pool-size=32M --innodb-lock-wait-timeout=900 \
+      --log-error="$2/mysqld.log" &
+    for _ in $(seq 150); do
+      mariadb --no-defaults -h 127.0.0.1 -P 3306 -u root -e "select 1" >/dev/null 2>&1 && break
+      sleep 0.2
+    done
+    exec slurmdbd -D' _ "$MYSQL_DATA" "$LOGDIR"
+  local deadline=$((SECONDS + 60))
+  until timeout 5 sacctmgr -n list cluster >/dev/null 2>&1; do
+    alive "$(pid_of acct || true)" || { tail -n 15 "${LOGDIR}/acct.out" "${LOGDIR}/slurmdbd.log" >&2 2>/dev/null; die "slurmdbd exited"; }
+    ((SECONDS < deadline)) || { tail -n 15 "${LOGDIR}/slurmdbd.log" >&2 2>/dev/null; die "slurmdbd does not answer after 60 s"; }
+    sleep 0.3
+  done
+  timeout 10 sacctmgr -i add cluster "$CLUSTER_NAME" >/dev/null
+}
+
 # alive PID: the process exists and is one of ours (an unshare), not a reused PID
 alive() {
   local pid=$1 cmd
@@ -414,6 +482,7 @@ is_up() {
   [[ $(recorded_n || true) == "$n" && $(recorded_c) == "$c" && $(recorded_slurm) == "$SLURM" ]] || return 1
   cmp -s <(render_slurm_conf "$n" "$c") "$SLURM_CONF" || return 1
   alive "$(pid_of ctld || true)" || return 1
+  alive "$(pid_of acct || true)" || return 1
   for ((i = 1; i <= n; i++)); do alive "$(pid_of "$(node_name "$i")" || true)" || return 1; done
   states=$(node_states)
   [[ $(grep -c . <<<"$states") -eq $n ]] || return 1
@@ -466,7 +535,7 @@ do_down() {
   ip link del "$BRIDGE" 2>/dev/null || true
   hosts_remove
   restore_slurm_conf
-  rm -rf "$RUN" "${VAR:?}/state" "${VAR:?}/spool" "${VAR:?}/tmp" "${VAR:?}/run"
+  rm -rf "$RUN" "${VAR:?}/state" "${VAR:?}/spool" "${VAR:?}/tmp" "${VAR:?}/run" "${MYSQL_DATA:?}"
 }
 
 cmd_down() {
@@ -522,6 +591,7 @@ cmd_up() {
   echo "$c" >"${RUN}/crash-nodes"
   echo "$SLURM" >"$SLURM_RECORD"
   write_slurm_conf "$n" "$c"
+  write_dbd_conf
   hosts_add "$n"
   setup_bridge
   setup_ns "$CTLD_NS" "$CTLD_IP4" "$CTLD_IP6"
@@ -529,6 +599,7 @@ cmd_up() {
     setup_ns "$(node_ns "$i")" "$(node_ip4 "$i")" "$(node_ip6 "$i")"
   done
 
+  start_accounting
   start_in_ns ctld "$CTLD_NS" "$CTLD_NAME" "${VAR}/tmp/ctld" slurmctld -D
   # slurmd registers with slurmctld (and retries), so all may start together
   for ((i = 1; i <= n; i++)); do

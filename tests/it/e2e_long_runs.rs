@@ -84,16 +84,22 @@ fn the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resum
     let first = stdout.lines().next().unwrap_or_default();
     let job = Job::launched(first.as_bytes(), dir.clone(), tmp_before);
     let row = job.status_row();
-    assert_eq!(row["attempts"], 2, "{row}");
+    // Two attempts, or three when Slurm's warning came early both times (it may come 30 s
+    // before the 45 asked for: seen on Slurm 23.11, the second attempt stopped one step short).
+    let attempts = row["attempts"].as_u64().unwrap_or(0);
+    assert!((2..=3).contains(&attempts), "{row}");
     assert_eq!(row["exit_code"], 0, "{row}");
     assert_eq!(row["state"], "COMPLETED", "{row}");
     let state_file = row["state_file"].as_str().unwrap();
     let state: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(state_file).unwrap()).unwrap();
-    assert_eq!(state["attempts"][0]["ending"], "time-limit", "{state}");
-    assert_eq!(state["attempts"][0]["requeued"], true, "{state}");
-    assert_eq!(state["attempts"][1]["ending"], "completed", "{state}");
-    assert_eq!(scontrol_job(&job.id)["Restarts"], "1");
+    let last = attempts as usize - 1;
+    for earlier in &state["attempts"].as_array().unwrap()[..last] {
+        assert_eq!(earlier["ending"], "time-limit", "{state}");
+        assert_eq!(earlier["requeued"], true, "{state}");
+    }
+    assert_eq!(state["attempts"][last]["ending"], "completed", "{state}");
+    assert_eq!(scontrol_job(&job.id)["Restarts"], last.to_string());
     assert_clean(&job);
 }
 

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Captures what the running test cluster's Slurm prints for jobs in each state, in the formats
-# rayslurm reads (src/slurm/query: SQUEUE_FORMAT, `scontrol show job -o`), into
-# tests/slurm-samples/<version>/<state>.{squeue,scontrol}; the unit tests parse every file.
-# Run with the cluster's Slurm clients first on PATH (cluster.sh env: RAYSLURM_LAB_SLURM_BIN).
-# The lab has no accounting (AccountingStorageType=accounting_storage/none): no sacct lines.
+# rayslurm reads (src/slurm/query: SQUEUE_FORMAT, `scontrol show job -o`, SACCT_FORMAT from the
+# lab's slurmdbd), into tests/slurm-samples/<version>/<state>.{squeue,scontrol,sacct}; the unit
+# tests parse every file. Run with the cluster's Slurm clients first on PATH (cluster.sh env:
+# RAYSLURM_LAB_SLURM_BIN).
 set -euo pipefail
 cd "$(dirname "$0")"
 format=$(sed -n 's/^pub(crate) const SQUEUE_FORMAT: &str = "\(.*\)";$/\1/p' ../../src/slurm/query/squeue.rs)
 [[ -n $format ]] || { echo "SQUEUE_FORMAT not found" >&2; exit 1; }
+sacct_format=$(sed -n 's/^const SACCT_FORMAT: &str = "\(.*\)";$/\1/p' ../../src/slurm/query/sacct.rs)
+[[ -n $sacct_format ]] || { echo "SACCT_FORMAT not found" >&2; exit 1; }
 version=$(sinfo --version | awk '{print $2}' | cut -d. -f1,2)
 out=$version
 mkdir -p "$out"
@@ -15,7 +17,15 @@ submit() { sbatch --parsable -p lab -N1 -n1 --mem=100 -o /dev/null "$@" | cut -d
 save() { # save STATE JOB
   squeue --noheader --states=all --jobs "$2" --format "$format" >"$out/$1.squeue"
   scontrol show job -o "$2" >"$out/$1.scontrol"
-  echo "$1: $(cut -d'|' -f2 "$out/$1.squeue")" >&2
+  # Accounting hears of a change a moment after the controller: wait for it to say the same.
+  local want i
+  want=$(cut -d'|' -f2 "$out/$1.squeue")
+  for i in $(seq 40); do
+    sacct --noheader --parsable2 --allocations --jobs "$2" --format "$sacct_format" >"$out/$1.sacct"
+    [[ $(cut -d'|' -f2 "$out/$1.sacct" | cut -d' ' -f1) == "$want" ]] && break
+    sleep 0.25
+  done
+  echo "$1: squeue $want, sacct $(cut -d'|' -f2 "$out/$1.sacct")" >&2
 }
 wait_state() { # wait_state JOB STATE [SECONDS]
   for _ in $(seq $((${3:-60} * 2))); do

@@ -1,12 +1,12 @@
 //! What each Slurm the test cluster runs really printed (tests/slurm-samples/<version>/, made
 //! by its capture.sh on the lab): every line parses, and into the phase, exit code and restart
-//! count its job was in, on every version. The lab has no accounting (slurmdbd), so there are
-//! no `sacct` samples; `sacct.rs` has its own tests of the lines.
+//! count its job was in, on every version; `sacct` (the lab's slurmdbd) likewise.
 
 use std::path::{Path, PathBuf};
 
 use super::job_state::Phase;
 use super::scontrol::parse_scontrol_job;
+use super::sacct::parse_sacct_line;
 use super::squeue::parse_squeue_line;
 
 /// Each captured state, the phase it is, and the exit code Slurm keeps for it (if ended).
@@ -67,6 +67,17 @@ fn every_versions_lines_parse_into_their_jobs_phase() {
             assert_eq!(restarts, u32::from(state == "requeued"), "{where_}");
             if phase != Phase::Pending {
                 assert!(entry.nodelist.is_some(), "{where_}: no nodes: {line}");
+            }
+            let line = read("sacct");
+            let acct = parse_sacct_line(line.trim_end())
+                .unwrap_or_else(|| panic!("{where_}: sacct line not parsed: {line}"));
+            // Accounting records the end when the batch script ends: COMPLETED while the
+            // controller still says COMPLETING.
+            let acct_phase = if state == "completing" { Phase::Ended } else { phase };
+            assert_eq!(acct.state.phase(), acct_phase, "{where_}: {line}");
+            assert!(acct.submitted.is_some(), "{where_}: no submit time: {line}");
+            if let Some(code) = code {
+                assert_eq!(acct.exit.map(|e| e.shell_code()), Some(code), "{where_}");
             }
         }
     }
