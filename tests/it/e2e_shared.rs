@@ -41,13 +41,28 @@ fn user_bin() -> PathBuf {
 
 /// Runs a bash script as `user`, with a login-like environment and umask 002 (the norm for a
 /// group's project), in `cwd`.
+/// The users' PATH and SLURM_CONF: the Slurm clients the tests run (a vendored release's, by
+/// tests/run.sh), first. With Debian's clients instead, a newer controller refuses them
+/// ("Zero Bytes were transmitted or received": Slurm serves clients of 2 releases back).
+fn users_slurm() -> Vec<String> {
+    let slurm = which::which("sbatch")
+        .ok()
+        .and_then(|p| p.parent().map(|d| format!("{}:", d.display())))
+        .unwrap_or_default();
+    let mut vars = vec![format!("PATH={slurm}/usr/local/bin:/usr/bin:/bin")];
+    if let Some(conf) = std::env::var_os("SLURM_CONF") {
+        vars.push(format!("SLURM_CONF={}", conf.to_string_lossy()));
+    }
+    vars
+}
+
 fn sh_as(user: &str, cwd: &Path, script: &str) -> Output {
     Command::new("runuser")
         .args(["-u", user, "--", "env", "-i"])
         .arg(format!("HOME=/home/{user}"))
         .arg(format!("USER={user}"))
         .arg(format!("LOGNAME={user}"))
-        .arg("PATH=/usr/local/bin:/usr/bin:/bin")
+        .args(users_slurm())
         .arg(format!("RAYSLURM={}", user_bin().display()))
         .args(["bash", "-c"])
         .arg(format!("umask 002; cd \"$1\" || exit 97; {script}"))
@@ -377,7 +392,7 @@ fn another_member_cannot_use_the_victims_dashboard_forward() {
     let mut forward = Command::new("runuser")
         .args(["-u", VICTIM, "--", "env", "-i"])
         .arg(format!("HOME=/home/{VICTIM}"))
-        .arg("PATH=/usr/local/bin:/usr/bin:/bin")
+        .args(users_slurm())
         .args(["timeout", "-s", "INT", "30"])
         .arg(user_bin())
         .args(["dashboard", &name, "--port", &local.to_string()])

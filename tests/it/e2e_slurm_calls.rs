@@ -204,6 +204,45 @@ fn an_idle_cluster_and_its_queue_ask_slurm_almost_never() {
     // The allocation's state (squeue), its attempt (scontrol), its time left (squeue).
     let queue_calls = calls(&file).split_off(before);
     assert!(queue_calls.len() <= 3, "{queue_calls:?}");
+    a_relayed_follower_starts_one_step(&dir, &bin, &file, &name);
     rs(&["down", &name]);
     cluster.wait(Duration::from_secs(60));
+}
+
+/// `logs CLUSTER JOB -f` through the relay (the route of a login node that cannot reach the
+/// head): Ray is asked every second, over one kept-alive connection, so one `srun` step for
+/// the whole follow, and the cluster's opening queries; nothing per second.
+fn a_relayed_follower_starts_one_step(dir: &Path, bin: &Path, file: &Path, name: &str) {
+    let rs = |args: &[&str]| {
+        let out = rayslurm(args.iter().copied())
+            .cwd(dir)
+            .env("PATH", path_with(bin))
+            .env("RAYSLURM_RELAY", "always")
+            .output();
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        stdout
+    };
+    let id = rs(&[
+        "exec",
+        name,
+        "-d",
+        "--",
+        "bash",
+        "-c",
+        "sleep 30; echo followed",
+    ]);
+    let before = calls(file).len();
+    let t0 = Instant::now();
+    let followed = rs(&["logs", name, id.trim(), "-f"]);
+    assert!(followed.contains("followed"), "{followed}");
+    let during = calls(file).split_off(before);
+    let steps = during.iter().filter(|(_, _, c)| c == "srun").count();
+    let queries = during.iter().filter(|(_, _, c)| is_query(c)).count();
+    eprintln!(
+        "{} s of a relayed logs -f: {steps} srun, {queries} queries: {during:?}",
+        t0.elapsed().as_secs()
+    );
+    assert!(steps <= 2, "a step per request: {during:?}");
+    assert!(queries <= 3, "{during:?}");
 }

@@ -36,7 +36,7 @@ wait_state() { # wait_state JOB STATE [SECONDS]
 }
 # A job stays COMPLETING while the lab's epilog sleeps for it (cluster.sh's write_epilog).
 slow=/run/rayslurm-lab/slow-epilog
-grep -q '^Epilog .*rayslurm-lab/epilog' <<<"$(scontrol show config)" || {
+grep -qE '^Epilog(\[0\])? .*rayslurm-lab/epilog' <<<"$(scontrol show config)" || {
   echo "the cluster runs without the lab's epilog: restart it (cluster.sh down; cluster.sh up)" >&2
   exit 1
 }

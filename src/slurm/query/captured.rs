@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use super::job_state::Phase;
-use super::scontrol::parse_scontrol_job;
 use super::sacct::parse_sacct_line;
+use super::scontrol::parse_scontrol_job;
 use super::squeue::parse_squeue_line;
 
 /// Each captured state, the phase it is, and the exit code Slurm keeps for it (if ended).
@@ -73,7 +73,11 @@ fn every_versions_lines_parse_into_their_jobs_phase() {
                 .unwrap_or_else(|| panic!("{where_}: sacct line not parsed: {line}"));
             // Accounting records the end when the batch script ends: COMPLETED while the
             // controller still says COMPLETING.
-            let acct_phase = if state == "completing" { Phase::Ended } else { phase };
+            let acct_phase = if state == "completing" {
+                Phase::Ended
+            } else {
+                phase
+            };
             assert_eq!(acct.state.phase(), acct_phase, "{where_}: {line}");
             assert!(acct.submitted.is_some(), "{where_}: no submit time: {line}");
             if let Some(code) = code {
