@@ -133,7 +133,8 @@ pub(super) fn resolve_job(
         num_nodes: *num_nodes,
         tasks_per_node: *tasks_per_node,
         cpus_per_task: *cpus_per_task,
-        num_gpus: *num_gpus,
+        num_gpus: num_gpus.per_node,
+        gpu_type: num_gpus.kind.clone(),
         gpu_directive: layered(*gpu_directive, &p.gpu_directive, &u.gpu_directive)
             .unwrap_or(GpuDirective::GpusPerTask),
         partition,
