@@ -32,15 +32,23 @@ impl ValueEnum for GpuDirective {
 
 #[derive(Debug, Args)]
 pub(crate) struct LaunchArgs {
+    /// A task file (SkyPilot's YAML format) giving the run; flags given here override it.
+    ///
+    /// Its `setup` and `run` run on every node (as --per-node) unless its `rayslurm:` section
+    /// says `ray_job: true`; that section takes any option below by its name (`time: 2:00:00`).
+    /// See docs/task-files.md.
+    #[arg(value_name = "TASK.yaml")]
+    pub(crate) task: Option<PathBuf>,
+
     /// Experiment name: names the job and its files.
     ///
     /// The script and log are `{exp-name}_{date}-{time}.sh/.log`.
-    #[arg(value_name = "NAME", long, help_heading = heading::JOB)]
-    pub(crate) exp_name: String,
+    #[arg(value_name = "NAME", long, required_unless_present = "task", help_heading = heading::JOB)]
+    pub(crate) exp_name: Option<String>,
 
     /// The command to run on the head node, as typed into bash there.
-    #[arg(value_name = "CMD", long, allow_hyphen_values = true, help_heading = heading::JOB)]
-    pub(crate) command: String,
+    #[arg(value_name = "CMD", long, allow_hyphen_values = true, required_unless_present = "task", help_heading = heading::JOB)]
+    pub(crate) command: Option<String>,
 
     #[command(flatten)]
     pub(crate) job: JobArgs,
