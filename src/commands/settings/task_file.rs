@@ -12,6 +12,7 @@ use std::ffi::{OsStr, OsString};
 use crate::cli::parse::{check_option, option_takes_value, parse_with_inserted};
 use crate::cli::{Cli, Command};
 use crate::error::UsageError;
+use crate::launch::config::Sources;
 use crate::launch::task_file::{self, Given, Refusal, TaskFile, Value};
 use crate::printer::Printer;
 
@@ -69,10 +70,37 @@ fn flags(sub: &str, task: &TaskFile) -> Result<Vec<OsString>, UsageError> {
         let words = words_of(sub, given)
             .map_err(|why| Refusal::new(&given.field, given.line, why).into_error(&task.path))?;
         check_option(sub, &task.path.to_string_lossy(), &words)
+            .and_then(|()| resolves(sub, &words))
             .map_err(|why| Refusal::new(&given.field, given.line, why).into_error(&task.path))?;
         all.extend(words);
     }
     Ok(all)
+}
+
+/// Whether `words` alone resolve (the checks of values that clap leaves to resolution, such as
+/// a time's form): why not, if they do not.
+fn resolves(sub: &str, words: &[OsString]) -> Result<(), String> {
+    if sub != "launch" {
+        return Ok(());
+    }
+    let argv: Vec<OsString> = ["rayslurm", "launch", "--exp-name=x", "--command=true"]
+        .into_iter()
+        .map(OsString::from)
+        .collect();
+    let Ok(Cli {
+        command: Command::Launch(args),
+        ..
+    }) = parse_with_inserted(&argv, &|_| None, sub, words)
+    else {
+        return Ok(());
+    };
+    let src = Sources {
+        cwd: std::env::current_dir().unwrap_or_default(),
+        ..Sources::default()
+    };
+    super::launch::resolve(&args, &src)
+        .map(drop)
+        .map_err(|e| e.to_string())
 }
 
 /// One flag's words (`--long=value` each), or why it cannot be one.

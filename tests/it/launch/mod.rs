@@ -10,6 +10,7 @@ mod gpus;
 mod node_copy;
 mod scripts;
 mod submission;
+mod task_file;
 mod templates;
 
 /// The private tree of a test's launches: hidden inside its working directory.
