@@ -45,10 +45,17 @@ use crate::launch::config::Sources;
 use crate::printer::Printer;
 
 fn main() -> ExitCode {
-    let cli = cli::parse::parse(std::env::args_os().collect(), &|name| {
-        std::env::var_os(name)
-    });
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let var = |name: &std::ffi::OsStr| std::env::var_os(name);
+    let cli = cli::parse::parse(argv.clone(), &var);
     let printer = Printer::new(cli.quiet);
+    let cli = match settings::task_file::expand(cli, &argv, &var, &printer) {
+        Ok(cli) => cli,
+        Err(error) => {
+            eprint!("{}", error::report(&error.into()));
+            return ExitCode::from(2);
+        }
+    };
     // Inside the allocation nothing is echoed: the script never passes -v, and the job's log
     // is the bootstrap's own account.
     if !matches!(cli.command, Command::Bootstrap(_)) {

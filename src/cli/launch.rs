@@ -10,7 +10,7 @@ use super::values::{count, positive_count};
 use crate::env_vars;
 use crate::handoff::cluster::IpFamily;
 use crate::handoff::signal_name::SignalName;
-use crate::launch::gpu_directive::GpuDirective;
+use crate::launch::gpu_directive::{GpuDirective, GpuRequest};
 
 /// `--gpu-directive`'s values, with the help each shows.
 impl ValueEnum for GpuDirective {
@@ -32,15 +32,23 @@ impl ValueEnum for GpuDirective {
 
 #[derive(Debug, Args)]
 pub(crate) struct LaunchArgs {
+    /// A task file (SkyPilot's YAML format) giving the run; flags given here override it.
+    ///
+    /// Its `setup` and `run` run on every node (as --per-node) unless its `rayslurm:` section
+    /// says `ray_job: true`; that section takes any option below by its name (`time: 2:00:00`).
+    /// See docs/task-files.md.
+    #[arg(value_name = "TASK.yaml")]
+    pub(crate) task: Option<PathBuf>,
+
     /// Experiment name: names the job and its files.
     ///
     /// The script and log are `{exp-name}_{date}-{time}.sh/.log`.
-    #[arg(value_name = "NAME", long, help_heading = heading::JOB)]
-    pub(crate) exp_name: String,
+    #[arg(value_name = "NAME", long, required_unless_present = "task", help_heading = heading::JOB)]
+    pub(crate) exp_name: Option<String>,
 
     /// The command to run on the head node, as typed into bash there.
-    #[arg(value_name = "CMD", long, allow_hyphen_values = true, help_heading = heading::JOB)]
-    pub(crate) command: String,
+    #[arg(value_name = "CMD", long, allow_hyphen_values = true, required_unless_present = "task", help_heading = heading::JOB)]
+    pub(crate) command: Option<String>,
 
     #[command(flatten)]
     pub(crate) job: JobArgs,
@@ -161,13 +169,17 @@ pub(crate) struct JobArgs {
     #[arg(value_name = "N", long, value_parser = positive_count, allow_hyphen_values = true, help_heading = heading::RESOURCES)]
     pub(crate) cpus_per_task: Option<u32>,
 
-    /// GPUs per node.
-    #[arg(value_name = "N", long, default_value = "0", value_parser = count, allow_hyphen_values = true, help_heading = heading::RESOURCES)]
-    pub(crate) num_gpus: u32,
+    /// GPUs per node, of a type where given (e.g. `4`, `a100:4`).
+    ///
+    /// N GPUs on each node, whatever --tasks-per-node is; TYPE is the site's GPU type (its
+    /// GRES type, as `sinfo -o %G` shows it). Ray is told N per node.
+    #[arg(value_name = "[TYPE:]N", long, default_value = "0", value_parser = clap::value_parser!(GpuRequest), allow_hyphen_values = true, help_heading = heading::RESOURCES)]
+    pub(crate) num_gpus: GpuRequest,
 
     /// How GPUs are requested.
     ///
-    /// As --gpus-per-task, --gpus-per-node or --gres=gpu:N.
+    /// As --gpus-per-task, --gpus-per-node or --gres=gpu:[TYPE:]N; --gpus-per-task carries
+    /// N / --tasks-per-node (or becomes --gpus-per-node where that does not divide).
     #[arg(value_name = "HOW", long, value_enum, env = env_vars::GPU_DIRECTIVE, help_heading = heading::RESOURCES)]
     pub(crate) gpu_directive: Option<GpuDirective>,
 

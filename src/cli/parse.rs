@@ -31,6 +31,64 @@ pub(crate) fn parse(argv: Vec<OsString>, var: &dyn Fn(&OsStr) -> Option<OsString
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
+/// Parses `argv` with `inserted` (a task file's flags) put right after the subcommand `sub`:
+/// each inserted option is overridden by the same option given after it on the command line;
+/// repeatable ones (`--env`) add up.
+pub(crate) fn parse_with_inserted(
+    argv: &[OsString],
+    var: &dyn Fn(&OsStr) -> Option<OsString>,
+    sub: &str,
+    inserted: &[OsString],
+) -> Result<Cli, clap::Error> {
+    let at = argv
+        .iter()
+        .skip(1)
+        .position(|a| a == sub)
+        .map_or(argv.len(), |i| i + 2);
+    let mut full = argv[..at].to_vec();
+    full.extend_from_slice(inserted);
+    full.extend_from_slice(&argv[at..]);
+    let command = without_blank_env(Cli::command(), &|name| {
+        var(name).is_some_and(|v| v.is_empty())
+    })
+    .mut_subcommand(sub, |c| c.args_override_self(true));
+    let matches = command.try_get_matches_from(&full)?;
+    Cli::from_arg_matches(&matches)
+}
+
+/// Whether `sub` has the option `--long`, and if so whether it takes a value (else it is a
+/// switch).
+pub(crate) fn option_takes_value(sub: &str, long: &str) -> Option<bool> {
+    let command = Cli::command();
+    let arg = command
+        .find_subcommand(sub)?
+        .get_arguments()
+        .find(|a| a.get_long() == Some(long) && !a.is_hide_set())?;
+    Some(arg.get_action().takes_values())
+}
+
+/// Checks `words` (one option and its value) as `sub` would take them: clap's message for a
+/// value it refuses, without its usage lines.
+pub(crate) fn check_option(sub: &str, positional: &str, words: &[OsString]) -> Result<(), String> {
+    let mut argv: Vec<OsString> = vec!["rayslurm".into(), sub.into(), positional.into()];
+    argv.extend_from_slice(words);
+    match Cli::command().try_get_matches_from(&argv) {
+        Err(e)
+            if !matches!(
+                e.kind(),
+                ErrorKind::MissingRequiredArgument
+                    | ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+            ) =>
+        {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or_default();
+            Err(first.trim_start_matches("error: ").to_owned())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// `command` without the `env` of options whose variable `is_blank` says is set but empty.
 fn without_blank_env(command: clap::Command, is_blank: &dyn Fn(&OsStr) -> bool) -> clap::Command {
     command

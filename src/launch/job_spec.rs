@@ -11,7 +11,9 @@ use crate::handoff::cluster::ClusterOptions;
 use crate::handoff::run_files::RunFiles;
 use crate::handoff::signal_name::{SignalName, TIME_WARNING};
 use crate::launch::config::{JobRequest, LaunchConfig};
+#[cfg(test)]
 use crate::launch::gpu_directive::GpuDirective;
+use crate::launch::gpu_directive::{self, GpuRequest};
 
 #[derive(Debug, Serialize)]
 pub(crate) struct BootstrapArg {
@@ -126,14 +128,15 @@ fn directives(job: &JobRequest, log: &Path, cluster: &ClusterOptions, link: &Lin
     if job.exclusive {
         d.push("--exclusive".to_owned());
     }
-    if job.num_gpus > 0 {
-        let n = job.num_gpus;
-        d.push(match job.gpu_directive {
-            GpuDirective::GpusPerTask => format!("--gpus-per-task={n}"),
-            GpuDirective::GpusPerNode => format!("--gpus-per-node={n}"),
-            GpuDirective::Gres => format!("--gres=gpu:{n}"),
-        });
-    }
+    let gpus = GpuRequest {
+        kind: job.gpu_type.clone(),
+        per_node: job.num_gpus,
+    };
+    d.extend(gpu_directive::directive(
+        job.gpu_directive,
+        &gpus,
+        job.tasks_per_node,
+    ));
     if cluster.stop_grace > 0 {
         // Slurm's warning before the time limit, to the bootstrap alone and in a signal of its
         // own (never taken for scancel's SIGTERM); the command then gets `--signal`.
@@ -182,6 +185,7 @@ mod tests {
             tasks_per_node: 1,
             cpus_per_task: None,
             num_gpus: 1,
+            gpu_type: None,
             gpu_directive: GpuDirective::GpusPerTask,
             partition: Some("gpu".into()),
             account: None,

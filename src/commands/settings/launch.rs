@@ -19,6 +19,7 @@ use crate::slurm::duration;
 /// Resolves every argument of `launch`, with the files' values and the defaults.
 pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, UsageError> {
     let LaunchArgs {
+        task,
         exp_name,
         command,
         job,
@@ -36,6 +37,20 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
                 singleton,
             },
     } = args;
+    // A task file's flags were put in front of the command line's (`commands::task_file`).
+    let from_file = |what: &str| {
+        UsageError::new(format!("{what} is missing")).hint(match task {
+            Some(t) => format!(
+                "give `{}` a `run:` field (or `name:`), or pass the flag",
+                t.display()
+            ),
+            None => "pass it on the command line".to_owned(),
+        })
+    };
+    let exp_name = exp_name.as_deref().ok_or_else(|| from_file("--exp-name"))?;
+    let command = command
+        .as_deref()
+        .ok_or_else(|| from_file("--command (a task file's `run`)"))?;
     validate::exp_name(exp_name)?;
     if command.trim().is_empty() {
         return Err(UsageError::new("--command is empty").hint(
@@ -133,7 +148,8 @@ pub(super) fn resolve_job(
         num_nodes: *num_nodes,
         tasks_per_node: *tasks_per_node,
         cpus_per_task: *cpus_per_task,
-        num_gpus: *num_gpus,
+        num_gpus: num_gpus.per_node,
+        gpu_type: num_gpus.kind.clone(),
         gpu_directive: layered(*gpu_directive, &p.gpu_directive, &u.gpu_directive)
             .unwrap_or(GpuDirective::GpusPerTask),
         partition,

@@ -10,4 +10,5 @@ pub(crate) mod clusters;
 pub(crate) mod exec;
 pub(crate) mod launch;
 pub(crate) mod runs;
+pub(crate) mod task_file;
 pub(crate) mod up;

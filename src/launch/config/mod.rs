@@ -39,7 +39,10 @@ pub(crate) struct JobRequest {
     pub(crate) num_nodes: u32,
     pub(crate) tasks_per_node: u32,
     pub(crate) cpus_per_task: Option<u32>,
+    /// GPUs per node.
     pub(crate) num_gpus: u32,
+    /// The GPUs' type (`--num-gpus TYPE:N`), as the site names it.
+    pub(crate) gpu_type: Option<String>,
     pub(crate) gpu_directive: GpuDirective,
     pub(crate) partition: Option<String>,
     pub(crate) account: Option<String>,

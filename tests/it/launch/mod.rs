@@ -6,9 +6,11 @@ use std::path::Path;
 use crate::harness::{Run, filter_stamps, rayslurm};
 
 mod bad_input;
+mod gpus;
 mod node_copy;
 mod scripts;
 mod submission;
+mod task_file;
 mod templates;
 
 /// The private tree of a test's launches: hidden inside its working directory.

@@ -1,0 +1,126 @@
+//! A task file named on the command line (`launch TASK.yaml`): read it (`launch::task_file`),
+//! turn what it gives into flags of the command, check each against the command's own options
+//! (a refusal names the file, line and field), and parse the command line again with the
+//! file's flags in front, so that the flags typed override the file.
+//!
+//! The file is the user's own choice, as `RAYSLURM_CONFIG` is: its `rayslurm:` section may set
+//! any option, those a project file may set only once trusted (`load_env`, `template`, ...)
+//! included.
+
+use std::ffi::{OsStr, OsString};
+
+use crate::cli::parse::{check_option, option_takes_value, parse_with_inserted};
+use crate::cli::{Cli, Command};
+use crate::error::UsageError;
+use crate::launch::config::Sources;
+use crate::launch::task_file::{self, Given, Refusal, TaskFile, Value};
+use crate::printer::Printer;
+
+/// `cli` again with its task file's flags, or as it is when it names none.
+pub(crate) fn expand(
+    cli: Cli,
+    argv: &[OsString],
+    var: &dyn Fn(&OsStr) -> Option<OsString>,
+    printer: &Printer,
+) -> Result<Cli, UsageError> {
+    let (sub, path, typed_env) = match &cli.command {
+        Command::Launch(args) => match &args.task {
+            Some(path) => ("launch", path.clone(), args.job.env.clone()),
+            None => return Ok(cli),
+        },
+        _ => return Ok(cli),
+    };
+    let cwd = std::env::current_dir()
+        .map_err(|e| UsageError::new(format!("cannot read the current directory: {e}")))?;
+    let task = task_file::read(&path, &cwd)?;
+    let words = flags(sub, &task)?;
+    for (key, line) in &task.needed_env {
+        if !typed_env
+            .iter()
+            .any(|e| e.split_once('=').is_some_and(|(k, _)| k == key))
+        {
+            return Err(Refusal::new(
+                &format!("envs.{key}"),
+                *line,
+                format!("has no value: give it with `--env {key}=VALUE`"),
+            )
+            .into_error(&task.path));
+        }
+    }
+    for notice in &task.notices {
+        printer.info(notice);
+    }
+    parse_with_inserted(argv, var, sub, &words).map_err(|e| {
+        let text = e.to_string();
+        UsageError::new(format!(
+            "with task file `{}`: {}",
+            task.path.display(),
+            text.lines()
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("error: ")
+        ))
+    })
+}
+
+/// The file's flags as words of `sub`, each checked.
+fn flags(sub: &str, task: &TaskFile) -> Result<Vec<OsString>, UsageError> {
+    let mut all = Vec::new();
+    for given in &task.given {
+        let words = words_of(sub, given)
+            .map_err(|why| Refusal::new(&given.field, given.line, why).into_error(&task.path))?;
+        check_option(sub, &task.path.to_string_lossy(), &words)
+            .and_then(|()| resolves(sub, &words))
+            .map_err(|why| Refusal::new(&given.field, given.line, why).into_error(&task.path))?;
+        all.extend(words);
+    }
+    Ok(all)
+}
+
+/// Whether `words` alone resolve (the checks of values that clap leaves to resolution, such as
+/// a time's form): why not, if they do not.
+fn resolves(sub: &str, words: &[OsString]) -> Result<(), String> {
+    if sub != "launch" {
+        return Ok(());
+    }
+    let argv: Vec<OsString> = ["rayslurm", "launch", "--exp-name=x", "--command=true"]
+        .into_iter()
+        .map(OsString::from)
+        .collect();
+    let Ok(Cli {
+        command: Command::Launch(args),
+        ..
+    }) = parse_with_inserted(&argv, &|_| None, sub, words)
+    else {
+        return Ok(());
+    };
+    let src = Sources {
+        cwd: std::env::current_dir().unwrap_or_default(),
+        ..Sources::default()
+    };
+    super::launch::resolve(&args, &src)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// One flag's words (`--long=value` each), or why it cannot be one.
+fn words_of(sub: &str, given: &Given) -> Result<Vec<OsString>, String> {
+    let Some(takes_value) = option_takes_value(sub, &given.long) else {
+        return Err(format!("`{sub}` has no option `--{}`", given.long));
+    };
+    match (&given.value, takes_value) {
+        (Value::Switch(true), false) => Ok(vec![format!("--{}", given.long).into()]),
+        (Value::Switch(false), false) => Ok(Vec::new()),
+        (Value::Switch(_), true) => {
+            Err(format!("`--{}` takes a value, not true/false", given.long))
+        }
+        (Value::Values(_), false) => Err(format!(
+            "`--{}` is a switch: give true or false",
+            given.long
+        )),
+        (Value::Values(values), true) => Ok(values
+            .iter()
+            .map(|v| format!("--{}={v}", given.long).into())
+            .collect()),
+    }
+}

@@ -1,0 +1,270 @@
+//! The top level of a task file: SkyPilot's fields and the `rayslurm:` section, each into
+//! flags or a refusal.
+
+use std::path::PathBuf;
+
+use super::given::{Given, Value};
+use super::node::{self, Line, Node};
+use super::{Reading, Refusal, apply_workdir, resources};
+use crate::launch::validate;
+
+/// Top-level fields refused, and why.
+const REFUSED: &[(&str, &str)] = &[
+    (
+        "service",
+        "serving replicas is SkyServe's: launch a job per replica instead",
+    ),
+    ("pool", "worker pools are SkyPilot's"),
+    (
+        "config",
+        "SkyPilot's own settings mean nothing here: put rayslurm's under `rayslurm:`",
+    ),
+    (
+        "volumes",
+        "the nodes see the shared filesystem: name its paths in `run`",
+    ),
+    (
+        "event_callback",
+        "not supported: run the callback at the end of `run`",
+    ),
+    (
+        "experimental",
+        "SkyPilot's experimental settings mean nothing here",
+    ),
+    (
+        "docker",
+        "jobs run on the nodes' own system, not in a container",
+    ),
+    (
+        "image_id",
+        "jobs run on the nodes' own system: set up the environment with `setup`",
+    ),
+];
+
+/// The key of rayslurm's own, in `rayslurm:`, that asks for a Ray job.
+const RAY_JOB: &str = "ray_job";
+
+/// Reads the file's `text` into `r`; `stem` names the job when `name` does not.
+pub(super) fn read(r: &mut Reading, text: &str, stem: &str) -> Result<(), Refusal> {
+    let root =
+        node::parse(text).map_err(|e| Refusal::new("(file)", 0, format!("not valid YAML: {e}")))?;
+    let entries = match root.value {
+        Node::Map(entries) => entries,
+        Node::Null => Vec::new(),
+        other => {
+            return Err(Refusal::new(
+                "(file)",
+                root.line,
+                format!("is {}: a task file is a mapping of fields", other.kind()),
+            ));
+        }
+    };
+    let mut named = false;
+    let mut own = Vec::new();
+    for (key, value) in &entries {
+        let (field, line) = (key.value.as_str(), key.line);
+        match field {
+            "name" => {
+                named = true;
+                let name = text_of(field, value)?;
+                validate::exp_name(&name).map_err(|e| Refusal::new(field, line, e.to_string()))?;
+                r.given.push(Given::one(field, line, "exp-name", name));
+            }
+            "num_nodes" => match value.value {
+                Node::Int(n) if n >= 1 => {
+                    r.given
+                        .push(Given::one(field, line, "num-nodes", n.to_string()))
+                }
+                _ => {
+                    return Err(Refusal::new(
+                        field,
+                        line,
+                        "give a whole number of nodes, at least 1",
+                    ));
+                }
+            },
+            "resources" => resources::read(r, value)?,
+            "envs" | "secrets" => envs(r, field, value)?,
+            "workdir" => workdir(r, field, value)?,
+            "setup" => r
+                .given
+                .push(Given::one(field, line, "setup", text_of(field, value)?)),
+            "run" => r
+                .given
+                .push(Given::one(field, line, "command", text_of(field, value)?)),
+            "file_mounts" => file_mounts(r, value)?,
+            "rayslurm" => own = section(value)?,
+            other => {
+                let why = REFUSED
+                    .iter()
+                    .find(|(k, _)| *k == other)
+                    .map(|(_, why)| (*why).to_owned())
+                    .unwrap_or_else(|| {
+                        "not a task field rayslurm knows (see docs/task-files.md)".to_owned()
+                    });
+                return Err(Refusal::new(other, line, why));
+            }
+        }
+    }
+    if !named && validate::exp_name(stem).is_ok() {
+        r.given.push(Given::one("name", 0, "exp-name", stem));
+    }
+    // As in SkyPilot, `run` runs on every node, unless the file asks for a Ray job (or sets
+    // the mode itself).
+    let ray_job = own
+        .iter()
+        .any(|g| g.long == RAY_JOB.replace('_', "-") && g.value == Value::Switch(true));
+    let sets_mode = own
+        .iter()
+        .any(|g| ["per-node", "no-ray"].contains(&g.long.as_str()));
+    if !ray_job && !sets_mode {
+        r.given.push(Given::switch("run", 0, "per-node"));
+    }
+    r.given.extend(
+        own.into_iter()
+            .filter(|g| g.long != RAY_JOB.replace('_', "-")),
+    );
+    Ok(())
+}
+
+/// A field's text (a scalar; numbers as written).
+fn text_of(field: &str, value: &Line<Node>) -> Result<String, Refusal> {
+    value.value.scalar_text().ok_or_else(|| {
+        Refusal::new(
+            field,
+            value.line,
+            format!("is {}: give text", value.value.kind()),
+        )
+    })
+}
+
+/// `envs:` or `secrets:`: `--env KEY=VALUE` each; a key without a value must come from the
+/// command line.
+fn envs(r: &mut Reading, field: &str, value: &Line<Node>) -> Result<(), Refusal> {
+    let Node::Map(entries) = &value.value else {
+        return Err(Refusal::new(
+            field,
+            value.line,
+            format!("is {}: give `KEY: VALUE` lines", value.value.kind()),
+        ));
+    };
+    for (key, v) in entries {
+        let name = format!("{field}.{}", key.value);
+        match &v.value {
+            Node::Null => r.needed_env.push((key.value.clone(), key.line)),
+            other => {
+                let text = other.scalar_text().ok_or_else(|| {
+                    Refusal::new(
+                        &name,
+                        key.line,
+                        format!("is {}: give one value", other.kind()),
+                    )
+                })?;
+                r.given.push(Given::one(
+                    &name,
+                    key.line,
+                    "env",
+                    format!("{}={text}", key.value),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `workdir: DIR` (relative to the working directory, as SkyPilot takes it).
+fn workdir(r: &mut Reading, field: &str, value: &Line<Node>) -> Result<(), Refusal> {
+    let Node::Str(dir) = &value.value else {
+        return Err(Refusal::new(
+            field,
+            value.line,
+            "give a local directory; a git repository as workdir is not supported: clone it in `setup`",
+        ));
+    };
+    let dir = r.cwd.join(PathBuf::from(dir));
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| Refusal::new(field, value.line, format!("`{}`: {e}", dir.display())))?;
+    if !dir.is_dir() {
+        return Err(Refusal::new(
+            field,
+            value.line,
+            format!("`{}` is not a directory", dir.display()),
+        ));
+    }
+    r.given.push(apply_workdir(field, value.line, &dir));
+    Ok(())
+}
+
+/// `file_mounts:` of local paths need nothing on a shared filesystem; buckets are refused.
+fn file_mounts(r: &mut Reading, value: &Line<Node>) -> Result<(), Refusal> {
+    let Node::Map(entries) = &value.value else {
+        return Err(Refusal::new(
+            "file_mounts",
+            value.line,
+            "give `DEST: SOURCE` lines",
+        ));
+    };
+    for (dest, source) in entries {
+        let field = format!("file_mounts.{}", dest.value);
+        match &source.value {
+            Node::Str(s) if !s.contains("://") => {}
+            _ => {
+                return Err(Refusal::new(
+                    &field,
+                    dest.line,
+                    "buckets and URLs are not mounted: copy the data to the shared filesystem and read it there",
+                ));
+            }
+        }
+    }
+    if !entries.is_empty() {
+        r.notice("file_mounts", "the nodes see the shared filesystem, so nothing is copied: read each source where it is (the destinations are not created)");
+    }
+    Ok(())
+}
+
+/// `rayslurm:`: each key a flag of the command by its own name (`exp_name`, `time`, ...).
+fn section(value: &Line<Node>) -> Result<Vec<Given>, Refusal> {
+    let Node::Map(entries) = &value.value else {
+        return Err(Refusal::new(
+            "rayslurm",
+            value.line,
+            "give `option: value` lines, e.g. `partition: gpu`",
+        ));
+    };
+    let mut given = Vec::new();
+    for (key, v) in entries {
+        let field = format!("rayslurm.{}", key.value);
+        let value = match &v.value {
+            Node::Bool(b) => Value::Switch(*b),
+            Node::Seq(items) => Value::Values(
+                items
+                    .iter()
+                    .map(|i| {
+                        i.value
+                            .scalar_text()
+                            .ok_or_else(|| Refusal::new(&field, i.line, "give a list of values"))
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+            other => Value::Values(vec![other.scalar_text().ok_or_else(|| {
+                Refusal::new(
+                    &field,
+                    key.line,
+                    format!(
+                        "is {}: give a value, a list of values or true/false",
+                        other.kind()
+                    ),
+                )
+            })?]),
+        };
+        given.push(Given {
+            long: key.value.replace('_', "-"),
+            field,
+            line: key.line,
+            value,
+        });
+    }
+    Ok(given)
+}

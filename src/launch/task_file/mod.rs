@@ -1,0 +1,124 @@
+//! Task files: `rayslurm launch FILE.yaml` reads SkyPilot's task format, for the fields that
+//! mean something on Slurm, and a `rayslurm:` section that carries any `launch` option by its
+//! own name (docs/task-files.md). Reading a file gives flags ([`Given`]), each with the field and
+//! line it came from; `commands/` puts them before the command line's own, which override them.
+//!
+//! A field that cannot be honoured here is refused as `FILE:LINE: FIELD: why` and nothing is
+//! submitted; one that needs nothing on a shared filesystem gets one notice.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::UsageError;
+
+mod fields;
+pub(crate) mod given;
+pub(crate) mod node;
+mod resources;
+
+pub(crate) use given::{Given, Value};
+
+/// A task file, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TaskFile {
+    /// As the user named it.
+    pub(crate) path: PathBuf,
+    /// Its flags in order: SkyPilot's fields, then the `rayslurm:` section's.
+    pub(crate) given: Vec<Given>,
+    /// `envs:`/`secrets:` keys without a value, which the command line must give with `--env`
+    /// (as SkyPilot's `--env`/`--secret`), and their lines.
+    pub(crate) needed_env: Vec<(String, u32)>,
+    /// One line for each field that needs nothing here.
+    pub(crate) notices: Vec<String>,
+}
+
+/// A field refused: its name, line and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    pub(crate) field: String,
+    pub(crate) line: u32,
+    pub(crate) why: String,
+}
+
+impl Refusal {
+    pub(crate) fn new(field: &str, line: u32, why: impl Into<String>) -> Self {
+        Self {
+            field: field.to_owned(),
+            line,
+            why: why.into(),
+        }
+    }
+
+    /// `FILE:LINE: FIELD: why`, as a usage error.
+    pub(crate) fn into_error(self, path: &Path) -> UsageError {
+        UsageError::new(format!(
+            "{}:{}: {}: {}",
+            path.display(),
+            self.line,
+            self.field,
+            self.why
+        ))
+        .hint("fix or remove the field (docs/task-files.md lists what each field becomes); nothing was submitted")
+    }
+}
+
+/// The file as it is read: what it gives so far.
+#[derive(Debug, Default)]
+pub(crate) struct Reading {
+    pub(crate) given: Vec<Given>,
+    pub(crate) needed_env: Vec<(String, u32)>,
+    pub(crate) notices: Vec<String>,
+    /// The directory relative `workdir`s are taken from.
+    pub(crate) cwd: PathBuf,
+}
+
+impl Reading {
+    fn notice(&mut self, field: &str, why: &str) {
+        self.notices
+            .push(format!("`{field}` needs nothing here: {why}"));
+    }
+}
+
+/// Reads the task file at `path` (relative to `cwd`).
+pub(crate) fn read(path: &Path, cwd: &Path) -> Result<TaskFile, UsageError> {
+    let full = cwd.join(path);
+    let text = std::fs::read_to_string(&full).map_err(|e| {
+        UsageError::new(format!("cannot read task file `{}`: {e}", path.display()))
+            .hint("name a task file (YAML) that exists, e.g. `rayslurm launch task.yaml`")
+    })?;
+    let stem = full
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut reading = Reading {
+        cwd: cwd.to_owned(),
+        ..Reading::default()
+    };
+    fields::read(&mut reading, &text, &stem).map_err(|r| r.into_error(path))?;
+    let Reading {
+        given,
+        needed_env,
+        notices,
+        ..
+    } = reading;
+    let notices = notices
+        .into_iter()
+        .map(|n| format!("{}: {n}", path.display()))
+        .collect();
+    Ok(TaskFile {
+        path: path.to_owned(),
+        given,
+        needed_env,
+        notices,
+    })
+}
+
+/// `workdir:` as the job's working directory (sbatch's `--chdir`).
+// switched to --workdir when merged
+fn apply_workdir(field: &str, line: u32, dir: &Path) -> Given {
+    Given::one(
+        field,
+        line,
+        "sbatch-arg",
+        format!("--chdir={}", dir.display()),
+    )
+}

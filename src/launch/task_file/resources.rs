@@ -1,0 +1,192 @@
+//! SkyPilot's `resources:` on Slurm: `accelerators` (GPUs of a type per node), `cpus` and
+//! `memory` (per node) map to the job's request; placement in clouds is refused, and what
+//! needs nothing on a cluster gets a notice.
+
+use super::given::Given;
+use super::node::{Line, Node};
+use super::{Reading, Refusal};
+use crate::launch::gpu_directive::GpuRequest;
+
+/// The fields refused, and why.
+const REFUSED: &[(&str, &str)] = &[
+    (
+        "cloud",
+        "a task runs on this Slurm cluster: choose the partition with `rayslurm: {partition: NAME}`",
+    ),
+    (
+        "infra",
+        "a task runs on this Slurm cluster: choose the partition with `rayslurm: {partition: NAME}`",
+    ),
+    ("region", "a Slurm cluster has no regions"),
+    ("zone", "a Slurm cluster has no zones"),
+    (
+        "instance_type",
+        "Slurm allocates nodes, not instance types: ask for `accelerators`, `cpus`, `memory`, or `rayslurm: {constraint: FEATURES}`",
+    ),
+    (
+        "image_id",
+        "jobs run on the nodes' own system: set up the environment with `setup` or `rayslurm: {load_env: ...}`",
+    ),
+    (
+        "job_recovery",
+        "use `rayslurm: {requeue: true}` to requeue the job when it is stopped",
+    ),
+    (
+        "any_of",
+        "one request per task here: give one `accelerators` value",
+    ),
+    (
+        "ordered",
+        "one request per task here: give one `accelerators` value",
+    ),
+    ("accelerator_args", "TPU settings mean nothing on Slurm"),
+    (
+        "autostop",
+        "a `launch` job ends with its command; a cluster from `up` takes `rayslurm: {idle_timeout: 30m}`",
+    ),
+    ("network_tier", "the cluster's network is what it is"),
+];
+
+/// The fields that need nothing on a Slurm cluster, and why.
+const NO_ACTION: &[(&str, &str)] = &[
+    (
+        "disk_size",
+        "nodes use their own disks and the shared filesystem",
+    ),
+    (
+        "disk_tier",
+        "nodes use their own disks and the shared filesystem",
+    ),
+    (
+        "ports",
+        "the nodes of a job reach each other's ports directly",
+    ),
+    ("labels", "Slurm jobs carry no labels"),
+];
+
+/// `resources:` into flags.
+pub(super) fn read(r: &mut Reading, value: &Line<Node>) -> Result<(), Refusal> {
+    let Node::Map(entries) = &value.value else {
+        return Err(Refusal::new(
+            "resources",
+            value.line,
+            format!(
+                "is {}: give one mapping (several candidate resources are not supported)",
+                value.value.kind()
+            ),
+        ));
+    };
+    for (key, value) in entries {
+        let field = format!("resources.{}", key.value);
+        let line = key.line;
+        match key.value.as_str() {
+            "accelerators" => r.given.push(Given::one(
+                &field,
+                line,
+                "num-gpus",
+                accelerators(&field, value)?,
+            )),
+            "cpus" => r.given.push(Given::one(
+                &field,
+                line,
+                "cpus-per-task",
+                cpus(&field, value)?,
+            )),
+            "memory" => r
+                .given
+                .push(Given::one(&field, line, "mem", memory(&field, value)?)),
+            "use_spot" if value.value == Node::Bool(false) => {}
+            "use_spot" => {
+                return Err(Refusal::new(
+                    &field,
+                    line,
+                    "spot instances are a cloud's: use `rayslurm: {qos: ...}` or a preemptible partition, with `requeue: true`",
+                ));
+            }
+            other => {
+                if let Some((_, why)) = REFUSED.iter().find(|(k, _)| *k == other) {
+                    return Err(Refusal::new(&field, line, *why));
+                }
+                if let Some((_, why)) = NO_ACTION.iter().find(|(k, _)| *k == other) {
+                    r.notice(&field, why);
+                    continue;
+                }
+                return Err(Refusal::new(
+                    &field,
+                    line,
+                    "not a resource rayslurm knows (see docs/task-files.md)",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `A100:8`, `A100` (one), `{A100: 8}` into `--num-gpus`' `TYPE:N`.
+fn accelerators(field: &str, value: &Line<Node>) -> Result<String, Refusal> {
+    let bad = |why: String| Refusal::new(field, value.line, why);
+    let (kind, count) = match &value.value {
+        Node::Str(s) => match s.rsplit_once(':') {
+            Some((k, n)) => (k.trim().to_owned(), n.trim().to_owned()),
+            None => (s.trim().to_owned(), "1".to_owned()),
+        },
+        Node::Map(entries) if entries.len() == 1 => {
+            let (k, n) = &entries[0];
+            let n = n.value.scalar_text().unwrap_or_default();
+            (k.value.clone(), n)
+        }
+        Node::Map(_) | Node::Seq(_) => {
+            return Err(bad(
+                "several candidate accelerators: give one, as `TYPE:N`".into()
+            ));
+        }
+        other => {
+            return Err(bad(format!(
+                "is {}: give `TYPE:N`, e.g. `A100:8`",
+                other.kind()
+            )));
+        }
+    };
+    let request: GpuRequest = format!("{kind}:{count}").parse().map_err(|why: String| {
+        bad(format!(
+            "{why}; Slurm gives whole GPUs, so fractions are not supported"
+        ))
+    })?;
+    Ok(format!(
+        "{}:{}",
+        request.kind.unwrap_or_default(),
+        request.per_node
+    ))
+}
+
+/// A number, or a number with `+` ("at least"; Slurm gives at least what is asked).
+fn at_least(field: &str, value: &Line<Node>, unit: &str) -> Result<f64, Refusal> {
+    let text = value.value.scalar_text().unwrap_or_default();
+    text.trim()
+        .trim_end_matches('+')
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite() && *n > 0.0)
+        .ok_or_else(|| {
+            Refusal::new(
+                field,
+                value.line,
+                format!("`{text}` is not a number of {unit} (for example `8` or `8+`)"),
+            )
+        })
+}
+
+/// `cpus: 8` or `8+`: CPUs per node (one task a node), as `--cpus-per-task`.
+fn cpus(field: &str, value: &Line<Node>) -> Result<String, Refusal> {
+    Ok((at_least(field, value, "CPUs")?.ceil() as u64).to_string())
+}
+
+/// `memory: 64` or `64+`: GB per node, as `--mem` (in MB where a fraction).
+fn memory(field: &str, value: &Line<Node>) -> Result<String, Refusal> {
+    let gb = at_least(field, value, "GB")?;
+    Ok(if gb.fract() == 0.0 {
+        format!("{}G", gb as u64)
+    } else {
+        format!("{}M", (gb * 1024.0).ceil() as u64)
+    })
+}

@@ -1,0 +1,255 @@
+//! `launch TASK.yaml` (docs/task-files.md): the seeds' task files as written, what each field
+//! becomes, the command line over the file, and refusals as `FILE:LINE: FIELD: why` with
+//! nothing written or submitted.
+
+use std::path::{Path, PathBuf};
+
+use super::{launch_in, normalise, state};
+
+/// The seeds' task files, kept unmodified.
+fn seeds() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/seeds");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "{files:?}");
+    files
+}
+
+/// A dry run of `task` (YAML text, written as `task.yaml` in a fresh directory) with `args`:
+/// the normalised script, or the run that failed.
+fn dry_run_task(task: &str, args: &[&str]) -> (tempfile::TempDir, crate::harness::Ran) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("task.yaml"), task).unwrap();
+    let mut argv = vec!["task.yaml", "--dry-run"];
+    argv.extend_from_slice(args);
+    let ran = launch_in(dir.path(), &argv)
+        .env("RAYSLURM_CONFIG", "/dev/null")
+        .run();
+    (dir, ran)
+}
+
+#[test]
+fn the_seeds_task_files_pass_a_dry_run_as_written() {
+    for file in seeds() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = launch_in(dir.path(), &[file.to_str().unwrap(), "--dry-run"])
+            .env("RAYSLURM_CONFIG", "/dev/null")
+            .expect_status(0)
+            .run();
+        let script = normalise(&ran.stdout, dir.path());
+        assert!(script.contains("#SBATCH --nodes=2"), "{file:?}: {script}");
+        assert!(script.contains("#SBATCH --gpus-per-task="), "{file:?}");
+        assert!(script.contains("  --per-node \\"), "{file:?}");
+        assert!(
+            script.contains("SKYPILOT") || script.contains("# Run"),
+            "{file:?}"
+        );
+    }
+}
+
+const TASK: &str = "name: tf-test
+num_nodes: 2
+resources:
+  accelerators: A100:8
+  cpus: 4+
+  memory: 32
+  disk_size: 256
+envs:
+  MODEL: small
+  STEPS: 10
+secrets:
+  TOKEN: s3cret
+setup: |
+  echo setting up
+run: |
+  echo run $MODEL
+rayslurm:
+  time: \"1:00:00\"
+  partition: lab
+  sbatch_arg: [--comment=from-file]
+";
+
+#[test]
+fn each_field_becomes_its_flag() {
+    let (dir, ran) = dry_run_task(TASK, &[]);
+    assert_eq!(ran.output.status.code().unwrap_or(-1), 0, "{}", ran.stderr);
+    let script = normalise(&ran.stdout, dir.path());
+    for line in [
+        "#SBATCH --job-name=tf-test",
+        "#SBATCH --nodes=2",
+        "#SBATCH --cpus-per-task=4",
+        "#SBATCH --mem=32G",
+        "#SBATCH --gpus-per-task=A100:8",
+        "#SBATCH --time=1:00:00",
+        "#SBATCH --partition=lab",
+        "#SBATCH --comment=from-file",
+        "export MODEL=small",
+        "export STEPS=10",
+        "export TOKEN=s3cret",
+        "  --per-node \\",
+        "  --setup 'echo setting up",
+        "  --command 'echo run $MODEL",
+    ] {
+        assert!(script.contains(line), "{line}: {script}");
+    }
+    assert_eq!(
+        ran.stderr
+            .matches("resources.disk_size` needs nothing here")
+            .count(),
+        1,
+        "{}",
+        ran.stderr
+    );
+}
+
+#[test]
+fn the_command_line_overrides_the_file() {
+    let (dir, ran) = dry_run_task(
+        TASK,
+        &[
+            "-n",
+            "3",
+            "--time",
+            "5",
+            "--env",
+            "MODEL=big",
+            "--exp-name",
+            "mine",
+        ],
+    );
+    assert_eq!(ran.output.status.code().unwrap_or(-1), 0, "{}", ran.stderr);
+    let script = normalise(&ran.stdout, dir.path());
+    for line in [
+        "#SBATCH --job-name=mine",
+        "#SBATCH --nodes=3",
+        "#SBATCH --time=5",
+        "export MODEL=big",
+        "export STEPS=10",
+    ] {
+        assert!(script.contains(line), "{line}: {script}");
+    }
+    assert!(!script.contains("MODEL=small"), "{script}");
+}
+
+#[test]
+fn ray_job_runs_the_command_on_the_head_of_a_ray_cluster() {
+    let (dir, ran) = dry_run_task(
+        "num_nodes: 2\nrun: python -c 'import ray'\nrayslurm:\n  ray_job: true\n",
+        &[],
+    );
+    assert_eq!(ran.output.status.code().unwrap_or(-1), 0, "{}", ran.stderr);
+    let script = normalise(&ran.stdout, dir.path());
+    assert!(!script.contains("--per-node"), "{script}");
+    assert!(script.contains("#SBATCH --job-name=task"), "{script}");
+}
+
+#[test]
+fn an_env_without_a_value_comes_from_the_command_line() {
+    let task = "run: echo $KEY\nenvs:\n  KEY:\n";
+    let (_dir, ran) = dry_run_task(task, &[]);
+    assert_eq!(ran.output.status.code().unwrap_or(-1), 2);
+    assert!(
+        ran.stderr.contains("task.yaml:3: envs.KEY: has no value"),
+        "{}",
+        ran.stderr
+    );
+    let (dir, ran) = dry_run_task(task, &["--env", "KEY=v"]);
+    assert_eq!(ran.output.status.code().unwrap_or(-1), 0, "{}", ran.stderr);
+    assert!(normalise(&ran.stdout, dir.path()).contains("export KEY=v"));
+}
+
+#[test]
+fn bad_task_files_name_the_line_and_field_and_submit_nothing() {
+    let cases = [
+        (
+            "run: x\nimage_id: docker:ubuntu\n",
+            "task.yaml:2: image_id: ",
+        ),
+        (
+            "run: x\nresources:\n  cloud: aws\n",
+            "task.yaml:3: resources.cloud: ",
+        ),
+        (
+            "run: x\nresources:\n  use_spot: true\n",
+            "task.yaml:3: resources.use_spot: ",
+        ),
+        (
+            "run: x\nresources:\n  accelerators: A100:0.5\n",
+            "task.yaml:3: resources.accelerators: ",
+        ),
+        (
+            "run: x\nresources:\n  accelerators: [A100:1, V100:1]\n",
+            "task.yaml:3: resources.accelerators: several",
+        ),
+        (
+            "run: x\nresources:\n  memory: lots\n",
+            "task.yaml:3: resources.memory: ",
+        ),
+        (
+            "run: x\nfile_mounts:\n  /data: s3://bucket\n",
+            "task.yaml:3: file_mounts./data: buckets",
+        ),
+        ("run: x\nnum_nodes: 0\n", "task.yaml:2: num_nodes: "),
+        ("run: x\nname: a/b\n", "task.yaml:2: name: "),
+        (
+            "run: x\nservice:\n  replicas: 2\n",
+            "task.yaml:2: service: ",
+        ),
+        (
+            "run: x\nnum_node: 2\n",
+            "task.yaml:2: num_node: not a task field",
+        ),
+        (
+            "run: x\nworkdir: /nonexistent/dir\n",
+            "task.yaml:2: workdir: ",
+        ),
+        (
+            "run: x\nrayslurm:\n  partion: lab\n",
+            "task.yaml:3: rayslurm.partion: `launch` has no option `--partion`",
+        ),
+        (
+            "run: x\nrayslurm:\n  time: 2 hours\n",
+            "task.yaml:3: rayslurm.time: ",
+        ),
+        (
+            "run: x\nrayslurm:\n  num_nodes: many\n",
+            "task.yaml:3: rayslurm.num_nodes: ",
+        ),
+        (
+            "run: x\nrayslurm:\n  requeue: 3\n",
+            "task.yaml:3: rayslurm.requeue: `--requeue` is a switch",
+        ),
+        (
+            "run: x\nrayslurm:\n  time: true\n",
+            "task.yaml:3: rayslurm.time: `--time` takes a value",
+        ),
+        ("run: [unclosed\n", "task.yaml:0: (file): not valid YAML"),
+    ];
+    for (task, needle) in cases {
+        let (dir, ran) = dry_run_task(task, &[]);
+        assert_eq!(
+            ran.output.status.code().unwrap_or(-1),
+            2,
+            "{task}: {}",
+            ran.stderr
+        );
+        assert!(ran.stderr.starts_with("error: "), "{}", ran.stderr);
+        assert!(ran.stderr.contains(needle), "{needle}: {}", ran.stderr);
+        assert!(!state(dir.path()).exists(), "{task}: wrote the state tree");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "{task}: wrote a file");
+    }
+}
+
+#[test]
+fn a_missing_task_file_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    launch_in(dir.path(), &["nope.yaml", "--dry-run"])
+        .expect_status(2)
+        .expect_stderr_contains("cannot read task file `nope.yaml`")
+        .run();
+}
