@@ -6,7 +6,7 @@ use clap::builder::{BoolishValueParser, PossibleValue};
 use clap::{Args, ValueEnum};
 
 use super::heading;
-use super::values::{count, positive_count};
+use super::values::{count, node_count, positive_count};
 use crate::env_vars;
 use crate::handoff::cluster::IpFamily;
 use crate::handoff::signal_name::SignalName;
@@ -135,7 +135,10 @@ pub(crate) struct JobArgs {
     #[arg(long, env = env_vars::QOS, help_heading = heading::JOB)]
     pub(crate) qos: Option<String>,
 
-    /// Time limit (e.g. `30`, `2:00:00`, `1-12:00`).
+    /// Time limit (e.g. `30`, `2:00:00`, `1-12:00`; `0` or `UNLIMITED`: none).
+    ///
+    /// As sbatch takes it: minutes, `M:S`, `H:M:S`, `D-H`, `D-H:M`, `D-H:M:S`; `0`,
+    /// `UNLIMITED` and `INFINITE` ask for no limit (the partition's own may still apply).
     #[arg(long, short = 't', env = env_vars::TIME, help_heading = heading::JOB)]
     pub(crate) time: Option<String>,
 
@@ -157,12 +160,14 @@ pub(crate) struct JobArgs {
     #[arg(value_name = "FILE", long, env = env_vars::TEMPLATE, help_heading = heading::JOB)]
     pub(crate) template: Option<PathBuf>,
 
-    /// Number of nodes.
-    #[arg(value_name = "N", long, short = 'n', default_value = "1", value_parser = positive_count, allow_hyphen_values = true, help_heading = heading::RESOURCES)]
+    /// Number of nodes (Slurm's -N/--nodes).
+    ///
+    /// For Slurm's MIN-MAX form, give the maximum here and the minimum with --min-nodes.
+    #[arg(value_name = "N", long, short = 'n', visible_short_alias = 'N', visible_alias = "nodes", default_value = "1", value_parser = node_count, allow_hyphen_values = true, help_heading = heading::RESOURCES)]
     pub(crate) num_nodes: u32,
 
-    /// Tasks per node.
-    #[arg(value_name = "N", long, default_value = "1", value_parser = positive_count, allow_hyphen_values = true, help_heading = heading::RESOURCES)]
+    /// Tasks per node (Slurm's --ntasks-per-node).
+    #[arg(value_name = "N", long, visible_alias = "ntasks-per-node", default_value = "1", value_parser = positive_count, allow_hyphen_values = true, help_heading = heading::RESOURCES)]
     pub(crate) tasks_per_node: u32,
 
     /// CPUs per task.
@@ -183,16 +188,21 @@ pub(crate) struct JobArgs {
     #[arg(value_name = "HOW", long, value_enum, env = env_vars::GPU_DIRECTIVE, help_heading = heading::RESOURCES)]
     pub(crate) gpu_directive: Option<GpuDirective>,
 
-    /// Memory per node (e.g. `16G`).
+    /// Memory per node, asked of Slurm (e.g. `16G`, `16GB`; a plain number is megabytes).
+    ///
+    /// Slurm's --mem: `0` asks for all of each node's memory. Not `exec --memory`, which is
+    /// memory a job on a cluster reserves in Ray's own accounting.
     #[arg(value_name = "SIZE", long, conflicts_with = "mem_per_cpu", help_heading = heading::RESOURCES)]
     pub(crate) mem: Option<String>,
 
-    /// Memory per CPU (e.g. `2G`).
+    /// Memory per CPU, asked of Slurm (e.g. `2G`, `1GB`).
     #[arg(value_name = "SIZE", long, help_heading = heading::RESOURCES)]
     pub(crate) mem_per_cpu: Option<String>,
 
-    /// Nodes to run on, as sinfo prints them (e.g. `node[01-04]`).
-    #[arg(value_name = "LIST", long = "node", short = 'w', help_heading = heading::RESOURCES)]
+    /// Nodes to run on, as sinfo prints them (e.g. `node[01-04]`; Slurm's -w/--nodelist).
+    ///
+    /// Names, not a count: the number of nodes is --num-nodes.
+    #[arg(value_name = "LIST", long = "node", short = 'w', visible_alias = "nodelist", help_heading = heading::RESOURCES)]
     pub(crate) node: Option<String>,
 
     /// Node features required.

@@ -9,6 +9,7 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::Cli;
+use crate::launch::owned_directives;
 
 /// Parses `argv`, with `var` giving the environment's variables; exits (2, or 0 for `--help`)
 /// on what clap refuses.
@@ -20,7 +21,7 @@ pub(crate) fn parse(argv: Vec<OsString>, var: &dyn Fn(&OsStr) -> Option<OsString
         .clone()
         .try_get_matches_from(&argv)
         .unwrap_or_else(|mut e| {
-            if let Some(note) = from_variable(&e, &command, &argv, var) {
+            if let Some(note) = from_variable(&e, &command, &argv, var).or_else(|| tip(&e, &argv)) {
                 e.insert(
                     ContextKind::Suggested,
                     ContextValue::StyledStrs(vec![note.into()]),
@@ -135,6 +136,28 @@ fn from_variable(
         format!(
             "the value comes from the variable {}; fix or unset it",
             name.to_string_lossy()
+        )
+    })
+}
+
+/// A tip for an argument clap does not know: Slurm's name of a rayslurm option (`--job-name`
+/// is `--exp-name`), or `exec`'s command typed without the `--` before it.
+fn tip(error: &clap::Error, argv: &[OsString]) -> Option<String> {
+    if error.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(arg)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let name = arg.split('=').next().unwrap_or_default();
+    if name.starts_with('-') {
+        return owned_directives::instead_of(name)
+            .map(|instead| format!("{name} is Slurm's name; rayslurm's is {instead}"));
+    }
+    let exec = argv.get(1).is_some_and(|a| a == "exec");
+    exec.then(|| {
+        format!(
+            "put the command after `--`, as in `rayslurm exec CLUSTER -- {arg} ...`, or give it as one string with --command"
         )
     })
 }

@@ -11,6 +11,20 @@ pub(super) fn positive_count(value: &str) -> Result<u32, String> {
     }
 }
 
+/// A number of nodes (clap value parser): a count of at least 1, with a tip for Slurm's
+/// `MIN-MAX` form, which rayslurm spells with `--min-nodes`.
+pub(super) fn node_count(value: &str) -> Result<u32, String> {
+    if let Some((min, max)) = value.trim().split_once('-')
+        && let (Ok(min), Ok(max)) = (positive_count(min), positive_count(max))
+    {
+        return Err(format!(
+            "`{}` is Slurm's MIN-MAX form, which rayslurm does not take here; ask for {max} nodes and start once {min} have joined with `--num-nodes {max} --min-nodes {min}`",
+            value.escape_debug()
+        ));
+    }
+    positive_count(value)
+}
+
 /// A count that may be 0 (clap value parser).
 pub(super) fn count(value: &str) -> Result<u32, String> {
     value.trim().parse::<u32>().map_err(|_| {
@@ -31,6 +45,10 @@ mod tests {
         for bad in ["0", "-1", "x", "", "1.5"] {
             assert!(positive_count(bad).is_err(), "{bad}");
         }
+        assert_eq!(node_count("4"), Ok(4));
+        let range = node_count("2-4").unwrap_err();
+        assert!(range.contains("--num-nodes 4 --min-nodes 2"), "{range}");
+        assert!(node_count("x-4").unwrap_err().contains("at least 1"));
         assert_eq!(count("0"), Ok(0));
         assert!(count("-2").is_err());
     }

@@ -7,6 +7,7 @@ pub(crate) mod config;
 pub(crate) mod gpu_directive;
 pub(crate) mod job_spec;
 pub(crate) mod node_binary;
+pub(crate) mod owned_directives;
 pub(crate) mod prelude;
 pub(crate) mod script_files;
 pub(crate) mod task_file;

@@ -148,25 +148,39 @@ pub(crate) fn time(value: &str) -> Result<(), UsageError> {
     ))
 }
 
+/// Sizes as sbatch(1) documents them for `--mem` and `--mem-per-cpu`: a whole number of
+/// megabytes, or with a unit K, M, G or T; sbatch reads only the unit's letter, so `16GB` (as
+/// Ray's own docs write sizes) is 16G.
 static MEMORY: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^\d+[KMGT]?$").expect("valid regex"));
+    LazyLock::new(|| Regex::new(r"^\d+([KMGT]B?)?$").expect("valid regex"));
 
-/// `--mem`/`--mem-per-cpu`: a whole number with an optional K, M, G or T suffix.
+/// `--mem`/`--mem-per-cpu`: a whole number with an optional K, M, G or T suffix (`B` after it
+/// allowed, as sbatch allows it).
 pub(crate) fn memory(flag: &str, value: &str) -> Result<(), UsageError> {
     if MEMORY.is_match(&value.to_ascii_uppercase()) {
         return Ok(());
     }
     Err(
         UsageError::new(format!("invalid {flag} {}", show(value))).hint(format!(
-            "use a whole number with an optional unit K, M, G or T, e.g. `{flag} 16G`"
+            "use a whole number (megabytes) with an optional unit K, M, G or T, e.g. `{flag} 16G` or `{flag} 16GB`"
         )),
     )
+}
+
+/// A valid memory size as sbatch reads it and as the `#SBATCH` line is written: the unit
+/// upper-case, without a trailing `B` (`16gb` is `16G`).
+pub(crate) fn slurm_memory(value: &str) -> String {
+    let upper = value.to_ascii_uppercase();
+    match upper.strip_suffix('B') {
+        Some(rest) if rest.ends_with(['K', 'M', 'G', 'T']) => rest.to_owned(),
+        _ => upper,
+    }
 }
 
 /// A memory size as Slurm writes it (`4G`, `512M`, a plain number is megabytes), in bytes.
 pub(crate) fn memory_bytes(flag: &str, value: &str) -> Result<u64, UsageError> {
     memory(flag, value)?;
-    let upper = value.to_ascii_uppercase();
+    let upper = slurm_memory(value);
     let (number, shift) = match upper.chars().last() {
         Some('K') => (&upper[..upper.len() - 1], 10),
         Some('M') => (&upper[..upper.len() - 1], 20),
@@ -326,10 +340,19 @@ mod tests {
 
     #[test]
     fn memories() {
-        for ok in ["4000", "16G", "512m", "1T"] {
+        for (ok, rendered) in [
+            ("4000", "4000"),
+            ("16G", "16G"),
+            ("512m", "512M"),
+            ("1T", "1T"),
+            ("16GB", "16G"),
+            ("1gb", "1G"),
+            ("0", "0"),
+        ] {
             assert!(memory("--mem", ok).is_ok(), "{ok}");
+            assert_eq!(slurm_memory(ok), rendered, "{ok}");
         }
-        for bad in ["", "16GB", "1.5G", "-1", "G"] {
+        for bad in ["", "1.5G", "-1", "G", "16B", "GB", "16GiB"] {
             assert!(memory("--mem", bad).is_err(), "{bad:?}");
         }
     }
@@ -370,5 +393,6 @@ mod tests {
         assert_eq!(memory_bytes("--memory", "512m").unwrap(), 512 << 20);
         assert_eq!(memory_bytes("--memory", "100").unwrap(), 100 << 20);
         assert!(memory_bytes("--memory", "lots").is_err());
+        assert_eq!(memory_bytes("--memory", "1GB").unwrap(), 1 << 30);
     }
 }

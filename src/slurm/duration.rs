@@ -27,7 +27,8 @@ pub(crate) fn parse(text: &str) -> Option<u64> {
 }
 
 /// A `--time` limit as sbatch reads it, in seconds: `M`, `M:S`, `H:M:S`, `D-H`, `D-H:M`,
-/// `D-H:M:S`; `None` for `UNLIMITED` or what is not a time.
+/// `D-H:M:S`; `None` for no limit (`UNLIMITED`, `INFINITE`, or a time of zero, which sbatch(1)
+/// documents as "no time limit") and for what is not a time.
 pub(crate) fn time_limit(text: &str) -> Option<u64> {
     let text = text.trim();
     let numbers = |t: &str| -> Option<Vec<u64>> { t.split(':').map(|p| p.parse().ok()).collect() };
@@ -45,7 +46,7 @@ pub(crate) fn time_limit(text: &str) -> Option<u64> {
             _ => return None,
         },
     };
-    Some(((days * 24 + h) * 60 + m) * 60 + s)
+    Some(((days * 24 + h) * 60 + m) * 60 + s).filter(|&total| total > 0)
 }
 
 /// Formats seconds as squeue does: `0:05`, `12:34`, `1:02:03`, `2-01:00:00`.
@@ -78,7 +79,7 @@ mod tests {
         ] {
             assert_eq!(time_limit(text), Some(seconds), "{text}");
         }
-        for text in ["UNLIMITED", "", "1:2:3:4", "x"] {
+        for text in ["UNLIMITED", "", "1:2:3:4", "x", "0", "0:00", "0-0"] {
             assert_eq!(time_limit(text), None, "{text}");
         }
     }

@@ -17,6 +17,7 @@ mod layers;
 mod project_trust;
 mod runs;
 mod sizes;
+mod slurm_spellings;
 mod user_namespace;
 mod verbose;
 mod version;

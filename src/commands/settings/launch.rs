@@ -13,7 +13,7 @@ use crate::launch::config::{
     self, EnvVar, JobRequest, LaunchConfig, Sources, check_log_dir_text, layered,
 };
 use crate::launch::gpu_directive::GpuDirective;
-use crate::launch::validate;
+use crate::launch::{owned_directives, validate};
 use crate::slurm::duration;
 
 /// Resolves every argument of `launch`, with the files' values and the defaults.
@@ -129,6 +129,9 @@ pub(super) fn resolve_job(
         [mem, mem_per_cpu],
         sbatch_args,
     )?;
+    for a in sbatch_args {
+        owned_directives::refuse(a, *num_gpus > 0)?;
+    }
     let env = config::env_vars(env_file, env)?
         .into_iter()
         .map(|(key, value)| EnvVar { key, value })
@@ -158,9 +161,12 @@ pub(super) fn resolve_job(
         constraint,
         nodelist: node.clone(),
         time,
-        mem: mem.clone(),
+        mem: mem.as_deref().map(validate::slurm_memory),
         // clap refuses --mem with --mem-per-cpu.
-        mem_per_cpu: mem_per_cpu.clone().filter(|_| mem.is_none()),
+        mem_per_cpu: mem_per_cpu
+            .as_deref()
+            .map(validate::slurm_memory)
+            .filter(|_| mem.is_none()),
         exclusive: !no_exclusive,
         sbatch_args: sbatch_args.clone(),
     };
@@ -181,6 +187,18 @@ fn check_job_text(
     // Its own check first: it says what a time looks like.
     if let Some(t) = time {
         validate::time(t)?;
+    }
+    if let Some(n) = node
+        && !n.is_empty()
+        && n.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(UsageError::new(format!(
+            "--node {} looks like a number of nodes, but --node (Slurm's --nodelist) names the nodes to run on",
+            show(n)
+        ))
+        .hint(format!(
+            "ask for a number of nodes with --num-nodes {n} (or -n, -N, --nodes); name nodes as sinfo prints them, e.g. `--node node[01-04]`"
+        )));
     }
     for (flag, value) in [
         ("--partition", partition),

@@ -32,7 +32,6 @@ fn bad_input_exits_2_and_writes_nothing() {
         (&["-w", "n1\nn2"], "--node"),
         (&["--time", "2 hours"], "--time"),
         (&["--time", "1:2:3:4"], "--time"),
-        (&["--mem", "16GB"], "--mem"),
         (&["--mem-per-cpu", "lots"], "--mem-per-cpu"),
         (&["--sbatch-arg", "--x=1\n#SBATCH --y"], "--sbatch-arg"),
         (&["--sbatch-arg", "mail"], "--sbatch-arg"),
@@ -151,7 +150,7 @@ fn usage_error_messages() {
         ),
         (
             "bad_mem",
-            &["--exp-name", "x", "--command", "true", "--mem", "16GB"],
+            &["--exp-name", "x", "--command", "true", "--mem", "16GiB"],
         ),
         (
             "env_without_equals",
