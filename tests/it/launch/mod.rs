@@ -7,6 +7,7 @@ use crate::harness::{Run, filter_stamps, rayslurm};
 
 mod bad_input;
 mod node_copy;
+mod pruning;
 mod scripts;
 mod submission;
 mod templates;
