@@ -148,9 +148,10 @@ pub(crate) struct JobArgs {
     #[arg(value_name = "OPTION", long = "sbatch-arg", allow_hyphen_values = true, help_heading = heading::JOB)]
     pub(crate) sbatch_args: Vec<String>,
 
-    /// Where the script and log go.
+    /// Where a link to each run's log goes [default: ./rayslurm-logs]
     ///
-    /// Default: the current directory. It must be visible from the nodes.
+    /// Only links go there (the script, log and run files stay in rayslurm's private
+    /// directory); the default is made when first needed.
     #[arg(value_name = "DIR", long, env = env_vars::LOG_DIR, help_heading = heading::JOB)]
     pub(crate) log_dir: Option<PathBuf>,
 

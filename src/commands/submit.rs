@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use chrono::Local;
 use serde::Serialize;
 
+use crate::commands::bin_copies::prune_copies;
 use crate::error::UsageError;
 use crate::error::show;
 use crate::handoff::job_env;
@@ -14,7 +15,8 @@ use crate::handoff::run_files::RunFiles;
 use crate::launch::config::LaunchConfig;
 use crate::launch::job_spec::JobSpec;
 use crate::launch::job_spec::Link;
-use crate::launch::node_binary::node_visible_copy;
+use crate::launch::log_dir;
+use crate::launch::node_binary::{NodeBinary, node_visible_copy};
 use crate::launch::prelude::with_prelude;
 use crate::launch::script_files;
 use crate::launch::template::Template;
@@ -49,7 +51,8 @@ pub(crate) enum Submitted {
 /// Renders the script, submits it and records the run: `launch` and `up` alike.
 pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitted> {
     // Everything that can be refused is checked before a file is written.
-    check_log_dir(config)?;
+    // A dry run writes nothing there, so it need not be writable (nor, the default, made).
+    log_dir::check(&config.log_dir, config.log_dir_is_default, !config.dry_run)?;
     let template = match &config.template {
         Some(path) => Template::from_file(path).map_err(|e| {
             UsageError::new(e.to_string()).hint("start a custom template from `rayslurm template`")
@@ -70,22 +73,36 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
     warn_if_node_local(printer);
 
     let link = chain::link(config.after.as_deref(), config.singleton, printer)?;
-    let files = write_script(config, &template, &link, printer)?;
+    if !config.dry_run {
+        log_dir::make_default(&config.log_dir, config.log_dir_is_default)?;
+    }
+    let (files, bin) = write_script(config, &template, &link, printer)?;
     if config.dry_run {
-        let text = std::fs::read_to_string(&files.script)?;
-        if config.json {
-            print_result(printer, config, &files, None)?;
-        } else {
-            printer.result(text.trim_end());
-        }
-        printer.info(&format!(
-            "dry run: wrote {} (not submitted; submit it with `sbatch {}`)",
-            files.script.display(),
-            crate::sys::quote::shell_quote(&files.script.display().to_string())
-        ));
+        show_dry_run(printer, config.json, &config.job.exp_name, &files)?;
         return Ok(Submitted::DryRun);
     }
-    sbatch(config, &files, link, printer)
+    sbatch(config, &files, &bin, link, printer)
+}
+
+/// What a dry run shows: the script it wrote (or, with `--json`, its paths).
+pub(crate) fn show_dry_run(
+    printer: &Printer,
+    json: bool,
+    exp_name: &str,
+    files: &RunFiles,
+) -> Result<()> {
+    let text = std::fs::read_to_string(&files.script)?;
+    if json {
+        print_result(printer, json, exp_name, files, None)?;
+    } else {
+        printer.result(text.trim_end());
+    }
+    printer.info(&format!(
+        "dry run: wrote {} (not submitted; submit it with `sbatch {}`)",
+        files.script.display(),
+        crate::sys::quote::shell_quote(&files.script.display().to_string())
+    ));
+    Ok(())
 }
 
 /// Refuses a Slurm too old for rayslurm, and notes one outside the tested range; says nothing
@@ -107,16 +124,16 @@ fn write_script(
     template: &Template,
     link: &Link,
     printer: &Printer,
-) -> Result<RunFiles> {
+) -> Result<(RunFiles, NodeBinary)> {
     let root = private_root()?;
     warn_if_state_is_node_local(root.path(), printer);
-    let bin_dir = root.dir("bin").map_err(tree_error)?;
     let jobs = root.dir("jobs").map_err(tree_error)?;
-    let bin = node_visible_copy(&bin_dir, config.dry_run)?;
+    let bin = node_visible_copy(&root, config.dry_run)?;
     let now = Local::now();
+    // A dry run writes the script it shows, and nothing else: no link to a log to come.
     let files = script_files::write_new(
         jobs.path(),
-        Some(&config.log_dir),
+        (!config.dry_run).then_some(config.log_dir.as_path()),
         &config.job.exp_name,
         &now,
         |files| {
@@ -127,35 +144,25 @@ fn write_script(
             Ok(with_prelude(&script, &bin.path, &bin.sha256))
         },
     )?;
-    Ok(files)
+    Ok((files, bin))
 }
 
 /// Submits the written script and records the run.
 fn sbatch(
     config: &LaunchConfig,
     files: &RunFiles,
+    bin: &NodeBinary,
     link: Link,
     printer: &Printer,
 ) -> Result<Submitted> {
-    let job_id = slurm::sbatch(&files.script).with_context(|| {
-        format!(
-            "submitting `{}` failed; the script is kept there",
-            files.script.display()
-        )
-    })?;
+    let job_id = submit_script(printer, config.json, &config.job.exp_name, files)?;
     let submitted_at = Local::now().fixed_offset();
-    print_result(printer, config, files, Some(&job_id))?;
-    printer.info(&format!(
-        "submitted job {job_id} ({})\n  script: {}\n  log:    {}",
-        config.job.exp_name,
-        files.script.display(),
-        files.log.display()
-    ));
 
     let workdir = std::env::current_dir().unwrap_or_else(|_| config.log_dir.clone());
     let record = RunRecord {
         cluster: config.cluster.serve,
         run_dir: link.run_dir,
+        binary: Some(bin.path.clone()),
         ..RunRecord::new(
             &config.job.exp_name,
             &job_id,
@@ -167,15 +174,38 @@ fn sbatch(
         )
     };
     let stored = record_run(&record, printer).map(Box::new);
+    prune_copies(bin, printer);
     Ok(Submitted::Job {
         record: Box::new(record),
         stored,
     })
 }
 
+/// `sbatch SCRIPT`, and what was submitted told (the job id alone, or `--json`, on stdout).
+pub(crate) fn submit_script(
+    printer: &Printer,
+    json: bool,
+    exp_name: &str,
+    files: &RunFiles,
+) -> Result<String> {
+    let job_id = slurm::sbatch(&files.script).with_context(|| {
+        format!(
+            "submitting `{}` failed; the script is kept there",
+            files.script.display()
+        )
+    })?;
+    print_result(printer, json, exp_name, files, Some(&job_id))?;
+    printer.info(&format!(
+        "submitted job {job_id} ({exp_name})\n  script: {}\n  log:    {}",
+        files.script.display(),
+        files.log.display()
+    ));
+    Ok(job_id)
+}
+
 /// Keeps the run in the run store. The job is submitted whatever happens here, so a store that
 /// cannot be written costs a warning, not the launch.
-fn record_run(record: &RunRecord, printer: &Printer) -> Option<(RunStore, StoredRun)> {
+pub(crate) fn record_run(record: &RunRecord, printer: &Printer) -> Option<(RunStore, StoredRun)> {
     let stored = RunStore::from_env()
         .map_err(anyhow::Error::from)
         .and_then(|store| store.add(record).map(|run| (store, run)));
@@ -193,14 +223,15 @@ fn record_run(record: &RunRecord, printer: &Printer) -> Option<(RunStore, Stored
 
 fn print_result(
     printer: &Printer,
-    config: &LaunchConfig,
+    json: bool,
+    exp_name: &str,
     files: &RunFiles,
     job_id: Option<&str>,
 ) -> Result<()> {
-    if config.json {
+    if json {
         let result = LaunchResult {
             job_id,
-            exp_name: &config.job.exp_name,
+            exp_name,
             script: files.script.display().to_string(),
             log: files.log.display().to_string(),
             submitted: job_id.is_some(),
@@ -240,28 +271,4 @@ fn warn_if_state_is_node_local(state: &std::path::Path, printer: &Printer) {
             crate::env_vars::STATE_DIR
         ));
     }
-}
-
-fn check_log_dir(config: &LaunchConfig) -> Result<(), UsageError> {
-    let dir = &config.log_dir;
-    let shown = show(&dir.display().to_string());
-    if !dir.is_dir() {
-        return Err(
-            UsageError::new(format!("the log directory {shown} does not exist")).hint(format!(
-                "create it first (`mkdir -p {}`) or pass another --log-dir",
-                dir.display()
-            )),
-        );
-    }
-    // A real write, not access(2): root passes access() even on a read-only filesystem.
-    if let Err(e) = tempfile::Builder::new()
-        .prefix(".rayslurm-probe-")
-        .tempfile_in(dir)
-    {
-        return Err(
-            UsageError::new(format!("the log directory {shown} is not writable: {e}"))
-                .hint("pass a --log-dir you can write to, on a filesystem the compute nodes share"),
-        );
-    }
-    Ok(())
 }

@@ -201,6 +201,7 @@ mod tests {
         LaunchConfig {
             job,
             log_dir: "/work/proj".into(),
+            log_dir_is_default: false,
             template: None,
             dry_run: false,
             json: false,

@@ -112,18 +112,21 @@ fn victim_launches(lab: &Lab, dir: &Path, args: &str) -> (String, PathBuf) {
 }
 
 /// What the attacker plants before the victim's launch: the names the victim's next files
-/// would have in the shared directory (links to the victim's results, for the next minute),
-/// and a binary tree of the kind older versions reused without a check.
+/// would have in the shared directory and in its default log directory (which the attacker
+/// makes, group-writable: links to the victim's results, for the next minute), and a binary
+/// tree of the kind older versions reused without a check.
 fn plant(dir: &Path, results: &Path, marker: &Path) {
     let script = format!(
         r#"
 mkdir -p .rayslurm/bin
 printf '#!/bin/sh\ntouch {marker}\n' > .rayslurm/bin/rayslurm-0.1.0-planted
 chmod 755 .rayslurm/bin/rayslurm-0.1.0-planted
+mkdir rayslurm-logs
 for s in $(seq 0 90); do
   stem=shared_$(date -d "+$s seconds" +%m%d-%H%M%S)
   ln -s {results} "$stem.log"
   ln -s {results} "$stem.sh"
+  ln -s {results} "rayslurm-logs/$stem.log"
 done
 "#,
         marker = marker.display(),
@@ -187,8 +190,9 @@ fn a_group_member_can_neither_run_code_as_the_victim_nor_read_or_destroy_their_f
     if let Ok(meta) = std::fs::symlink_metadata(&token) {
         assert_eq!((meta.uid(), meta.mode() & 0o777), (victim, 0o600));
     }
-    // The log's name in the shared directory is a link the victim can follow, the attacker not.
-    let link = dir.join(log.file_name().unwrap());
+    // The log's name in the (shared) default log directory is a link the victim can follow,
+    // the attacker not.
+    let link = dir.join("rayslurm-logs").join(log.file_name().unwrap());
     assert_eq!(std::fs::read_link(&link).unwrap(), log);
     for path in [&link, &log, &script] {
         let out = sh_as(ATTACKER, &dir, &format!("cat {}", path.display()));

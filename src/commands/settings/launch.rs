@@ -70,6 +70,7 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
     Ok(LaunchConfig {
         job: job.request,
         log_dir: job.log_dir,
+        log_dir_is_default: job.log_dir_is_default,
         template: job.template,
         dry_run: *dry_run,
         json: *json,
@@ -85,6 +86,8 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
 pub(super) struct ResolvedJob {
     pub(super) request: JobRequest,
     pub(super) log_dir: PathBuf,
+    /// No `--log-dir` anywhere: the default, made if missing.
+    pub(super) log_dir_is_default: bool,
     pub(super) template: Option<PathBuf>,
 }
 
@@ -138,9 +141,11 @@ pub(super) fn resolve_job(
         .collect();
     let load_env =
         layered(load_env.clone(), &p.load_env, &u.load_env).filter(|l| !l.trim().is_empty());
-    let log_dir = layered(log_dir.clone(), &p.log_dir, &u.log_dir)
-        .map(|d| src.cwd.join(d))
-        .unwrap_or_else(|| src.cwd.clone());
+    let named = layered(log_dir.clone(), &p.log_dir, &u.log_dir);
+    let log_dir_is_default = named.is_none();
+    let log_dir = src
+        .cwd
+        .join(named.unwrap_or_else(|| PathBuf::from(config::DEFAULT_LOG_DIR)));
     check_log_dir_text(&log_dir)?;
     let template = layered(template.clone(), &p.template, &u.template).map(|t| src.cwd.join(t));
     let request = JobRequest {
@@ -173,6 +178,7 @@ pub(super) fn resolve_job(
     Ok(ResolvedJob {
         request,
         log_dir,
+        log_dir_is_default,
         template,
     })
 }

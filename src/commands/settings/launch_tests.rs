@@ -42,7 +42,8 @@ fn defaults_match_the_seed_launcher() {
     assert_eq!(j.tasks_per_node, 1);
     assert!(j.exclusive);
     assert_eq!(j.gpu_directive, GpuDirective::GpusPerTask);
-    assert_eq!(c.log_dir, PathBuf::from("/work/proj"));
+    assert_eq!(c.log_dir, PathBuf::from("/work/proj/rayslurm-logs"));
+    assert!(c.log_dir_is_default);
     assert_eq!(j.partition, None);
     assert_eq!(c.cluster.ready_timeout, DEFAULT_READY_TIMEOUT);
     assert_eq!(c.cluster.ip_family, IpFamily::Auto);
@@ -118,6 +119,7 @@ fn table_of_flags() {
         }]
     );
     assert_eq!(c.log_dir, PathBuf::from("/work/proj/logs"));
+    assert!(!c.log_dir_is_default);
     assert_eq!(c.cluster.interface.as_deref(), Some("ib0"));
     assert_eq!(c.cluster.ip_family, IpFamily::V6);
     assert_eq!(c.cluster.min_nodes, Some(2));

@@ -55,6 +55,7 @@ impl UpSettings {
         let config = LaunchConfig {
             job: job.request,
             log_dir: job.log_dir,
+            log_dir_is_default: job.log_dir_is_default,
             template: job.template,
             dry_run: *dry_run,
             json: *json,

@@ -68,7 +68,11 @@ pub(crate) struct EnvVar {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LaunchConfig {
     pub(crate) job: JobRequest,
+    /// Where the link to the run's log goes (the script and log themselves are private).
     pub(crate) log_dir: PathBuf,
+    /// The log directory is the default (`./rayslurm-logs`, [`DEFAULT_LOG_DIR`]): made by the
+    /// launch if missing (never by a dry run), where one the user named must exist.
+    pub(crate) log_dir_is_default: bool,
     pub(crate) template: Option<PathBuf>,
     pub(crate) dry_run: bool,
     pub(crate) json: bool,
@@ -80,6 +84,10 @@ pub(crate) struct LaunchConfig {
     /// `--singleton`: one job of this experiment name at a time.
     pub(crate) singleton: bool,
 }
+
+/// The log directory when none is named: `rayslurm-logs` in the working directory, so that
+/// the runs' links gather there rather than among the user's own files.
+pub(crate) const DEFAULT_LOG_DIR: &str = "rayslurm-logs";
 
 /// Picks the first value present: command line (or its environment variable, which clap
 /// reads), project file, user file.

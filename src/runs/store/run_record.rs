@@ -34,6 +34,10 @@ pub(crate) struct RunRecord {
     /// A persistent cluster (`rayslurm up`), not a command's run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) cluster: bool,
+    /// The copy of rayslurm its script runs (in the private tree's `bin/`), kept while this
+    /// record is; records written before it was kept name it in their script alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) binary: Option<PathBuf>,
     /// The private directory it uses when not its own: that of the run it follows (`--after`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) run_dir: Option<PathBuf>,
@@ -66,6 +70,7 @@ impl RunRecord {
             num_nodes,
             ended: None,
             cluster: false,
+            binary: None,
             run_dir: None,
         }
     }

@@ -8,6 +8,7 @@ use crate::harness::{Run, filter_stamps, rayslurm};
 mod bad_input;
 mod gpus;
 mod node_copy;
+mod pruning;
 mod scripts;
 mod submission;
 mod task_file;

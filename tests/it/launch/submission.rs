@@ -18,20 +18,31 @@ fn dry_run_writes_the_script_only() {
     .expect_stdout_starts_with("#!/bin/bash\n")
     .expect_stderr_contains("dry run: wrote")
     .run();
-    // The script in the private tree, a link to its log in the working directory.
+    // The script in the private tree, and nothing else anywhere: no link to a log to come,
+    // no log directory, no binary copy (nor its folder).
     let files = visible_files(&jobs(dir.path()));
     assert_eq!(files.len(), 1, "{files:?}");
     assert!(files[0].starts_with("d_") && files[0].ends_with(".sh"));
-    let links = visible_files(dir.path());
-    assert_eq!(links, [files[0].replace(".sh", ".log")]);
-    assert!(
-        !state(dir.path())
-            .join("bin")
-            .read_dir()
-            .unwrap()
-            .any(|_| true),
-        "a dry run copies no binary"
-    );
+    assert!(visible_files(dir.path()).is_empty());
+    let mut tree: Vec<String> = walkdir(&state(dir.path()));
+    tree.sort();
+    assert_eq!(tree, ["jobs", &format!("jobs/{}", files[0])]);
+}
+
+/// Every path under `dir`, relative to it.
+fn walkdir(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            found.push(path.strip_prefix(dir).unwrap().display().to_string());
+            if path.is_dir() {
+                todo.push(path);
+            }
+        }
+    }
+    found
 }
 
 #[test]

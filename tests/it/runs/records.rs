@@ -96,10 +96,15 @@ fn launch_records_runs_and_concurrent_launches_keep_all() {
     let row = &rows[0];
     assert_eq!(row["command"], "python train.py --lr 0.1");
     assert_eq!(row["nodes"], 1);
-    // The log is the user's alone; the log directory has a link to it.
+    // The log is the user's alone; the default log directory has a link to it.
     let log = Path::new(row["log"].as_str().unwrap());
     assert_eq!(
-        std::fs::read_link(fake.logs.join(log.file_name().unwrap())).unwrap(),
+        std::fs::read_link(
+            fake.logs
+                .join("rayslurm-logs")
+                .join(log.file_name().unwrap())
+        )
+        .unwrap(),
         log
     );
     assert_eq!(Path::new(row["workdir"].as_str().unwrap()), fake.logs);
