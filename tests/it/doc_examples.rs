@@ -94,13 +94,14 @@ pub(crate) fn examples(file: &Path, text: &str) -> (Vec<Example>, Vec<String>) {
             continue;
         }
         let mark = pending.take();
-        if let Some((at, _)) = &mark {
-            if !line.trim_start().starts_with("```") && !line.starts_with('|') {
-                problems.push(format!(
-                    "{}:{at}: a marker must stand right over a shell block or a table",
-                    file.display()
-                ));
-            }
+        if let Some((at, _)) = &mark
+            && !line.trim_start().starts_with("```")
+            && !line.starts_with('|')
+        {
+            problems.push(format!(
+                "{}:{at}: a marker must stand right over a shell block or a table",
+                file.display()
+            ));
         }
         if let Some(info) = line.trim_start().strip_prefix("```") {
             let indent = line.len() - line.trim_start().len();
