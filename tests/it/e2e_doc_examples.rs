@@ -93,8 +93,8 @@ fn until_interrupted(script: &str) -> String {
         .lines()
         .map(|line| match line.strip_suffix("# until Ctrl-C") {
             Some(command) => format!(
-                "timeout -s INT -k 10 20 {command}; test $? = 124 || \
-                 {{ echo 'ended before Ctrl-C: {}' >&2; exit 1; }}",
+                "rc=0; timeout -s INT -k 10 20 {command} || rc=$?; test $rc = 124 || \
+                 {{ echo 'ended with '$rc' before Ctrl-C: {}' >&2; exit 1; }}",
                 command.trim().replace('\'', "")
             ),
             None => line.to_owned(),
