@@ -9,6 +9,7 @@ mod harness;
 
 mod completions;
 mod config;
+mod doc_examples;
 mod env_file;
 mod exec;
 mod help;
@@ -26,6 +27,7 @@ mod e2e_auth;
 mod e2e_bootstrap;
 mod e2e_clusters;
 mod e2e_crash;
+mod e2e_doc_examples;
 mod e2e_exec_ranks;
 mod e2e_failures;
 mod e2e_long_runs;
