@@ -222,10 +222,19 @@ pub(crate) struct JobArgs {
 pub(crate) struct ClusterArgs {
     /// Run this on every node first, before the command (or Ray).
     ///
-    /// It runs in parallel, with the rank environment; the command (or Ray) starts only once
-    /// every node's setup succeeded.
+    /// It runs in parallel, with the rank environment ($RAYSLURM_NODE_RANK is 0 on one node
+    /// only); the command (or Ray) starts only once every node's setup succeeded, and the first
+    /// to fail fails the run. Its time is not counted in --ready-timeout: --setup-timeout
+    /// limits it.
     #[arg(value_name = "CMD", long, allow_hyphen_values = true, help_heading = heading::ENVIRONMENT)]
     pub(crate) setup: Option<String>,
+
+    /// Seconds every node's --setup may take (default: no limit).
+    ///
+    /// Counted from the start of the setups; the run fails when a node's setup has not
+    /// ended by then.
+    #[arg(value_name = "SECS", long, value_parser = positive_count, allow_hyphen_values = true, env = env_vars::SETUP_TIMEOUT, help_heading = heading::ENVIRONMENT)]
+    pub(crate) setup_timeout: Option<u32>,
 
     /// Do not start Ray: run the command on the head node alone.
     ///
@@ -256,9 +265,10 @@ pub(crate) struct ClusterArgs {
     #[arg(value_name = "FAMILY", long, value_enum, env = env_vars::IP_FAMILY, help_heading = heading::INSIDE)]
     pub(crate) ip_family: Option<IpFamily>,
 
-    /// Seconds the cluster may take to start.
+    /// Seconds the cluster may take to start, setup not counted.
     ///
-    /// How long to wait for the cluster before failing the job.
+    /// How long to wait for Ray (or the nodes) before failing the job; the clock starts once
+    /// every node's --setup is done (see --setup-timeout).
     #[arg(value_name = "SECS", long, value_parser = positive_count, allow_hyphen_values = true, env = env_vars::READY_TIMEOUT, help_heading = heading::INSIDE)]
     pub(crate) ready_timeout: Option<u32>,
 

@@ -14,6 +14,7 @@ mod per_node;
 mod ready;
 mod requeue;
 mod serve;
+mod setups;
 mod srun_workers;
 mod start;
 mod teardown;
@@ -64,6 +65,11 @@ fn run_attempt(args: &BootstrapArgs, alloc: &Allocation, started: &mut Started) 
         started,
         ip,
         t0,
+        setups: setups::Setups::new(
+            &alloc.nodes,
+            args.cluster.setup.is_some(),
+            args.cluster.setup_timeout,
+        ),
     };
     match start_up.start() {
         Ok(head) => head.run(),

@@ -212,6 +212,19 @@ impl WorkerStep {
         })
     }
 
+    /// The nodes whose setup has succeeded so far, while the head runs its own. Events seen
+    /// here stay for [`WorkerStep::next_event`].
+    pub(super) fn setups_ended(&self) -> Vec<String> {
+        let mut held = self.held.borrow_mut();
+        held.extend(self.events.try_iter());
+        held.iter()
+            .filter_map(|e| match e {
+                StepEvent::Report(Report::Setup { node, code: 0 }) => Some(node.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Tells every node `order`; false if the nodes can no longer hear it.
     pub(super) fn tell(&mut self, order: &Order) -> bool {
         let Some(stdin) = &mut self.stdin else {

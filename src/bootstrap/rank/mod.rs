@@ -81,7 +81,7 @@ fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_nod
                 Ok(Order::Stop { .. }) | Err(mpsc::TryRecvError::Disconnected)
             )
         };
-        let code = setup::run(setup, &env, &output("setup"), &stop);
+        let code = setup::run(node, setup, &env, &output("setup"), &stop);
         report(&Report::Setup {
             node: node.clone(),
             code,

@@ -92,7 +92,7 @@ fn start(
         env.extend(attempt_env(alloc, args.run_dir.as_deref()));
         let output = Output::Prefixed(format!("[setup {node}] "));
         let stop = || told_to_stop.load(Ordering::SeqCst);
-        let code = setup::run(setup, &env, &output, &stop);
+        let code = setup::run(node, setup, &env, &output, &stop);
         let mut out = std::io::stdout().lock();
         let _ = writeln!(
             out,
