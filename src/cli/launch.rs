@@ -48,6 +48,9 @@ pub(crate) struct LaunchArgs {
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
 
+    #[command(flatten)]
+    pub(crate) snapshot: SnapshotArgs,
+
     /// Write and show the script; submit nothing.
     #[arg(long, help_heading = heading::OUTPUT)]
     pub(crate) dry_run: bool,
@@ -66,6 +69,28 @@ pub(crate) struct LaunchArgs {
 
     #[command(flatten)]
     pub(crate) long_run: LongRunArgs,
+}
+
+/// The code a run gets: a copy of its workdir made at submission (`launch`).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct SnapshotArgs {
+    /// Copy the workdir now; the run works in a node-local copy of it.
+    ///
+    /// At submission the workdir (--workdir, else the current directory) is copied into the
+    /// run's private directory: in a git repository its tracked files and the untracked ones
+    /// that are not ignored, elsewhere every file. At start each node copies it to its own
+    /// temp dir, and --setup and the command run there: edits after the launch do not reach
+    /// a queued run or its requeued attempts, and nodes do not collide in it.
+    #[arg(long, help_heading = heading::ENVIRONMENT)]
+    pub(crate) snapshot: bool,
+
+    /// The directory --snapshot copies (implies --snapshot).
+    #[arg(value_name = "DIR", long, help_heading = heading::ENVIRONMENT)]
+    pub(crate) workdir: Option<PathBuf>,
+
+    /// Largest snapshot, e.g. `500M`, `2G` (default: 1G; a plain number is megabytes).
+    #[arg(value_name = "SIZE", long, env = env_vars::SNAPSHOT_MAX_SIZE, help_heading = heading::ENVIRONMENT)]
+    pub(crate) snapshot_max_size: Option<String>,
 }
 
 /// Runs that outlive one allocation: the time limit's warning, requeue, chains (`launch`).
@@ -225,7 +250,7 @@ pub(crate) struct ClusterArgs {
     /// It runs in parallel, with the rank environment ($RAYSLURM_NODE_RANK is 0 on one node
     /// only); the command (or Ray) starts only once every node's setup succeeded, and the first
     /// to fail fails the run. Its time is not counted in --ready-timeout: --setup-timeout
-    /// limits it.
+    /// limits it. With `launch --snapshot` it runs in the node's own copy of the workdir.
     #[arg(value_name = "CMD", long, allow_hyphen_values = true, help_heading = heading::ENVIRONMENT)]
     pub(crate) setup: Option<String>,
 

@@ -9,5 +9,6 @@ pub(crate) mod job_spec;
 pub(crate) mod node_binary;
 pub(crate) mod prelude;
 pub(crate) mod script_files;
+pub(crate) mod snapshot;
 pub(crate) mod template;
 pub(crate) mod validate;

@@ -32,6 +32,7 @@ use teardown::Started;
 
 use crate::bootstrap::allocation::Allocation;
 use crate::bootstrap::node::{memory_note, say};
+use crate::bootstrap::workdir::NodeWorkdir;
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::final_state::{Attempt, FinalState};
 use crate::slurm::control;
@@ -56,6 +57,13 @@ fn run_attempt(args: &BootstrapArgs, alloc: &Allocation, started: &mut Started) 
         Err(outcome) => return outcome,
     };
     let t0 = Instant::now();
+    // A per-node run's ranks make the head node's copy themselves, as on every node.
+    if let Some(snapshot) = args.snapshot.as_deref().filter(|_| !args.cluster.per_node) {
+        match NodeWorkdir::make(snapshot, alloc) {
+            Ok(w) => started.workdir = Some(w),
+            Err(why) => return Outcome::startup_failed(why),
+        }
+    }
     if args.cluster.per_node {
         return per_node::run(args, alloc, started, ip, t0);
     }

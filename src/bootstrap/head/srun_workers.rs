@@ -120,6 +120,7 @@ impl WorkerStep {
             requested_gpus: args.requested_gpus,
             state_file: None,
             run_dir: args.run_dir.clone(),
+            snapshot: args.snapshot.clone(),
             ray_logs_dir: kept_logs::root(args.ray_logs_dir.as_deref(), args.state_file.as_deref()),
             trust_unverified_owner: args.trust_unverified_owner.clone(),
             cluster: args.cluster.clone(),

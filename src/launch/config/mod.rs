@@ -76,6 +76,8 @@ pub(crate) struct LaunchConfig {
     pub(crate) after: Option<String>,
     /// `--singleton`: one job of this experiment name at a time.
     pub(crate) singleton: bool,
+    /// `--snapshot`/`--workdir`: the workdir copied at submission.
+    pub(crate) snapshot: Option<crate::launch::snapshot::SnapshotPlan>,
 }
 
 /// Picks the first value present: command line (or its environment variable, which clap
