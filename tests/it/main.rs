@@ -32,3 +32,4 @@ mod e2e_per_node;
 mod e2e_runs;
 mod e2e_setup;
 mod e2e_shared;
+mod e2e_snapshot;
