@@ -3,10 +3,10 @@
 //! A `git clone` or `uv venv` in it does not collide with another node's, and every attempt
 //! of the run starts from the same snapshot, whatever was edited after the launch.
 //!
-//! The copy is `/tmp/rs{uid}-{job}.{restart}-workdir`: always new (mkdir, mode 0700; a name
-//! already taken fails the run rather than trust what someone left there), made by the node's
-//! first task. In a per-node run the node's other tasks work in the same copy once they have
-//! checked it is the user's own and private; every task holds a shared lock on it while it
+//! The copy is `/tmp/rs{uid}-{job}.{restart}-workdir`: always new (mkdir, mode 0700; when the
+//! name is taken, a random suffix gives another, as for Ray's temp root), made by the node's
+//! first task. In a per-node run the node's other tasks find the same copy, the one of that
+//! name that is the user's own and private; every task holds a shared lock on it while it
 //! works, and the last to let go removes it.
 
 use std::fs::File;
@@ -18,8 +18,9 @@ use nix::fcntl::{Flock, FlockArg};
 
 use crate::bootstrap::allocation::Allocation;
 use crate::bootstrap::node::say;
+use crate::bootstrap::ray_node::{TempRoot, random_suffix};
 use crate::sys::private_tree;
-use crate::sys::tree_copy::copy_tree;
+use crate::sys::tree_copy::copy_into;
 
 /// A node's copy of the snapshot, which this process works in.
 pub(crate) struct NodeWorkdir {
@@ -29,8 +30,9 @@ pub(crate) struct NodeWorkdir {
 }
 
 impl NodeWorkdir {
-    /// Where the node's copy goes for this attempt.
-    pub(crate) fn path_for(alloc: &Allocation) -> PathBuf {
+    /// The first name tried for the node's copy in this attempt; a name taken (left by an
+    /// earlier job, or planted) gets a random suffix instead, as Ray's temp root does.
+    pub(crate) fn first_name(alloc: &Allocation) -> PathBuf {
         let uid = nix::unistd::getuid();
         PathBuf::from(format!(
             "/tmp/rs{uid}-{}.{}-workdir",
@@ -38,13 +40,17 @@ impl NodeWorkdir {
         ))
     }
 
-    /// Copies `snapshot` to the node's disk and moves this process into the copy.
+    /// Copies `snapshot` to a new private directory on the node's disk and moves this process
+    /// into the copy.
     pub(crate) fn make(snapshot: &Path, alloc: &Allocation) -> Result<Self, String> {
         let t0 = Instant::now();
-        let path = Self::path_for(alloc);
-        let files = copy_tree(snapshot, &path).map_err(|e| {
+        let root = TempRoot::create_at(&Self::first_name(alloc), random_suffix)
+            .map_err(|e| format!("cannot make the node's workdir: {e:#}"))?;
+        let path = root.path;
+        let files = copy_into(snapshot, &path).map_err(|e| {
+            let _ = std::fs::remove_dir_all(&path);
             format!(
-                "cannot copy the snapshot `{}` to the node's workdir: {e:#} (a name already taken is left from an earlier job or made by someone else: remove it)",
+                "cannot copy the snapshot `{}` to the node's workdir: {e:#}",
                 snapshot.display()
             )
         })?;
@@ -61,19 +67,36 @@ impl NodeWorkdir {
         Ok(made)
     }
 
-    /// The copy the node's first task made, checked to be the user's own and private, with
-    /// this process moved into it.
+    /// The copy the node's first task made, with this process moved into it: the one
+    /// directory by the first name (or the first name and a suffix) that is the user's own
+    /// and private; another user's planted there is passed over.
     pub(crate) fn join(alloc: &Allocation) -> Result<Self, String> {
-        let path = Self::path_for(alloc);
-        let meta = std::fs::symlink_metadata(&path)
-            .map_err(|e| format!("the node's workdir `{}` is not there: {e}", path.display()))?;
-        if !meta.is_dir() || !private_tree::is_mine(meta.uid()) || meta.mode() & 0o077 != 0 {
-            return Err(format!(
-                "the node's workdir `{}` is not the user's own private directory",
-                path.display()
-            ));
+        let first = Self::first_name(alloc);
+        let prefix = first
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mine: Vec<PathBuf> = std::fs::read_dir("/tmp")
+            .map_err(|e| format!("cannot read /tmp: {e}"))?
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .map(|e| e.path())
+            .filter(|p| {
+                std::fs::symlink_metadata(p).is_ok_and(|m| {
+                    m.is_dir() && private_tree::is_mine(m.uid()) && m.mode() & 0o077 == 0
+                })
+            })
+            .collect();
+        match mine.as_slice() {
+            [one] => Self::enter(one.clone()),
+            [] => Err(format!(
+                "the node's workdir (`{}`) is not there",
+                first.display()
+            )),
+            _ => Err(format!(
+                "more than one workdir of this attempt on the node: {mine:?}"
+            )),
         }
-        Self::enter(path)
     }
 
     fn enter(path: PathBuf) -> Result<Self, String> {
