@@ -22,6 +22,10 @@ pub(crate) const OBJECT_STORE_MEMORY: &str = "RAYSLURM_OBJECT_STORE_MEMORY";
 pub(crate) const RAY_ARGS: &str = "RAYSLURM_RAY_ARGS";
 pub(crate) const RAY_HEAD_ARGS: &str = "RAYSLURM_RAY_HEAD_ARGS";
 pub(crate) const READY_TIMEOUT: &str = "RAYSLURM_READY_TIMEOUT";
+/// `--setup-timeout`, the config key `setup_timeout`.
+pub(crate) const SETUP_TIMEOUT: &str = "RAYSLURM_SETUP_TIMEOUT";
+/// `launch --snapshot-max-size`.
+pub(crate) const SNAPSHOT_MAX_SIZE: &str = "RAYSLURM_SNAPSHOT_MAX_SIZE";
 pub(crate) const STOP_GRACE: &str = "RAYSLURM_STOP_GRACE";
 /// `true` (or `1`, `yes`, `on`) is `--no-ray-auth`, the config key `ray_auth = false`.
 pub(crate) const NO_RAY_AUTH: &str = "RAYSLURM_NO_RAY_AUTH";

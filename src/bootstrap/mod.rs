@@ -29,6 +29,7 @@ mod rank;
 mod ray_auth;
 mod ray_node;
 mod signals;
+mod workdir;
 mod worker;
 
 use std::collections::HashMap;

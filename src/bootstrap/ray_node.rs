@@ -46,7 +46,7 @@ impl TempRoot {
     }
 
     /// Makes `first`, or `first-SUFFIX` with a fresh suffix while the name is taken.
-    fn create_at(first: &Path, mut suffix: impl FnMut() -> String) -> Result<Self> {
+    pub(crate) fn create_at(first: &Path, mut suffix: impl FnMut() -> String) -> Result<Self> {
         use std::os::unix::fs::DirBuilderExt;
         let mut path = first.to_owned();
         for _ in 0..16 {
@@ -78,7 +78,7 @@ impl TempRoot {
 }
 
 /// Six random hex digits (from the kernel; the time and the process id if it cannot say).
-fn random_suffix() -> String {
+pub(crate) fn random_suffix() -> String {
     use std::io::Read;
     let mut bytes = [0u8; 3];
     let read = File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));

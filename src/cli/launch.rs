@@ -56,6 +56,9 @@ pub(crate) struct LaunchArgs {
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
 
+    #[command(flatten)]
+    pub(crate) snapshot: SnapshotArgs,
+
     /// Write and show the script; submit nothing.
     #[arg(long, help_heading = heading::OUTPUT)]
     pub(crate) dry_run: bool,
@@ -74,6 +77,28 @@ pub(crate) struct LaunchArgs {
 
     #[command(flatten)]
     pub(crate) long_run: LongRunArgs,
+}
+
+/// The code a run gets: a copy of its workdir made at submission (`launch`).
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct SnapshotArgs {
+    /// Copy the workdir now; the run works in a node-local copy of it.
+    ///
+    /// At submission the workdir (--workdir, else the current directory) is copied into the
+    /// run's private directory: in a git repository its tracked files and the untracked ones
+    /// that are not ignored, elsewhere every file. At start each node copies it to its own
+    /// temp dir, and --setup and the command run there: edits after the launch do not reach
+    /// a queued run or its requeued attempts, and nodes do not collide in it.
+    #[arg(long, help_heading = heading::ENVIRONMENT)]
+    pub(crate) snapshot: bool,
+
+    /// The directory --snapshot copies (implies --snapshot).
+    #[arg(value_name = "DIR", long, help_heading = heading::ENVIRONMENT)]
+    pub(crate) workdir: Option<PathBuf>,
+
+    /// Largest snapshot, e.g. `500M`, `2G` (default: 1G; a plain number is megabytes).
+    #[arg(value_name = "SIZE", long, env = env_vars::SNAPSHOT_MAX_SIZE, help_heading = heading::ENVIRONMENT)]
+    pub(crate) snapshot_max_size: Option<String>,
 }
 
 /// Runs that outlive one allocation: the time limit's warning, requeue, chains (`launch`).
@@ -245,10 +270,19 @@ pub(crate) struct JobArgs {
 pub(crate) struct ClusterArgs {
     /// Run this on every node first, before the command (or Ray).
     ///
-    /// It runs in parallel, with the rank environment; the command (or Ray) starts only once
-    /// every node's setup succeeded.
+    /// It runs in parallel, with the rank environment ($RAYSLURM_NODE_RANK is 0 on one node
+    /// only); the command (or Ray) starts only once every node's setup succeeded, and the first
+    /// to fail fails the run. Its time is not counted in --ready-timeout: --setup-timeout
+    /// limits it. With `launch --snapshot` it runs in the node's own copy of the workdir.
     #[arg(value_name = "CMD", long, allow_hyphen_values = true, help_heading = heading::ENVIRONMENT)]
     pub(crate) setup: Option<String>,
+
+    /// Seconds every node's --setup may take (default: no limit).
+    ///
+    /// Counted from the start of the setups; the run fails when a node's setup has not
+    /// ended by then.
+    #[arg(value_name = "SECS", long, value_parser = positive_count, allow_hyphen_values = true, env = env_vars::SETUP_TIMEOUT, help_heading = heading::ENVIRONMENT)]
+    pub(crate) setup_timeout: Option<u32>,
 
     /// Do not start Ray: run the command on the head node alone.
     ///
@@ -279,9 +313,10 @@ pub(crate) struct ClusterArgs {
     #[arg(value_name = "FAMILY", long, value_enum, env = env_vars::IP_FAMILY, help_heading = heading::INSIDE)]
     pub(crate) ip_family: Option<IpFamily>,
 
-    /// Seconds the cluster may take to start.
+    /// Seconds the cluster may take to start, setup not counted.
     ///
-    /// How long to wait for the cluster before failing the job.
+    /// How long to wait for Ray (or the nodes) before failing the job; the clock starts once
+    /// every node's --setup is done (see --setup-timeout).
     #[arg(value_name = "SECS", long, value_parser = positive_count, allow_hyphen_values = true, env = env_vars::READY_TIMEOUT, help_heading = heading::INSIDE)]
     pub(crate) ready_timeout: Option<u32>,
 

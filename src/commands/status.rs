@@ -10,6 +10,8 @@ use anyhow::Result;
 use chrono::{DateTime, FixedOffset, Local};
 use serde::Serialize;
 
+use crate::launch::snapshot::SnapshotInfo;
+
 use crate::clusters::cluster::Cluster;
 use crate::commands::settings::runs::StatusSettings;
 use crate::error::WithHint;
@@ -48,6 +50,9 @@ struct RunJson<'a> {
     message: Option<&'a str>,
     /// How many times the run has run (more than 1 once requeued), where its final state says.
     attempts: Option<usize>,
+    /// The copy of the workdir the run works in (`--snapshot`): path, workdir, commit, dirty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snapshot: Option<&'a SnapshotInfo>,
 }
 
 pub(crate) fn run(args: &StatusSettings, printer: &Printer) -> Result<ExitCode> {
@@ -176,6 +181,7 @@ fn to_json<'a>(run: &'a StoredRun, status: &'a JobStatus) -> RunJson<'a> {
         source: status.source.as_str(),
         message: status.message.as_deref(),
         attempts: status.attempts,
+        snapshot: r.snapshot.as_ref(),
     }
 }
 

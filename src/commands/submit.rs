@@ -11,14 +11,15 @@ use crate::commands::bin_copies::prune_copies;
 use crate::error::UsageError;
 use crate::error::show;
 use crate::handoff::job_env;
-use crate::handoff::run_files::RunFiles;
+use crate::handoff::run_files::{RunFiles, create_private_dir};
 use crate::launch::config::LaunchConfig;
 use crate::launch::job_spec::JobSpec;
-use crate::launch::job_spec::Link;
+use crate::launch::job_spec::{Link, snapshot_dir};
 use crate::launch::log_dir;
 use crate::launch::node_binary::{NodeBinary, node_visible_copy};
 use crate::launch::prelude::with_prelude;
 use crate::launch::script_files;
+use crate::launch::snapshot::{Listing, SnapshotInfo};
 use crate::launch::template::Template;
 use crate::launch::validate;
 use crate::printer::Printer;
@@ -71,6 +72,8 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
         check_slurm_release(printer)?;
     }
     warn_if_node_local(printer);
+    // Listed (and its size checked) before anything is written; written only for a real job.
+    let listing = config.snapshot.as_ref().map(Listing::of).transpose()?;
 
     let link = chain::link(config.after.as_deref(), config.singleton, printer)?;
     if !config.dry_run {
@@ -81,7 +84,10 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
         show_dry_run(printer, config.json, &config.job.exp_name, &files)?;
         return Ok(Submitted::DryRun);
     }
-    sbatch(config, &files, &bin, link, printer)
+    let snapshot = listing
+        .map(|l| write_snapshot(&l, &files, printer))
+        .transpose()?;
+    sbatch(config, &files, &bin, link, snapshot, printer)
 }
 
 /// What a dry run shows: the script it wrote (or, with `--json`, its paths).
@@ -115,6 +121,26 @@ fn check_slurm_release(printer: &Printer) -> Result<()> {
         printer.warn(&note);
     }
     Ok(())
+}
+
+/// Writes the snapshot into the run's private directory, before the job is submitted.
+fn write_snapshot(listing: &Listing, files: &RunFiles, printer: &Printer) -> Result<SnapshotInfo> {
+    create_private_dir(&files.dir)?;
+    let info = listing
+        .write(&snapshot_dir(files))
+        .context("the workdir's snapshot could not be written, so nothing was submitted")?;
+    printer.info(&format!(
+        "snapshot of {}: {} files, {:.1} MB{}",
+        info.workdir.display(),
+        info.files,
+        info.bytes as f64 / f64::from(1 << 20),
+        match (&info.commit, info.dirty) {
+            (Some(c), Some(true)) => format!(", git {} with changes", &c[..c.len().min(12)]),
+            (Some(c), _) => format!(", git {}", &c[..c.len().min(12)]),
+            _ => String::new(),
+        }
+    ));
+    Ok(info)
 }
 
 /// The job's script (and its run files' names) under the private directory, with the node-
@@ -153,6 +179,7 @@ fn sbatch(
     files: &RunFiles,
     bin: &NodeBinary,
     link: Link,
+    snapshot: Option<SnapshotInfo>,
     printer: &Printer,
 ) -> Result<Submitted> {
     let job_id = submit_script(printer, config.json, &config.job.exp_name, files)?;
@@ -163,6 +190,7 @@ fn sbatch(
         cluster: config.cluster.serve,
         run_dir: link.run_dir,
         binary: Some(bin.path.clone()),
+        snapshot,
         ..RunRecord::new(
             &config.job.exp_name,
             &job_id,

@@ -51,6 +51,10 @@ pub(crate) struct BootstrapArgs {
     #[arg(long)]
     pub(crate) run_dir: Option<PathBuf>,
 
+    /// The run's snapshot of its workdir (`--snapshot`): each node works in its own copy.
+    #[arg(long)]
+    pub(crate) snapshot: Option<PathBuf>,
+
     /// Where each node copies Ray's logs if the run fails (default: beside the state file).
     #[arg(long)]
     pub(crate) ray_logs_dir: Option<PathBuf>,
@@ -82,6 +86,7 @@ impl BootstrapArgs {
             requested_gpus,
             state_file: Some(state_file),
             run_dir: Some(run_dir),
+            snapshot: None,
             ray_logs_dir: None,
             trust_unverified_owner: None,
             cluster,
@@ -111,6 +116,7 @@ impl BootstrapArgs {
             requested_gpus,
             state_file,
             run_dir,
+            snapshot,
             ray_logs_dir,
             trust_unverified_owner,
             cluster,
@@ -129,6 +135,7 @@ impl BootstrapArgs {
             ("--run-mark", run_mark.clone()),
             ("--state-file", path(state_file)),
             ("--run-dir", path(run_dir)),
+            ("--snapshot", path(snapshot)),
             ("--ray-logs-dir", path(ray_logs_dir)),
             ("--trust-unverified-owner", trust_unverified_owner.clone()),
             (
@@ -170,6 +177,7 @@ mod tests {
             requested_gpus: 2,
             state_file: None,
             run_dir: Some("/shared/x.d".into()),
+            snapshot: Some("/shared/x.d/snapshot".into()),
             ray_logs_dir: Some("/shared/x.ray-logs".into()),
             trust_unverified_owner: Some("65534".into()),
             cluster: ClusterOptions {

@@ -79,9 +79,12 @@ pub(crate) struct ClusterOptions {
     /// Start the command once this many nodes (head included) have joined.
     #[arg(long)]
     pub(crate) min_nodes: Option<u32>,
-    /// Seconds to wait for the cluster.
+    /// Seconds to wait for the cluster once every node's setup is done.
     #[arg(long)]
     pub(crate) ready_timeout: u32,
+    /// Seconds every node's setup may take (no limit without it).
+    #[arg(long)]
+    pub(crate) setup_timeout: Option<u32>,
     /// Bytes of Ray object store per node.
     #[arg(long)]
     pub(crate) object_store_memory: Option<u64>,
@@ -128,6 +131,7 @@ impl Default for ClusterOptions {
             ip_family: IpFamily::Auto,
             min_nodes: None,
             ready_timeout: DEFAULT_READY_TIMEOUT,
+            setup_timeout: None,
             object_store_memory: None,
             ray_args: None,
             ray_head_args: None,
@@ -178,6 +182,7 @@ impl ClusterOptions {
             ip_family,
             min_nodes,
             ready_timeout,
+            setup_timeout,
             object_store_memory,
             ray_args,
             ray_head_args,
@@ -216,6 +221,7 @@ impl ClusterOptions {
             ("--ip-family", Some(ip_family.as_arg().to_owned())),
             ("--min-nodes", min_nodes.map(|n| n.to_string())),
             ("--ready-timeout", Some(ready_timeout.to_string())),
+            ("--setup-timeout", setup_timeout.map(|s| s.to_string())),
             (
                 "--object-store-memory",
                 object_store_memory.map(|b| b.to_string()),
@@ -319,6 +325,7 @@ mod tests {
             ip_family: IpFamily::V6,
             min_nodes: Some(2),
             ready_timeout: 7,
+            setup_timeout: Some(3600),
             object_store_memory: Some(100_000_000),
             ray_args: Some("--object-manager-port=0 'a b'".into()),
             ray_head_args: Some("--include-dashboard=false".into()),

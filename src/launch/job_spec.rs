@@ -68,6 +68,7 @@ impl<'a> JobSpec<'a> {
                     .collect::<Vec<_>>()
                     .join(",")
             }),
+            snapshot: config.snapshot.as_ref().map(|_| snapshot_dir(files)),
             ..BootstrapArgs::head(
                 files.state.clone(),
                 link.run_dir.clone().unwrap_or_else(|| files.dir.clone()),
@@ -97,6 +98,12 @@ impl<'a> JobSpec<'a> {
             bootstrap_args,
         }
     }
+}
+
+/// Where a run's snapshot of its workdir is kept: in its own private directory (its own even
+/// when it follows another run's with `--after`).
+pub(crate) fn snapshot_dir(files: &RunFiles) -> PathBuf {
+    files.dir.join("snapshot")
 }
 
 /// The `#SBATCH` options of a job, in order.
@@ -210,6 +217,7 @@ mod tests {
             cluster: ClusterOptions::default(),
             after: None,
             singleton: false,
+            snapshot: None,
         }
     }
 

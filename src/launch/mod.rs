@@ -11,6 +11,7 @@ pub(crate) mod node_binary;
 pub(crate) mod owned_directives;
 pub(crate) mod prelude;
 pub(crate) mod script_files;
+pub(crate) mod snapshot;
 pub(crate) mod task_file;
 pub(crate) mod template;
 pub(crate) mod validate;

@@ -12,4 +12,5 @@ pub(crate) mod quote;
 pub(crate) mod socket_owner;
 pub(crate) mod staged_file;
 pub(crate) mod stdout;
+pub(crate) mod tree_copy;
 pub(crate) mod user_namespace;

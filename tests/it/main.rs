@@ -33,5 +33,7 @@ mod e2e_failures;
 mod e2e_long_runs;
 mod e2e_per_node;
 mod e2e_runs;
+mod e2e_setup;
 mod e2e_shared;
 mod e2e_slurm_calls;
+mod e2e_snapshot;

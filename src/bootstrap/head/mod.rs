@@ -14,6 +14,7 @@ mod per_node;
 mod ready;
 mod requeue;
 mod serve;
+mod setups;
 mod srun_workers;
 mod start;
 mod teardown;
@@ -31,6 +32,7 @@ use teardown::Started;
 
 use crate::bootstrap::allocation::Allocation;
 use crate::bootstrap::node::{memory_note, say};
+use crate::bootstrap::workdir::NodeWorkdir;
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::final_state::{Attempt, FinalState};
 use crate::slurm::control;
@@ -55,6 +57,13 @@ fn run_attempt(args: &BootstrapArgs, alloc: &Allocation, started: &mut Started) 
         Err(outcome) => return outcome,
     };
     let t0 = Instant::now();
+    // A per-node run's ranks make the head node's copy themselves, as on every node.
+    if let Some(snapshot) = args.snapshot.as_deref().filter(|_| !args.cluster.per_node) {
+        match NodeWorkdir::make(snapshot, alloc) {
+            Ok(w) => started.workdir = Some(w),
+            Err(why) => return Outcome::startup_failed(why),
+        }
+    }
     if args.cluster.per_node {
         return per_node::run(args, alloc, started, ip, t0);
     }
@@ -64,6 +73,11 @@ fn run_attempt(args: &BootstrapArgs, alloc: &Allocation, started: &mut Started) 
         started,
         ip,
         t0,
+        setups: setups::Setups::new(
+            &alloc.nodes,
+            args.cluster.setup.is_some(),
+            args.cluster.setup_timeout,
+        ),
     };
     match start_up.start() {
         Ok(head) => head.run(),

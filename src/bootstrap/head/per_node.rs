@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use super::outcome::Outcome;
+use super::setups::Setups;
 use super::srun_workers::{StepEvent, WorkerStep};
 use super::teardown::Started;
 use crate::bootstrap::allocation::Allocation;
@@ -166,16 +167,16 @@ impl PerNode<'_> {
     /// Gathers every node's IP, hands the list to all, and waits for every node's setup.
     fn gather_and_set_up(&mut self, master_port: u16, t0: Instant) -> Result<(), Outcome> {
         let nodes = self.alloc.nodes.clone();
-        let timeout = Duration::from_secs(u64::from(self.args.cluster.ready_timeout));
-        let setup = self.args.cluster.setup.is_some();
+        let c = &self.args.cluster;
+        let timeout = Duration::from_secs(u64::from(c.ready_timeout));
+        let mut setups = Setups::new(&nodes, c.setup.is_some(), c.setup_timeout);
         let mut ips: HashMap<String, IpAddr> = HashMap::new();
-        let mut set_up = 0;
         let mut told = false;
         loop {
             if let Some(signal) = signals::take().into_iter().find(|s| signals::stops(*s)) {
                 return Err(Outcome::stopped_while_starting(signal));
             }
-            set_up += self.take_ips_and_setups(&mut ips)?;
+            self.take_ips_and_setups(&mut ips, &mut setups)?;
             if let Ok(Some(status)) = self.step.child.try_wait() {
                 return Err(Outcome::startup_failed(format!(
                     "the step of ranks (`{}`) ended with {} before the command started; a node's own error is above",
@@ -187,35 +188,43 @@ impl PerNode<'_> {
                 let ips = nodes.iter().map(|n| ips[n]).collect();
                 self.step.tell(&Order::Go { master_port, ips });
                 told = true;
+                // The setups start now; `--ready-timeout` counted the nodes' start alone.
+                setups.restart_clock();
             }
-            if told && (!setup || set_up == nodes.len()) {
+            if told && setups.all_done() {
                 return Ok(());
             }
-            if t0.elapsed() > timeout {
+            if told {
+                if let Some(why) = setups.overdue(Instant::now()) {
+                    return Err(Outcome::startup_failed(why));
+                }
+            } else if t0.elapsed() > timeout {
                 let missing: Vec<&str> = nodes
                     .iter()
                     .map(String::as_str)
                     .filter(|n| !ips.contains_key(*n))
                     .collect();
                 return Err(Outcome::startup_failed(format!(
-                    "the nodes were not ready after --ready-timeout {} s (not heard from: {}; setups done: {set_up} of {})",
+                    "the nodes were not ready after --ready-timeout {} s (not heard from: {})",
                     timeout.as_secs(),
                     if missing.is_empty() {
                         "none".to_owned()
                     } else {
                         missing.join(", ")
                     },
-                    nodes.len()
                 )));
             }
             std::thread::sleep(TICK);
         }
     }
 
-    /// Takes the nodes' IPs and setup reports so far; how many setups succeeded. A failed
-    /// setup or a silent node ends the start.
-    fn take_ips_and_setups(&mut self, ips: &mut HashMap<String, IpAddr>) -> Result<usize, Outcome> {
-        let mut set_up = 0;
+    /// Takes the nodes' IPs and setup reports so far. A failed setup or a silent node ends
+    /// the start.
+    fn take_ips_and_setups(
+        &mut self,
+        ips: &mut HashMap<String, IpAddr>,
+        setups: &mut Setups,
+    ) -> Result<(), Outcome> {
         while let Some(event) = self.step.next_event() {
             match event {
                 StepEvent::Report(Report::Ip { node, ip }) => {
@@ -224,7 +233,7 @@ impl PerNode<'_> {
                 StepEvent::Report(Report::Setup { node, code }) if code != 0 => {
                     return Err(Outcome::startup_failed(setup_failed(&node, code)));
                 }
-                StepEvent::Report(Report::Setup { .. }) => set_up += 1,
+                StepEvent::Report(Report::Setup { node, .. }) => setups.done(&node),
                 _ => {}
             }
         }
@@ -233,7 +242,7 @@ impl PerNode<'_> {
                 &node, quiet,
             )));
         }
-        Ok(set_up)
+        Ok(())
     }
 
     /// Watches the `total` ranks until each has reported its end (or the step is gone).

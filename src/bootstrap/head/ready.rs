@@ -102,7 +102,11 @@ impl StartUp<'_> {
             if ready.is_ready() {
                 return Ok(ready.joined);
             }
-            if self.t0.elapsed() > timeout {
+            let now = std::time::Instant::now();
+            if let Some(why) = self.setups.overdue(now) {
+                return Err(Outcome::startup_failed(why));
+            }
+            if self.setups.ready_overdue(timeout, now) {
                 return Err(Outcome::startup_failed(
                     ready.timeout_message(timeout, &self.alloc.others()),
                 ));
@@ -192,6 +196,7 @@ impl StartUp<'_> {
                 StepEvent::Report(Report::Setup { node: n, code }) if code != 0 => {
                     return Err(Outcome::startup_failed(setup_failed(&n, code)));
                 }
+                StepEvent::Report(Report::Setup { node: n, .. }) => self.setups.done(&n),
                 StepEvent::Report(_) => {}
             }
         }

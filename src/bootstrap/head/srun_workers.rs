@@ -120,6 +120,7 @@ impl WorkerStep {
             requested_gpus: args.requested_gpus,
             state_file: None,
             run_dir: args.run_dir.clone(),
+            snapshot: args.snapshot.clone(),
             ray_logs_dir: kept_logs::root(args.ray_logs_dir.as_deref(), args.state_file.as_deref()),
             trust_unverified_owner: args.trust_unverified_owner.clone(),
             cluster: args.cluster.clone(),
@@ -210,6 +211,19 @@ impl WorkerStep {
             self.silent_node()
                 .map(|(node, quiet)| heartbeat::silence_message(&node, quiet))
         })
+    }
+
+    /// The nodes whose setup has succeeded so far, while the head runs its own. Events seen
+    /// here stay for [`WorkerStep::next_event`].
+    pub(super) fn setups_ended(&self) -> Vec<String> {
+        let mut held = self.held.borrow_mut();
+        held.extend(self.events.try_iter());
+        held.iter()
+            .filter_map(|e| match e {
+                StepEvent::Report(Report::Setup { node, code: 0 }) => Some(node.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Tells every node `order`; false if the nodes can no longer hear it.

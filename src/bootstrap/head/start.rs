@@ -11,6 +11,7 @@ use std::time::Instant;
 use super::cluster::{Head, RayHead};
 use super::lease::{self, Holder, Lease};
 use super::outcome::Outcome;
+use super::setups::Setups;
 use super::srun_workers::{Joined, WorkerStep};
 use super::teardown::Started;
 use crate::bootstrap::allocation::Allocation;
@@ -107,6 +108,8 @@ pub(super) struct StartUp<'a> {
     pub(super) ip: IpAddr,
     /// When the start-up began, for the times the log gives.
     pub(super) t0: Instant,
+    /// The nodes' setups, whose end starts `--ready-timeout`'s clock.
+    pub(super) setups: Setups,
 }
 
 impl<'a> StartUp<'a> {
@@ -181,23 +184,27 @@ impl<'a> StartUp<'a> {
         let output = Output::Prefixed(format!("[setup {}] ", self.alloc.node));
         let trouble = RefCell::new(None);
         let stopped_by = Cell::new(None);
+        let setups = RefCell::new(&mut self.setups);
+        let workers = self.started.workers.as_ref();
         let stop = || {
             if let Some(s) = signals::take().into_iter().find(|s| signals::stops(*s)) {
                 stopped_by.set(Some(s));
                 return true;
             }
-            let why = self
-                .started
-                .workers
-                .as_ref()
-                .and_then(WorkerStep::setup_trouble);
+            let mut setups = setups.borrow_mut();
+            for node in workers.map(WorkerStep::setups_ended).unwrap_or_default() {
+                setups.done(&node);
+            }
+            let why = workers
+                .and_then(WorkerStep::setup_trouble)
+                .or_else(|| setups.overdue(Instant::now()));
             let stop = why.is_some();
             if stop {
                 trouble.replace(why);
             }
             stop
         };
-        let code = setup::run(setup, &env, &output, &stop);
+        let code = setup::run(&self.alloc.node, setup, &env, &output, &stop);
         if let Some(signal) = stopped_by.get() {
             return Err(Outcome::stopped_while_starting(signal));
         }
@@ -210,6 +217,7 @@ impl<'a> StartUp<'a> {
                 code,
             )));
         }
+        self.setups.done(&self.alloc.node);
         Ok(())
     }
 

@@ -13,6 +13,7 @@ use crate::bootstrap::marked::{self, RunMark};
 use crate::bootstrap::node::{RAY_STOP_GRACE, say};
 use crate::bootstrap::rank::user_command::UserCommand;
 use crate::bootstrap::ray_node::TempRoot;
+use crate::bootstrap::workdir::NodeWorkdir;
 use crate::handoff::bootstrap_args::BootstrapArgs;
 
 /// What this attempt has started on the head, recorded as it starts, so that the teardown
@@ -30,6 +31,8 @@ pub(super) struct Started {
     pub(super) workers: Option<WorkerStep>,
     /// The user's command on the head.
     pub(super) command: Option<UserCommand>,
+    /// The head's copy of the run's snapshot (`--snapshot`, in a Ray or `--no-ray` run).
+    pub(super) workdir: Option<NodeWorkdir>,
 }
 
 /// The part of the teardown still under way once everything is told to stop.
@@ -62,6 +65,7 @@ impl Started {
             temp: None,
             workers: None,
             command: None,
+            workdir: None,
         }
     }
 
@@ -125,6 +129,9 @@ impl Started {
         }
         if let Some(handle) = stopping.workers {
             let _ = handle.join();
+        }
+        if let Some(workdir) = self.workdir.take() {
+            workdir.leave();
         }
     }
 }

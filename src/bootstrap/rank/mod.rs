@@ -23,6 +23,7 @@ use nix::sys::signal::Signal;
 use crate::bootstrap::allocation::Allocation;
 use crate::bootstrap::node::{TICK, node_ip, say};
 use crate::bootstrap::protocol::{Order, Report};
+use crate::bootstrap::workdir::NodeWorkdir;
 use crate::bootstrap::{byte_lines, heartbeat, signals};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::sys::process::exit_code_of;
@@ -37,7 +38,23 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
     if first_on_node {
         heartbeat::start_beating(node.clone());
     }
+    // The node's first task copies the snapshot before it reports the node's IP, so the copy
+    // is there for the node's other tasks by the head's `Go`.
+    let workdir = match args.snapshot.as_deref().filter(|_| first_on_node) {
+        Some(snapshot) => match NodeWorkdir::make(snapshot, alloc) {
+            Ok(w) => Some(w),
+            Err(why) => {
+                say(&node, format!("error: {why}"));
+                heartbeat::say_gone(&node);
+                return 1;
+            }
+        },
+        None => None,
+    };
     let code = run_rank(args, alloc, ranks, first_on_node);
+    if let Some(workdir) = workdir {
+        workdir.leave();
+    }
     if first_on_node {
         heartbeat::say_gone(&node);
     }
@@ -63,6 +80,17 @@ fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_nod
     let Some(Order::Go { master_port, ips }) = next_order(&orders) else {
         return 0;
     };
+    // Left (and removed, by the last task out) when this function returns.
+    let _workdir = match args.snapshot.as_ref().filter(|_| !first_on_node) {
+        Some(_) => match NodeWorkdir::join(alloc) {
+            Ok(w) => Some(w),
+            Err(why) => {
+                say(node, format!("error: {why}"));
+                return 1;
+            }
+        },
+        None => None,
+    };
     let mut env = rank_env(ranks, &ips, alloc.gpus_on_node, master_port);
     env.extend(attempt_env(alloc, args.run_dir.as_deref()));
     // Always copied line by line, never inherited: the task's stdout also carries its reports
@@ -81,7 +109,7 @@ fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_nod
                 Ok(Order::Stop { .. }) | Err(mpsc::TryRecvError::Disconnected)
             )
         };
-        let code = setup::run(setup, &env, &output("setup"), &stop);
+        let code = setup::run(node, setup, &env, &output("setup"), &stop);
         report(&Report::Setup {
             node: node.clone(),
             code,

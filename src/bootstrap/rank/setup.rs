@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::bootstrap::node::TICK;
+use crate::bootstrap::node::{TICK, say};
 use crate::bootstrap::rank::user_command::{Output, UserCommand};
 use crate::bootstrap::signals;
 use crate::sys::process::exit_code_of;
@@ -19,22 +19,37 @@ pub(crate) fn setup_failed(node: &str, code: i32) -> String {
     format!("setup failed on {node} with exit code {code} (its output is in the log)")
 }
 
-/// Runs `setup` through bash with `env` and waits for it; `told_to_stop` (or a stop signal)
-/// ends it early (SIGTERM, then SIGKILL after 5 s). Returns its exit code (128 + the signal
-/// that ended it), or 1 if bash cannot start.
+/// Runs `setup` through bash with `env` on `node` and waits for it; `told_to_stop` (or a stop
+/// signal) ends it early (SIGTERM, then SIGKILL after 5 s). Returns its exit code (128 + the
+/// signal that ended it), or 1 if bash cannot start. A setup that succeeds says so in the log,
+/// with its time: the node's own line, whatever the others do.
 pub(crate) fn run(
+    node: &str,
     setup: &str,
     env: &[(String, String)],
     output: &Output,
     told_to_stop: &dyn Fn() -> bool,
 ) -> i32 {
+    let t0 = Instant::now();
     let Ok(mut cmd) = UserCommand::spawn(setup, env, output) else {
         return 1;
     };
     let mut stopping: Option<Instant> = None;
     loop {
         match cmd.try_wait() {
-            Ok(Some(status)) => return exit_code_of(status),
+            Ok(Some(status)) => {
+                let code = exit_code_of(status);
+                if code == 0 {
+                    say(
+                        node,
+                        format!(
+                            "setup done on {node} after {:.1} s",
+                            t0.elapsed().as_secs_f64()
+                        ),
+                    );
+                }
+                return code;
+            }
             Ok(None) => {}
             Err(_) => return 1,
         }
@@ -59,11 +74,17 @@ mod tests {
         let env = vec![("RAYSLURM_NODE_RANK".to_owned(), "3".to_owned())];
         let never = || false;
         assert_eq!(
-            run("exit $RAYSLURM_NODE_RANK", &env, &Output::Inherit, &never),
+            run(
+                "n1",
+                "exit $RAYSLURM_NODE_RANK",
+                &env,
+                &Output::Inherit,
+                &never
+            ),
             3
         );
-        assert_eq!(run("true", &env, &Output::Inherit, &never), 0);
+        assert_eq!(run("n1", "true", &env, &Output::Inherit, &never), 0);
         let always = || true;
-        assert_eq!(run("sleep 30", &env, &Output::Inherit, &always), 143);
+        assert_eq!(run("n1", "sleep 30", &env, &Output::Inherit, &always), 143);
     }
 }

@@ -17,6 +17,7 @@ use crate::bootstrap::rank::setup::{self, setup_failed};
 use crate::bootstrap::rank::user_command::Output;
 use crate::bootstrap::ray_auth::RayAuth;
 use crate::bootstrap::ray_node::{TempRoot, start_node};
+use crate::bootstrap::workdir::NodeWorkdir;
 use crate::bootstrap::{byte_lines, heartbeat, signals};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::slurm::env as slurm_env;
@@ -37,6 +38,18 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
     let head = watch_stdin();
     let told_to_stop = &head.stop;
     let mut temp = None;
+    let workdir = match args
+        .snapshot
+        .as_deref()
+        .map(|s| NodeWorkdir::make(s, alloc))
+    {
+        Some(Err(why)) => {
+            say(&node, format!("error: {why}"));
+            heartbeat::say_gone(&node);
+            return 1;
+        }
+        made => made.and_then(Result::ok),
+    };
     let started = start(args, alloc, rank, &mark, told_to_stop, &mut temp);
     let run = RunMark {
         mark,
@@ -61,6 +74,9 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
             );
         }
         temp.remove();
+    }
+    if let Some(workdir) = workdir {
+        workdir.leave();
     }
     heartbeat::say_gone(&node);
     say(
@@ -92,7 +108,7 @@ fn start(
         env.extend(attempt_env(alloc, args.run_dir.as_deref()));
         let output = Output::Prefixed(format!("[setup {node}] "));
         let stop = || told_to_stop.load(Ordering::SeqCst);
-        let code = setup::run(setup, &env, &output, &stop);
+        let code = setup::run(node, setup, &env, &output, &stop);
         let mut out = std::io::stdout().lock();
         let _ = writeln!(
             out,

@@ -20,6 +20,7 @@ pub(super) fn resolve(
         no_ray,
         per_node,
         setup,
+        setup_timeout,
         no_prefix,
         interface,
         ip_family,
@@ -67,6 +68,8 @@ pub(super) fn resolve(
         min_nodes: *min_nodes,
         ready_timeout: layered(*ready_timeout, &p.ready_timeout, &u.ready_timeout)
             .unwrap_or(DEFAULT_READY_TIMEOUT),
+        setup_timeout: layered(*setup_timeout, &p.setup_timeout, &u.setup_timeout)
+            .filter(|_| setup.is_some()),
         object_store_memory: layered(
             *object_store_memory,
             &p.object_store_memory,

@@ -2,9 +2,9 @@
 //! ([`resolve_job`]). The destructuring makes a flag that is not resolved here a compile error
 //! rather than a silent default.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::cli::{JobArgs, LaunchArgs, LongRunArgs};
+use crate::cli::{JobArgs, LaunchArgs, LongRunArgs, SnapshotArgs};
 use crate::env_vars;
 use crate::error::{UsageError, show};
 use crate::handoff::cluster::{ClusterOptions, DEFAULT_MAX_REQUEUES};
@@ -13,6 +13,7 @@ use crate::launch::config::{
     self, EnvVar, JobRequest, LaunchConfig, Sources, check_log_dir_text, layered,
 };
 use crate::launch::gpu_directive::GpuDirective;
+use crate::launch::snapshot::{self, SnapshotPlan};
 use crate::launch::{owned_directives, validate};
 use crate::slurm::duration;
 
@@ -28,6 +29,7 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
         follow,
         cancel_on_interrupt,
         cluster,
+        snapshot,
         long_run:
             LongRunArgs {
                 signal,
@@ -79,7 +81,36 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
         cluster,
         after: after.clone(),
         singleton: *singleton,
+        snapshot: resolve_snapshot(snapshot, &src.cwd)?,
     })
+}
+
+/// `--snapshot`, `--workdir` and `--snapshot-max-size`: the snapshot asked for, if any. A
+/// relative workdir is taken from the current directory.
+fn resolve_snapshot(args: &SnapshotArgs, cwd: &Path) -> Result<Option<SnapshotPlan>, UsageError> {
+    let SnapshotArgs {
+        snapshot,
+        workdir,
+        snapshot_max_size,
+    } = args;
+    if !*snapshot && workdir.is_none() {
+        return Ok(None);
+    }
+    let max_size = match snapshot_max_size {
+        Some(size) => validate::memory_bytes("--snapshot-max-size", size)?,
+        None => snapshot::DEFAULT_MAX_SIZE,
+    };
+    let workdir = workdir
+        .as_ref()
+        .map_or_else(|| cwd.to_owned(), |w| cwd.join(w));
+    if !workdir.is_dir() {
+        return Err(UsageError::new(format!(
+            "--workdir {} is not a directory",
+            show(&workdir.display().to_string())
+        ))
+        .hint("give the directory the run should get a copy of (by default the current one)"));
+    }
+    Ok(Some(SnapshotPlan { workdir, max_size }))
 }
 
 /// The job flags resolved: what the job asks of Slurm, and where its files go.

@@ -151,3 +151,42 @@ fn bad_values_are_usage_errors() {
         assert!(resolve(argv, &s).is_err(), "{argv:?}");
     }
 }
+
+#[test]
+fn the_setup_timeout_comes_from_the_flag_or_the_files_and_only_with_a_setup() {
+    let mut s = src();
+    s.user.setup_timeout = Some(600);
+    assert_eq!(resolve(&[], &s).unwrap().cluster.setup_timeout, None);
+    let with_setup = ["--setup", "make"];
+    assert_eq!(
+        resolve(&with_setup, &s).unwrap().cluster.setup_timeout,
+        Some(600)
+    );
+    s.project.setup_timeout = Some(60);
+    assert_eq!(
+        resolve(&with_setup, &s).unwrap().cluster.setup_timeout,
+        Some(60)
+    );
+    let cli = ["--setup", "make", "--setup-timeout", "5"];
+    assert_eq!(resolve(&cli, &s).unwrap().cluster.setup_timeout, Some(5));
+}
+
+#[test]
+fn a_snapshot_is_of_the_current_directory_unless_workdir_names_another() {
+    let here = tempfile::tempdir().unwrap();
+    std::fs::create_dir(here.path().join("code")).unwrap();
+    let s = Sources {
+        cwd: here.path().to_owned(),
+        ..Sources::default()
+    };
+    assert_eq!(resolve(&[], &s).unwrap().snapshot, None);
+    let plan = resolve(&["--snapshot"], &s).unwrap().snapshot.unwrap();
+    assert_eq!(plan.workdir, here.path());
+    assert_eq!(plan.max_size, 1 << 30);
+    let plan = resolve(&["--workdir", "code", "--snapshot-max-size", "2G"], &s)
+        .unwrap()
+        .snapshot
+        .unwrap();
+    assert_eq!(plan.workdir, here.path().join("code"));
+    assert_eq!(plan.max_size, 2 << 30);
+}

@@ -64,6 +64,7 @@ impl UpSettings {
             cluster,
             after: None,
             singleton: false,
+            snapshot: None,
         };
         Ok(Self {
             name: name.clone(),

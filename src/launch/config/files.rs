@@ -35,6 +35,8 @@ pub(crate) struct FileDefaults {
     pub(crate) ray_args: Option<String>,
     pub(crate) ray_head_args: Option<String>,
     pub(crate) ready_timeout: Option<u32>,
+    /// `--setup-timeout`: how long every node's `--setup` may take (no limit without it).
+    pub(crate) setup_timeout: Option<u32>,
     pub(crate) stop_grace: Option<u32>,
     /// `false` starts Ray without token authentication (`--no-ray-auth`).
     pub(crate) ray_auth: Option<bool>,

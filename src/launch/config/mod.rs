@@ -83,6 +83,8 @@ pub(crate) struct LaunchConfig {
     pub(crate) after: Option<String>,
     /// `--singleton`: one job of this experiment name at a time.
     pub(crate) singleton: bool,
+    /// `--snapshot`/`--workdir`: the workdir copied at submission.
+    pub(crate) snapshot: Option<crate::launch::snapshot::SnapshotPlan>,
 }
 
 /// The log directory when none is named: `rayslurm-logs` in the working directory, so that

@@ -80,7 +80,7 @@ impl Ownership {
 ///
 /// The others only describe where and how big the job is, or how long it waits (`partition`,
 /// `account`, `qos`, `constraint`, `time`, `gpu_directive`, `interface`, `ip_family`,
-/// `object_store_memory`, `ready_timeout`, `stop_grace`, `signal`, `max_requeues`,
+/// `object_store_memory`, `ready_timeout`, `setup_timeout`, `stop_grace`, `signal`, `max_requeues`,
 /// `idle_timeout`): at worst a job that is refused, waits or ends early. Every field is named
 /// here, so that a new key is a compile error until it is put on one side.
 pub(crate) fn guarded_keys(defaults: &FileDefaults) -> Vec<&'static str> {
@@ -100,6 +100,7 @@ pub(crate) fn guarded_keys(defaults: &FileDefaults) -> Vec<&'static str> {
         ray_args,
         ray_head_args,
         ready_timeout: _,
+        setup_timeout: _,
         stop_grace: _,
         ray_auth,
         signal: _,

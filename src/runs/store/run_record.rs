@@ -7,6 +7,7 @@ use chrono::{DateTime, FixedOffset};
 use serde::{Deserialize, Serialize};
 
 use super::RecordedEnd;
+use crate::launch::snapshot::SnapshotInfo;
 
 /// The record format; bumped when a field changes meaning.
 const FORMAT: u32 = 1;
@@ -41,6 +42,9 @@ pub(crate) struct RunRecord {
     /// The private directory it uses when not its own: that of the run it follows (`--after`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) run_dir: Option<PathBuf>,
+    /// The copy of the workdir the run works in (`--snapshot`), with its git commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) snapshot: Option<SnapshotInfo>,
 }
 
 fn format_one() -> u32 {
@@ -72,6 +76,7 @@ impl RunRecord {
             cluster: false,
             binary: None,
             run_dir: None,
+            snapshot: None,
         }
     }
 

@@ -170,6 +170,14 @@ pub(super) const KEYS: &[Key] = &[
         shown: |v| format!("  --ready-timeout {v} \\\n"),
     },
     Key {
+        file: "setup_timeout",
+        env: Some("RAYSLURM_SETUP_TIMEOUT"),
+        flag: "--setup-timeout",
+        kind: Kind::Number,
+        values: ["121", "122", "123", "124"],
+        shown: |v| format!("  --setup-timeout {v} \\\n"),
+    },
+    Key {
         file: "stop_grace",
         env: Some("RAYSLURM_STOP_GRACE"),
         flag: "--stop-grace",

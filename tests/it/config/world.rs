@@ -97,6 +97,8 @@ impl World {
                 .to_vec()
             };
             args.extend(["--num-gpus".to_owned(), "2".to_owned()]);
+            // `setup_timeout` means something with it.
+            args.extend(["--setup".to_owned(), "true".to_owned()]);
             if !up {
                 // `max_requeues` means something with it (and the flag alone is refused).
                 args.push("--requeue".to_owned());

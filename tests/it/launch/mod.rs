@@ -6,6 +6,7 @@ use std::path::Path;
 use crate::harness::{Run, filter_stamps, rayslurm};
 
 mod bad_input;
+mod code_snapshot;
 mod gpus;
 mod node_copy;
 mod pruning;

@@ -1,0 +1,132 @@
+//! `--snapshot` on a node: the run's snapshot of its workdir (made once, at submission, in the
+//! run's private directory) copied to the node's own disk, where setup and command then run.
+//! A `git clone` or `uv venv` in it does not collide with another node's, and every attempt
+//! of the run starts from the same snapshot, whatever was edited after the launch.
+//!
+//! The copy is `/tmp/rs{uid}-{job}.{restart}-workdir`: always new (mkdir, mode 0700; when the
+//! name is taken, a random suffix gives another, as for Ray's temp root), made by the node's
+//! first task. In a per-node run the node's other tasks find the same copy, the one of that
+//! name that is the user's own and private; every task holds a shared lock on it while it
+//! works, and the last to let go removes it.
+
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use nix::fcntl::{Flock, FlockArg};
+
+use crate::bootstrap::allocation::Allocation;
+use crate::bootstrap::node::say;
+use crate::bootstrap::ray_node::{TempRoot, random_suffix};
+use crate::sys::private_tree;
+use crate::sys::tree_copy::copy_into;
+
+/// A node's copy of the snapshot, which this process works in.
+pub(crate) struct NodeWorkdir {
+    pub(crate) path: PathBuf,
+    /// This process's shared lock on the copy: held while it works in it.
+    lock: Option<Flock<File>>,
+}
+
+impl NodeWorkdir {
+    /// The first name tried for the node's copy in this attempt; a name taken (left by an
+    /// earlier job, or planted) gets a random suffix instead, as Ray's temp root does.
+    pub(crate) fn first_name(alloc: &Allocation) -> PathBuf {
+        let uid = nix::unistd::getuid();
+        PathBuf::from(format!(
+            "/tmp/rs{uid}-{}.{}-workdir",
+            alloc.job_id, alloc.restart_count
+        ))
+    }
+
+    /// Copies `snapshot` to a new private directory on the node's disk and moves this process
+    /// into the copy.
+    pub(crate) fn make(snapshot: &Path, alloc: &Allocation) -> Result<Self, String> {
+        let t0 = Instant::now();
+        let root = TempRoot::create_at(&Self::first_name(alloc), random_suffix)
+            .map_err(|e| format!("cannot make the node's workdir: {e:#}"))?;
+        let path = root.path;
+        let files = copy_into(snapshot, &path).map_err(|e| {
+            let _ = std::fs::remove_dir_all(&path);
+            format!(
+                "cannot copy the snapshot `{}` to the node's workdir: {e:#}",
+                snapshot.display()
+            )
+        })?;
+        let made = Self::enter(path)?;
+        say(
+            &alloc.node,
+            format!(
+                "workdir on {}: {} ({files} files copied from the snapshot in {:.1} s)",
+                alloc.node,
+                made.path.display(),
+                t0.elapsed().as_secs_f64()
+            ),
+        );
+        Ok(made)
+    }
+
+    /// The copy the node's first task made, with this process moved into it: the one
+    /// directory by the first name (or the first name and a suffix) that is the user's own
+    /// and private; another user's planted there is passed over.
+    pub(crate) fn join(alloc: &Allocation) -> Result<Self, String> {
+        let first = Self::first_name(alloc);
+        let prefix = first
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mine: Vec<PathBuf> = std::fs::read_dir("/tmp")
+            .map_err(|e| format!("cannot read /tmp: {e}"))?
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .map(|e| e.path())
+            .filter(|p| {
+                std::fs::symlink_metadata(p).is_ok_and(|m| {
+                    m.is_dir() && private_tree::is_mine(m.uid()) && m.mode() & 0o077 == 0
+                })
+            })
+            .collect();
+        match mine.as_slice() {
+            [one] => Self::enter(one.clone()),
+            [] => Err(format!(
+                "the node's workdir (`{}`) is not there",
+                first.display()
+            )),
+            _ => Err(format!(
+                "more than one workdir of this attempt on the node: {mine:?}"
+            )),
+        }
+    }
+
+    fn enter(path: PathBuf) -> Result<Self, String> {
+        let lock = File::open(&path)
+            .ok()
+            .and_then(|f| Flock::lock(f, FlockArg::LockSharedNonblock).ok());
+        std::env::set_current_dir(&path)
+            .map_err(|e| format!("cannot work in `{}`: {e}", path.display()))?;
+        Ok(Self { path, lock })
+    }
+
+    /// Lets go of the copy (see [`Drop`]).
+    pub(crate) fn leave(self) {
+        drop(self);
+    }
+}
+
+impl Drop for NodeWorkdir {
+    /// Lets go of the copy; removes it unless another task on the node still works in it.
+    fn drop(&mut self) {
+        drop(self.lock.take());
+        if std::env::current_dir().is_ok_and(|d| d == self.path) {
+            let _ = std::env::set_current_dir("/");
+        }
+        let Ok(file) = File::open(&self.path) else {
+            return;
+        };
+        if let Ok(last) = Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            let _ = std::fs::remove_dir_all(&self.path);
+            drop(last);
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! `--snapshot`: the workdir copied once, at submission, into the run's private directory, so
+//! that a queued run (and each of its requeued attempts) runs the code as it was when it was
+//! launched, whatever is edited after. In a git repository the copy holds what `git ls-files
+//! -co --exclude-standard` names (tracked files, and untracked ones that are not ignored);
+//! elsewhere every file. Symbolic links are kept as links. The files are listed and their size
+//! checked against `--snapshot-max-size` before anything is written ([`Listing::of`]), so that
+//! a refused snapshot leaves nothing behind and submits nothing.
+
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{UsageError, show};
+use crate::sys::tree_copy::{all_files, copy_entry};
+
+/// `--snapshot-max-size` when none is given.
+pub(crate) const DEFAULT_MAX_SIZE: u64 = 1 << 30;
+
+/// The snapshot a launch asks for: of which directory, and how large it may be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SnapshotPlan {
+    pub(crate) workdir: PathBuf,
+    pub(crate) max_size: u64,
+}
+
+/// What the run's record says of its snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SnapshotInfo {
+    /// The copy, in the run's private directory.
+    pub(crate) path: PathBuf,
+    /// The directory it was taken from.
+    pub(crate) workdir: PathBuf,
+    /// `git rev-parse HEAD` in a git repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) commit: Option<String>,
+    /// Whether the files differed from the commit (`git status --porcelain` said anything).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) dirty: Option<bool>,
+    pub(crate) files: usize,
+    pub(crate) bytes: u64,
+}
+
+/// The files of a workdir that go into its snapshot, and their size.
+#[derive(Debug)]
+pub(crate) struct Listing {
+    workdir: PathBuf,
+    /// Paths relative to the workdir.
+    files: Vec<PathBuf>,
+    bytes: u64,
+    commit: Option<String>,
+    dirty: Option<bool>,
+}
+
+impl Listing {
+    /// Lists what the snapshot of `plan` would hold; a usage error if the workdir is not a
+    /// directory or the files are larger than the limit.
+    pub(crate) fn of(plan: &SnapshotPlan) -> Result<Self, UsageError> {
+        let dir = &plan.workdir;
+        if !dir.is_dir() {
+            return Err(UsageError::new(format!(
+                "--workdir {} is not a directory",
+                show(&dir.display().to_string())
+            ))
+            .hint(
+                "give the directory whose files the run should get (by default the current one)",
+            ));
+        }
+        let git = git_files(dir);
+        let (files, commit, dirty) = match git {
+            Some(files) => (files, git_commit(dir), git_dirty(dir)),
+            None => (
+                all_files(dir).map_err(|e| {
+                    UsageError::new(format!("cannot list the files of the workdir: {e:#}"))
+                })?,
+                None,
+                None,
+            ),
+        };
+        let mut bytes = 0u64;
+        let mut kept = Vec::new();
+        for rel in files {
+            // A tracked file deleted in the work tree is listed by git, but has nothing to copy.
+            let Ok(meta) = std::fs::symlink_metadata(dir.join(&rel)) else {
+                continue;
+            };
+            if meta.is_file() {
+                bytes += meta.len();
+            } else if !meta.file_type().is_symlink() {
+                continue;
+            }
+            kept.push(rel);
+        }
+        if bytes > plan.max_size {
+            return Err(UsageError::new(format!(
+                "the snapshot of {} would be {:.1} MB ({} files), more than --snapshot-max-size {:.1} MB; nothing was submitted",
+                show(&dir.display().to_string()),
+                mb(bytes),
+                kept.len(),
+                mb(plan.max_size)
+            ))
+            .hint("add what the run does not need (data, checkpoints, venvs) to .gitignore, pass a smaller --workdir, or raise --snapshot-max-size"));
+        }
+        Ok(Self {
+            workdir: dir.clone(),
+            files: kept,
+            bytes,
+            commit,
+            dirty,
+        })
+    }
+
+    /// Copies the files into `dest` (made here, mode 0700): the snapshot the run gets.
+    pub(crate) fn write(&self, dest: &Path) -> Result<SnapshotInfo> {
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(dest)
+            .with_context(|| format!("cannot create the snapshot `{}`", dest.display()))?;
+        for rel in &self.files {
+            copy_entry(&self.workdir.join(rel), &dest.join(rel))?;
+        }
+        Ok(SnapshotInfo {
+            path: dest.to_owned(),
+            workdir: self.workdir.clone(),
+            commit: self.commit.clone(),
+            dirty: self.dirty,
+            files: self.files.len(),
+            bytes: self.bytes,
+        })
+    }
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / f64::from(1 << 20)
+}
+
+/// The files git would keep of `dir`, if it is in a git work tree.
+fn git_files(dir: &Path) -> Option<Vec<PathBuf>> {
+    use std::os::unix::ffi::OsStrExt;
+    let out = git(dir, &["ls-files", "-co", "--exclude-standard", "-z"])?;
+    Some(
+        out.split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| PathBuf::from(std::ffi::OsStr::from_bytes(p)))
+            .collect(),
+    )
+}
+
+fn git_commit(dir: &Path) -> Option<String> {
+    let out = git(dir, &["rev-parse", "--verify", "-q", "HEAD"])?;
+    Some(String::from_utf8_lossy(&out).trim().to_owned()).filter(|c| !c.is_empty())
+}
+
+fn git_dirty(dir: &Path) -> Option<bool> {
+    git(dir, &["status", "--porcelain"]).map(|out| !out.is_empty())
+}
+
+/// `git -C dir ARGS`'s stdout, if git is there and succeeds.
+fn git(dir: &Path, args: &[&str]) -> Option<Vec<u8>> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    out.status.success().then_some(out.stdout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(dir: &Path, max_size: u64) -> SnapshotPlan {
+        SnapshotPlan {
+            workdir: dir.to_owned(),
+            max_size,
+        }
+    }
+
+    #[test]
+    fn outside_git_every_file_and_link_is_copied() {
+        let src = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(src.path().join("a/b")).unwrap();
+        std::fs::write(src.path().join("a/b/f.py"), "print(1)").unwrap();
+        std::fs::write(src.path().join("top"), "x").unwrap();
+        std::os::unix::fs::symlink("a/b/f.py", src.path().join("link")).unwrap();
+        let listing = Listing::of(&plan(src.path(), 1 << 20)).unwrap();
+        let dest = tempfile::tempdir().unwrap();
+        let info = listing.write(&dest.path().join("snap")).unwrap();
+        assert_eq!((info.files, info.bytes, info.commit), (3, 9, None));
+        let snap = dest.path().join("snap");
+        assert_eq!(
+            std::fs::read_to_string(snap.join("a/b/f.py")).unwrap(),
+            "print(1)"
+        );
+        assert_eq!(
+            std::fs::read_link(snap.join("link")).unwrap(),
+            Path::new("a/b/f.py")
+        );
+    }
+
+    #[test]
+    fn a_snapshot_over_the_limit_is_refused() {
+        let src = tempfile::tempdir().unwrap();
+        std::fs::write(src.path().join("big"), vec![0u8; 2048]).unwrap();
+        let err = Listing::of(&plan(src.path(), 1024))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("more than --snapshot-max-size"), "{err}");
+    }
+
+    #[test]
+    fn in_git_ignored_files_stay_out() {
+        let src = tempfile::tempdir().unwrap();
+        let d = src.path();
+        let run = |args: &[&str]| {
+            let ok = Command::new("git")
+                .arg("-C")
+                .arg(d)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(ok.status.success(), "{ok:?}");
+        };
+        run(&["init", "-q"]);
+        std::fs::write(d.join(".gitignore"), "data/\n").unwrap();
+        std::fs::create_dir(d.join("data")).unwrap();
+        std::fs::write(d.join("data/huge"), "x").unwrap();
+        std::fs::write(d.join("train.py"), "y").unwrap();
+        run(&["add", "train.py", ".gitignore"]);
+        run(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "one",
+        ]);
+        std::fs::write(d.join("new.py"), "z").unwrap();
+        let listing = Listing::of(&plan(d, 1 << 20)).unwrap();
+        let mut files = listing.files.clone();
+        files.sort();
+        let names: Vec<PathBuf> = [".gitignore", "new.py", "train.py"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(files, names);
+        assert_eq!(listing.dirty, Some(true));
+        assert_eq!(listing.commit.as_deref().map(str::len), Some(40));
+    }
+}
