@@ -345,7 +345,7 @@ def cancel(
     target: Union[Target, Cluster],
     job: Optional[Union[int, ExecJob]] = None,
     *,
-    signal: Optional[str] = None,
+    signal: Optional[Union[str, int]] = None,
     all_jobs: bool = False,
 ) -> None:
     """Cancels a run, or jobs of a cluster (``rayslurm cancel``).
@@ -354,11 +354,13 @@ def cancel(
         target: a run (:class:`Job`, job id, experiment name) or a cluster (its name or
             :class:`Cluster`: then the cluster itself, unless ``job`` or ``all_jobs``).
         job: with a cluster, the id of one of its jobs (or the :class:`ExecJob`).
-        signal: send this signal to the run's command instead (``"USR1"``); the run goes on.
+        signal: send this signal to the run's command instead (``"USR1"``, a number or a
+            ``signal.Signals``); the run goes on.
         all_jobs: with a cluster, cancel every running and pending job (``--all``).
     """
     name = target.name if isinstance(target, Cluster) else _target_name(target)
-    args = ["cancel", *_cli.flags({"signal": signal, "all": all_jobs}), "--", name]
+    options = {"signal": _cli.signal_name(signal), "all": all_jobs}
+    args = ["cancel", *_cli.flags(options), "--", name]
     if isinstance(job, ExecJob):
         job = job.job
     if job is not None:

@@ -12,6 +12,7 @@ import json
 import os
 import shlex
 import shutil
+import signal as signals
 import subprocess
 import sysconfig
 from pathlib import Path
@@ -212,6 +213,14 @@ def command_words(command: Sequence[str], where: str) -> List[str]:
     return words
 
 
+def signal_name(signal: Optional[Union[str, int]]) -> Optional[str]:
+    """A signal for ``--signal``: a name as it is (``"USR1"``), a number or a
+    ``signal.Signals`` by its name (``SIGUSR1``)."""
+    if isinstance(signal, int) and not isinstance(signal, bool):
+        return signals.Signals(signal).name
+    return signal
+
+
 def _run(args: Sequence[str]) -> "subprocess.CompletedProcess[str]":
     argv = [find_bin(), *args]
     return subprocess.run(
@@ -254,8 +263,9 @@ def call_text(args: Sequence[str]) -> str:
 def stream(args: Sequence[str]) -> Iterator[str]:
     """Runs ``rayslurm ARGS`` and yields its stdout line by line as it comes (``logs -f``).
 
-    Raises :class:`RayslurmError` at the end if it exited with an error. Closing the
-    iterator early (``break``) stops the program.
+    ``logs -f`` exits with the followed job's own exit code: that is no error of rayslurm's
+    (the job's end is in its status). Only an exit where rayslurm said ``error: ...`` raises
+    :class:`RayslurmError`, at the end. Closing the iterator early stops the program.
     """
     argv = [find_bin(), *args]
     proc = subprocess.Popen(
@@ -278,7 +288,7 @@ def stream(args: Sequence[str]) -> Iterator[str]:
         for pipe in (proc.stdout, proc.stderr):
             if pipe:
                 pipe.close()
-    if code != 0:
+    if code != 0 and any(line.startswith("error:") for line in stderr.splitlines()):
         raise RayslurmError(argv, code, stderr)
 
 

@@ -130,9 +130,8 @@ class Job:
         """Cancels the run (``rayslurm cancel``): Ray and the command are stopped, the
         allocation released. With ``signal`` (``"USR1"``, ``"TERM"``, or a number), sends that
         signal to the run's command instead, and the run goes on."""
-        if isinstance(signal, int) and not isinstance(signal, bool):
-            signal = signals.Signals(signal).name
-        _cli.call_text(["cancel", *_cli.flags({"signal": signal}), "--", self._target()])
+        options = {"signal": _cli.signal_name(signal)}
+        _cli.call_text(["cancel", *_cli.flags(options), "--", self._target()])
 
     @overload
     def logs(self, *, tail: Optional[int] = None) -> str: ...
@@ -321,6 +320,7 @@ class Dashboard:
         line = self._proc.stdout.readline().strip()
         if not line.startswith("http"):
             code = self._proc.wait()
+            self._proc.stdout.close()
             self._stderr.seek(0)
             said = self._stderr.read()
             self._stderr.close()
