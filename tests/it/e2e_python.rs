@@ -27,6 +27,6 @@ fn jobs_and_a_cluster_from_python() {
         ],
     );
     let report = passed(&out);
-    assert!(report.contains("Ran 5 tests"), "{report}");
+    assert!(report.contains("Ran 6 tests"), "{report}");
     assert!(report.contains("\nOK"), "{report}");
 }

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import unittest
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any, Callable
+from unittest import mock
 
 import rayslurm
 from rayslurm import Job, RayslurmError
@@ -157,6 +159,28 @@ class Clusters(unittest.TestCase):
         with self.assertRaises(RayslurmError) as caught:
             rayslurm.exec(cluster, "true")
         self.assertEqual(caught.exception.exit_code, 2)
+
+
+class Docs(unittest.TestCase):
+    def test_every_python_example_of_docs_python_md_runs(self) -> None:
+        page = Path(__file__).resolve().parents[2] / "docs" / "python.md"
+        blocks = re.findall(r"(?ms)^```python\n(.*?)^```$", page.read_text())
+        self.assertGreaterEqual(len(blocks), 6)
+        # As a user's environment or rayslurm.toml would: Ray on the nodes, small stores.
+        settings = {"RAYSLURM_LOAD_ENV": LOAD_ENV, "RAYSLURM_OBJECT_STORE_MEMORY": str(STORE)}
+        namespace: dict = {}
+        try:
+            with mock.patch.dict(os.environ, settings):
+                for number, block in enumerate(blocks, 1):
+                    with self.subTest(block=number):
+                        exec(compile(block, f"docs/python.md block {number}", "exec"), namespace)
+        finally:
+            # What a failed block left behind.
+            for value in namespace.values():
+                if isinstance(value, Job) and value.submitted:
+                    quietly(value.cancel)
+                elif isinstance(value, rayslurm.Cluster) and value.submitted:
+                    quietly(value.down)
 
 
 if __name__ == "__main__":
