@@ -1,424 +1,275 @@
 """Launch and follow rayslurm runs from Python.
 
-A thin layer over the ``rayslurm`` program that this package installs: each function runs
-the program with ``--json`` and returns what it printed, parsed. Keyword arguments become
-the program's flags, so everything ``rayslurm launch --help`` lists works here too. A run
-executes a shell command line, as on the command line; no Python function is pickled.
+Each function runs the ``rayslurm`` program that this package installs, with ``--json`` where
+it prints a result, and returns that result as an object: :func:`launch` a :class:`Job`,
+:func:`up` a :class:`Cluster`, :func:`exec` an :class:`ExecJob`. Parameters are the
+program's flags by their long names (``num_nodes`` for ``--num-nodes``); a misspelt one is a
+``TypeError``, and a value rayslurm refuses raises :class:`RayslurmError` with its message
+and exit code (2: nothing was written or submitted). A run executes a shell command line, as
+on the command line; no Python function is pickled.
 
     >>> import rayslurm
-    >>> run = rayslurm.launch(exp_name="sweep", command="python train.py", num_nodes=3)
-    >>> rayslurm.wait(run)["exit_code"]
-    0
+    >>> job = rayslurm.launch("sweep", ["python", "train.py", "--lr", "0.1"], num_nodes=3)
+    >>> job.wait()["state"], job.exit_code
+    ('COMPLETED', 0)
+    >>> print(job.logs(tail=5))
 
-On a persistent cluster (``rayslurm up sweep``), :func:`exec` submits a job and
-:func:`queue` shows the cluster's jobs.
+On a persistent cluster: ``cluster = rayslurm.up("lab", num_nodes=2)``, then
+``rayslurm.exec(cluster, "python trial.py").wait()``, and ``cluster.down()``.
+docs/python.md has more.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
-import shutil
-import subprocess
 import sys
-import sysconfig
-import time
-from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Sequence, Union
+from typing import overload
+
+from . import _cli
+from ._cli import ENDED_STATES, Command, PathLike, RayslurmError, find_bin, is_ended
+from ._jobs import EXEC_ENDED_STATES, Cluster, Dashboard, ExecJob, Job, wait_for_run
 
 __all__ = [
     "ENDED_STATES",
+    "EXEC_ENDED_STATES",
+    "Cluster",
+    "Dashboard",
+    "ExecJob",
+    "Job",
     "RayslurmError",
+    "cancel",
+    "dashboard",
+    "down",
     "exec",
     "find_bin",
     "is_ended",
     "launch",
+    "logs",
     "queue",
     "status",
+    "up",
     "wait",
 ]
 
-_NAME = "rayslurm"
-
-#: States after which a run will not change any more, as ``status`` reports them: Slurm's
-#: final job states, ``STOPPED`` (scancel, time limit or SIGTERM, from the run's final state
-#: file) and ``ENDED`` (the job left Slurm and nothing said how). ``UNKNOWN`` (Slurm could
-#: not be asked) and ``COMPLETING`` are not final.
-ENDED_STATES = frozenset(
-    {
-        "BOOT_FAIL",
-        "CANCELLED",
-        "COMPLETED",
-        "DEADLINE",
-        "ENDED",
-        "FAILED",
-        "NODE_FAIL",
-        "OUT_OF_MEMORY",
-        "PREEMPTED",
-        "REVOKED",
-        "SPECIAL_EXIT",
-        "STOPPED",
-        "TIMEOUT",
-    }
-)
-
-#: Flags `launch` sets itself or that would make it print something other than one result.
-_NOT_FOR_LAUNCH = {
-    "json": "launch() always passes --json",
-    "follow": "launch() returns once the job is submitted; call wait() on its result to follow it",
-    "cancel_on_interrupt": "only goes with --follow; call wait() on launch()'s result instead",
-    "quiet": "launch() returns the result and keeps rayslurm's progress messages out of the way",
-}
-
-#: Flags `exec` sets itself or that would make it print something other than one result.
-_NOT_FOR_EXEC = {
-    "json": "exec() always passes --json",
-    "detach": "exec() always returns once the job is submitted (-d); queue() shows how it goes",
-    "quiet": "exec() returns the result and keeps rayslurm's progress messages out of the way",
-    "args": "give the command as exec()'s second argument, as a list of words",
-}
-
-Target = Union[str, int, Mapping[str, Any]]
+#: A run: a :class:`Job`, a job id, an experiment name, or a ``launch --json`` result.
+Target = Union[Job, str, int, Mapping[str, Any]]
+#: A cluster: its name, a :class:`Cluster`, or an :class:`ExecJob` (the cluster it ran on).
+ClusterRef = Union[str, Cluster, ExecJob, Mapping[str, Any]]
+Env = Union[Mapping[str, Any], Sequence[str]]
+EnvFiles = Union[PathLike, Sequence[PathLike]]
 
 
-class RayslurmError(RuntimeError):
-    """The rayslurm program failed: it exited with a non-zero code or printed no JSON.
-
-    ``returncode`` is 2 for input rayslurm refused before submitting anything, 1 for a
-    failure of Slurm or of the job. ``stderr`` holds rayslurm's own explanation.
-
-    ``env`` values are secrets (API keys, tokens): ``argv`` shows them as ``KEY=***``, and
-    any that ``stderr`` or ``stdout`` repeats is replaced by ``***`` too, so that neither the
-    message nor a log of the exception ever holds one.
-    """
-
-    def __init__(
-        self, argv: Sequence[str], returncode: int, stderr: str, stdout: str = ""
-    ) -> None:
-        self.argv, secrets = _masked(argv)
-        self.returncode = returncode
-        self.stderr = _without(stderr, secrets)
-        self.stdout = _without(stdout, secrets)
-        said = self.stderr.strip() or "(nothing on stderr)"
-        super().__init__(f"`{shlex.join(self.argv)}` exited with code {returncode}:\n{said}")
-
-
-#: The flags whose ``KEY=VALUE`` values are masked wherever the package shows a command line.
-_SECRET_FLAGS = ("--env",)
-
-
-def _masked(argv: Sequence[str]) -> Tuple[List[str], List[str]]:
-    """``argv`` with every ``--env KEY=VALUE`` (or ``--env=KEY=VALUE``) as ``KEY=***``, and
-    the values masked."""
-    shown: List[str] = []
-    secrets: List[str] = []
-    after_flag = False
-    for arg in map(str, argv):
-        flag, eq, rest = arg.partition("=")
-        if after_flag or (eq and flag in _SECRET_FLAGS):
-            pair = arg if after_flag else rest
-            key, has_value, value = pair.partition("=")
-            if has_value:
-                if value:
-                    secrets.append(value)
-                pair = f"{key}=***"
-            elif pair:
-                # No `=`: which part is the value cannot be told, so all of it is hidden.
-                secrets.append(pair)
-                pair = "***"
-            arg = pair if after_flag else f"{flag}={pair}"
-        shown.append(arg)
-        after_flag = arg in _SECRET_FLAGS
-    return shown, secrets
-
-
-def _without(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with each of ``secrets`` replaced by ``***`` (longest first)."""
-    for secret in sorted(set(secrets), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
-
-
-def _search_dirs() -> List[Path]:
-    """Where an installed wheel puts the binary, most specific first."""
-    package = Path(__file__).resolve().parent
-    dirs = [
-        package,
-        # pip install --target DIR: the package is DIR/rayslurm, the binary DIR/bin/rayslurm.
-        package.parent / "bin",
-    ]
-    scripts = [sysconfig.get_path("scripts")]
-    try:
-        scripts.append(sysconfig.get_path("scripts", f"{os.name}_user"))
-    except KeyError:
-        pass
-    dirs.extend(Path(d) for d in scripts if d)
-    return dirs
-
-
-def find_bin() -> str:
-    """Returns the path of the rayslurm binary.
-
-    Looks beside this package, in the scripts directory of the interpreter's installation
-    (a venv's ``bin``, then the user's ``~/.local/bin``), then on ``PATH``.
-
-    Raises:
-        FileNotFoundError: no executable rayslurm was found in any of those places.
-    """
-    dirs = _search_dirs()
-    for directory in dirs:
-        candidate = directory / _NAME
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    on_path = shutil.which(_NAME)
-    if on_path:
-        return on_path
-    looked = ", ".join(str(d) for d in dirs)
-    raise FileNotFoundError(
-        f"the rayslurm binary was not found (looked in {looked} and on PATH); "
-        "reinstall the rayslurm wheel or put a rayslurm binary on PATH"
-    )
-
-
-def _flag_value(key: str, value: Any, shown: bool = True) -> str:
-    if isinstance(value, (str, int, float, os.PathLike)) and not isinstance(value, bool):
-        return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
-    what = f"{value!r}" if shown else f"a {type(value).__name__}"
-    raise TypeError(f"{key}={what}: a flag value must be a str, a number or a path")
-
-
-def _flags(options: Mapping[str, Any]) -> List[str]:
-    """Turns keyword arguments into flags: ``exp_name="x"`` -> ``--exp-name=x``.
-
-    ``True`` gives the bare flag, ``False`` and ``None`` nothing, a list or tuple the flag once
-    per item, and a mapping the flag once per ``KEY=VALUE`` (for ``env``). Values are joined
-    with ``=``, so a value that starts with ``-`` is never read as another flag.
-    """
-    flags: List[str] = []
-    for key, value in options.items():
-        flag = "--" + key.replace("_", "-")
-        if value is None or value is False:
-            continue
-        if value is True:
-            flags.append(flag)
-        elif isinstance(value, Mapping):
-            for k, v in value.items():
-                # `env` values are secrets: an error names the key, never the value.
-                flags.append(f"{flag}={k}={_flag_value(f'{key}[{k!r}]', v, shown=False)}")
-        elif isinstance(value, (list, tuple)):
-            flags.extend(f"{flag}={_flag_value(key, item)}" for item in value)
-        else:
-            flags.append(f"{flag}={_flag_value(key, value)}")
-    return flags
-
-
-def _run(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    argv = [find_bin(), *args]
-    return subprocess.run(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        universal_newlines=True,
-        check=False,
-    )
-
-
-def _parsed(proc: subprocess.CompletedProcess[str]) -> Any:
-    """The JSON a successful run printed."""
-    if proc.returncode != 0:
-        raise RayslurmError(proc.args, proc.returncode, proc.stderr, proc.stdout)
-    try:
-        return json.loads(proc.stdout)
-    except ValueError:
-        said = f"printed no JSON: {proc.stdout!r}\n{proc.stderr}"
-        raise RayslurmError(proc.args, proc.returncode, said, proc.stdout) from None
-
-
-def launch(exp_name: str, command: str, **options: Any) -> Dict[str, Any]:
+def launch(
+    exp_name: str,
+    command: Command,
+    *,
+    partition: Optional[str] = None,
+    account: Optional[str] = None,
+    qos: Optional[str] = None,
+    time: Optional[Union[str, int]] = None,
+    sbatch_arg: Optional[Sequence[str]] = None,
+    log_dir: Optional[PathLike] = None,
+    template: Optional[PathLike] = None,
+    num_nodes: Optional[int] = None,
+    tasks_per_node: Optional[int] = None,
+    cpus_per_task: Optional[int] = None,
+    num_gpus: Optional[int] = None,
+    gpu_directive: Optional[str] = None,
+    mem: Optional[str] = None,
+    mem_per_cpu: Optional[str] = None,
+    node: Optional[str] = None,
+    constraint: Optional[str] = None,
+    exclusive: Optional[bool] = None,
+    load_env: Optional[str] = None,
+    env: Optional[Env] = None,
+    env_file: Optional[EnvFiles] = None,
+    setup: Optional[str] = None,
+    no_ray: bool = False,
+    per_node: bool = False,
+    no_prefix: bool = False,
+    interface: Optional[str] = None,
+    ip_family: Optional[Union[str, int]] = None,
+    ready_timeout: Optional[int] = None,
+    stop_grace: Optional[int] = None,
+    port_base: Optional[int] = None,
+    min_nodes: Optional[int] = None,
+    object_store_memory: Optional[int] = None,
+    ray_args: Optional[str] = None,
+    ray_head_args: Optional[str] = None,
+    no_ray_auth: bool = False,
+    ray_metrics: bool = False,
+    signal: Optional[str] = None,
+    requeue: bool = False,
+    max_requeues: Optional[int] = None,
+    after: Optional[Union[str, int, Job]] = None,
+    singleton: bool = False,
+    dry_run: bool = False,
+) -> Job:
     """Writes an sbatch script for ``command`` and submits it (``rayslurm launch --json``).
 
-    Args:
-        exp_name: names the job and its files (letters, digits, ``_ - . +``).
-        command: the shell command the head node runs, as typed into bash there.
-        **options: any other ``rayslurm launch`` flag, by its long name with ``_`` for ``-``:
-            ``num_nodes=3``, ``partition="gpu"``, ``dry_run=True``, ``no_ray=True``,
-            ``env={"SEED": 1}`` or ``env=["SEED=1"]``, ``sbatch_arg=["--mail-type=END"]``,
-            ``log_dir="/shared/logs"``. Secrets go best in a file, ``env_file="secrets.env"``
-            (``KEY=VALUE`` lines): ``env`` values are on rayslurm's command line, which ``ps``
-            shows to every user of the machine.
+    Returns once the job is submitted; the :class:`Job` follows it (``job.wait()``,
+    ``job.state``, ``job.logs()``, ``job.cancel()``).
 
-    Returns:
-        ``{"job_id", "exp_name", "script", "log", "submitted"}``; ``job_id`` is ``None`` and
-        ``submitted`` ``False`` for a dry run. Pass it to :func:`wait` to wait for the run.
+    Args:
+        exp_name: the experiment's name (``--exp-name``).
+        command: a shell command line, or a list of words, each quoted as it is
+            (``["python", "train.py", "--lr", "0.1"]``).
+        exclusive: ``True`` for ``--exclusive``, ``False`` for ``--no-exclusive``, ``None``
+            for rayslurm's default (exclusive).
+        env: ``{"KEY": value}`` or ``["KEY=VALUE", ...]``, one ``--env`` each (values are
+            masked in errors); ``env_file``: a path or a list of paths, for secrets.
+        sbatch_arg: extra sbatch options, one ``--sbatch-arg`` each.
+        dry_run: write the script and submit nothing: the job has ``submitted == False``,
+            ``job_id is None``, and ``job.script_text`` is the script.
+        Every other parameter is the flag of the same name (``_`` for ``-``): see
+        ``rayslurm launch --help``; ``False`` and ``None`` leave a flag out.
 
     Raises:
-        RayslurmError: rayslurm refused the input (``returncode`` 2, nothing submitted) or
-            sbatch failed (1); the message carries rayslurm's explanation.
-        ValueError: a flag that launch() cannot pass (``follow``, ``json``, ...).
+        RayslurmError: rayslurm refused the input (``returncode`` 2, nothing written or
+            submitted), or sbatch failed (1).
+        TypeError: a parameter that does not exist, or a value that is not text or a number.
         FileNotFoundError: the rayslurm binary is missing.
     """
-    for key in options:
-        if key in _NOT_FOR_LAUNCH:
-            raise ValueError(f"launch(): `{key}` is not accepted: {_NOT_FOR_LAUNCH[key]}")
-    args = ["launch", *_flags({"exp_name": exp_name, "command": command, **options}), "--json"]
-    result = _parsed(_run(args))
-    if not isinstance(result, dict):
-        raise RayslurmError(args, 0, f"printed JSON that is not an object: {result!r}")
-    return result
+    options = dict(locals())
+    options["command"] = _cli.command_line(command, "launch()")
+    if isinstance(after, Job):
+        options["after"] = after._target()
+    args = ["launch", *_cli.flags(options), "--json"]
+    return Job.from_launch(_cli.call_json(args, dict))
 
 
-def _status_args(target: Optional[Target], all_runs: bool) -> List[str]:
-    args = ["status", "--json"]
-    if all_runs:
-        args.append("--all")
-    if target is not None:
-        args += ["--", _target_name(target)]
-    return args
+def up(
+    name: str,
+    *,
+    idle_timeout: Optional[Union[str, int]] = None,
+    partition: Optional[str] = None,
+    account: Optional[str] = None,
+    qos: Optional[str] = None,
+    time: Optional[Union[str, int]] = None,
+    sbatch_arg: Optional[Sequence[str]] = None,
+    log_dir: Optional[PathLike] = None,
+    template: Optional[PathLike] = None,
+    num_nodes: Optional[int] = None,
+    tasks_per_node: Optional[int] = None,
+    cpus_per_task: Optional[int] = None,
+    num_gpus: Optional[int] = None,
+    gpu_directive: Optional[str] = None,
+    mem: Optional[str] = None,
+    mem_per_cpu: Optional[str] = None,
+    node: Optional[str] = None,
+    constraint: Optional[str] = None,
+    exclusive: Optional[bool] = None,
+    load_env: Optional[str] = None,
+    env: Optional[Env] = None,
+    env_file: Optional[EnvFiles] = None,
+    setup: Optional[str] = None,
+    interface: Optional[str] = None,
+    ip_family: Optional[Union[str, int]] = None,
+    ready_timeout: Optional[int] = None,
+    stop_grace: Optional[int] = None,
+    port_base: Optional[int] = None,
+    min_nodes: Optional[int] = None,
+    object_store_memory: Optional[int] = None,
+    ray_args: Optional[str] = None,
+    ray_head_args: Optional[str] = None,
+    no_ray_auth: bool = False,
+    ray_metrics: bool = False,
+    detach: bool = False,
+    dry_run: bool = False,
+) -> Cluster:
+    """Starts a persistent cluster (``rayslurm up NAME --json``) and, unless ``detach``,
+    waits until Ray is up on it.
 
-
-def status(target: Optional[Target] = None, *, all_runs: bool = False) -> List[Dict[str, Any]]:
-    """The recorded runs and their states, newest first (``rayslurm status --json``).
-
-    Args:
-        target: a job id, an experiment name (its runs) or a :func:`launch` result; ``None``
-            for every recent run.
-        all_runs: include runs older than the recent ones (``--all``).
-
-    Returns:
-        One dict per run, with ``exp_name, job_id, state, reason, nodes, nodelist,
-        elapsed_seconds, exit_code, log, script, state_file, submitted_at, workdir, command,
-        source, message``.
-
-    Raises:
-        RayslurmError: an unknown target (``returncode`` 2) or Slurm could not be asked.
-    """
-    result = _parsed(_run(_status_args(target, all_runs)))
-    if not isinstance(result, list):
-        raise RayslurmError(["status"], 0, f"printed JSON that is not a list: {result!r}")
-    return result
-
-
-def _target_name(target: Target) -> str:
-    if isinstance(target, Mapping):
-        job_id = target.get("job_id")
-        if job_id is None:
-            raise ValueError("a dry run's launch() result has no job id: no job to follow")
-        return str(job_id)
-    return str(target)
-
-
-def is_ended(run: Mapping[str, Any]) -> bool:
-    """Whether a :func:`status` record's state is final (see :data:`ENDED_STATES`)."""
-    words = str(run.get("state") or "").split()
-    return bool(words) and words[0].rstrip("+").upper() in ENDED_STATES
-
-
-def wait(target: Target, poll: float = 5.0, timeout: Optional[float] = None) -> Dict[str, Any]:
-    """Waits until a run has ended and returns its final :func:`status` record.
-
-    Args:
-        target: a :func:`launch` result, a job id, or an experiment name (its newest run).
-        poll: seconds between two looks; each is one ``rayslurm status`` (one ``squeue``).
-        timeout: give up after this many seconds (``None``: wait as long as it takes).
-
-    Returns:
-        The run's record; ``state`` is one of :data:`ENDED_STATES` and ``exit_code`` the
-        command's own exit code when it is known.
+    The parameters are ``launch``'s (see :func:`launch`), with ``idle_timeout``: release
+    the allocation after this long without a job (``"30m"``, ``"2h"``; a number is minutes).
 
     Raises:
-        TimeoutError: the run had not ended after ``timeout`` seconds.
-        RayslurmError: an unknown target, or rayslurm failed otherwise.
+        RayslurmError: refused input or a name in use (``returncode`` 2), or the cluster's
+            job ended before Ray was up (1, with the bootstrap's message).
     """
-    if poll <= 0:
-        raise ValueError(f"poll must be positive, not {poll!r}")
-    name = _target_name(target)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        proc = _run(_status_args(name, all_runs=False))
-        try:
-            runs = _parsed(proc)
-        except RayslurmError:
-            # squeue did not answer (a controller restart): rayslurm still prints every run,
-            # as UNKNOWN, and exits 1. Ask again later; anything else is an error.
-            if proc.returncode != 1 or not proc.stdout.lstrip().startswith("["):
-                raise
-            runs = json.loads(proc.stdout)
-        if not runs:
-            said = f"no run matches `{name}`"
-            raise RayslurmError(proc.args, proc.returncode, said, proc.stdout)
-        run = runs[0]
-        if is_ended(run):
-            return run
-        if deadline is not None and time.monotonic() >= deadline:
-            state = run.get("state")
-            raise TimeoutError(f"run `{name}` has not ended after {timeout} s: it is {state}")
-        pause = poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic()))
-        time.sleep(pause)
+    options = dict(locals())
+    del options["name"]
+    args = ["up", *_cli.flags(options), "--json", "--", name]
+    result = _cli.call_json(args, dict)
+    job_id = result.get("job_id")
+    return Cluster(
+        name,
+        None if job_id is None else str(job_id),
+        result.get("log"),
+        result.get("script"),
+        bool(result.get("submitted", job_id is not None)),
+    )
 
 
-def _cluster_name(cluster: Union[str, Mapping[str, Any]]) -> str:
-    """A cluster's name, or that of the cluster an :func:`exec` result ran on."""
+def _cluster_name(cluster: ClusterRef) -> str:
+    if isinstance(cluster, Cluster):
+        return cluster.name
+    if isinstance(cluster, ExecJob):
+        return cluster.cluster
     if isinstance(cluster, Mapping):
         name = cluster.get("cluster")
         if not isinstance(name, str):
             raise ValueError(f"not an exec() result (no cluster): {dict(cluster)!r}")
         return name
     if not isinstance(cluster, str):
-        raise TypeError(f"a cluster is named by a str, not {cluster!r}")
+        raise TypeError(f"a cluster is named by a str or a Cluster, not {cluster!r}")
     return cluster
 
 
 def exec(  # noqa: A001 (named after rayslurm's command)
-    cluster: str, command: Union[str, Sequence[str]], **options: Any
-) -> Dict[str, Any]:
+    cluster: ClusterRef,
+    command: Command,
+    *,
+    name: Optional[str] = None,
+    num_cpus: Optional[float] = None,
+    num_gpus: Optional[float] = None,
+    memory: Optional[str] = None,
+    per_node: bool = False,
+    num_nodes: Optional[int] = None,
+    setup: Optional[str] = None,
+    env: Optional[Env] = None,
+    env_file: Optional[EnvFiles] = None,
+) -> ExecJob:
     """Submits ``command`` to a persistent cluster as a Ray job (``rayslurm exec -d --json``).
 
     Returns as soon as the job is submitted: it waits in Ray's queue until its resources are
-    free, and :func:`queue` shows how it goes.
+    free; the :class:`ExecJob` follows it (``wait()``, ``state``, ``logs()``, ``cancel()``).
 
     Args:
-        cluster: the cluster's name (from ``rayslurm up NAME``).
+        cluster: the cluster's name (``rayslurm up NAME``) or the :class:`Cluster` of :func:`up`.
         command: a shell command line (run through bash), or a list of words, each passed as
             it is (``["python", "train.py", "--lr", "0.1"]``).
-        **options: any other ``rayslurm exec`` flag, by its long name with ``_`` for ``-``:
-            ``name="trial-3"``, ``num_cpus=2``, ``num_gpus=0.5``, ``memory="4G"``,
-            ``env={"LR": 0.1}``, ``env_file="secrets.env"`` (for secrets: off the command line).
-
-    Returns:
-        ``{"cluster", "job", "name", "submission_id", "command", "workdir", "log",
-        "submitted_at"}``; ``job`` is the job's short id on its cluster (``rayslurm logs
-        CLUSTER JOB``, ``rayslurm cancel CLUSTER JOB``).
+        num_cpus, num_gpus, memory: what the job (with ``per_node``: each rank) needs.
+        per_node: run the command once on each of ``num_nodes`` distinct nodes (every node
+            of the cluster by default), with the rank variables; ``setup`` runs first on each.
+        env, env_file: as for :func:`launch`.
 
     Raises:
-        RayslurmError: rayslurm refused the input or the cluster is not up (``returncode`` 2),
-            or the job could not be submitted (1).
-        ValueError: a flag that exec() cannot pass (``json``, ``detach``, ...).
-        FileNotFoundError: the rayslurm binary is missing.
+        RayslurmError: refused input or the cluster is not up (``returncode`` 2), or the job
+            could not be submitted (1).
     """
-    for key in options:
-        if key in _NOT_FOR_EXEC:
-            raise ValueError(f"exec(): `{key}` is not accepted: {_NOT_FOR_EXEC[key]}")
-    args = ["exec", _cluster_name(cluster), *_flags(options), "-d", "--json"]
+    options = {
+        "name": name,
+        "num_cpus": num_cpus,
+        "num_gpus": num_gpus,
+        "memory": memory,
+        "per_node": per_node,
+        "num_nodes": num_nodes,
+        "setup": setup,
+        "env": env,
+        "env_file": env_file,
+    }
+    args = ["exec", _cluster_name(cluster), *_cli.flags(options), "-d", "--json"]
     if isinstance(command, str):
         args.append(f"--command={command}")
     else:
-        words = [_flag_value("command", w) for w in command]
-        if not words:
-            raise ValueError("exec(): the command has no words")
-        args += ["--", *words]
-    result = _parsed(_run(args))
-    if not isinstance(result, dict):
-        raise RayslurmError(args, 0, f"printed JSON that is not an object: {result!r}")
-    return result
+        args += ["--", *_cli.command_words(command, "exec()")]
+    return ExecJob(_cli.call_json(args, dict), per_node=per_node)
 
 
-def queue(cluster: Union[str, Mapping[str, Any]]) -> Dict[str, Any]:
+def queue(cluster: ClusterRef) -> Dict[str, Any]:
     """A cluster's jobs and resources (``rayslurm queue CLUSTER --json``).
-
-    Args:
-        cluster: the cluster's name, or an :func:`exec` result (its cluster).
 
     Returns:
         ``{"name", "job_id", "nodes", "cpus", "cpus_free", "gpus", "gpus_free", "time_left",
@@ -430,11 +281,150 @@ def queue(cluster: Union[str, Mapping[str, Any]]) -> Dict[str, Any]:
         RayslurmError: no such cluster or it is not up (``returncode`` 2), or Ray could not
             be asked (1).
     """
-    args = ["queue", "--json", "--", _cluster_name(cluster)]
-    result = _parsed(_run(args))
-    if not isinstance(result, dict):
-        raise RayslurmError(args, 0, f"printed JSON that is not an object: {result!r}")
+    return _cli.call_json(["queue", "--json", "--", _cluster_name(cluster)], dict)
+
+
+def down(cluster: ClusterRef) -> None:
+    """Stops a persistent cluster and releases its allocation (``rayslurm down``)."""
+    _cli.call_text(["down", "--", _cluster_name(cluster)])
+
+
+def _target_name(target: Target) -> str:
+    if isinstance(target, Job):
+        return target._target()
+    if isinstance(target, Mapping):
+        job_id = target.get("job_id")
+        if job_id is None:
+            raise ValueError("a dry run's launch() result has no job id: no job to follow")
+        return str(job_id)
+    if isinstance(target, bool) or not isinstance(target, (str, int)):
+        raise TypeError(f"a run is a Job, a job id or an experiment name, not {target!r}")
+    return str(target)
+
+
+def status(target: Optional[Target] = None, *, all_runs: bool = False) -> List[Dict[str, Any]]:
+    """The recorded runs and their states, newest first (``rayslurm status --json``).
+
+    Args:
+        target: a :class:`Job`, a job id or an experiment name (its runs); ``None`` for
+            every recent run.
+        all_runs: include runs older than the recent ones (``--all``).
+
+    Returns:
+        One dict per run, with ``exp_name, job_id, state, reason, nodes, nodelist,
+        elapsed_seconds, exit_code, log, script, state_file, run_dir, submitted_at, workdir,
+        command, cluster, source, message, attempts``.
+
+    Raises:
+        RayslurmError: an unknown target (``returncode`` 2) or Slurm could not be asked.
+    """
+    name = None if target is None else _target_name(target)
+    proc = _cli.status_records(name, all_runs)
+    result = _cli.parsed(proc)
+    if not isinstance(result, list):
+        raise RayslurmError(proc.args, 0, f"printed JSON that is not a list: {result!r}")
     return result
+
+
+def wait(target: Target, poll: float = 5.0, timeout: Optional[float] = None) -> Dict[str, Any]:
+    """Waits until a run has ended and returns its final :func:`status` record.
+
+    Args:
+        target: a :class:`Job`, a job id, or an experiment name (its newest run).
+        poll: seconds between two looks; each is one ``rayslurm status`` (one ``squeue``).
+        timeout: give up after this many seconds (``None``: wait as long as it takes).
+
+    Raises:
+        TimeoutError: the run had not ended after ``timeout`` seconds.
+        RayslurmError: an unknown target, or rayslurm failed otherwise.
+    """
+    return wait_for_run(_target_name(target), timeout, poll)
+
+
+def cancel(
+    target: Union[Target, Cluster],
+    job: Optional[Union[int, ExecJob]] = None,
+    *,
+    signal: Optional[Union[str, int]] = None,
+    all_jobs: bool = False,
+) -> None:
+    """Cancels a run, or jobs of a cluster (``rayslurm cancel``).
+
+    Args:
+        target: a run (:class:`Job`, job id, experiment name) or a cluster (its name or
+            :class:`Cluster`: then the cluster itself, unless ``job`` or ``all_jobs``).
+        job: with a cluster, the id of one of its jobs (or the :class:`ExecJob`).
+        signal: send this signal to the run's command instead (``"USR1"``, a number or a
+            ``signal.Signals``); the run goes on.
+        all_jobs: with a cluster, cancel every running and pending job (``--all``).
+    """
+    name = target.name if isinstance(target, Cluster) else _target_name(target)
+    options = {"signal": _cli.signal_name(signal), "all": all_jobs}
+    args = ["cancel", *_cli.flags(options), "--", name]
+    if isinstance(job, ExecJob):
+        job = job.job
+    if job is not None:
+        args.append(str(job))
+    _cli.call_text(args)
+
+
+@overload
+def logs(
+    target: Union[Target, ClusterRef], job: Optional[int] = None, *, tail: Optional[int] = None
+) -> str: ...
+
+
+@overload
+def logs(
+    target: Union[Target, ClusterRef],
+    job: Optional[int] = None,
+    *,
+    follow: Literal[True],
+    tail: Optional[int] = None,
+) -> Iterator[str]: ...
+
+
+def logs(
+    target: Union[Target, ClusterRef],
+    job: Optional[int] = None,
+    *,
+    follow: bool = False,
+    tail: Optional[int] = None,
+) -> Any:
+    """A run's log (``rayslurm logs``), or with ``job`` that of a cluster's job.
+
+    Returns the text; with ``follow=True``, an iterator over its lines as they come, which
+    ends when the run (job) ends. ``tail``: only the last lines.
+    """
+    if isinstance(target, (Cluster, ExecJob)):
+        if isinstance(target, ExecJob) and job is None:
+            job = target.job
+        name = _cluster_name(target)
+    else:
+        name = _target_name(target)
+    args = _cli.logs_args(name, job, tail, follow)
+    return _cli.stream(args) if follow else _cli.call_text(args)
+
+
+def dashboard(target: Union[str, Cluster, Job], *, port: Optional[int] = None) -> Dashboard:
+    """Forwards the Ray dashboard of a cluster or of a running ``launch`` run to this machine
+    (``rayslurm dashboard``) until the :class:`Dashboard` is closed.
+
+    ``dashboard.url`` is ``http://localhost:PORT``; use it as a context manager::
+
+        with rayslurm.dashboard("lab") as board:
+            print(board.url)
+
+    Raises:
+        RayslurmError: no such cluster or run, or it has no dashboard (yet).
+    """
+    if isinstance(target, Cluster):
+        name = target.name
+    elif isinstance(target, Job):
+        name = target._target()
+    else:
+        name = str(target)
+    return Dashboard(name, port)
 
 
 def main() -> None:

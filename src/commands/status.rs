@@ -40,6 +40,8 @@ struct RunJson<'a> {
     log: String,
     script: String,
     state_file: String,
+    /// The run's private directory (`RAYSLURM_RUN_DIR` inside the job), if its record names one.
+    run_dir: Option<String>,
     submitted_at: &'a str,
     workdir: String,
     command: &'a str,
@@ -174,6 +176,7 @@ fn to_json<'a>(run: &'a StoredRun, status: &'a JobStatus) -> RunJson<'a> {
         log: r.log.display().to_string(),
         script: r.script.display().to_string(),
         state_file: r.state_file.display().to_string(),
+        run_dir: r.run_dir().map(|d| d.display().to_string()),
         submitted_at: &r.submitted_at,
         workdir: r.workdir.display().to_string(),
         command: &r.command,

@@ -47,6 +47,7 @@ fn status_json_shape() {
         "log",
         "script",
         "state_file",
+        "run_dir",
         "submitted_at",
         "workdir",
         "command",

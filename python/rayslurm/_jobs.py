@@ -1,0 +1,350 @@
+"""The objects the package's functions return: a run of ``launch`` (:class:`Job`), a job on a
+persistent cluster (:class:`ExecJob`), the cluster itself (:class:`Cluster`) and a forwarded
+dashboard (:class:`Dashboard`). Each asks the rayslurm program again whenever it is asked
+(``job.state`` is one ``rayslurm status``): nothing is cached but what never changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal as signals
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Union, overload
+
+from . import _cli
+from ._cli import RayslurmError
+
+#: What Ray reports for a job of a cluster that will not change any more.
+EXEC_ENDED_STATES = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
+
+
+def _check_poll(poll: float) -> None:
+    if poll <= 0:
+        raise ValueError(f"poll must be positive, not {poll!r}")
+
+
+def _pause(poll: float, deadline: Optional[float]) -> None:
+    time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
+
+
+class Job:
+    """One run of ``rayslurm launch``: a Slurm job, followed through ``rayslurm status``.
+
+    Attributes that never change: ``name`` (the experiment name), ``job_id`` (Slurm's; ``None``
+    for a dry run), ``script`` and ``log`` (paths), ``submitted`` (``False`` for a dry run).
+    Properties that ask rayslurm each time: ``state``, ``exit_code``, ``run_dir``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        job_id: Optional[str],
+        script: Optional[str] = None,
+        log: Optional[str] = None,
+        submitted: bool = True,
+    ) -> None:
+        self.name = name
+        self.job_id = job_id
+        self.script = Path(script) if script else None
+        self.log = Path(log) if log else None
+        self.submitted = submitted
+
+    @classmethod
+    def from_launch(cls, result: Mapping[str, Any]) -> "Job":
+        """A job from what ``rayslurm launch --json`` printed."""
+        job_id = result.get("job_id")
+        return cls(
+            str(result["exp_name"]),
+            None if job_id is None else str(job_id),
+            result.get("script"),
+            result.get("log"),
+            bool(result.get("submitted", job_id is not None)),
+        )
+
+    @classmethod
+    def from_name(cls, run: Union[str, int]) -> "Job":
+        """The job of a recorded run: an experiment name (its newest run) or a job id.
+
+        Raises:
+            RayslurmError: no run matches (``returncode`` 2).
+        """
+        record = _records(str(run))[0]
+        return cls(record["exp_name"], str(record["job_id"]), record["script"], record["log"])
+
+    def __repr__(self) -> str:
+        if not self.submitted:
+            return f"Job(name={self.name!r}, dry run, script={str(self.script)!r})"
+        return f"Job(name={self.name!r}, job_id={self.job_id!r})"
+
+    def _target(self) -> str:
+        if self.job_id is None:
+            raise ValueError(f"{self!r} was a dry run: it has no Slurm job to ask about")
+        return self.job_id
+
+    @property
+    def script_text(self) -> str:
+        """The sbatch script rayslurm wrote (for a dry run too)."""
+        if self.script is None:
+            raise ValueError(f"{self!r} names no script")
+        return self.script.read_text()
+
+    def status(self) -> Dict[str, Any]:
+        """The run's ``rayslurm status --json`` record (``state``, ``exit_code``, ``nodelist``,
+        ``elapsed_seconds``, ``run_dir``, ``message``, ...)."""
+        return _records(self._target())[0]
+
+    @property
+    def state(self) -> str:
+        """The run's state: ``PENDING``, ``RUNNING``, then one of :data:`ENDED_STATES`."""
+        return str(self.status()["state"])
+
+    def done(self) -> bool:
+        """Whether the run has ended (its state is one of :data:`ENDED_STATES`)."""
+        return _cli.is_ended(self.status())
+
+    @property
+    def exit_code(self) -> Optional[int]:
+        """The command's exit code once the run has ended and it is known, else ``None``."""
+        code = self.status().get("exit_code")
+        return None if code is None else int(code)
+
+    @property
+    def run_dir(self) -> Optional[Path]:
+        """The run's private directory (``RAYSLURM_RUN_DIR`` inside the job)."""
+        found = self.status().get("run_dir")
+        return Path(found) if found else None
+
+    def wait(self, timeout: Optional[float] = None, poll: float = 5.0) -> Dict[str, Any]:
+        """Waits until the run has ended and returns its final :meth:`status` record.
+
+        Raises:
+            TimeoutError: the run had not ended after ``timeout`` seconds (it goes on).
+        """
+        return wait_for_run(self._target(), timeout, poll)
+
+    def cancel(self, signal: Optional[Union[str, int]] = None) -> None:
+        """Cancels the run (``rayslurm cancel``): Ray and the command are stopped, the
+        allocation released. With ``signal`` (``"USR1"``, ``"TERM"``, or a number), sends that
+        signal to the run's command instead, and the run goes on."""
+        options = {"signal": _cli.signal_name(signal)}
+        _cli.call_text(["cancel", *_cli.flags(options), "--", self._target()])
+
+    @overload
+    def logs(self, *, tail: Optional[int] = None) -> str: ...
+
+    @overload
+    def logs(self, *, follow: Literal[True], tail: Optional[int] = None) -> Iterator[str]: ...
+
+    def logs(self, *, follow: bool = False, tail: Optional[int] = None) -> Any:
+        """The run's log as text (``tail``: only its last lines); with ``follow=True``, an
+        iterator over its lines as they come, ending when the run ends."""
+        args = _cli.logs_args(self._target(), None, tail, follow)
+        return _cli.stream(args) if follow else _cli.call_text(args)
+
+
+def _records(target: str) -> List[Dict[str, Any]]:
+    """The status records of ``target``, newest first; an error if it matches no run."""
+    proc = _cli.status_records(target, all_runs=False)
+    records = _cli.parsed(proc)
+    if not isinstance(records, list) or not records:
+        raise RayslurmError(proc.args, proc.returncode, f"no run matches `{target}`", proc.stdout)
+    return records
+
+
+def wait_for_run(target: str, timeout: Optional[float], poll: float) -> Dict[str, Any]:
+    """Asks ``rayslurm status`` every ``poll`` seconds until the run has ended."""
+    _check_poll(poll)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        proc = _cli.status_records(target, all_runs=False)
+        try:
+            runs = _cli.parsed(proc)
+        except RayslurmError:
+            # squeue did not answer (a controller restart): rayslurm still prints every run,
+            # as UNKNOWN, and exits 1. Ask again later; anything else is an error.
+            if proc.returncode != 1 or not proc.stdout.lstrip().startswith("["):
+                raise
+            runs = json.loads(proc.stdout)
+        if not runs:
+            raise RayslurmError(proc.args, proc.returncode, f"no run matches `{target}`")
+        run = runs[0]
+        if _cli.is_ended(run):
+            return run
+        if deadline is not None and time.monotonic() >= deadline:
+            state = run.get("state")
+            raise TimeoutError(f"run `{target}` has not ended after {timeout} s: it is {state}")
+        _pause(poll, deadline)
+
+
+class ExecJob:
+    """One job of ``rayslurm exec`` on a persistent cluster, followed through Ray's queue.
+
+    ``cluster`` and ``job`` (its short id on the cluster) name it; ``name``, ``command``,
+    ``log``, ``submission_id`` (Ray's id), ``per_node`` are as submitted. ``state`` is Ray's
+    (``PENDING``, ``RUNNING``, ``SUCCEEDED``, ``FAILED``, ``STOPPED``).
+    """
+
+    def __init__(self, result: Mapping[str, Any], per_node: bool = False) -> None:
+        self.cluster = str(result["cluster"])
+        self.job = int(result["job"])
+        self.name = result.get("name")
+        self.command = result.get("command")
+        self.submission_id = result.get("submission_id")
+        self.workdir = result.get("workdir")
+        self.log = Path(result["log"]) if result.get("log") else None
+        self.submitted_at = result.get("submitted_at")
+        self.per_node = per_node
+
+    def __repr__(self) -> str:
+        return f"ExecJob(cluster={self.cluster!r}, job={self.job}, name={self.name!r})"
+
+    def status(self) -> Dict[str, Any]:
+        """The job's row of ``rayslurm queue --json`` (``status``, ``exit_code``, ...)."""
+        cluster = _cli.call_json(["queue", "--json", "--", self.cluster], dict)
+        for row in cluster.get("jobs", []):
+            if int(row.get("id", -1)) == self.job:
+                return dict(row)
+        said = f"cluster `{self.cluster}` lists no job {self.job}"
+        raise RayslurmError(["queue", self.cluster], 1, said)
+
+    @property
+    def state(self) -> str:
+        """Ray's status of the job."""
+        return str(self.status()["status"])
+
+    def done(self) -> bool:
+        """Whether the job has ended (``SUCCEEDED``, ``FAILED`` or ``STOPPED``)."""
+        return self.state in EXEC_ENDED_STATES
+
+    @property
+    def exit_code(self) -> Optional[int]:
+        """The command's exit code once known, else ``None``."""
+        code = self.status().get("exit_code")
+        return None if code is None else int(code)
+
+    def wait(self, timeout: Optional[float] = None, poll: float = 2.0) -> Dict[str, Any]:
+        """Waits until the job has ended and returns its final :meth:`status` row.
+
+        Raises:
+            TimeoutError: the job had not ended after ``timeout`` seconds (it goes on).
+        """
+        _check_poll(poll)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            row = self.status()
+            if row.get("status") in EXEC_ENDED_STATES:
+                return row
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"{self!r} has not ended after {timeout} s: it is {row.get('status')}"
+                )
+            _pause(poll, deadline)
+
+    def cancel(self) -> None:
+        """Stops the job (``rayslurm cancel CLUSTER JOB``); the cluster stays up."""
+        _cli.call_text(["cancel", "--", self.cluster, str(self.job)])
+
+    @overload
+    def logs(self, *, tail: Optional[int] = None) -> str: ...
+
+    @overload
+    def logs(self, *, follow: Literal[True], tail: Optional[int] = None) -> Iterator[str]: ...
+
+    def logs(self, *, follow: bool = False, tail: Optional[int] = None) -> Any:
+        """The job's output as text; with ``follow=True``, an iterator over its lines until
+        the job ends."""
+        args = _cli.logs_args(self.cluster, self.job, tail, follow)
+        return _cli.stream(args) if follow else _cli.call_text(args)
+
+
+class Cluster:
+    """A persistent cluster of ``rayslurm up``: a Slurm allocation running Ray, for jobs of
+    :func:`rayslurm.exec`. ``name`` names it, ``job_id`` is its allocation's Slurm job
+    (``None`` for a dry run, whose ``script_text`` is the script)."""
+
+    def __init__(
+        self,
+        name: str,
+        job_id: Optional[str],
+        log: Optional[str] = None,
+        script: Optional[str] = None,
+        submitted: bool = True,
+    ) -> None:
+        self.name = name
+        self.job_id = job_id
+        self.log = Path(log) if log else None
+        self.script = Path(script) if script else None
+        self.submitted = submitted
+
+    @property
+    def script_text(self) -> str:
+        """The sbatch script rayslurm wrote."""
+        if self.script is None:
+            raise ValueError(f"{self!r} names no script")
+        return self.script.read_text()
+
+    def __repr__(self) -> str:
+        return f"Cluster(name={self.name!r}, job_id={self.job_id!r})"
+
+    def queue(self) -> Dict[str, Any]:
+        """The cluster's jobs and resources (``rayslurm queue --json``)."""
+        return _cli.call_json(["queue", "--json", "--", self.name], dict)
+
+    def down(self) -> None:
+        """Stops the cluster and releases its allocation (``rayslurm down``)."""
+        _cli.call_text(["down", "--", self.name])
+
+
+class Dashboard:
+    """A running ``rayslurm dashboard``: the Ray dashboard forwarded to ``url`` on this
+    machine until :meth:`close` (or the end of a ``with`` block)."""
+
+    def __init__(self, target: str, port: Optional[int] = None) -> None:
+        args = ["dashboard", *_cli.flags({"port": port}), "--", target]
+        self.argv = [_cli.find_bin(), *args]
+        # stderr to a file: the program says where the token is and then nothing, but a pipe
+        # nobody reads could still fill.
+        self._stderr = tempfile.TemporaryFile(mode="w+")
+        self._proc = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            universal_newlines=True,
+        )
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline().strip()
+        if not line.startswith("http"):
+            code = self._proc.wait()
+            self._proc.stdout.close()
+            self._stderr.seek(0)
+            said = self._stderr.read()
+            self._stderr.close()
+            raise RayslurmError(self.argv, code, said, line)
+        self.url: str = line
+
+    def __repr__(self) -> str:
+        return f"Dashboard(url={self.url!r})"
+
+    def close(self) -> None:
+        """Stops forwarding (Ctrl-C to the program, as on a terminal)."""
+        if self._proc.poll() is None:
+            os.kill(self._proc.pid, signals.SIGINT)
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        if self._proc.stdout:
+            self._proc.stdout.close()
+        self._stderr.close()
+
+    def __enter__(self) -> "Dashboard":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

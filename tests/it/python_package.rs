@@ -1,0 +1,76 @@
+//! The Python package's unit tests (`tests/wheel/test_*.py`), run against the source tree:
+//! `python/` on PYTHONPATH and the binary under test first on PATH, so that `cargo test`
+//! checks the package as it is, not only `tests/wheel/check.sh` on a built wheel.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::harness::{bin, text};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `python -m unittest discover` of `dir`'s files matching `pattern`, from `cwd`, with the
+/// source tree's package and the binary under test; the developer's RAYSLURM_* settings are
+/// removed, `env` added.
+pub(crate) fn unittest(
+    python: &Path,
+    dir: &Path,
+    pattern: &str,
+    cwd: &Path,
+    env: &[(&str, OsString)],
+) -> Output {
+    let mut path = OsString::from(bin().parent().unwrap());
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    let mut cmd = Command::new(python);
+    cmd.args(["-m", "unittest", "discover", "-v", "-s"])
+        .arg(dir)
+        .arg("-t")
+        .arg(dir)
+        .args(["-p", pattern])
+        .current_dir(cwd)
+        .env("PATH", path)
+        .env("PYTHONPATH", repo().join("python"))
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("RAYSLURM_") {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("RAYSLURM_CONFIG", "/dev/null");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("python runs")
+}
+
+/// Asserts a unittest run passed, showing its output if not; returns its report (stderr).
+pub(crate) fn passed(out: &Output) -> String {
+    let (stdout, stderr) = text(out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    stderr
+}
+
+#[test]
+fn the_python_package_unit_tests_pass_on_the_source_tree() {
+    let scratch = tempfile::tempdir().unwrap();
+    let out = unittest(
+        Path::new("python3"),
+        &repo().join("tests/wheel"),
+        "test_*.py",
+        scratch.path(),
+        &[],
+    );
+    let report = passed(&out);
+    // Each file ran: a discovery that found nothing would pass too.
+    for test in [
+        "test_a_list_command_is_one_quoted_command",
+        "test_launch_status_wait",
+    ] {
+        assert!(report.contains(test), "{report}");
+    }
+    assert!(report.contains("\nOK"), "{report}");
+}

@@ -1,0 +1,187 @@
+"""The Python API against the real test cluster: each function and object, on real Slurm jobs
+and a real Ray cluster. Run by `cargo test --test it e2e_python` (tests/it/e2e_python.rs),
+which gives it, under the e2e lock's rules: the binary under test first on PATH, the source
+tree's package on PYTHONPATH, a run store of its own (RAYSLURM_STATE_DIR) on the shared
+filesystem as the working directory, and RAYSLURM_LAB_LOAD_ENV (the `--load-env` that puts the
+lab's Ray on PATH).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import unittest
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Callable
+from unittest import mock
+
+import rayslurm
+from rayslurm import Job, RayslurmError
+
+#: Jobs may queue behind other tests' jobs: this only catches one that never gets there.
+PATIENCE = 600
+LOAD_ENV = os.environ["RAYSLURM_LAB_LOAD_ENV"]
+#: Small object stores, as the Rust e2e tests give their Ray nodes.
+STORE = 100_000_000
+HERE = Path.cwd()
+
+
+def quietly(call: Callable[[], Any]) -> None:
+    """A cleanup that must not hide the test's own failure."""
+    try:
+        call()
+    except (RayslurmError, ValueError):
+        pass
+
+
+def wait_for_log(job: Any, needle: str) -> str:
+    """Follows ``job``'s log until a line holds ``needle``; returns that line."""
+    with contextlib.closing(job.logs(follow=True)) as lines:
+        for line in lines:
+            if needle in line:
+                return line
+    raise AssertionError(f"{job!r} ended without `{needle}` in its log:\n{job.logs()}")
+
+
+class Runs(unittest.TestCase):
+    def launch(self, name: str, command: Any, **options: Any) -> Job:
+        job = rayslurm.launch(name, command, log_dir=HERE, time=10, **options)
+        self.addCleanup(quietly, job.cancel)
+        return job
+
+    def test_a_no_ray_job_its_state_log_exit_code_and_run_dir(self) -> None:
+        job = self.launch(
+            "py-noray", ["bash", "-c", 'echo "hello from $SLURM_JOB_ID"; exit 3'], no_ray=True
+        )
+        self.assertTrue(job.submitted)
+        self.assertRegex(job.job_id or "", r"^\d+$")
+        self.assertIn(job.state.split()[0], {"PENDING", "RUNNING", "COMPLETING", "FAILED"})
+        final = job.wait(timeout=PATIENCE, poll=1)
+        self.assertEqual((final["state"], final["exit_code"]), ("FAILED", 3), final)
+        self.assertEqual((job.state, job.exit_code), ("FAILED", 3))
+        self.assertTrue(job.done())
+        self.assertIn(f"hello from {job.job_id}\n", job.logs())
+        self.assertEqual(job.logs(tail=1).count("\n"), 1)
+        self.assertTrue(job.run_dir and job.run_dir.is_dir(), job.run_dir)
+        # Found again by its name, as another process would.
+        again = Job.from_name("py-noray")
+        self.assertEqual((again.job_id, again.log), (job.job_id, job.log))
+        [record] = rayslurm.status(job)
+        self.assertEqual(record["exit_code"], 3)
+
+    def test_follow_signal_and_cancel(self) -> None:
+        job = self.launch(
+            "py-cancel",
+            "trap 'echo got usr1' USR1; echo started; while :; do sleep 1; done",
+            no_ray=True,
+        )
+        wait_for_log(job, "started")
+        self.assertEqual(job.state, "RUNNING")
+        job.cancel(signal="USR1")
+        wait_for_log(job, "got usr1")
+        self.assertEqual(job.state, "RUNNING", "a signal does not end the run")
+        job.cancel()
+        final = job.wait(timeout=120, poll=1)
+        self.assertIn(final["state"].split()[0], {"CANCELLED", "STOPPED"}, final)
+        # Following an ended run's log gives it all and ends.
+        self.assertIn("got usr1\n", "".join(job.logs(follow=True)))
+
+    def test_a_small_ray_job(self) -> None:
+        job = self.launch(
+            "py-ray",
+            ["python", "-c", "import ray; ray.init(); print('cpus', ray.cluster_resources()['CPU'])"],
+            num_nodes=1,
+            load_env=LOAD_ENV,
+            object_store_memory=STORE,
+        )
+        final = job.wait(timeout=PATIENCE, poll=2)
+        self.assertEqual((final["state"], final["exit_code"]), ("COMPLETED", 0), job.logs())
+        self.assertRegex(job.logs(), r"(?m)^cpus \d")
+
+    def test_bad_input_raises_with_exit_code_2_and_submits_nothing(self) -> None:
+        with self.assertRaises(RayslurmError) as caught:
+            rayslurm.launch("py-bad", "true", partition="no-such-partition", log_dir=HERE)
+        self.assertIn(caught.exception.exit_code, (1, 2))
+        self.assertIn("no-such-partition", caught.exception.message)
+        with self.assertRaises(RayslurmError) as caught:
+            Job.from_name("py-bad")
+        self.assertEqual(caught.exception.exit_code, 2)
+
+
+class Clusters(unittest.TestCase):
+    def test_up_exec_queue_logs_cancel_dashboard_down(self) -> None:
+        cluster = rayslurm.up(
+            "py-lab", num_nodes=1, load_env=LOAD_ENV, object_store_memory=STORE, time=10
+        )
+        self.addCleanup(quietly, cluster.down)
+        self.assertRegex(cluster.job_id or "", r"^\d+$")
+
+        hello = rayslurm.exec(cluster, ["python", "-c", "print('hi from exec')"], name="hello")
+        ranks = rayslurm.exec(
+            "py-lab",
+            'echo "rank $RANK of $WORLD_SIZE"',
+            per_node=True,
+            num_nodes=1,
+            setup="echo setup ran",
+        )
+        self.assertEqual(hello.wait(timeout=PATIENCE, poll=1)["status"], "SUCCEEDED")
+        self.assertEqual(hello.exit_code, 0)
+        self.assertIn("hi from exec\n", hello.logs())
+        self.assertEqual(ranks.wait(timeout=PATIENCE, poll=1)["status"], "SUCCEEDED", ranks.logs())
+        self.assertIn("rank 0 of 1", ranks.logs())
+        self.assertIn("setup ran", ranks.logs())
+
+        sleeper = rayslurm.exec(cluster, "echo sleeping; sleep 300")
+        wait_for_log(sleeper, "sleeping")
+        self.assertEqual(sleeper.state, "RUNNING")
+        sleeper.cancel()
+        self.assertEqual(sleeper.wait(timeout=120, poll=1)["status"], "STOPPED")
+
+        jobs = {j["id"]: j["status"] for j in cluster.queue()["jobs"]}
+        self.assertEqual(jobs[hello.job], "SUCCEEDED")
+        self.assertEqual(rayslurm.queue(hello)["name"], "py-lab")
+
+        with rayslurm.dashboard(cluster) as board:
+            self.assertRegex(board.url, r"^http://localhost:\d+$")
+            try:
+                with urllib.request.urlopen(board.url, timeout=30) as answer:
+                    code = answer.status
+            except urllib.error.HTTPError as refused:  # the token: an answer all the same
+                code = refused.code
+            self.assertLess(code, 500)
+
+        cluster.down()
+        final = Job.from_name("py-lab").wait(timeout=300, poll=1)
+        self.assertTrue(rayslurm.is_ended(final), final)
+        with self.assertRaises(RayslurmError) as caught:
+            rayslurm.exec(cluster, "true")
+        self.assertEqual(caught.exception.exit_code, 2)
+
+
+class Docs(unittest.TestCase):
+    def test_every_python_example_of_docs_python_md_runs(self) -> None:
+        page = Path(__file__).resolve().parents[2] / "docs" / "python.md"
+        blocks = re.findall(r"(?ms)^```python\n(.*?)^```$", page.read_text())
+        self.assertGreaterEqual(len(blocks), 6)
+        # As a user's environment or rayslurm.toml would: Ray on the nodes, small stores.
+        settings = {"RAYSLURM_LOAD_ENV": LOAD_ENV, "RAYSLURM_OBJECT_STORE_MEMORY": str(STORE)}
+        namespace: dict = {}
+        try:
+            with mock.patch.dict(os.environ, settings):
+                for number, block in enumerate(blocks, 1):
+                    with self.subTest(block=number):
+                        exec(compile(block, f"docs/python.md block {number}", "exec"), namespace)
+        finally:
+            # What a failed block left behind.
+            for value in namespace.values():
+                if isinstance(value, Job) and value.submitted:
+                    quietly(value.cancel)
+                elif isinstance(value, rayslurm.Cluster) and value.submitted:
+                    quietly(value.down)
+
+
+if __name__ == "__main__":
+    unittest.main()
