@@ -163,9 +163,7 @@ pub(super) fn resolve_job(
         [mem, mem_per_cpu],
         sbatch_args,
     )?;
-    for a in sbatch_args {
-        owned_directives::refuse(a, *num_gpus > 0)?;
-    }
+    refuse_owned(sbatch_args, num_gpus.per_node > 0)?;
     let env = config::env_vars(env_file, env)?
         .into_iter()
         .map(|(key, value)| EnvVar { key, value })
@@ -323,3 +321,10 @@ pub(super) fn check_stop_grace(
 #[cfg(test)]
 #[path = "launch_tests.rs"]
 mod tests;
+
+/// An `--sbatch-arg` that sets a directive rayslurm writes itself is refused.
+fn refuse_owned(sbatch_args: &[String], gpus: bool) -> Result<(), UsageError> {
+    sbatch_args
+        .iter()
+        .try_for_each(|a| owned_directives::refuse(a, gpus))
+}
