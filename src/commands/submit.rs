@@ -112,7 +112,7 @@ pub(crate) fn show_dry_run(
 }
 
 /// Refuses a Slurm too old for rayslurm, and notes one outside the tested range; says nothing
-/// when `sbatch --version` does not say which it is.
+/// when `srun --version` does not say which it is.
 fn check_slurm_release(printer: &Printer) -> Result<()> {
     let Some(release) = crate::slurm::version::of_clients() else {
         return Ok(());

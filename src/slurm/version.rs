@@ -1,4 +1,4 @@
-//! Which Slurm the login node's clients are (`sbatch --version`, which asks no daemon), and
+//! Which Slurm the login node's clients are (`srun --version`, which asks no daemon), and
 //! what rayslurm needs of it: `srun --overlap` (Slurm 20.11) for the steps it starts inside a
 //! running allocation. The versions it is tested on are those of docs/slurm-versions.md.
 
@@ -34,7 +34,7 @@ pub(crate) fn parse(out: &str) -> Option<Release> {
 pub(crate) fn judge(release: Release) -> Result<Option<String>, UsageError> {
     if release < OLDEST {
         return Err(UsageError::new(format!(
-            "this cluster's Slurm is {release} (`sbatch --version`); rayslurm needs Slurm {OLDEST} \
+            "this cluster's Slurm is {release} (`srun --version`); rayslurm needs Slurm {OLDEST} \
              or newer: it starts its worker steps with `srun --overlap`, which {release} lacks"
         ))
         .hint("ask the site for a newer Slurm, or use a cluster that runs one"));
@@ -49,9 +49,10 @@ pub(crate) fn judge(release: Release) -> Result<Option<String>, UsageError> {
     Ok(None)
 }
 
-/// The login node's Slurm release, if `sbatch --version` says which.
+/// The login node's Slurm release, if `srun --version` says which (srun: every Slurm has
+/// it, and it is not the command a submission's tests stand in for).
 pub(crate) fn of_clients() -> Option<Release> {
-    parse(&Cmd::new("sbatch").arg("--version").stdout().ok()?)
+    parse(&Cmd::new("srun").arg("--version").stdout().ok()?)
 }
 
 #[cfg(test)]

@@ -93,19 +93,23 @@ fn submission_prints_only_the_job_id_on_stdout() {
         .run();
 }
 
-/// A fake `sbatch` that says it is Slurm `release` and records a submission in `submitted`.
-fn sbatch_of_release(release: &str) -> String {
-    format!(
-        "if [ \"$1\" = --version ]; then echo 'slurm {release}'; exit 0; fi\n\
-         touch \"$(dirname \"$0\")/submitted\"; echo 4242"
-    )
+/// `launch --command true ARGS` in a fresh directory with a fake `srun` that says it is Slurm
+/// `release` and a fake `sbatch` that records a submission in `.shims/submitted`.
+fn launch_on_release(release: &str, args: &[&str]) -> (tempfile::TempDir, Run) {
+    let (dir, run) = launch_with_sbatch("touch \"$(dirname \"$0\")/submitted\"; echo 4242", args);
+    shim(
+        &dir.path().join(".shims"),
+        "srun",
+        &format!("echo 'slurm {release}'"),
+    );
+    (dir, run)
 }
 
 /// A Slurm without `srun --overlap` is refused before anything is written or submitted; one
 /// newer than the tested range is noted, and submitted.
 #[test]
 fn the_clusters_slurm_release_is_checked_before_submitting() {
-    let (dir, run) = launch_with_sbatch(&sbatch_of_release("20.02.7"), &["--exp-name", "old"]);
+    let (dir, run) = launch_on_release("20.02.7", &["--exp-name", "old"]);
     run.expect_status(2)
         .expect_stdout("")
         .expect_stderr_contains("this cluster's Slurm is 20.02")
@@ -113,7 +117,7 @@ fn the_clusters_slurm_release_is_checked_before_submitting() {
         .run();
     assert!(!dir.path().join(".shims/submitted").exists(), "submitted");
     assert_eq!(visible_files(dir.path()), Vec::<String>::new());
-    let (dir, run) = launch_with_sbatch(&sbatch_of_release("27.05.1"), &["--exp-name", "new"]);
+    let (dir, run) = launch_on_release("27.05.1", &["--exp-name", "new"]);
     run.expect_status(0)
         .expect_stdout("4242\n")
         .expect_stderr_contains("rayslurm is tested on 22.05 to 26.05")
