@@ -58,6 +58,12 @@ fn bad_input_exits_2_and_writes_nothing() {
             "--max-requeues goes with --requeue",
         ),
         (&["--after", " "], "--after is empty"),
+        (
+            &["--setup", "true", "--setup-timeout", "0"],
+            "--setup-timeout",
+        ),
+        (&["--setup-timeout", "soon"], "--setup-timeout"),
+        (&["--workdir", "/nonexistent/code"], "--workdir"),
     ];
     for (args, needle) in cases {
         let dir = tempfile::tempdir().unwrap();
