@@ -31,3 +31,4 @@ mod e2e_long_runs;
 mod e2e_per_node;
 mod e2e_runs;
 mod e2e_shared;
+mod e2e_task_file;
