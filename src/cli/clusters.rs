@@ -45,6 +45,13 @@ pub(crate) struct ExecArgs {
     /// The cluster (from `rayslurm up`).
     pub(crate) cluster: String,
 
+    /// A task file (SkyPilot's YAML format): `num_nodes: K` runs it as --per-node -n K.
+    ///
+    /// Flags given here override it; its `rayslurm:` section takes exec's options by name.
+    /// See docs/task-files.md.
+    #[arg(value_name = "TASK.yaml")]
+    pub(crate) task: Option<PathBuf>,
+
     /// Return once the job is submitted; follow it with `rayslurm logs CLUSTER JOB -f`.
     #[arg(long, short)]
     pub(crate) detach: bool,

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use crate::e2e_clusters::{rs, up};
 use crate::harness::{Job, assert_clean, expand_nodes, lab, launch_in};
 
 /// The rank-prefixed lines of the log that start with `what`.
@@ -106,4 +107,49 @@ fn e2e_task_file_ray_job_runs_on_the_head_of_a_ray_cluster() {
     assert!(line.ends_with("raytask hello-ray 2 4"), "{line}");
     assert_eq!(log.matches("raytask hello-ray").count(), 1, "{log}");
     assert_clean(&job);
+}
+
+/// Seed 003's `job.yaml` shape onto a persistent cluster: `num_nodes: 2` with a GPU each (Ray is
+/// told each node has one, as the lab has none), `envs` and `setup`.
+const CLUSTER_JOB: &str = r#"num_nodes: 2
+resources:
+  accelerators: H100:1
+envs:
+  PHASE: train
+setup: |
+  echo "setup on $SKYPILOT_NODE_RANK"
+run: |
+  echo "job rank=$SKYPILOT_NODE_RANK nodes=$SKYPILOT_NUM_NODES phase=$PHASE cuda=$CUDA_VISIBLE_DEVICES"
+"#;
+
+#[test]
+fn e2e_task_file_exec_runs_a_multi_node_job_on_a_cluster() {
+    let Some((lab, _turn)) = lab("e2e_task_file_exec_runs_a_multi_node_job_on_a_cluster") else {
+        return;
+    };
+    let dir = lab.workdir("taskexec");
+    let name = format!("taskexec{}", std::process::id());
+    let cluster = up(lab, &dir, &name, &["--ray-args=--num-gpus=1"]);
+    std::fs::write(dir.join("job.yaml"), CLUSTER_JOB).unwrap();
+    let (code, stdout, stderr) = rs(&dir, &["exec", &name, "job.yaml"]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    for r in 0..2 {
+        let mine: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.starts_with(&format!("[{r} ")))
+            .collect();
+        assert!(
+            mine.iter().any(|l| l.ends_with(&format!("setup on {r}"))),
+            "{stdout}"
+        );
+        assert!(
+            mine.iter()
+                .any(|l| l.contains(&format!("job rank={r} nodes=2 phase=train cuda=0"))),
+            "{stdout}"
+        );
+    }
+    let (code, _, stderr) = rs(&dir, &["down", &name]);
+    assert_eq!(code, Some(0), "{stderr}");
+    cluster.wait(Duration::from_secs(60));
+    assert_clean(&cluster);
 }

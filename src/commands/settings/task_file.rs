@@ -28,6 +28,10 @@ pub(crate) fn expand(
             Some(path) => ("launch", path.clone(), args.job.env.clone()),
             None => return Ok(cli),
         },
+        Command::Exec(args) => match &args.task {
+            Some(path) => ("exec", path.clone(), args.env.clone()),
+            None => return Ok(cli),
+        },
         _ => return Ok(cli),
     };
     let cwd = std::env::current_dir()
@@ -67,6 +71,8 @@ pub(crate) fn expand(
 fn flags(sub: &str, task: &TaskFile) -> Result<Vec<OsString>, UsageError> {
     let mut all = Vec::new();
     for given in &task.given {
+        let given = &for_command(sub, given)
+            .map_err(|why| Refusal::new(&given.field, given.line, why).into_error(&task.path))?;
         let words = words_of(sub, given)
             .map_err(|why| Refusal::new(&given.field, given.line, why).into_error(&task.path))?;
         check_option(sub, &task.path.to_string_lossy(), &words)
@@ -75,6 +81,37 @@ fn flags(sub: &str, task: &TaskFile) -> Result<Vec<OsString>, UsageError> {
         all.extend(words);
     }
     Ok(all)
+}
+
+/// A SkyPilot field's flag as `sub` names it: `exec` asks Ray (per rank with `--per-node`)
+/// where `launch` asks Slurm (per node), under other names.
+fn for_command(sub: &str, given: &Given) -> Result<Given, String> {
+    let mut given = given.clone();
+    if sub != "exec" || given.field.starts_with("rayslurm.") {
+        return Ok(given);
+    }
+    given.long = match given.long.as_str() {
+        "exp-name" => "name",
+        "cpus-per-task" => "num-cpus",
+        "mem" => "memory",
+        "num-gpus" => {
+            // The GPUs' type is the cluster's: Ray counts GPUs, not types.
+            if let Value::Values(values) = &mut given.value {
+                for v in values {
+                    *v = v.rsplit(':').next().unwrap_or_default().to_owned();
+                }
+            }
+            "num-gpus"
+        }
+        "sbatch-arg" => {
+            return Err(
+                "not read by `exec` yet: `cd` to the directory at the start of `run`".into(),
+            );
+        }
+        other => other,
+    }
+    .to_owned();
+    Ok(given)
 }
 
 /// Whether `words` alone resolve (the checks of values that clap leaves to resolution, such as
