@@ -28,6 +28,10 @@ pub(crate) fn expand(
             Some(path) => ("launch", path.clone(), args.job.env.clone()),
             None => return Ok(cli),
         },
+        Command::Up(args) => match &args.task {
+            Some(path) => ("up", path.clone(), args.job.env.clone()),
+            None => return Ok(cli),
+        },
         Command::Exec(args) => match &args.task {
             Some(path) => ("exec", path.clone(), args.env.clone()),
             None => return Ok(cli),
@@ -71,6 +75,13 @@ pub(crate) fn expand(
 fn flags(sub: &str, task: &TaskFile) -> Result<Vec<OsString>, UsageError> {
     let mut all = Vec::new();
     for given in &task.given {
+        // `up` names the cluster itself and runs no command: its jobs come with `exec`.
+        if sub == "up"
+            && !given.field.starts_with("rayslurm.")
+            && ["exp-name", "command", "per-node"].contains(&given.long.as_str())
+        {
+            continue;
+        }
         let given = &for_command(sub, given)
             .map_err(|why| Refusal::new(&given.field, given.line, why).into_error(&task.path))?;
         let words = words_of(sub, given)
