@@ -1,4 +1,5 @@
-//! A task file named on the command line (`launch TASK.yaml`): read it (`launch::task_file`),
+//! A task file named on the command line (`launch TASK.yaml`, `up NAME TASK.yaml`, `exec
+//! CLUSTER TASK.yaml`): read it (`launch::task_file`),
 //! turn what it gives into flags of the command, check each against the command's own options
 //! (a refusal names the file, line and field), and parse the command line again with the
 //! file's flags in front, so that the flags typed override the file.
