@@ -14,6 +14,13 @@ pub(crate) struct UpArgs {
     /// The cluster's name (clusters and experiments share one namespace).
     pub(crate) name: String,
 
+    /// A task file (SkyPilot's YAML format) giving the cluster's nodes, resources and setup.
+    ///
+    /// Its `run` is not run (`exec` the jobs); flags given here override it. See
+    /// docs/task-files.md.
+    #[arg(value_name = "TASK.yaml")]
+    pub(crate) task: Option<PathBuf>,
+
     /// Stop after this long without a job.
     ///
     /// Release the allocation after this long without a running or pending job (e.g. `30m`,
@@ -44,6 +51,13 @@ pub(crate) struct UpArgs {
 pub(crate) struct ExecArgs {
     /// The cluster (from `rayslurm up`).
     pub(crate) cluster: String,
+
+    /// A task file (SkyPilot's YAML format): `num_nodes: K` runs it as --per-node -n K.
+    ///
+    /// Flags given here override it; its `rayslurm:` section takes exec's options by name.
+    /// See docs/task-files.md.
+    #[arg(value_name = "TASK.yaml")]
+    pub(crate) task: Option<PathBuf>,
 
     /// Return once the job is submitted; follow it with `rayslurm logs CLUSTER JOB -f`.
     #[arg(long, short)]

@@ -78,7 +78,7 @@ pub(crate) enum Command {
     /// Start a persistent Ray cluster: wait in the queue once, then `exec` many jobs onto it.
     Up(Box<UpArgs>),
     /// Run a command on a cluster as a Ray job (queued by Ray until resources are free).
-    Exec(ExecArgs),
+    Exec(Box<ExecArgs>),
     /// Show a cluster's jobs, nodes, free resources and time left.
     Queue(QueueArgs),
     /// Stop a cluster: its running jobs, Ray, and its allocation.

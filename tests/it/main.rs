@@ -39,3 +39,4 @@ mod e2e_setup;
 mod e2e_shared;
 mod e2e_slurm_calls;
 mod e2e_snapshot;
+mod e2e_task_file;

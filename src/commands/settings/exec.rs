@@ -42,6 +42,8 @@ impl ExecSettings {
     pub(crate) fn resolve(args: &ExecArgs) -> Result<Self, UsageError> {
         let ExecArgs {
             cluster,
+            // Read before resolution (`task_file::expand`), into the flags below.
+            task: _,
             detach,
             name,
             num_cpus,

@@ -3,7 +3,8 @@
 //!
 //! `launch` and `up` resolve into a [`LaunchConfig`](crate::launch::config::LaunchConfig)
 //! (their job and cluster flags alike: [`launch`], [`cluster`]); `up` into [`up::UpSettings`]; `exec` into
-//! [`exec::ExecSettings`]; the others into the settings of [`runs`] and [`clusters`].
+//! [`exec::ExecSettings`]; the others into the settings of [`runs`] and [`clusters`]. A task file
+//! named on the command line is turned into flags first ([`task_file`]).
 
 mod cluster;
 pub(crate) mod clusters;

@@ -1,4 +1,5 @@
-//! A task file named on the command line (`launch TASK.yaml`): read it (`launch::task_file`),
+//! A task file named on the command line (`launch TASK.yaml`, `up NAME TASK.yaml`, `exec
+//! CLUSTER TASK.yaml`): read it (`launch::task_file`),
 //! turn what it gives into flags of the command, check each against the command's own options
 //! (a refusal names the file, line and field), and parse the command line again with the
 //! file's flags in front, so that the flags typed override the file.
@@ -26,6 +27,14 @@ pub(crate) fn expand(
     let (sub, path, typed_env) = match &cli.command {
         Command::Launch(args) => match &args.task {
             Some(path) => ("launch", path.clone(), args.job.env.clone()),
+            None => return Ok(cli),
+        },
+        Command::Up(args) => match &args.task {
+            Some(path) => ("up", path.clone(), args.job.env.clone()),
+            None => return Ok(cli),
+        },
+        Command::Exec(args) => match &args.task {
+            Some(path) => ("exec", path.clone(), args.env.clone()),
             None => return Ok(cli),
         },
         _ => return Ok(cli),
@@ -67,6 +76,15 @@ pub(crate) fn expand(
 fn flags(sub: &str, task: &TaskFile) -> Result<Vec<OsString>, UsageError> {
     let mut all = Vec::new();
     for given in &task.given {
+        // `up` names the cluster itself and runs no command: its jobs come with `exec`.
+        if sub == "up"
+            && !given.field.starts_with("rayslurm.")
+            && ["exp-name", "command", "per-node"].contains(&given.long.as_str())
+        {
+            continue;
+        }
+        let given = &for_command(sub, given)
+            .map_err(|why| Refusal::new(&given.field, given.line, why).into_error(&task.path))?;
         let words = words_of(sub, given)
             .map_err(|why| Refusal::new(&given.field, given.line, why).into_error(&task.path))?;
         check_option(sub, &task.path.to_string_lossy(), &words)
@@ -75,6 +93,52 @@ fn flags(sub: &str, task: &TaskFile) -> Result<Vec<OsString>, UsageError> {
         all.extend(words);
     }
     Ok(all)
+}
+
+/// A SkyPilot field's flag as `sub` names it: `exec` asks Ray (per rank with `--per-node`)
+/// where `launch` asks Slurm (per node), under other names.
+fn for_command(sub: &str, given: &Given) -> Result<Given, String> {
+    let mut given = given.clone();
+    if given.field.starts_with("rayslurm.") {
+        return Ok(given);
+    }
+    if given.long == "workdir" && sub != "launch" {
+        // `up` and `exec` take no snapshot yet: a cluster runs in the directory itself.
+        let Value::Values(dirs) = &given.value else {
+            return Ok(given);
+        };
+        if sub == "exec" {
+            return Err("not read by `exec` yet: `cd` to the directory at the start of `run`".into());
+        }
+        given.long = "sbatch-arg".to_owned();
+        given.value = Value::Values(dirs.iter().map(|d| format!("--chdir={d}")).collect());
+        return Ok(given);
+    }
+    if sub != "exec" {
+        return Ok(given);
+    }
+    given.long = match given.long.as_str() {
+        "exp-name" => "name",
+        "cpus-per-task" => "num-cpus",
+        "mem" => "memory",
+        "num-gpus" => {
+            // The GPUs' type is the cluster's: Ray counts GPUs, not types.
+            if let Value::Values(values) = &mut given.value {
+                for v in values {
+                    *v = v.rsplit(':').next().unwrap_or_default().to_owned();
+                }
+            }
+            "num-gpus"
+        }
+        "sbatch-arg" => {
+            return Err(
+                "not read by `exec` yet: `cd` to the directory at the start of `run`".into(),
+            );
+        }
+        other => other,
+    }
+    .to_owned();
+    Ok(given)
 }
 
 /// Whether `words` alone resolve (the checks of values that clap leaves to resolution, such as

@@ -26,6 +26,8 @@ impl UpSettings {
     pub(crate) fn resolve(args: &UpArgs, src: &Sources) -> Result<Self, UsageError> {
         let UpArgs {
             name,
+            // Read before resolution (`task_file::expand`), into the flags below.
+            task: _,
             idle_timeout,
             job,
             cluster,

@@ -112,13 +112,9 @@ pub(crate) fn read(path: &Path, cwd: &Path) -> Result<TaskFile, UsageError> {
     })
 }
 
-/// `workdir:` as the job's working directory (sbatch's `--chdir`).
-// switched to --workdir when merged
+/// `workdir:` as `launch --workdir`: a snapshot made at submission, copied to each node's own
+/// disk, where setup and run work (as SkyPilot's `~/sky_workdir`); `up` runs in the directory
+/// itself (see `commands::settings::task_file`).
 fn apply_workdir(field: &str, line: u32, dir: &Path) -> Given {
-    Given::one(
-        field,
-        line,
-        "sbatch-arg",
-        format!("--chdir={}", dir.display()),
-    )
+    Given::one(field, line, "workdir", dir.display().to_string())
 }

@@ -253,3 +253,31 @@ fn a_missing_task_file_is_a_usage_error() {
         .expect_stderr_contains("cannot read task file `nope.yaml`")
         .run();
 }
+
+#[test]
+fn up_reads_a_task_file_for_the_clusters_nodes_and_setup() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("cluster.yaml"),
+        "num_nodes: 3\nresources:\n  accelerators: H100:8\nsetup: echo hi\nrun: never run by up\nrayslurm:\n  idle_timeout: 30m\n",
+    )
+    .unwrap();
+    let ran = crate::harness::rayslurm(["up", "mycl", "cluster.yaml", "--dry-run", "-n", "2"])
+        .cwd(dir.path())
+        .env("RAYSLURM_STATE_DIR", state(dir.path()))
+        .env("RAYSLURM_CONFIG", "/dev/null")
+        .expect_status(0)
+        .run();
+    let script = normalise(&ran.stdout, dir.path());
+    for line in [
+        "#SBATCH --job-name=mycl",
+        "#SBATCH --nodes=2",
+        "#SBATCH --gpus-per-task=H100:8",
+        "  --setup 'echo hi' \\",
+        "  --idle-timeout 1800 \\",
+    ] {
+        assert!(script.contains(line), "{line}: {script}");
+    }
+    assert!(!script.contains("never run by up"), "{script}");
+    assert!(!script.contains("--per-node"), "{script}");
+}
