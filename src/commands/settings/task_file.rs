@@ -108,7 +108,9 @@ fn for_command(sub: &str, given: &Given) -> Result<Given, String> {
             return Ok(given);
         };
         if sub == "exec" {
-            return Err("not read by `exec` yet: `cd` to the directory at the start of `run`".into());
+            return Err(
+                "not read by `exec` yet: `cd` to the directory at the start of `run`".into(),
+            );
         }
         given.long = "sbatch-arg".to_owned();
         given.value = Value::Values(dirs.iter().map(|d| format!("--chdir={d}")).collect());
