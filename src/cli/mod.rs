@@ -61,6 +61,11 @@ pub(crate) struct Cli {
     /// directly first (`RAYSLURM_RELAY=always` or `never` decides instead, where set).
     #[arg(long, global = true)]
     pub(crate) via_allocation: bool,
+
+    /// The options whose value came from their variable (id, variable), for errors that name
+    /// where a value came from (filled by [`parse::parse`]).
+    #[arg(skip)]
+    pub(crate) from_variables: Vec<(String, String)>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -9,6 +9,7 @@ mod harness;
 
 mod completions;
 mod config;
+mod config_errors;
 mod env_file;
 mod exec;
 mod help;

@@ -116,6 +116,12 @@ fn check_flags(args: &ClusterArgs, num_nodes: u32) -> Result<(), UsageError> {
             }
         }
     }
+    if *per_node && args.no_ray {
+        return Err(UsageError::new(
+            "--per-node and --no-ray ask for different runs: --per-node runs the command on every node, --no-ray on the head node alone (neither starts Ray)",
+        )
+        .hint("drop --no-ray to run on every node, or --per-node to run once"));
+    }
     if *no_prefix && !*per_node {
         return Err(UsageError::new("--no-prefix goes with --per-node")
             .hint("only --per-node prefixes output lines with `[RANK NODE]`"));

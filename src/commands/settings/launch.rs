@@ -104,6 +104,12 @@ pub(super) fn resolve_job(
         template,
     } = args;
     let (p, u) = (&src.project, &src.user);
+    // Whether the command line (or a variable) gave each, for errors that say where from.
+    let given = [partition, account, qos, constraint, time].map(Option::is_some);
+    let typed: Vec<_> = ["partition", "account", "qos", "constraint", "time"]
+        .into_iter()
+        .zip(given)
+        .collect();
     let partition = layered(partition.clone(), &p.partition, &u.partition);
     let account = layered(account.clone(), &p.account, &u.account);
     let qos = layered(qos.clone(), &p.qos, &u.qos);
@@ -112,11 +118,9 @@ pub(super) fn resolve_job(
     check_job_text(
         [&partition, &account, &qos, &constraint, node, &time],
         [mem, mem_per_cpu],
-        sbatch_args,
-    )?;
-    for a in sbatch_args {
-        owned_directives::refuse(a, *num_gpus > 0)?;
-    }
+        (sbatch_args, *num_gpus > 0),
+    )
+    .map_err(|e| from_where(e, &typed, src))?;
     let env = config::env_vars(env_file, env)?
         .into_iter()
         .map(|(key, value)| EnvVar { key, value })
@@ -145,12 +149,9 @@ pub(super) fn resolve_job(
         constraint,
         nodelist: node.clone(),
         time,
-        mem: mem.as_deref().map(validate::slurm_memory),
+        mem: slurm_memory(mem),
         // clap refuses --mem with --mem-per-cpu.
-        mem_per_cpu: mem_per_cpu
-            .as_deref()
-            .map(validate::slurm_memory)
-            .filter(|_| mem.is_none()),
+        mem_per_cpu: slurm_memory(mem_per_cpu).filter(|_| mem.is_none()),
         exclusive: !no_exclusive,
         sbatch_args: sbatch_args.clone(),
     };
@@ -161,12 +162,34 @@ pub(super) fn resolve_job(
     })
 }
 
+/// A memory size as the `#SBATCH` line writes it (`16GB` is `16G`).
+fn slurm_memory(size: &Option<String>) -> Option<String> {
+    size.as_deref().map(validate::slurm_memory)
+}
+
+/// A refusal of a value that came from a variable or a file, saying so: the message names the
+/// flag, the user may not have typed it. `typed` holds each key and whether the command line
+/// (or its variable) gave it; the first key the message names is the one refused.
+pub(super) fn from_where(mut e: UsageError, typed: &[(&str, bool)], src: &Sources) -> UsageError {
+    let flag = |key: &str| format!("--{}", key.replace('_', "-"));
+    let named = typed
+        .iter()
+        .filter_map(|(key, given)| Some((e.message.find(&format!("{} ", flag(key)))?, key, given)))
+        .min_by_key(|(at, ..)| *at);
+    if let Some((_, key, given)) = named
+        && let Some(origin) = src.origin(key, *given)
+    {
+        e.message = format!("{} ({origin})", e.message);
+    }
+    e
+}
+
 /// The job's values that go into `#SBATCH` lines, checked: the directives (partition, account,
 /// qos, constraint, node list, time), the memory sizes and `--sbatch-arg`s.
 fn check_job_text(
     [partition, account, qos, constraint, node, time]: [&Option<String>; 6],
     [mem, mem_per_cpu]: [&Option<String>; 2],
-    sbatch_args: &[String],
+    (sbatch_args, with_gpus): (&[String], bool),
 ) -> Result<(), UsageError> {
     // Its own check first: it says what a time looks like.
     if let Some(t) = time {
@@ -203,6 +226,7 @@ fn check_job_text(
     }
     for a in sbatch_args {
         validate::sbatch_arg(a)?;
+        owned_directives::refuse(a, with_gpus)?;
     }
     Ok(())
 }
