@@ -38,7 +38,8 @@ pub(crate) struct LaunchArgs {
     #[arg(value_name = "NAME", long, help_heading = heading::JOB)]
     pub(crate) exp_name: String,
 
-    /// The command to run on the head node, as typed into bash there.
+    /// The command, as typed into bash: on the head node of the Ray cluster (with --no-ray, on
+    /// the head node alone; with --per-node, on every node, once a task).
     #[arg(value_name = "CMD", long, allow_hyphen_values = true, help_heading = heading::JOB)]
     pub(crate) command: String,
 
@@ -170,7 +171,7 @@ pub(crate) struct JobArgs {
     #[arg(value_name = "N", long, default_value = "0", value_parser = count, allow_hyphen_values = true, help_heading = heading::RESOURCES)]
     pub(crate) num_gpus: u32,
 
-    /// How GPUs are requested.
+    /// How GPUs are requested [default: gpus-per-task]
     ///
     /// As --gpus-per-task, --gpus-per-node or --gres=gpu:N.
     #[arg(value_name = "HOW", long, value_enum, env = env_vars::GPU_DIRECTIVE, help_heading = heading::RESOURCES)]
@@ -266,15 +267,16 @@ pub(crate) struct ClusterArgs {
     #[arg(value_name = "FAMILY", long, value_enum, env = env_vars::IP_FAMILY, help_heading = heading::INSIDE)]
     pub(crate) ip_family: Option<IpFamily>,
 
-    /// Seconds the cluster may take to start.
+    /// Seconds the cluster may take to start [default: 180]
     ///
     /// How long to wait for the cluster before failing the job.
     #[arg(value_name = "SECS", long, value_parser = positive_count, allow_hyphen_values = true, env = env_vars::READY_TIMEOUT, help_heading = heading::INSIDE)]
     pub(crate) ready_timeout: Option<u32>,
 
-    /// Seconds of warning before the time limit.
+    /// Seconds of warning before the time limit [default: 60]
     ///
-    /// Slurm asks the job to stop cleanly this long before its time limit.
+    /// Slurm asks the job to stop cleanly this long before its time limit; 0 asks for no
+    /// warning. With no time limit (`--time 0` or `UNLIMITED`) there is nothing to warn of.
     #[arg(value_name = "SECS", long, value_parser = count, allow_hyphen_values = true, env = env_vars::STOP_GRACE, help_heading = heading::INSIDE)]
     pub(crate) stop_grace: Option<u32>,
 

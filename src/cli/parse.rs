@@ -15,7 +15,7 @@ use crate::launch::owned_directives;
 /// Parses `argv`, with `var` giving the environment's variables; exits (2, or 0 for `--help`)
 /// on what clap refuses.
 pub(crate) fn parse(argv: Vec<OsString>, var: &dyn Fn(&OsStr) -> Option<OsString>) -> Cli {
-    let command = without_blank_env(Cli::command(), &|name| {
+    let command = without_blank_env(super::view::shaped(Cli::command()), &|name| {
         var(name).is_some_and(|v| v.is_empty())
     });
     let matches = command
