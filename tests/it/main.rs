@@ -10,6 +10,7 @@ mod harness;
 mod completions;
 mod config;
 mod config_errors;
+mod docs_options;
 mod env_file;
 mod exec;
 mod help;
