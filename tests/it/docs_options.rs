@@ -10,9 +10,9 @@ const PAGE: &str = include_str!("../../docs/options.md");
 
 #[test]
 fn every_option_is_in_the_reference() {
+    let longs = regex::Regex::new(r"(?m)^\s+(?:-\w, )?(--[a-z][a-z-]+)").unwrap();
     for command in ["launch", "up", "exec"] {
         let help = text(&rayslurm([command, "--help"]).output()).0;
-        let longs = regex::Regex::new(r"(?m)^\s+(?:-\w, )?(--[a-z][a-z-]+)").unwrap();
         for long in longs.captures_iter(&help).map(|c| c[1].to_owned()) {
             if ["--help", "--version"].contains(&long.as_str()) {
                 continue;
