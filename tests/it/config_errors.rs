@@ -28,6 +28,79 @@ const LAUNCH: &[&str] = &[
     "true",
 ];
 
+/// The refusals, each run in a directory with `site.toml`, `ray.toml` and `sig.toml`.
+const CASES: &[Case] = &[
+    (
+        "time_variable",
+        LAUNCH,
+        &[("RAYSLURM_TIME", "2h")],
+        "invalid --time `2h` (from the variable RAYSLURM_TIME)",
+    ),
+    (
+        "partition_variable",
+        LAUNCH,
+        &[("RAYSLURM_PARTITION", "a b")],
+        "(from the variable RAYSLURM_PARTITION)",
+    ),
+    (
+        "time_file",
+        LAUNCH,
+        &[("RAYSLURM_CONFIG", "site.toml")],
+        "invalid --time `2h` (from `site.toml` line 4, key `time`)",
+    ),
+    (
+        "interface_variable",
+        LAUNCH,
+        &[("RAYSLURM_INTERFACE", "a/b")],
+        "invalid --interface `a/b` (from the variable RAYSLURM_INTERFACE)",
+    ),
+    (
+        "ray_args_file",
+        LAUNCH,
+        &[("RAYSLURM_CONFIG", "ray.toml")],
+        "(from `ray.toml` line 2, key `ray_args`)",
+    ),
+    (
+        "signal_file",
+        LAUNCH,
+        &[("RAYSLURM_CONFIG", "sig.toml")],
+        "(from `sig.toml` line 3, key `signal`)",
+    ),
+    (
+        "missing_config",
+        LAUNCH,
+        &[("RAYSLURM_CONFIG", "/nonexistent/rayslurm.toml")],
+        "that RAYSLURM_CONFIG names does not exist",
+    ),
+    (
+        "up_name",
+        &["up", "bad/name", "--dry-run"],
+        &[],
+        "invalid NAME `bad/name`",
+    ),
+    (
+        "exec_without_dashes",
+        &["exec", "c", "python", "x.py"],
+        &[],
+        "put the command after `--`",
+    ),
+    (
+        "per_node_no_ray",
+        &[
+            "launch",
+            "--dry-run",
+            "--exp-name",
+            "x",
+            "--command",
+            "true",
+            "--per-node",
+            "--no-ray",
+        ],
+        &[],
+        "--per-node and --no-ray ask for different runs",
+    ),
+];
+
 #[test]
 fn refusals_name_where_the_value_came_from() {
     let dir = tempfile::tempdir().unwrap();
@@ -37,50 +110,10 @@ fn refusals_name_where_the_value_came_from() {
         "# the site's\n[launch]\npartition = \"lab\"\ntime = \"2h\"\n",
     )
     .unwrap();
-    let cases: &[Case] = &[
-        (
-            "time_variable",
-            LAUNCH,
-            &[("RAYSLURM_TIME", "2h")],
-            "invalid --time `2h` (from the variable RAYSLURM_TIME)",
-        ),
-        (
-            "partition_variable",
-            LAUNCH,
-            &[("RAYSLURM_PARTITION", "a b")],
-            "(from the variable RAYSLURM_PARTITION)",
-        ),
-        (
-            "time_file",
-            LAUNCH,
-            &[("RAYSLURM_CONFIG", "site.toml")],
-            "invalid --time `2h` (from `site.toml` line 4, key `time`)",
-        ),
-        (
-            "missing_config",
-            LAUNCH,
-            &[("RAYSLURM_CONFIG", "/nonexistent/rayslurm.toml")],
-            "that RAYSLURM_CONFIG names does not exist",
-        ),
-        (
-            "up_name",
-            &["up", "bad/name", "--dry-run"],
-            &[],
-            "invalid NAME `bad/name`",
-        ),
-        (
-            "exec_without_dashes",
-            &["exec", "c", "python", "x.py"],
-            &[],
-            "put the command after `--`",
-        ),
-        (
-            "per_node_no_ray",
-            &[LAUNCH, &["--per-node", "--no-ray"]].concat(),
-            &[],
-            "--per-node and --no-ray ask for different runs",
-        ),
-    ];
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write("ray.toml", "[launch]\nray_args = \"--x 'open\"\n");
+    write("sig.toml", "[launch]\n\nsignal = \"TERMINATE\"\n");
+    let cases = CASES;
     for (name, args, vars, needle) in cases {
         let mut run = in_dir(dir.path(), args).case(*name);
         for (k, v) in *vars {

@@ -258,15 +258,15 @@ pub(super) fn signal_of(
     signal: Option<SignalName>,
     src: &Sources,
 ) -> Result<SignalName, UsageError> {
-    let parse_signal = |origin: &str, name: &str| {
+    let parse_signal = |name: &str| {
         name.parse::<SignalName>().map_err(|why| {
+            let origin = src.origin("signal", false).unwrap_or_default();
             UsageError::new(format!("invalid signal {} ({origin})", show(name))).hint(why)
         })
     };
     match (signal, &src.project.signal, &src.user.signal) {
         (Some(s), _, _) => Ok(s),
-        (None, Some(s), _) => parse_signal("project config file", s),
-        (None, None, Some(s)) => parse_signal("user config file", s),
+        (None, Some(s), _) | (None, None, Some(s)) => parse_signal(s),
         (None, None, None) => Ok(SignalName::default()),
     }
 }
