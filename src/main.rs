@@ -71,7 +71,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    match run(cli.command, &printer) {
+    match run(cli.command, cli.from_variables, &printer) {
         Ok(code) => code,
         Err(error) => {
             eprint!("{}", error::report(&error));
@@ -84,10 +84,14 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command, printer: &Printer) -> anyhow::Result<ExitCode> {
+fn run(
+    command: Command,
+    variables: Vec<(String, String)>,
+    printer: &Printer,
+) -> anyhow::Result<ExitCode> {
     match command {
         Command::Launch(args) => {
-            let config = settings::launch::resolve(&args, &Sources::load(printer)?)?;
+            let config = settings::launch::resolve(&args, &Sources::load(printer, variables)?)?;
             commands::launch::run(&config, printer)
         }
         Command::Template => Ok(commands::template::run(printer)),
@@ -96,7 +100,7 @@ fn run(command: Command, printer: &Printer) -> anyhow::Result<ExitCode> {
         Command::Status(args) => commands::status::run(&StatusSettings::resolve(&args), printer),
         Command::Cancel(args) => commands::cancel::run(&CancelSettings::resolve(&args), printer),
         Command::Up(args) => {
-            let settings = UpSettings::resolve(&args, &Sources::load(printer)?)?;
+            let settings = UpSettings::resolve(&args, &Sources::load(printer, variables)?)?;
             commands::up::run(&settings, printer)
         }
         Command::Exec(args) => commands::exec::run(&ExecSettings::resolve(&args)?, printer),

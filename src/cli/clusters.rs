@@ -6,6 +6,7 @@ use clap::Args;
 
 use super::heading;
 use super::launch::{ClusterArgs, JobArgs};
+use super::values::ray_amount;
 use crate::env_vars;
 use crate::launch::config::idle_duration;
 
@@ -68,21 +69,21 @@ pub(crate) struct ExecArgs {
     pub(crate) name: Option<String>,
 
     /// CPUs this job needs (with --per-node: each rank). It waits in Ray's queue until free.
-    #[arg(long)]
+    #[arg(long, value_name = "N", value_parser = ray_amount)]
     pub(crate) num_cpus: Option<f64>,
 
     /// GPUs this job needs (with --per-node: each rank), fractions allowed, e.g. 0.5.
     ///
     /// The job (each rank) sees the GPUs Ray gave it in CUDA_VISIBLE_DEVICES. Not per node as
     /// in `launch`, unless with --per-node, where each rank has a node of its own.
-    #[arg(long)]
+    #[arg(long, value_name = "N", value_parser = ray_amount)]
     pub(crate) num_gpus: Option<f64>,
 
     /// Memory this job needs (with --per-node: each rank), as a Ray resource (e.g. `4G`).
     ///
     /// Ray's own accounting, not Slurm's: unlike `launch --mem`, which asks Slurm for memory
     /// per node, this only keeps jobs from being placed where Ray has promised it already.
-    #[arg(long)]
+    #[arg(long, value_name = "SIZE")]
     pub(crate) memory: Option<String>,
 
     /// Run the command once on each of N distinct nodes (-n), with the rank variables of

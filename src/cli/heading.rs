@@ -3,7 +3,7 @@
 
 pub(crate) const JOB: &str = "Job";
 pub(crate) const RESOURCES: &str = "Resources";
-pub(crate) const ENVIRONMENT: &str = "Environment";
+pub(crate) const ENVIRONMENT: &str = "Command environment";
 pub(crate) const INSIDE: &str = "Inside the job";
 pub(crate) const RAY: &str = "Ray";
 pub(crate) const OUTPUT: &str = "Output";

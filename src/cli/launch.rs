@@ -46,7 +46,8 @@ pub(crate) struct LaunchArgs {
     #[arg(value_name = "NAME", long, required_unless_present = "task", help_heading = heading::JOB)]
     pub(crate) exp_name: Option<String>,
 
-    /// The command to run on the head node, as typed into bash there.
+    /// The command, as typed into bash: on the head node of the Ray cluster (with --no-ray, on
+    /// the head node alone; with --per-node, on every node, once a task).
     #[arg(value_name = "CMD", long, allow_hyphen_values = true, required_unless_present = "task", help_heading = heading::JOB)]
     pub(crate) command: Option<String>,
 
@@ -207,7 +208,7 @@ pub(crate) struct JobArgs {
     #[arg(value_name = "[TYPE:]N", long, default_value = "0", value_parser = clap::value_parser!(GpuRequest), allow_hyphen_values = true, help_heading = heading::RESOURCES)]
     pub(crate) num_gpus: GpuRequest,
 
-    /// How GPUs are requested.
+    /// How GPUs are requested [default: gpus-per-task]
     ///
     /// As --gpus-per-task, --gpus-per-node or --gres=gpu:[TYPE:]N; --gpus-per-task carries
     /// N / --tasks-per-node (or becomes --gpus-per-node where that does not divide).
@@ -313,16 +314,17 @@ pub(crate) struct ClusterArgs {
     #[arg(value_name = "FAMILY", long, value_enum, env = env_vars::IP_FAMILY, help_heading = heading::INSIDE)]
     pub(crate) ip_family: Option<IpFamily>,
 
-    /// Seconds the cluster may take to start, setup not counted.
+    /// Seconds the cluster may take to start, setup not counted [default: 180]
     ///
     /// How long to wait for Ray (or the nodes) before failing the job; the clock starts once
     /// every node's --setup is done (see --setup-timeout).
     #[arg(value_name = "SECS", long, value_parser = positive_count, allow_hyphen_values = true, env = env_vars::READY_TIMEOUT, help_heading = heading::INSIDE)]
     pub(crate) ready_timeout: Option<u32>,
 
-    /// Seconds of warning before the time limit.
+    /// Seconds of warning before the time limit [default: 60]
     ///
-    /// Slurm asks the job to stop cleanly this long before its time limit.
+    /// Slurm asks the job to stop cleanly this long before its time limit; 0 asks for no
+    /// warning. With no time limit (`--time 0` or `UNLIMITED`) there is nothing to warn of.
     #[arg(value_name = "SECS", long, value_parser = count, allow_hyphen_values = true, env = env_vars::STOP_GRACE, help_heading = heading::INSIDE)]
     pub(crate) stop_grace: Option<u32>,
 

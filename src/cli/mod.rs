@@ -18,6 +18,7 @@ mod utility;
 mod values;
 #[cfg(test)]
 mod variables;
+pub(crate) mod view;
 
 pub(crate) use clusters::{DashboardArgs, DownArgs, ExecArgs, QueueArgs, UpArgs};
 pub(crate) use launch::{ClusterArgs, JobArgs, LaunchArgs, LongRunArgs, SnapshotArgs};
@@ -48,19 +49,24 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 
     /// Print only results (job id, JSON), no progress.
-    #[arg(long, short, global = true)]
+    #[arg(long, short, global = true, help_heading = view::GLOBAL_HEADING)]
     pub(crate) quiet: bool,
 
     /// Echo each command run (sbatch, squeue, srun, ...) on stderr, ready to paste.
-    #[arg(long, short, global = true, conflicts_with = "quiet")]
+    #[arg(long, short, global = true, conflicts_with = "quiet", help_heading = view::GLOBAL_HEADING)]
     pub(crate) verbose: bool,
 
     /// Reach a cluster's head through the allocation (an srun step), not directly
     ///
     /// For login nodes that cannot reach compute nodes' ports; without it the head is tried
     /// directly first (`RAYSLURM_RELAY=always` or `never` decides instead, where set).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = view::GLOBAL_HEADING)]
     pub(crate) via_allocation: bool,
+
+    /// The options whose value came from their variable (id, variable), for errors that name
+    /// where a value came from (filled by [`parse::parse`]).
+    #[arg(skip)]
+    pub(crate) from_variables: Vec<(String, String)>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -109,7 +115,7 @@ pub(crate) enum Command {
 /// The command line users see: without the hidden commands (`bootstrap`, `relay`), which
 /// completion scripts would otherwise offer.
 pub(crate) fn public_command() -> clap::Command {
-    let full = Cli::command();
+    let full = view::shaped(Cli::command());
     clap::Command::new("rayslurm")
         .version(VERSION)
         .about(ABOUT)

@@ -6,6 +6,7 @@
 use std::ffi::{OsStr, OsString};
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::Cli;
@@ -14,7 +15,7 @@ use crate::launch::owned_directives;
 /// Parses `argv`, with `var` giving the environment's variables; exits (2, or 0 for `--help`)
 /// on what clap refuses.
 pub(crate) fn parse(argv: Vec<OsString>, var: &dyn Fn(&OsStr) -> Option<OsString>) -> Cli {
-    let command = without_blank_env(Cli::command(), &|name| {
+    let command = without_blank_env(super::view::shaped(Cli::command()), &|name| {
         var(name).is_some_and(|v| v.is_empty())
     });
     let matches = command
@@ -29,7 +30,27 @@ pub(crate) fn parse(argv: Vec<OsString>, var: &dyn Fn(&OsStr) -> Option<OsString
             }
             e.exit()
         });
-    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    cli.from_variables = from_variables(&command, &matches);
+    cli
+}
+
+/// The options of the subcommand whose value came from their variable: (id, variable).
+fn from_variables(command: &clap::Command, matches: &clap::ArgMatches) -> Vec<(String, String)> {
+    let Some((name, sub)) = matches.subcommand() else {
+        return Vec::new();
+    };
+    let Some(sub_command) = command.find_subcommand(name) else {
+        return Vec::new();
+    };
+    sub.ids()
+        .filter(|id| sub.value_source(id.as_str()) == Some(ValueSource::EnvVariable))
+        .filter_map(|id| {
+            let arg = sub_command.get_arguments().find(|a| a.get_id() == id)?;
+            let var = arg.get_env()?.to_string_lossy().into_owned();
+            Some((id.as_str().to_owned(), var))
+        })
+        .collect()
 }
 
 /// Parses `argv` with `inserted` (a task file's flags) put right after the subcommand `sub`:

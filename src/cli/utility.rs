@@ -6,15 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use clap_complete::Shell;
 
-/// `rayslurm trust`'s example, after its options in `--help`.
-const TRUST_EXAMPLE: &str = "\
-Example:
-  less ./rayslurm.toml             # read what it runs first
-  rayslurm trust ./rayslurm.toml
-  rayslurm trust --list";
-
 #[derive(Debug, Args)]
-#[command(after_long_help = TRUST_EXAMPLE)]
 pub(crate) struct TrustArgs {
     /// The project file, e.g. `./rayslurm.toml`.
     #[arg(value_name = "FILE", required_unless_present = "list")]

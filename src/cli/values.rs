@@ -25,6 +25,17 @@ pub(super) fn node_count(value: &str) -> Result<u32, String> {
     positive_count(value)
 }
 
+/// An amount of a Ray resource (`exec --num-cpus`, `--num-gpus`): 0 or more, fractions allowed.
+pub(super) fn ray_amount(value: &str) -> Result<f64, String> {
+    match value.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
+        _ => Err(format!(
+            "`{}` is not a number of 0 or more (for example `2` or `0.5`)",
+            value.escape_debug()
+        )),
+    }
+}
+
 /// A count that may be 0 (clap value parser).
 pub(super) fn count(value: &str) -> Result<u32, String> {
     value.trim().parse::<u32>().map_err(|_| {
@@ -49,6 +60,10 @@ mod tests {
         let range = node_count("2-4").unwrap_err();
         assert!(range.contains("--num-nodes 4 --min-nodes 2"), "{range}");
         assert!(node_count("x-4").unwrap_err().contains("at least 1"));
+        assert_eq!(ray_amount("0.5"), Ok(0.5));
+        for bad in ["x", "-1", "inf", "NaN", ""] {
+            assert!(ray_amount(bad).is_err(), "{bad}");
+        }
         assert_eq!(count("0"), Ok(0));
         assert!(count("-2").is_err());
     }

@@ -72,6 +72,7 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
         check_slurm_release(printer)?;
     }
     warn_if_node_local(printer);
+    warn_if_log_dir_is_node_local(&config.log_dir, printer);
     // Listed (and its size checked) before anything is written; written only for a real job.
     let listing = config.snapshot.as_ref().map(Listing::of).transpose()?;
 
@@ -282,6 +283,24 @@ fn warn_if_node_local(printer: &Printer) {
         printer.warn(&format!(
             "launching from {}, inside the node-local `{}`: the compute nodes cannot see it, so the job will fail at start; launch from a shared filesystem (your home or project directory)",
             show(&cwd.display().to_string()),
+            root.display()
+        ));
+    }
+}
+
+/// Warns when `--log-dir` (or the files' `log_dir`) is node-local: the log's link and the
+/// files a run keeps there are on this machine's disk alone, which the nodes do not see.
+fn warn_if_log_dir_is_node_local(dir: &std::path::Path, printer: &Printer) {
+    let tmpdir = std::env::var_os(job_env::TMPDIR).map(PathBuf::from);
+    let cwd = std::env::current_dir().unwrap_or_default();
+    // Launched from there: `warn_if_node_local` said so already.
+    if *dir == cwd {
+        return;
+    }
+    if let Some(root) = validate::node_local_root(dir, tmpdir.as_deref()) {
+        printer.warn(&format!(
+            "the log directory {} is inside the node-local `{}`: the compute nodes and other login nodes may not see it (each has its own); pass a --log-dir on a shared filesystem",
+            show(&dir.display().to_string()),
             root.display()
         ));
     }

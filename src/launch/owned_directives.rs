@@ -339,6 +339,21 @@ mod tests {
         assert!(e.hint.unwrap().contains("--num-gpus"));
     }
 
+    /// `docs/options.md` lists every owned directive, by each of its names.
+    #[test]
+    fn the_options_reference_lists_every_owned_directive() {
+        let page = include_str!("../../docs/options.md");
+        for owned in OWNED {
+            for long in owned.long {
+                assert!(
+                    page.contains(&format!("| `--{long}`"))
+                        || page.contains(&format!(", `--{long}`")),
+                    "--{long}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn slurm_names_typed_on_the_command_line_get_rayslurm_s() {
         assert_eq!(

@@ -12,9 +12,19 @@ use crate::error::{UsageError, show};
 
 /// An experiment name becomes a file name and a Slurm job name.
 pub(crate) fn exp_name(value: &str) -> Result<(), UsageError> {
+    name_as("--exp-name", "--exp-name resnet-sweep", value)
+}
+
+/// A cluster's name (`up NAME`), which is an experiment name too.
+pub(crate) fn cluster_name(value: &str) -> Result<(), UsageError> {
+    name_as("NAME", "rayslurm up my-cluster", value)
+}
+
+/// A name as [`exp_name`] checks it, the error naming the argument as `what` with `example`.
+fn name_as(what: &str, example: &str, value: &str) -> Result<(), UsageError> {
     let bad = |why: &str| {
-        Err(UsageError::new(format!("invalid --exp-name {}: {why}", show(value)))
-            .hint("use ASCII letters, digits, `_`, `-`, `.` and `+`, starting with a letter or digit, e.g. `--exp-name resnet-sweep`"))
+        Err(UsageError::new(format!("invalid {what} {}: {why}", show(value)))
+            .hint(format!("use ASCII letters, digits, `_`, `-`, `.` and `+`, starting with a letter or digit, e.g. `{example}`")))
     };
     if value.is_empty() {
         return bad("it is empty");

@@ -92,7 +92,7 @@ impl Run {
         for key in ["XDG_CONFIG_HOME", "XDG_STATE_HOME", "COLUMNS"] {
             cmd.env_remove(key);
         }
-        cmd.env("RAYSLURM_CONFIG", "/nonexistent/rayslurm.toml")
+        cmd.env("RAYSLURM_CONFIG", "/dev/null")
             .env("RAYSLURM_STATE_DIR", scratch_state_dir());
         if let Some(dir) = &self.cwd {
             cmd.current_dir(dir);

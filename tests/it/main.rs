@@ -9,7 +9,9 @@ mod harness;
 
 mod completions;
 mod config;
+mod config_errors;
 mod doc_examples;
+mod docs_options;
 mod env_file;
 mod exec;
 mod help;

@@ -35,25 +35,22 @@ pub(super) fn resolve(
         ray_metrics,
     } = args;
     let (p, u) = (&src.project, &src.user);
+    // Whether the command line (or a variable) gave each, for errors that say where from.
+    let typed = [
+        ("interface", interface.is_some()),
+        ("ray_args", ray_args.is_some()),
+        ("ray_head_args", ray_head_args.is_some()),
+    ];
     let interface = layered(interface.clone(), &p.interface, &u.interface);
-    if let Some(i) = &interface
-        && (i.is_empty()
-            || i.len() > 15
-            || i.contains(['/', ' '])
-            || i.chars().any(char::is_control))
-    {
-        return Err(UsageError::new(format!("invalid --interface {}", show(i)))
-            .hint("give a network interface name as `ip link` shows it, e.g. `ib0` or `eth0`"));
-    }
-    check_flags(args, num_nodes)?;
     let ray_args = layered(ray_args.clone(), &p.ray_args, &u.ray_args);
-    if let Some(r) = &ray_args {
-        parse_ray_args("--ray-args", r)?;
-    }
     let ray_head_args = layered(ray_head_args.clone(), &p.ray_head_args, &u.ray_head_args);
-    if let Some(r) = &ray_head_args {
-        parse_ray_args("--ray-head-args", r)?;
-    }
+    check_text(
+        interface.as_deref(),
+        ray_args.as_deref(),
+        ray_head_args.as_deref(),
+    )
+    .map_err(|e| super::launch::from_where(e, &typed, src))?;
+    check_flags(args, num_nodes)?;
     // Ray's options from config files mean nothing to a run without Ray.
     let for_ray = |o: Option<String>| o.filter(|_| !*per_node);
     Ok(ClusterOptions {
@@ -90,6 +87,30 @@ pub(super) fn resolve(
     })
 }
 
+/// The cluster's text values, checked: the interface's name, `ray start`'s arguments.
+fn check_text(
+    interface: Option<&str>,
+    ray_args: Option<&str>,
+    ray_head_args: Option<&str>,
+) -> Result<(), UsageError> {
+    if let Some(i) = interface
+        && (i.is_empty()
+            || i.len() > 15
+            || i.contains(['/', ' '])
+            || i.chars().any(char::is_control))
+    {
+        return Err(UsageError::new(format!("invalid --interface {}", show(i)))
+            .hint("give a network interface name as `ip link` shows it, e.g. `ib0` or `eth0`"));
+    }
+    if let Some(r) = ray_args {
+        parse_ray_args("--ray-args", r)?;
+    }
+    if let Some(r) = ray_head_args {
+        parse_ray_args("--ray-head-args", r)?;
+    }
+    Ok(())
+}
+
 /// The cluster's flags that do not go together, or with `--num-nodes`.
 fn check_flags(args: &ClusterArgs, num_nodes: u32) -> Result<(), UsageError> {
     let ClusterArgs {
@@ -118,6 +139,12 @@ fn check_flags(args: &ClusterArgs, num_nodes: u32) -> Result<(), UsageError> {
                 )));
             }
         }
+    }
+    if *per_node && args.no_ray {
+        return Err(UsageError::new(
+            "--per-node and --no-ray ask for different runs: --per-node runs the command on every node, --no-ray on the head node alone (neither starts Ray)",
+        )
+        .hint("drop --no-ray to run on every node, or --per-node to run once"));
     }
     if *no_prefix && !*per_node {
         return Err(UsageError::new("--no-prefix goes with --per-node")

@@ -153,6 +153,12 @@ pub(super) fn resolve_job(
         template,
     } = args;
     let (p, u) = (&src.project, &src.user);
+    // Whether the command line (or a variable) gave each, for errors that say where from.
+    let given = [partition, account, qos, constraint, time].map(Option::is_some);
+    let typed: Vec<_> = ["partition", "account", "qos", "constraint", "time"]
+        .into_iter()
+        .zip(given)
+        .collect();
     let partition = layered(partition.clone(), &p.partition, &u.partition);
     let account = layered(account.clone(), &p.account, &u.account);
     let qos = layered(qos.clone(), &p.qos, &u.qos);
@@ -161,21 +167,16 @@ pub(super) fn resolve_job(
     check_job_text(
         [&partition, &account, &qos, &constraint, node, &time],
         [mem, mem_per_cpu],
-        sbatch_args,
-    )?;
-    refuse_owned(sbatch_args, num_gpus.per_node > 0)?;
+        (sbatch_args, num_gpus.per_node > 0),
+    )
+    .map_err(|e| from_where(e, &typed, src))?;
     let env = config::env_vars(env_file, env)?
         .into_iter()
         .map(|(key, value)| EnvVar { key, value })
         .collect();
     let load_env =
         layered(load_env.clone(), &p.load_env, &u.load_env).filter(|l| !l.trim().is_empty());
-    let named = layered(log_dir.clone(), &p.log_dir, &u.log_dir);
-    let log_dir_is_default = named.is_none();
-    let log_dir = src
-        .cwd
-        .join(named.unwrap_or_else(|| PathBuf::from(config::DEFAULT_LOG_DIR)));
-    check_log_dir_text(&log_dir)?;
+    let (log_dir, log_dir_is_default) = resolve_log_dir(log_dir, src)?;
     let template = layered(template.clone(), &p.template, &u.template).map(|t| src.cwd.join(t));
     let request = JobRequest {
         exp_name: exp_name.to_owned(),
@@ -195,12 +196,9 @@ pub(super) fn resolve_job(
         constraint,
         nodelist: node.clone(),
         time,
-        mem: mem.as_deref().map(validate::slurm_memory),
+        mem: slurm_memory(mem),
         // clap refuses --mem with --mem-per-cpu.
-        mem_per_cpu: mem_per_cpu
-            .as_deref()
-            .map(validate::slurm_memory)
-            .filter(|_| mem.is_none()),
+        mem_per_cpu: slurm_memory(mem_per_cpu).filter(|_| mem.is_none()),
         exclusive: !no_exclusive,
         sbatch_args: sbatch_args.clone(),
     };
@@ -212,12 +210,34 @@ pub(super) fn resolve_job(
     })
 }
 
+/// A memory size as the `#SBATCH` line writes it (`16GB` is `16G`).
+fn slurm_memory(size: &Option<String>) -> Option<String> {
+    size.as_deref().map(validate::slurm_memory)
+}
+
+/// A refusal of a value that came from a variable or a file, saying so: the message names the
+/// flag, the user may not have typed it. `typed` holds each key and whether the command line
+/// (or its variable) gave it; the first key the message names is the one refused.
+pub(super) fn from_where(mut e: UsageError, typed: &[(&str, bool)], src: &Sources) -> UsageError {
+    let flag = |key: &str| format!("--{}", key.replace('_', "-"));
+    let named = typed
+        .iter()
+        .filter_map(|(key, given)| Some((e.message.find(&format!("{} ", flag(key)))?, key, given)))
+        .min_by_key(|(at, ..)| *at);
+    if let Some((_, key, given)) = named
+        && let Some(origin) = src.origin(key, *given)
+    {
+        e.message = format!("{} ({origin})", e.message);
+    }
+    e
+}
+
 /// The job's values that go into `#SBATCH` lines, checked: the directives (partition, account,
 /// qos, constraint, node list, time), the memory sizes and `--sbatch-arg`s.
 fn check_job_text(
     [partition, account, qos, constraint, node, time]: [&Option<String>; 6],
     [mem, mem_per_cpu]: [&Option<String>; 2],
-    sbatch_args: &[String],
+    (sbatch_args, with_gpus): (&[String], bool),
 ) -> Result<(), UsageError> {
     // Its own check first: it says what a time looks like.
     if let Some(t) = time {
@@ -254,6 +274,7 @@ fn check_job_text(
     }
     for a in sbatch_args {
         validate::sbatch_arg(a)?;
+        owned_directives::refuse(a, with_gpus)?;
     }
     Ok(())
 }
@@ -285,15 +306,15 @@ pub(super) fn signal_of(
     signal: Option<SignalName>,
     src: &Sources,
 ) -> Result<SignalName, UsageError> {
-    let parse_signal = |origin: &str, name: &str| {
+    let parse_signal = |name: &str| {
         name.parse::<SignalName>().map_err(|why| {
+            let origin = src.origin("signal", false).unwrap_or_default();
             UsageError::new(format!("invalid signal {} ({origin})", show(name))).hint(why)
         })
     };
     match (signal, &src.project.signal, &src.user.signal) {
         (Some(s), _, _) => Ok(s),
-        (None, Some(s), _) => parse_signal("project config file", s),
-        (None, None, Some(s)) => parse_signal("user config file", s),
+        (None, Some(s), _) | (None, None, Some(s)) => parse_signal(s),
         (None, None, None) => Ok(SignalName::default()),
     }
 }
@@ -322,9 +343,14 @@ pub(super) fn check_stop_grace(
 #[path = "launch_tests.rs"]
 mod tests;
 
-/// An `--sbatch-arg` that sets a directive rayslurm writes itself is refused.
-fn refuse_owned(sbatch_args: &[String], gpus: bool) -> Result<(), UsageError> {
-    sbatch_args
-        .iter()
-        .try_for_each(|a| owned_directives::refuse(a, gpus))
+/// The log directory the flag or a file names (relative to the working directory), else the
+/// default; and whether it is the default.
+fn resolve_log_dir(flag: &Option<PathBuf>, src: &Sources) -> Result<(PathBuf, bool), UsageError> {
+    let named = layered(flag.clone(), &src.project.log_dir, &src.user.log_dir);
+    let is_default = named.is_none();
+    let dir = src
+        .cwd
+        .join(named.unwrap_or_else(|| PathBuf::from(config::DEFAULT_LOG_DIR)));
+    check_log_dir_text(&dir)?;
+    Ok((dir, is_default))
 }

@@ -35,7 +35,7 @@ impl UpSettings {
             dry_run,
             json,
         } = args;
-        validate::exp_name(name)?;
+        validate::cluster_name(name)?;
         let job = super::launch::resolve_job(job, name, NO_COMMAND, src)?;
         let mut cluster = super::cluster::resolve(cluster, job.request.num_nodes, src)?;
         // The files' `signal` is `launch`'s, but a bad one is refused here too.

@@ -30,6 +30,8 @@ pub(crate) struct FileDefaults {
     pub(crate) template: Option<PathBuf>,
     pub(crate) gpu_directive: Option<GpuDirective>,
     pub(crate) interface: Option<String>,
+    /// `"auto"`, `4` or `6` (`"4"` and `"6"` too), as `--ip-family` takes them.
+    #[serde(default, deserialize_with = "ip_family_in_file")]
     pub(crate) ip_family: Option<IpFamily>,
     pub(crate) object_store_memory: Option<u64>,
     pub(crate) ray_args: Option<String>,
@@ -47,6 +49,68 @@ pub(crate) struct FileDefaults {
     /// `up --idle-timeout`: `"30m"`, `"2h"`, `"90s"`, or a number of minutes; in seconds.
     #[serde(default, deserialize_with = "idle_timeout_in_file")]
     pub(crate) idle_timeout: Option<u32>,
+    /// Where the values came from: the file, and each key's line (for errors).
+    #[serde(skip)]
+    pub(crate) origin: Option<FileOrigin>,
+}
+
+/// A config file's path and the line of each of its `[launch]` keys.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct FileOrigin {
+    pub(crate) path: PathBuf,
+    pub(crate) lines: Vec<(String, usize)>,
+}
+
+impl FileOrigin {
+    /// The keys of the `[launch]` table of `text`, with their (1-based) lines.
+    fn scan(path: &Path, text: &str) -> Self {
+        let mut table = String::new();
+        let mut lines = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if let Some(header) = line.strip_prefix('[') {
+                table = header.trim_end_matches(']').trim().to_owned();
+            } else if table == "launch"
+                && let Some((key, _)) = line.split_once('=')
+            {
+                lines.push((key.trim().trim_matches('"').to_owned(), i + 1));
+            }
+        }
+        Self {
+            path: path.to_owned(),
+            lines,
+        }
+    }
+
+    /// `` `PATH` line N, key `key` `` for a key of this file.
+    pub(crate) fn of(&self, key: &str) -> String {
+        match self.lines.iter().find(|(k, _)| k == key) {
+            Some((_, line)) => format!("`{}` line {line}, key `{key}`", self.path.display()),
+            None => format!("`{}`, key `{key}`", self.path.display()),
+        }
+    }
+}
+
+/// `ip_family` as a file gives it: `"auto"`, `"4"`, `"6"`, or the numbers 4 and 6.
+fn ip_family_in_file<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<IpFamily>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Given {
+        Number(i64),
+        Text(String),
+    }
+    let text = match Given::deserialize(d)? {
+        Given::Number(n) => n.to_string(),
+        Given::Text(t) => t,
+    };
+    match text.to_ascii_lowercase().as_str() {
+        "auto" => Ok(Some(IpFamily::Auto)),
+        "4" => Ok(Some(IpFamily::V4)),
+        "6" => Ok(Some(IpFamily::V6)),
+        _ => Err(serde::de::Error::custom(format!(
+            "ip_family `{text}` is not one of \"auto\", 4 or 6"
+        ))),
+    }
 }
 
 /// `idle_timeout` as a file gives it: text as `--idle-timeout` takes it, or whole minutes.
@@ -79,18 +143,46 @@ pub(crate) struct Sources {
     pub(crate) project: FileDefaults,
     pub(crate) user: FileDefaults,
     pub(crate) cwd: PathBuf,
+    /// The options whose value came from their variable, not the command line: (option id,
+    /// variable), e.g. `("time", "RAYSLURM_TIME")`.
+    pub(crate) variables: Vec<(String, String)>,
+}
+
+impl Sources {
+    /// Where the value of option `key` in effect came from, for an error about it: its
+    /// variable, or the file and line that set it; `None` when it was typed as a flag (the
+    /// message names the flag already). `given` says whether the command line (or variable)
+    /// gave it; the config key is the option's id (`time`, `partition`, ...).
+    pub(crate) fn origin(&self, key: &str, given: bool) -> Option<String> {
+        if given {
+            return self
+                .variables
+                .iter()
+                .find(|(id, _)| id == key)
+                .map(|(_, var)| format!("from the variable {var}"));
+        }
+        [&self.project, &self.user]
+            .into_iter()
+            .filter_map(|f| f.origin.as_ref())
+            .find(|o| o.lines.iter().any(|(k, _)| k == key))
+            .map(|o| format!("from {}", o.of(key)))
+    }
 }
 
 impl Sources {
     /// Reads the environment and both config files; the project file only as
     /// `launch::project_file` admits it, with its notice printed.
-    pub(crate) fn load(printer: &Printer) -> Result<Self, UsageError> {
+    pub(crate) fn load(
+        printer: &Printer,
+        variables: Vec<(String, String)>,
+    ) -> Result<Self, UsageError> {
         let env: HashMap<String, String> = std::env::vars().collect();
         let cwd = std::env::current_dir()
             .map_err(|e| UsageError::new(format!("cannot read the current directory: {e}")))?;
         let user_path = user_config_path(&env);
+        let named = env.get(env_vars::CONFIG).is_some_and(|p| !p.is_empty());
         let user = match &user_path {
-            Some(path) => read_config(path)?,
+            Some(path) => read_config(path, named)?,
             None => FileDefaults::default(),
         };
         // `RAYSLURM_CONFIG=./rayslurm.toml` names the project file: the user chose it, so it
@@ -113,7 +205,12 @@ impl Sources {
             }
             None => FileDefaults::default(),
         };
-        Ok(Self { project, user, cwd })
+        Ok(Self {
+            project,
+            user,
+            cwd,
+            variables,
+        })
     }
 }
 
@@ -137,9 +234,21 @@ fn user_config_path(env: &HashMap<String, String>) -> Option<PathBuf> {
 }
 
 /// A config file named by its owner (the user file, or `$RAYSLURM_CONFIG`): trusted as it is.
-fn read_config(path: &Path) -> Result<FileDefaults, UsageError> {
+/// The user file may be missing; a file `RAYSLURM_CONFIG` names (`named`) must exist.
+fn read_config(path: &Path, named: bool) -> Result<FileDefaults, UsageError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && named => {
+            return Err(UsageError::new(format!(
+                "the config file `{}` that {} names does not exist",
+                path.display(),
+                env_vars::CONFIG
+            ))
+            .hint(format!(
+                "fix {0} or unset it (`unset {0}`); set it to /dev/null to read no config file",
+                env_vars::CONFIG
+            )));
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FileDefaults::default()),
         Err(e) => {
             return Err(UsageError::new(format!(
@@ -154,7 +263,10 @@ fn read_config(path: &Path) -> Result<FileDefaults, UsageError> {
 /// The `[launch]` table of a config file's `text` (read from `path`).
 pub(crate) fn parse_config(path: &Path, text: &str) -> Result<FileDefaults, UsageError> {
     toml::from_str::<ConfigFile>(text)
-        .map(|c| c.launch)
+        .map(|c| FileDefaults {
+            origin: Some(FileOrigin::scan(path, text)),
+            ..c.launch
+        })
         .map_err(|e| {
             let e = e.to_string();
             UsageError::new(format!(
@@ -232,6 +344,52 @@ mod tests {
             let file = format!("[launch]\nidle_timeout = {bad}\n");
             assert!(toml::from_str::<ConfigFile>(&file).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn ip_family_in_a_file_is_as_the_flag_takes_it() {
+        for (text, want) in [
+            ("\"auto\"", IpFamily::Auto),
+            ("4", IpFamily::V4),
+            ("\"4\"", IpFamily::V4),
+            ("6", IpFamily::V6),
+        ] {
+            let file = format!("[launch]\nip_family = {text}\n");
+            let c = toml::from_str::<ConfigFile>(&file).unwrap();
+            assert_eq!(c.launch.ip_family, Some(want), "{text}");
+        }
+        for bad in ["5", "\"v4\"", "true"] {
+            let file = format!("[launch]\nip_family = {bad}\n");
+            assert!(toml::from_str::<ConfigFile>(&file).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_file_s_keys_are_found_by_line() {
+        let text = "# site\n[launch]\npartition = \"a\"\n\ntime = \"2h\"\n[other]\ntime = 1\n";
+        let d = parse_config(Path::new("/p/c.toml"), text).unwrap_or_default();
+        // `[other]` is refused as a table, so parse the origin alone.
+        assert!(d.origin.is_none());
+        let o = FileOrigin::scan(Path::new("/p/c.toml"), text);
+        assert_eq!(o.of("time"), "`/p/c.toml` line 5, key `time`");
+        assert_eq!(o.of("partition"), "`/p/c.toml` line 3, key `partition`");
+        let src = Sources {
+            user: FileDefaults {
+                origin: Some(o),
+                ..FileDefaults::default()
+            },
+            variables: vec![("qos".into(), "RAYSLURM_QOS".into())],
+            ..Sources::default()
+        };
+        assert_eq!(
+            src.origin("time", false).as_deref(),
+            Some("from `/p/c.toml` line 5, key `time`")
+        );
+        assert_eq!(src.origin("time", true), None);
+        assert_eq!(
+            src.origin("qos", true).as_deref(),
+            Some("from the variable RAYSLURM_QOS")
+        );
     }
 
     #[test]

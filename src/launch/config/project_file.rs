@@ -106,6 +106,7 @@ pub(crate) fn guarded_keys(defaults: &FileDefaults) -> Vec<&'static str> {
         signal: _,
         max_requeues: _,
         idle_timeout: _,
+        origin: _,
     } = defaults;
     [
         ("load_env", load_env.is_some()),

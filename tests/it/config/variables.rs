@@ -92,6 +92,8 @@ impl AuthGiven {
     /// `launch --dry-run` in `root`, told as this says (the files written into `root`).
     fn dry_run(self, root: &Path) -> Run {
         let user_file = root.join("user.toml");
+        // A file RAYSLURM_CONFIG names must exist: an empty one sets nothing.
+        std::fs::write(&user_file, "").unwrap();
         for (path, value) in [
             (root.join("rayslurm.toml"), self.project),
             (user_file.clone(), self.user),

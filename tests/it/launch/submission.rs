@@ -262,7 +262,7 @@ fn dry_run_output_ends_its_last_line() {
             crate::harness::bin().display()
         ))
         .current_dir(dir.path())
-        .env("RAYSLURM_CONFIG", "/nonexistent/rayslurm.toml")
+        .env("RAYSLURM_CONFIG", "/dev/null")
         .output()
         .unwrap();
     let merged = String::from_utf8_lossy(&out.stdout);

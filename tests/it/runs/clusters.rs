@@ -32,7 +32,7 @@ fn cluster_commands_refuse_bad_input_and_submit_nothing() {
             &["up", "resnet"],
             &["`resnet` is the name of a recorded experiment"],
         ),
-        (&["up", "a/b"], &["invalid --exp-name"]),
+        (&["up", "a/b"], &["invalid NAME `a/b`"]),
         (
             &["up", "x", "--per-node"],
             &["--per-node does not go with `up`"],
