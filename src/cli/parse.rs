@@ -28,7 +28,28 @@ pub(crate) fn parse(argv: Vec<OsString>, var: &dyn Fn(&OsStr) -> Option<OsString
             }
             e.exit()
         });
-    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let (crate::cli::Command::Launch(args), Some(("launch", sub)), Some(launch)) = (
+        &mut cli.command,
+        matches.subcommand(),
+        command.find_subcommand("launch"),
+    ) {
+        args.given = given(launch, sub);
+    }
+    cli
+}
+
+/// The long names of the options of `command` given on the command line (not from a
+/// variable or a default).
+fn given(command: &clap::Command, matches: &clap::ArgMatches) -> Vec<String> {
+    command
+        .get_arguments()
+        .filter(|a| {
+            matches.value_source(a.get_id().as_str())
+                == Some(clap::parser::ValueSource::CommandLine)
+        })
+        .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+        .collect()
 }
 
 /// `command` without the `env` of options whose variable `is_blank` says is set but empty.

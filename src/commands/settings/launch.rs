@@ -35,7 +35,14 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
                 after,
                 singleton,
             },
+        again: _,
+        given: _,
     } = args;
+    // clap asks for both unless --again is given, which `super::again` resolves instead.
+    let (Some(exp_name), Some(command)) = (exp_name, command) else {
+        return Err(UsageError::new("`launch` needs --exp-name and --command")
+            .hint("or run a recorded run again with --again RUN"));
+    };
     validate::exp_name(exp_name)?;
     if command.trim().is_empty() {
         return Err(UsageError::new("--command is empty").hint(
@@ -123,11 +130,7 @@ pub(super) fn resolve_job(
         .collect();
     let load_env =
         layered(load_env.clone(), &p.load_env, &u.load_env).filter(|l| !l.trim().is_empty());
-    let named = layered(log_dir.clone(), &p.log_dir, &u.log_dir);
-    let log_dir_is_default = named.is_none();
-    let log_dir = src
-        .cwd
-        .join(named.unwrap_or_else(|| PathBuf::from(config::DEFAULT_LOG_DIR)));
+    let (log_dir, log_dir_is_default) = resolve_log_dir(log_dir, src);
     check_log_dir_text(&log_dir)?;
     let template = layered(template.clone(), &p.template, &u.template).map(|t| src.cwd.join(t));
     let request = JobRequest {
@@ -159,6 +162,16 @@ pub(super) fn resolve_job(
         log_dir_is_default,
         template,
     })
+}
+
+/// `--log-dir` (or its variable), else the files' `log_dir`, else the default; and whether it
+/// is the default (made if missing).
+pub(super) fn resolve_log_dir(log_dir: &Option<PathBuf>, src: &Sources) -> (PathBuf, bool) {
+    let (p, u) = (&src.project, &src.user);
+    let named = layered(log_dir.clone(), &p.log_dir, &u.log_dir);
+    let is_default = named.is_none();
+    let dir = named.unwrap_or_else(|| PathBuf::from(config::DEFAULT_LOG_DIR));
+    (src.cwd.join(dir), is_default)
 }
 
 /// The job's values that go into `#SBATCH` lines, checked: the directives (partition, account,

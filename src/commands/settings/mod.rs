@@ -3,8 +3,9 @@
 //!
 //! `launch` and `up` resolve into a [`LaunchConfig`](crate::launch::config::LaunchConfig)
 //! (their job and cluster flags alike: [`launch`], [`cluster`]); `up` into [`up::UpSettings`]; `exec` into
-//! [`exec::ExecSettings`]; the others into the settings of [`runs`] and [`clusters`].
+//! [`exec::ExecSettings`]; `launch --again` into [`again::AgainSettings`]; the others into the settings of [`runs`] and [`clusters`].
 
+pub(crate) mod again;
 mod cluster;
 pub(crate) mod clusters;
 pub(crate) mod exec;
