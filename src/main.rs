@@ -38,6 +38,7 @@ mod sys;
 use std::process::ExitCode;
 
 use crate::cli::Command;
+use crate::commands::settings::again::AgainSettings;
 use crate::commands::settings::clusters::{DashboardSettings, DownSettings, QueueSettings};
 use crate::commands::settings::runs::{CancelSettings, LogsSettings, StatusSettings};
 use crate::commands::settings::{self, exec::ExecSettings, up::UpSettings};
@@ -91,7 +92,11 @@ fn run(
 ) -> anyhow::Result<ExitCode> {
     match command {
         Command::Launch(args) => {
-            let config = settings::launch::resolve(&args, &Sources::load(printer, variables)?)?;
+            let sources = Sources::load(printer, variables)?;
+            if let Some(again) = AgainSettings::resolve(&args, &sources)? {
+                return commands::again::run(&again, printer);
+            }
+            let config = settings::launch::resolve(&args, &sources)?;
             commands::launch::run(&config, printer)
         }
         Command::Template => Ok(commands::template::run(printer)),

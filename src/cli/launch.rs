@@ -43,13 +43,21 @@ pub(crate) struct LaunchArgs {
     /// Experiment name: names the job and its files.
     ///
     /// The script and log are `{exp-name}_{date}-{time}.sh/.log`.
-    #[arg(value_name = "NAME", long, required_unless_present = "task", help_heading = heading::JOB)]
+    #[arg(value_name = "NAME", long, required_unless_present_any = ["task", "again"], help_heading = heading::JOB)]
     pub(crate) exp_name: Option<String>,
 
     /// The command, as typed into bash: on the head node of the Ray cluster (with --no-ray, on
     /// the head node alone; with --per-node, on every node, once a task).
-    #[arg(value_name = "CMD", long, allow_hyphen_values = true, required_unless_present = "task", help_heading = heading::JOB)]
+    #[arg(value_name = "CMD", long, allow_hyphen_values = true, required_unless_present_any = ["task", "again"], help_heading = heading::JOB)]
     pub(crate) command: Option<String>,
+
+    /// Run RUN (an experiment name or job id) again, as a new recorded run.
+    ///
+    /// Its script and binary as they were, under a new name: a new job, record and log; RUN's
+    /// own files stay as they are. Goes with --follow, --cancel-on-interrupt, --json,
+    /// --dry-run and --log-dir only.
+    #[arg(value_name = "RUN", long, help_heading = heading::JOB)]
+    pub(crate) again: Option<String>,
 
     #[command(flatten)]
     pub(crate) job: JobArgs,
@@ -78,6 +86,11 @@ pub(crate) struct LaunchArgs {
 
     #[command(flatten)]
     pub(crate) long_run: LongRunArgs,
+
+    /// The options given on the command line (`--name`), which `--again` checks: filled by
+    /// the parser, not by clap.
+    #[arg(skip)]
+    pub(crate) given: Vec<String>,
 }
 
 /// The code a run gets: a copy of its workdir made at submission (`launch`).

@@ -72,6 +72,9 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Render an sbatch script and submit it.
+    #[command(
+        override_usage = "rayslurm launch [OPTIONS] --exp-name <NAME> --command <CMD>\n       rayslurm launch --again <RUN> [--follow] [--json] [--dry-run] [--log-dir <DIR>]"
+    )]
     Launch(Box<LaunchArgs>),
     /// Print the built-in sbatch template, to start a custom one from it.
     Template,

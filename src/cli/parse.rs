@@ -32,7 +32,27 @@ pub(crate) fn parse(argv: Vec<OsString>, var: &dyn Fn(&OsStr) -> Option<OsString
         });
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     cli.from_variables = from_variables(&command, &matches);
+    if let (crate::cli::Command::Launch(args), Some(("launch", sub)), Some(launch)) = (
+        &mut cli.command,
+        matches.subcommand(),
+        command.find_subcommand("launch"),
+    ) {
+        args.given = given(launch, sub);
+    }
     cli
+}
+
+/// The long names of the options of `command` given on the command line (not from a
+/// variable or a default).
+fn given(command: &clap::Command, matches: &clap::ArgMatches) -> Vec<String> {
+    command
+        .get_arguments()
+        .filter(|a| {
+            matches.value_source(a.get_id().as_str())
+                == Some(clap::parser::ValueSource::CommandLine)
+        })
+        .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+        .collect()
 }
 
 /// The options of the subcommand whose value came from their variable: (id, variable).

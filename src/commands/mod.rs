@@ -1,6 +1,7 @@
 //! One module per subcommand, each with `run`; [`settings`] resolves their arguments first, and
 //! [`submit`] is the submission `launch` and `up` share.
 
+pub(crate) mod again;
 pub(crate) mod bin_copies;
 pub(crate) mod cancel;
 pub(crate) mod completions;

@@ -26,6 +26,7 @@ mod user_namespace;
 mod verbose;
 mod version;
 
+mod e2e_again;
 mod e2e_auth;
 mod e2e_bootstrap;
 mod e2e_clusters;

@@ -38,6 +38,8 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
                 after,
                 singleton,
             },
+        again: _,
+        given: _,
     } = args;
     // A task file's flags were put in front of the command line's (`commands::task_file`).
     let from_file = |what: &str| {
@@ -46,7 +48,8 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
                 "give `{}` a `run:` field (or `name:`), or pass the flag",
                 t.display()
             ),
-            None => "pass it on the command line".to_owned(),
+            None => "pass it on the command line, or run a recorded run again with --again RUN"
+                .to_owned(),
         })
     };
     let exp_name = exp_name.as_deref().ok_or_else(|| from_file("--exp-name"))?;
@@ -176,7 +179,8 @@ pub(super) fn resolve_job(
         .collect();
     let load_env =
         layered(load_env.clone(), &p.load_env, &u.load_env).filter(|l| !l.trim().is_empty());
-    let (log_dir, log_dir_is_default) = resolve_log_dir(log_dir, src)?;
+    let (log_dir, log_dir_is_default) = resolve_log_dir(log_dir, src);
+    check_log_dir_text(&log_dir)?;
     let template = layered(template.clone(), &p.template, &u.template).map(|t| src.cwd.join(t));
     let request = JobRequest {
         exp_name: exp_name.to_owned(),
@@ -230,6 +234,16 @@ pub(super) fn from_where(mut e: UsageError, typed: &[(&str, bool)], src: &Source
         e.message = format!("{} ({origin})", e.message);
     }
     e
+}
+
+/// `--log-dir` (or its variable), else the files' `log_dir`, else the default; and whether it
+/// is the default (made if missing).
+pub(super) fn resolve_log_dir(log_dir: &Option<PathBuf>, src: &Sources) -> (PathBuf, bool) {
+    let (p, u) = (&src.project, &src.user);
+    let named = layered(log_dir.clone(), &p.log_dir, &u.log_dir);
+    let is_default = named.is_none();
+    let dir = named.unwrap_or_else(|| PathBuf::from(config::DEFAULT_LOG_DIR));
+    (src.cwd.join(dir), is_default)
 }
 
 /// The job's values that go into `#SBATCH` lines, checked: the directives (partition, account,
@@ -342,15 +356,3 @@ pub(super) fn check_stop_grace(
 #[cfg(test)]
 #[path = "launch_tests.rs"]
 mod tests;
-
-/// The log directory the flag or a file names (relative to the working directory), else the
-/// default; and whether it is the default.
-fn resolve_log_dir(flag: &Option<PathBuf>, src: &Sources) -> Result<(PathBuf, bool), UsageError> {
-    let named = layered(flag.clone(), &src.project.log_dir, &src.user.log_dir);
-    let is_default = named.is_none();
-    let dir = src
-        .cwd
-        .join(named.unwrap_or_else(|| PathBuf::from(config::DEFAULT_LOG_DIR)));
-    check_log_dir_text(&dir)?;
-    Ok((dir, is_default))
-}

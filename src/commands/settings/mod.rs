@@ -3,9 +3,11 @@
 //!
 //! `launch` and `up` resolve into a [`LaunchConfig`](crate::launch::config::LaunchConfig)
 //! (their job and cluster flags alike: [`launch`], [`cluster`]); `up` into [`up::UpSettings`]; `exec` into
-//! [`exec::ExecSettings`]; the others into the settings of [`runs`] and [`clusters`]. A task file
-//! named on the command line is turned into flags first ([`task_file`]).
+//! [`exec::ExecSettings`]; `launch --again` into [`again::AgainSettings`]; the others into the settings of
+//! [`runs`] and [`clusters`]. A task file named on the command line is turned into flags first
+//! ([`task_file`]).
 
+pub(crate) mod again;
 mod cluster;
 pub(crate) mod clusters;
 pub(crate) mod exec;

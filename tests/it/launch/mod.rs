@@ -5,6 +5,7 @@ use std::path::Path;
 
 use crate::harness::{Run, filter_stamps, rayslurm};
 
+mod again;
 mod bad_input;
 mod code_snapshot;
 mod gpus;
