@@ -196,9 +196,16 @@ fn tip(error: &clap::Error, argv: &[OsString]) -> Option<String> {
             .map(|instead| format!("{name} is Slurm's name; rayslurm's is {instead}"));
     }
     let exec = argv.get(1).is_some_and(|a| a == "exec");
+    // The command's first word, which clap took for a task file (`exec CLUSTER [TASK.yaml]`).
+    let first = argv
+        .iter()
+        .skip(3)
+        .map(|a| a.to_string_lossy())
+        .find(|a| !a.starts_with('-'))
+        .map_or(arg.clone(), |a| a.into_owned());
     exec.then(|| {
         format!(
-            "put the command after `--`, as in `rayslurm exec CLUSTER -- {arg} ...`, or give it as one string with --command"
+            "put the command after `--`, as in `rayslurm exec CLUSTER -- {first} ...`, or give it as one string with --command"
         )
     })
 }

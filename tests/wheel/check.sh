@@ -122,7 +122,7 @@ say "installed: $version"
   || fail "\`python -m rayslurm --version\` does not run the installed binary"
 
 # Away from the user's config and run records.
-export RAYSLURM_CONFIG=$scratch/no-config.toml RAYSLURM_STATE_DIR=$scratch/state
+export RAYSLURM_CONFIG=/dev/null RAYSLURM_STATE_DIR=$scratch/state
 mkdir -p "$scratch/dry"
 (cd "$scratch/dry" && "$bin" launch --exp-name wheelcheck --command true --dry-run --json) \
   >"$scratch/dry.json"

@@ -42,7 +42,7 @@ class Scratch(unittest.TestCase):
         env: Dict[str, str] = {
             "PATH": f"{self.shims}{os.pathsep}{os.environ.get('PATH', '')}",
             "RAYSLURM_STATE_DIR": str(self.root / "state"),
-            "RAYSLURM_CONFIG": str(self.root / "no-config.toml"),
+            "RAYSLURM_CONFIG": "/dev/null",
         }
         patcher = mock.patch.dict(os.environ, env)
         patcher.start()
