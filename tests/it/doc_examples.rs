@@ -219,17 +219,18 @@ pub(crate) fn steps(body: &str) -> Vec<Step> {
 
 /// Whether what a command printed matches what the docs show it print. Each shown line must
 /// be found among the printed lines, in order (others may come between); `...` stands for
-/// lines left out, `[..]` for any text within a line, and every number matches any number
-/// (job ids, times, ports).
+/// lines left out, `[..]` for any text within a line, every number matches any number (job
+/// ids, times, ports) and a run of spaces any run of spaces (a table's column widths).
 pub(crate) fn output_matches(expected: &[String], actual: &str) -> Result<(), String> {
     let numbers = regex::Regex::new(r"[0-9]+").unwrap();
+    let spaces = regex::Regex::new(r" +").unwrap();
     let pattern = |line: &str| {
         let parts: Vec<String> = line
             .split("[..]")
             .map(|part| {
-                numbers
-                    .replace_all(&regex::escape(part), "[0-9]+")
-                    .into_owned()
+                let escaped = regex::escape(part);
+                let part = numbers.replace_all(&escaped, "[0-9]+");
+                spaces.replace_all(&part, " +").into_owned()
             })
             .collect();
         regex::Regex::new(&format!("^{}$", parts.join(".*"))).unwrap()
@@ -319,6 +320,10 @@ fn shown_output_matches_numbers_wildcards_and_left_out_lines() {
     let ok = shown(&["submitted job 77 (x)", "...", "total = 3 from 2 nodes"]);
     assert_eq!(output_matches(&ok, got), Ok(()));
     assert_eq!(output_matches(&shown(&["  log: [..].log"]), got), Ok(()));
+    assert_eq!(
+        output_matches(&shown(&["total =   3 from 2    nodes"]), got),
+        Ok(())
+    );
     assert!(
         output_matches(
             &shown(&["total = 3 from 2 nodes", "submitted job 1 (x)"]),
