@@ -18,7 +18,7 @@ import unittest
 from pathlib import Path
 
 import rayslurm
-from rayslurm import Cluster, ExecJob, Job, RayslurmError
+from rayslurm import Cluster, Job, RayslurmError
 from test_rayslurm import FakeBinary, Scratch, write_script
 
 LAUNCHED = {
