@@ -78,6 +78,9 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
 
     let link = chain::link(config.after.as_deref(), config.singleton, printer)?;
     if !config.dry_run {
+        // The private tree first: a launch it refuses leaves nothing behind, not even the
+        // default log directory.
+        private_root()?;
         log_dir::make_default(&config.log_dir, config.log_dir_is_default)?;
     }
     let (files, bin) = write_script(config, &template, &link, printer)?;

@@ -47,7 +47,7 @@ pub(crate) fn cancel(record: &RunRecord, warn: &dyn Fn(&str)) -> Result<Cancelle
                 status::read_final_state(record, warn).as_ref(),
             )));
         }
-        gone @ InQueue::Gone => {
+        gone @ InQueue::Gone(_) => {
             return Ok(Cancelled::AlreadyEnded(status::of_run(
                 record,
                 gone,

@@ -296,7 +296,7 @@ impl<'a> Follower<'a> {
             End::Queue(entry) => {
                 status::of_run(self.record, InQueue::Own(&entry), final_state().as_ref())
             }
-            End::Gone => status::of_run(self.record, InQueue::Gone, final_state().as_ref()),
+            End::Gone => status::of_run(self.record, InQueue::Gone(None), final_state().as_ref()),
             End::Recorded(end) => status::of_recorded(&end, final_state().as_ref()),
         }
     }

@@ -74,22 +74,55 @@ pub(crate) fn gather(
         Err(e @ QueryError::Missing(_)) => return Err(e),
         Err(e) => (None, Some(e)),
     };
+    let final_states: Vec<_> = runs
+        .iter()
+        .map(|run| read_final_state(&run.record, warn))
+        .collect();
+    let mine = |record: &RunRecord| -> Vec<QueueEntry> {
+        queue
+            .iter()
+            .flatten()
+            .filter(|e| query::is_of_job(&e.job_id, &record.job_id))
+            .cloned()
+            .collect()
+    };
+    // Accounting, asked once for every run that Slurm has forgotten and that left no final
+    // state: one `sacct` whatever their number.
+    let forgotten: Vec<&str> = runs
+        .iter()
+        .zip(&final_states)
+        .filter(|(run, f)| {
+            run.record.ended.is_none()
+                && f.is_none()
+                && queue.is_some()
+                && matches!(
+                    InQueue::find(&mine(&run.record), &run.record),
+                    InQueue::Gone(_)
+                )
+        })
+        .map(|(run, _)| run.record.job_id.as_str())
+        .collect();
+    let accounting = if forgotten.is_empty() {
+        Vec::new()
+    } else {
+        query::sacct(&forgotten)
+    };
     let statuses = runs
         .iter()
-        .map(|run| {
+        .zip(&final_states)
+        .map(|(run, final_state)| {
             let record = &run.record;
-            let final_state = read_final_state(record, warn);
             if let Some(end) = &record.ended {
                 return of_recorded(end, final_state.as_ref());
             }
             match &queue {
-                Some(entries) => {
-                    let mine: Vec<QueueEntry> = entries
-                        .iter()
-                        .filter(|e| query::is_of_job(&e.job_id, &record.job_id))
-                        .cloned()
-                        .collect();
-                    of_run(record, InQueue::find(&mine, record), final_state.as_ref())
+                Some(_) => {
+                    let mine = mine(record);
+                    let in_queue = match InQueue::find(&mine, record) {
+                        InQueue::Gone(_) => InQueue::Gone(Some(&accounting)),
+                        other => other,
+                    };
+                    of_run(record, in_queue, final_state.as_ref())
                 }
                 None => final_state
                     .as_ref()

@@ -14,8 +14,9 @@ pub(crate) enum InQueue<'a> {
     /// Another job has the id now: ids are reused, and `scontrol` or `sacct` would describe
     /// that job, not the run's.
     Other,
-    /// slurmctld no longer knows the id.
-    Gone,
+    /// slurmctld no longer knows the id; with what accounting said of it, where it was asked
+    /// already (`status` asks once for every such run, [`super::gather`]).
+    Gone(Option<&'a [query::SacctEntry]>),
 }
 
 impl<'a> InQueue<'a> {
@@ -24,7 +25,7 @@ impl<'a> InQueue<'a> {
         match query::own_line(entries, &record.job_id) {
             Some(entry) if entry.is_job_of(&record.submission()) => Self::Own(entry),
             Some(_) => Self::Other,
-            None => Self::Gone,
+            None => Self::Gone(None),
         }
     }
 }
@@ -102,11 +103,12 @@ fn of_run_once(
             _ => JobStatus::from_queue(entry, final_state, None),
         },
         InQueue::Other => final_state.map_or_else(JobStatus::gone, JobStatus::from_final_state),
-        InQueue::Gone => match final_state {
+        InQueue::Gone(accounting) => match final_state {
             Some(f) => JobStatus::from_final_state(f),
             None => JobStatus {
                 message: Some(NO_FINAL_STATE.to_owned()),
-                ..query::sacct(&[record.job_id.as_str()])
+                ..accounting
+                    .map_or_else(|| query::sacct(&[record.job_id.as_str()]), <[_]>::to_vec)
                     .iter()
                     .find(|e| e.job_id == record.job_id && e.is_submitted_at(record.submitted()))
                     .map_or_else(JobStatus::gone, JobStatus::from_sacct)
