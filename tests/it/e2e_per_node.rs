@@ -335,14 +335,20 @@ fn two_per_node_runs_on_one_node_get_different_master_ports() {
         return;
     };
     let node = lab.node_of_its_own(2);
-    let cmd = "echo \"port $MASTER_PORT\"; sleep 20";
+    // Each run holds its block until the test lets it go: `c` and `b` must come while `a`
+    // lives, however long they queue behind other tests' jobs.
+    let go = lab.workdir("portsgo").join("go");
+    let cmd = format!(
+        "echo \"port $MASTER_PORT\"; for i in $(seq 300); do [ -e {} ] && exit 0; sleep 1; done; exit 3",
+        go.display()
+    );
     let args = [
         "--per-node",
         "--no-exclusive",
         "-w",
         &node,
         "--command",
-        cmd,
+        &cmd,
     ];
     // The node has 2 CPUs, a run takes 1: `a` runs beside `c`, then beside `b`.
     let a = launch(lab, "portsa", &args);
@@ -367,6 +373,8 @@ fn two_per_node_runs_on_one_node_get_different_master_ports() {
         c.log_text()
     );
     let b = launch(lab, "portsb", &args);
+    b.wait_for_log("] port ", Duration::from_secs(120));
+    std::fs::write(&go, "").unwrap();
     let (ia, ib) = (
         a.wait(Duration::from_secs(300)),
         b.wait(Duration::from_secs(300)),

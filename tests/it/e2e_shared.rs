@@ -546,3 +546,116 @@ fn a_squatter_on_a_dead_dashboards_port_is_never_sent_the_token() {
         "{log_text}"
     );
 }
+
+/// A Python program, run as the attacker on a node, that waits until the victim's Ray holds
+/// `base` (the GCS port: the run has chosen its block, which a squat made earlier would only
+/// move), then binds the dashboard's port `base + 1` on 127.0.0.1 and answers as Ray's
+/// dashboard does (401 without a token, 200 with one) until `stop` exists; then prints how many
+/// requests came and whether any carried a token.
+fn late_squatter(base: u16, victim_uid: u32, stop: &Path) -> String {
+    format!(
+        r#"import os, socket, sys, time
+def ray_holds_base():
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in open(table).read().splitlines()[1:]:
+            f = row.split()
+            if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == {base} and int(f[7]) == {victim_uid}:
+                return True
+    return False
+end = time.time() + 240
+while not ray_holds_base():
+    if time.time() > end:
+        print("no-ray", flush=True)
+        sys.exit(1)
+    time.sleep(0.005)
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", {port}))
+s.listen(16)
+s.settimeout(0.5)
+print("bound", flush=True)
+got = []
+end = time.time() + 240
+while not os.path.exists("{stop}") and time.time() < end:
+    try:
+        c, _ = s.accept()
+    except socket.timeout:
+        continue
+    c.settimeout(2)
+    try:
+        req = c.recv(65536)
+        got.append(req)
+        if b"uthorization" in req:
+            c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{{}}")
+        else:
+            c.sendall(b"HTTP/1.0 401 Unauthorized\r\n\r\n")
+    except OSError:
+        pass
+    c.close()
+print(len(got), "token" if any(b"Bearer" in g or b"uthorization" in g for g in got) else "no-token", flush=True)
+"#,
+        port = base + 1,
+        stop = stop.display(),
+    )
+}
+
+/// Another member with a shell on the head node binds a launch run's dashboard port on
+/// 127.0.0.1 after the run chose its ports (the block is predictable): the start-up check,
+/// which would send the token there, finds the port held by someone else, never sends it, and
+/// stops the run (fail closed) naming the holder. Ray's own dashboard is off here, so the
+/// squatter always gets the port and the check itself is what is tried, with no race.
+#[test]
+fn a_squatter_on_a_launch_runs_dashboard_port_is_never_sent_the_token() {
+    let Some((lab, _turn)) = lab("a_squatter_on_a_launch_runs_dashboard_port_is_never_sent") else {
+        return;
+    };
+    let dir = project_dir("latesquat");
+    let node = lab.nodes[0].clone();
+    // Outside the blocks rayslurm picks by itself (12000-31999), so no other test's run is near.
+    let base = 41_000 + (std::process::id() % 50) as u16 * 100;
+    let stop = dir.join("stop");
+    std::fs::write(
+        dir.join("squat.py"),
+        late_squatter(base, uid(VICTIM), &stop),
+    )
+    .unwrap();
+    let mut squat = Command::new("nsenter")
+        .arg(format!("--net=/run/netns/rsl-{node}"))
+        .args(["runuser", "-u", ATTACKER, "--", "python3"])
+        .arg(dir.join("squat.py"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (job, log) = victim_launches(
+        lab,
+        &dir,
+        &format!(
+            "-n 1 -w {node} --port-base {base} --ray-head-args=--include-dashboard=false --command 'sleep 60; echo command-done'"
+        ),
+    );
+    let info = wait_job_end(&job, Duration::from_secs(240));
+    std::fs::write(&stop, "").unwrap();
+    let squatted = squat.wait_with_output().unwrap();
+    let (said, err) = text(&squatted);
+    let log_text = std::fs::read_to_string(&log).unwrap();
+    assert!(said.starts_with("bound"), "{said}{err}\n{log_text}");
+    assert!(
+        said.contains("no-token"),
+        "the squatter got the token: {said}"
+    );
+    assert_ne!(info["JobState"], "COMPLETED", "{log_text}");
+    assert!(
+        log_text.contains(&format!(
+            "port {} on 127.0.0.1 is held by user id {}, not by you",
+            base + 1,
+            uid(ATTACKER)
+        )),
+        "{log_text}"
+    );
+    assert!(!log_text.contains("command-done"), "{log_text}");
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(log.with_extension("state.json")).unwrap())
+            .unwrap();
+    assert_eq!(state["ending"], "auth-not-enforced", "{state}");
+}
