@@ -12,7 +12,7 @@ use crate::handoff::jobs_api::JobsApi;
 use crate::printer::Printer;
 use crate::runs::select::close_matches;
 use crate::runs::status::{self, JobStatus};
-use crate::runs::store::{self, RunStore, StoredRun};
+use crate::runs::store::{RunStore, StoredRun};
 use crate::slurm::query::Phase;
 
 /// Where a cluster stands.
@@ -42,6 +42,7 @@ fn is_stale(info: &ClusterInfo, current: Option<u32>) -> bool {
 }
 
 /// A recorded cluster.
+#[derive(Debug)]
 pub(crate) struct Cluster {
     pub(crate) run: StoredRun,
     pub(crate) run_dir: PathBuf,
@@ -51,8 +52,7 @@ impl Cluster {
     /// The cluster named `name` in the user's run store (a damaged record costs a warning),
     /// with the store, which keeps what becomes of it: how every cluster command starts.
     pub(crate) fn open(name: &str, printer: &Printer) -> Result<(RunStore, Self)> {
-        let store = RunStore::from_env()?;
-        let runs = store::load_warning(&store, printer)?;
+        let (store, runs) = RunStore::open(printer)?;
         let cluster = Self::find(&runs, name)?;
         Ok((store, cluster))
     }
@@ -78,6 +78,12 @@ impl Cluster {
             };
             return Err(err);
         };
+        Self::of(run)
+    }
+
+    /// The cluster a run record is (one of `up`'s), its directory read from the record.
+    pub(crate) fn of(run: &StoredRun) -> Result<Self, UsageError> {
+        let name = &run.record.exp_name;
         let run_dir = run.record.files().map(|f| f.dir).ok_or_else(|| {
             UsageError::new(format!("the record of cluster {} is damaged", show(name)))
         })?;
@@ -89,12 +95,7 @@ impl Cluster {
 
     /// Its job's status now, as `status` shows it (Slurm asked again on a passing failure).
     pub(crate) fn status(&self, printer: &Printer) -> Result<JobStatus> {
-        let warn = |m: &str| printer.warn(m);
-        Ok(
-            status::gather(&[&self.run], &status::ONE_SHOT_RETRIES, &warn)?
-                .statuses
-                .remove(0),
-        )
+        Ok(status::current(&self.run, printer)?)
     }
 
     /// What its head wrote and its Jobs API, if it is up now; a clear error otherwise.

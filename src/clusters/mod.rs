@@ -1,6 +1,7 @@
 //! On the login node, persistent clusters (`rayslurm up`): which recorded run a cluster name
 //! means and what state it is in ([`cluster`]: `Cluster::open` and `connect` are how every
-//! cluster command reaches one), and the jobs submitted to it through Ray's Jobs
+//! cluster command reaches one; [`target`]: `Target::open` is how a command that takes a cluster
+//! or a run reads its target), and the jobs submitted to it through Ray's Jobs
 //! API, each with a short id and its output kept on the shared filesystem ([`jobs`]).
 
 pub(crate) mod cluster;
@@ -8,3 +9,4 @@ pub(crate) mod follow;
 pub(crate) mod jobs;
 pub(crate) mod ranks;
 pub(crate) mod relay;
+pub(crate) mod target;

@@ -4,23 +4,19 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::clusters::{cluster::Cluster, jobs};
+use crate::clusters::{cluster::Cluster, jobs, target::Target};
 use crate::commands::logs::no_such_job;
 use crate::commands::settings::runs::CancelSettings;
 use crate::error::{UsageError, show};
 use crate::printer::Printer;
 use crate::runs::cancel::{self, Cancelled, Signalled};
-use crate::runs::select;
 use crate::runs::status;
-use crate::runs::store::{self, RunStore, StoredRun};
 
 pub(crate) fn run(args: &CancelSettings, printer: &Printer) -> Result<ExitCode> {
-    let store = RunStore::from_env()?;
-    let runs = store::load_warning(&store, printer)?;
     if args.job.is_some() || args.all {
-        return cancel_cluster_jobs(&runs, args, printer);
+        return cancel_cluster_jobs(args, printer);
     }
-    if Cluster::find(&runs, &args.target).is_ok() {
+    let (store, Target::Run(run)) = Target::open(&args.target, printer)? else {
         return Err(UsageError::new(format!(
             "{} is a cluster: cancel takes one of its jobs",
             show(&args.target)
@@ -30,8 +26,7 @@ pub(crate) fn run(args: &CancelSettings, printer: &Printer) -> Result<ExitCode> 
             args.target
         ))
         .into());
-    }
-    let run = select::resolve(&runs, &args.target, store.dir())?.latest();
+    };
     let job = format!("job {} ({})", run.record.job_id, run.record.exp_name);
     if let Some(signal) = args.signal {
         let warn = |m: &str| printer.warn(m);
@@ -70,7 +65,7 @@ pub(crate) fn run(args: &CancelSettings, printer: &Printer) -> Result<ExitCode> 
             ),
         ),
     };
-    if let Err(e) = status::remember(&store, run, &status) {
+    if let Err(e) = status::remember(&store, &run, &status) {
         printer.warn(&format!(
             "could not keep the run's end in its record: {e:#}"
         ));
@@ -89,12 +84,8 @@ pub(crate) fn run(args: &CancelSettings, printer: &Printer) -> Result<ExitCode> 
 
 /// `cancel CLUSTER JOB` / `cancel CLUSTER --all`: asks Ray to stop the job(s) (SIGTERM, then
 /// SIGKILL after the cluster's stop grace), pending ones included.
-fn cancel_cluster_jobs(
-    runs: &[StoredRun],
-    args: &CancelSettings,
-    printer: &Printer,
-) -> Result<ExitCode> {
-    let cluster = Cluster::find(runs, &args.target)?;
+fn cancel_cluster_jobs(args: &CancelSettings, printer: &Printer) -> Result<ExitCode> {
+    let (_, cluster) = Cluster::open(&args.target, printer)?;
     let (_, api) = cluster.connect(printer)?;
     let records = jobs::all(&cluster.run_dir)?;
     let chosen: Vec<_> = match args.job {

@@ -12,36 +12,22 @@ use anyhow::{Context, Result};
 
 use crate::clusters::cluster::{Cluster, State};
 use crate::clusters::relay;
+use crate::clusters::target::Target;
 use crate::commands::settings::clusters::DashboardSettings;
 use crate::error::{UsageError, show};
 use crate::handoff::cluster_info::ClusterInfo;
 use crate::printer::Printer;
 use crate::runs::interrupt;
-use crate::runs::select;
 use crate::runs::status::{self, JobStatus};
-use crate::runs::store::{self, RunStore, StoredRun};
+use crate::runs::store::StoredRun;
 
 pub(crate) fn run(args: &DashboardSettings, printer: &Printer) -> Result<ExitCode> {
-    let store = RunStore::from_env()?;
-    let runs = store::load_warning(&store, printer)?;
-    let (info, port, token, run_dir) = match Cluster::find(&runs, &args.target) {
-        Ok(cluster) => {
-            let (info, _) = cluster.connect(printer)?;
-            let port = info.dashboard_port;
-            let token = info.token_file.clone();
-            (info, port, token, Some(cluster.run_dir.clone()))
-        }
-        Err(_) => {
-            let run = select::resolve(&runs, &args.target, store.dir())?.latest();
-            let warn = |m: &str| printer.warn(m);
-            let status = status::gather(&[run], &status::ONE_SHOT_RETRIES, &warn)?
-                .statuses
-                .remove(0);
-            let (info, run_dir) = of_run(run, &status)?;
-            let (port, token) = (info.dashboard_port, info.token_file.clone());
-            (info, port, token, Some(run_dir))
-        }
+    let (_, target) = Target::open(&args.target, printer)?;
+    let (info, run_dir) = match target {
+        Target::Cluster(cluster) => (cluster.connect(printer)?.0, cluster.run_dir),
+        Target::Run(run) => of_run(&run, &status::current(&run, printer)?)?,
     };
+    let (port, token, run_dir) = (info.dashboard_port, info.token_file.clone(), Some(run_dir));
     // A port asked for is that port or an error: moving elsewhere would leave whoever holds it
     // serving the user's browser a dashboard of their own.
     let local = match args.port {

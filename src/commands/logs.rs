@@ -13,28 +13,26 @@ use crate::runs::follow::{self, Request};
 use crate::runs::log_tail::{LogTail, Start};
 use crate::runs::select;
 use crate::runs::status::{self, JobStatus};
-use crate::runs::store::{self, RunStore, StoredRun};
+use crate::runs::store::StoredRun;
 use crate::slurm::query::Phase;
 
 pub(crate) fn run(args: &LogsSettings, printer: &Printer) -> Result<ExitCode> {
-    let store = RunStore::from_env()?;
-    let runs = store::load_warning(&store, printer)?;
     let start = args.start;
     if let Some(id) = args.job {
-        return cluster_job_log(&runs, &args.target, id, start, args.follow, printer);
+        return cluster_job_log(&args.target, id, start, args.follow, printer);
     }
-    let run = select::resolve(&runs, &args.target, store.dir())?.latest();
+    let (store, run) = select::open(&args.target, printer)?;
     if args.follow {
         let request = Request {
             record: &run.record,
-            stored: Some((&store, run)),
+            stored: Some((&store, &run)),
             start,
             cancel_on_interrupt: false,
         };
         return follow::follow(&request, printer);
     }
     if !run.record.log.exists() {
-        return Err(missing_log(run, printer));
+        return Err(missing_log(&run, printer));
     }
     let mut tail = LogTail::new(&run.record.log, start);
     let mut out = std::io::stdout().lock();
@@ -52,14 +50,13 @@ pub(crate) fn run(args: &LogsSettings, printer: &Printer) -> Result<ExitCode> {
 
 /// `logs CLUSTER JOB`: the job's output file; with `-f`, followed until the job ends.
 fn cluster_job_log(
-    runs: &[StoredRun],
     name: &str,
     id: u32,
     start: Start,
     follow: bool,
     printer: &Printer,
 ) -> Result<ExitCode> {
-    let cluster = Cluster::find(runs, name)?;
+    let (_, cluster) = Cluster::open(name, printer)?;
     let job = jobs::one(&cluster.run_dir, id)?.ok_or_else(|| no_such_job(&cluster, id))?;
     if follow {
         let (_, api) = cluster.connect(printer)?;
@@ -108,11 +105,7 @@ fn missing_log(run: &StoredRun, printer: &Printer) -> anyhow::Error {
         "`rayslurm logs -f {}` waits for the log and follows it",
         record.job_id
     );
-    let warn = |m: &str| printer.warn(m);
-    let status = status::gather(&[run], &status::ONE_SHOT_RETRIES, &warn)
-        .ok()
-        .and_then(|g| g.statuses.into_iter().next())
-        .unwrap_or_else(JobStatus::unknown);
+    let status = status::current(run, printer).unwrap_or_else(|_| JobStatus::unknown());
     let hinted = |error: anyhow::Error| {
         anyhow::Error::new(Hinted {
             error,

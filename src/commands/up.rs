@@ -13,12 +13,11 @@ use crate::commands::submit::{Submitted, submit};
 use crate::error::{UsageError, show};
 use crate::printer::Printer;
 use crate::runs::interrupt;
-use crate::runs::store::{self, RunStore, StoredRun};
+use crate::runs::store::{RunStore, StoredRun};
 use crate::slurm::query::Phase;
 
 pub(crate) fn run(settings: &UpSettings, printer: &Printer) -> Result<ExitCode> {
-    let store = RunStore::from_env()?;
-    let runs = store::load_warning(&store, printer)?;
+    let (_, runs) = RunStore::open(printer)?;
     check_name_is_free(&runs, &settings.name, printer)?;
     let Submitted::Job { record, stored } = submit(&settings.config, printer)? else {
         return Ok(ExitCode::SUCCESS);
@@ -78,8 +77,7 @@ fn wait_until_up(run: &StoredRun, printer: &Printer) -> Result<ExitCode> {
     if let Err(e) = interrupt::install() {
         printer.warn(&format!("Ctrl-C will not be handled: {e}"));
     }
-    let runs = std::slice::from_ref(run);
-    let cluster = Cluster::find(runs, &run.record.exp_name)?;
+    let cluster = Cluster::of(run)?;
     let name = cluster.name().to_owned();
     let t0 = Instant::now();
     let mut shown = String::new();

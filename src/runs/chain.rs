@@ -11,7 +11,6 @@ use crate::launch::job_spec::Link;
 use crate::printer::Printer;
 use crate::runs::select;
 use crate::runs::status;
-use crate::runs::store::{self, RunStore};
 use crate::slurm::query::Phase;
 
 /// The link of a new run to `after` (a run the store knows) and to its experiment's other jobs
@@ -21,9 +20,7 @@ pub(crate) fn link(after: Option<&str>, singleton: bool, printer: &Printer) -> R
     let mut dependency = Vec::new();
     let mut run_dir = None;
     if let Some(target) = after {
-        let store = RunStore::from_env()?;
-        let runs = store::load_warning(&store, printer)?;
-        let before = select::resolve(&runs, target, store.dir())?.latest();
+        let (_, before) = select::open(target, printer)?;
         if before.record.cluster {
             return Err(UsageError::new(format!(
                 "{} is a cluster, not a run to follow",
@@ -32,10 +29,7 @@ pub(crate) fn link(after: Option<&str>, singleton: bool, printer: &Printer) -> R
             .hint("--after takes a run of `rayslurm launch`")
             .into());
         }
-        let warn = |m: &str| printer.warn(m);
-        let state = status::gather(&[before], &status::ONE_SHOT_RETRIES, &warn)?
-            .statuses
-            .remove(0);
+        let state = status::current(&before, printer)?;
         let job = &before.record.job_id;
         match state.phase {
             Some(Phase::Ended) => say(&format!(

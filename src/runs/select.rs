@@ -8,7 +8,8 @@ use std::path::Path;
 
 use crate::error::UsageError;
 use crate::error::show;
-use crate::runs::store::StoredRun;
+use crate::printer::Printer;
+use crate::runs::store::{RunStore, StoredRun};
 
 /// The runs a target names, newest first, never empty.
 #[derive(Debug)]
@@ -42,6 +43,14 @@ pub(crate) fn resolve<'a>(
         return Ok(Selection { runs: by_exp });
     }
     Err(unknown(runs, target, store_dir))
+}
+
+/// The run `target` names in the user's store (the latest of an experiment), with the store,
+/// which keeps what becomes of it: how a command on one run starts.
+pub(crate) fn open(target: &str, printer: &Printer) -> anyhow::Result<(RunStore, StoredRun)> {
+    let (store, runs) = RunStore::open(printer)?;
+    let run = resolve(&runs, target, store.dir())?.latest().clone();
+    Ok((store, run))
 }
 
 fn unknown(runs: &[StoredRun], target: &str, store_dir: &Path) -> UsageError {

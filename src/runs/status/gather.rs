@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::{InQueue, JobStatus, of_recorded, of_run};
 use crate::handoff::final_state::FinalState;
+use crate::printer::Printer;
 use crate::runs::store::{RunRecord, RunStore, StoredRun};
 use crate::slurm::query::{self, QueryError, QueueEntry};
 
@@ -134,6 +135,17 @@ pub(crate) fn gather(
         statuses,
         squeue_error,
     })
+}
+
+/// One run's status now, as `status` shows it (Slurm asked again on a passing failure).
+pub(crate) fn current(run: &StoredRun, printer: &Printer) -> Result<JobStatus, QueryError> {
+    let warn = |m: &str| printer.warn(m);
+    let gathered = gather(&[run], &ONE_SHOT_RETRIES, &warn)?;
+    Ok(gathered
+        .statuses
+        .into_iter()
+        .next()
+        .unwrap_or_else(JobStatus::unknown))
 }
 
 /// Keeps an ended run's end in its record, so it outlives Slurm's memory of the job.

@@ -17,7 +17,7 @@ mod of_run;
 mod samples;
 
 pub(crate) use self::gather::{
-    ONE_SHOT_RETRIES, gather, read_final_state, remember, squeue_retrying,
+    ONE_SHOT_RETRIES, current, gather, read_final_state, remember, squeue_retrying,
 };
 pub(crate) use self::job_status::JobStatus;
 pub(crate) use self::of_run::{InQueue, of_recorded, of_run};

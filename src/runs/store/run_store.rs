@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 
 use super::RunRecord;
 use crate::error::UsageError;
+use crate::printer::Printer;
 use crate::state_dir::{private_root, tree_error};
 use crate::sys::staged_file::Staged;
 
@@ -42,6 +43,14 @@ impl RunStore {
     pub(crate) fn from_env() -> Result<Self, UsageError> {
         let runs = private_root()?.dir("runs").map_err(tree_error)?;
         Ok(Self::at(runs.path()))
+    }
+
+    /// The store the environment points at and every run it records, newest first (a damaged
+    /// record costs a warning): how every command on recorded runs starts.
+    pub(crate) fn open(printer: &Printer) -> Result<(Self, Vec<StoredRun>)> {
+        let store = Self::from_env()?;
+        let runs = load_warning(&store, printer)?;
+        Ok((store, runs))
     }
 
     pub(crate) fn dir(&self) -> &Path {
@@ -130,10 +139,7 @@ impl RunStore {
 }
 
 /// Loads every record, warning once per damaged file (which is skipped).
-pub(crate) fn load_warning(
-    store: &RunStore,
-    printer: &crate::printer::Printer,
-) -> Result<Vec<StoredRun>> {
+pub(crate) fn load_warning(store: &RunStore, printer: &Printer) -> Result<Vec<StoredRun>> {
     let loaded = store.load()?;
     for (path, why) in &loaded.damaged {
         printer.warn(&format!(
