@@ -299,6 +299,7 @@ fn dry_run_output_ends_its_last_line() {
         ))
         .current_dir(dir.path())
         .env("RAYSLURM_CONFIG", "/dev/null")
+        .env("RAYSLURM_STATE_DIR", state(dir.path()))
         .output()
         .unwrap();
     let merged = String::from_utf8_lossy(&out.stdout);
