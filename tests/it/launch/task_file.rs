@@ -227,7 +227,7 @@ fn bad_task_files_name_the_line_and_field_and_submit_nothing() {
             "run: x\nrayslurm:\n  time: true\n",
             "task.yaml:3: rayslurm.time: `--time` takes a value",
         ),
-        ("run: [unclosed\n", "task.yaml:0: (file): not valid YAML"),
+        ("run: [unclosed\n", "task.yaml:1:6: not valid YAML"),
     ];
     for (task, needle) in cases {
         let (dir, ran) = dry_run_task(task, &[]);
@@ -252,6 +252,21 @@ fn a_missing_task_file_is_a_usage_error() {
         .expect_status(2)
         .expect_stderr_contains("cannot read task file `nope.yaml`")
         .run();
+}
+
+/// Regression: YAML that did not parse was reported at line 0, though the parser knew where.
+#[test]
+fn invalid_yaml_is_reported_at_its_line_and_column() {
+    let (_dir, ran) = dry_run_task("name: x\nsetup: |\n  echo hi\nrun: [echo, hi\n", &[]);
+    assert_eq!(ran.output.status.code(), Some(2), "{}", ran.stderr);
+    insta::assert_snapshot!("error_invalid_yaml", ran.transcript());
+    let (_dir, ran) = dry_run_task("name: x\nrun: echo\n  bad: indent\n", &[]);
+    assert!(
+        ran.stderr
+            .starts_with("error: task.yaml:3:6: not valid YAML: mapping values"),
+        "{}",
+        ran.stderr
+    );
 }
 
 #[test]
