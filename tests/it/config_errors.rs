@@ -1,7 +1,7 @@
 //! Refusals that name where the value came from: a flag (the message names it), a variable
 //! (`RAYSLURM_*`), or a config file and its line; a missing `RAYSLURM_CONFIG` file; `up`'s
-//! positional NAME; `exec`'s command without `--`; `--per-node --no-ray`; a node-local
-//! `--log-dir`. Each exits 2 (the warning excepted) and writes nothing.
+//! positional NAME; `exec`'s command without `--` (one word or several); `--per-node
+//! --no-ray`; a node-local `--log-dir`. Each exits 2 (the warning excepted) and writes nothing.
 
 use std::path::Path;
 
@@ -83,6 +83,13 @@ const CASES: &[Case] = &[
         &["exec", "c", "python", "x.py"],
         &[],
         "put the command after `--`",
+    ),
+    // Regression: one word, taken for a task file, said "cannot read task file `nvidia-smi`".
+    (
+        "exec_one_word",
+        &["exec", "c", "nvidia-smi"],
+        &[],
+        "as in `rayslurm exec CLUSTER -- nvidia-smi ...`",
     ),
     (
         "per_node_no_ray",
