@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::harness::{Run, rayslurm};
+use crate::harness::{Run, filter_stamps, rayslurm};
 
 /// `rayslurm ARGS` in `dir`, its private tree inside it, with no config file unless a case
 /// sets `RAYSLURM_CONFIG` itself.
@@ -170,13 +170,19 @@ fn a_node_local_log_dir_is_warned_about() {
     let shared = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
     std::fs::create_dir(dir.path().join("logs")).unwrap();
     let logs = dir.path().join("logs");
-    in_dir(
+    let ran = in_dir(
         shared.path(),
         &[LAUNCH, &["--log-dir", logs.to_str().unwrap()]].concat(),
     )
     .expect_status(0)
     .expect_stderr_contains("inside the node-local `/tmp`: the compute nodes")
     .run();
+    let warning = filter_stamps(
+        &ran.stderr
+            .replace(&dir.path().display().to_string(), "[TMP]")
+            .replace(&shared.path().display().to_string(), "[DIR]"),
+    );
+    insta::assert_snapshot!("warning_node_local_log_dir", warning);
     in_dir(shared.path(), LAUNCH)
         .expect_status(0)
         .expect_stderr_lacks("node-local")
