@@ -61,9 +61,11 @@ EnvFiles = Union[PathLike, Sequence[PathLike]]
 
 
 def launch(
-    exp_name: str,
-    command: Command,
+    exp_name: Optional[str] = None,
+    command: Optional[Command] = None,
     *,
+    task: Optional[PathLike] = None,
+    again: Optional[Union[str, int, Job]] = None,
     partition: Optional[str] = None,
     account: Optional[str] = None,
     qos: Optional[str] = None,
@@ -74,7 +76,7 @@ def launch(
     num_nodes: Optional[int] = None,
     tasks_per_node: Optional[int] = None,
     cpus_per_task: Optional[int] = None,
-    num_gpus: Optional[int] = None,
+    num_gpus: Optional[Union[int, str]] = None,
     gpu_directive: Optional[str] = None,
     mem: Optional[str] = None,
     mem_per_cpu: Optional[str] = None,
@@ -85,6 +87,10 @@ def launch(
     env: Optional[Env] = None,
     env_file: Optional[EnvFiles] = None,
     setup: Optional[str] = None,
+    setup_timeout: Optional[int] = None,
+    snapshot: bool = False,
+    workdir: Optional[PathLike] = None,
+    snapshot_max_size: Optional[Union[str, int]] = None,
     no_ray: bool = False,
     per_node: bool = False,
     no_prefix: bool = False,
@@ -114,7 +120,18 @@ def launch(
     Args:
         exp_name: the experiment's name (``--exp-name``).
         command: a shell command line, or a list of words, each quoted as it is
-            (``["python", "train.py", "--lr", "0.1"]``).
+            (``["python", "train.py", "--lr", "0.1"]``). ``exp_name`` and ``command`` are
+            needed unless ``task`` or ``again`` gives them.
+        task: a task file (SkyPilot's YAML, ``rayslurm launch TASK.yaml``); the other
+            parameters override what it says (docs/task-files.md).
+        again: a recorded run (a :class:`Job`, job id or experiment name) to run again as a
+            new run, from its script and binary (``--again``); goes with ``dry_run`` and
+            ``log_dir`` only.
+        num_gpus: GPUs per node, a count or ``"TYPE:N"`` (``"a100:4"``).
+        setup_timeout: seconds the ``setup`` may take on the nodes (default: no limit).
+        snapshot, workdir, snapshot_max_size: copy the working directory (or ``workdir``,
+            which implies ``snapshot``) at submission; each node runs ``setup`` and the
+            command in its own copy. ``snapshot_max_size``: ``"500M"``, ``"2G"``.
         exclusive: ``True`` for ``--exclusive``, ``False`` for ``--no-exclusive``, ``None``
             for rayslurm's default (exclusive).
         env: ``{"KEY": value}`` or ``["KEY=VALUE", ...]``, one ``--env`` each (values are
@@ -132,15 +149,23 @@ def launch(
         FileNotFoundError: the rayslurm binary is missing.
     """
     options = dict(locals())
-    options["command"] = _cli.command_line(command, "launch()")
-    if isinstance(after, Job):
-        options["after"] = after._target()
+    del options["task"]
+    if task is None and again is None and (exp_name is None or command is None):
+        raise TypeError("launch() needs exp_name and command, a task file (task=), or again=")
+    if command is not None:
+        options["command"] = _cli.command_line(command, "launch()")
+    for key in ("after", "again"):
+        if isinstance(options[key], Job):
+            options[key] = options[key]._target()
     args = ["launch", *_cli.flags(options), "--json"]
+    if task is not None:
+        args += ["--", os.fspath(task)]
     return Job.from_launch(_cli.call_json(args, dict))
 
 
 def up(
     name: str,
+    task: Optional[PathLike] = None,
     *,
     idle_timeout: Optional[Union[str, int]] = None,
     partition: Optional[str] = None,
@@ -153,7 +178,7 @@ def up(
     num_nodes: Optional[int] = None,
     tasks_per_node: Optional[int] = None,
     cpus_per_task: Optional[int] = None,
-    num_gpus: Optional[int] = None,
+    num_gpus: Optional[Union[int, str]] = None,
     gpu_directive: Optional[str] = None,
     mem: Optional[str] = None,
     mem_per_cpu: Optional[str] = None,
@@ -164,6 +189,7 @@ def up(
     env: Optional[Env] = None,
     env_file: Optional[EnvFiles] = None,
     setup: Optional[str] = None,
+    setup_timeout: Optional[int] = None,
     interface: Optional[str] = None,
     ip_family: Optional[Union[str, int]] = None,
     ready_timeout: Optional[int] = None,
@@ -183,14 +209,19 @@ def up(
 
     The parameters are ``launch``'s (see :func:`launch`), with ``idle_timeout``: release
     the allocation after this long without a job (``"30m"``, ``"2h"``; a number is minutes).
+    ``task``: a task file (``rayslurm up NAME TASK.yaml``) giving the cluster's nodes,
+    resources, envs and setup (its ``run`` is not run: its jobs come with :func:`exec`); the
+    other parameters override it.
 
     Raises:
         RayslurmError: refused input or a name in use (``returncode`` 2), or the cluster's
             job ended before Ray was up (1, with the bootstrap's message).
     """
     options = dict(locals())
-    del options["name"]
+    del options["name"], options["task"]
     args = ["up", *_cli.flags(options), "--json", "--", name]
+    if task is not None:
+        args.append(os.fspath(task))
     result = _cli.call_json(args, dict)
     job_id = result.get("job_id")
     return Cluster(

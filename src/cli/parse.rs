@@ -203,11 +203,14 @@ fn tip(error: &clap::Error, argv: &[OsString]) -> Option<String> {
         .map(|a| a.to_string_lossy())
         .find(|a| !a.starts_with('-'))
         .map_or(arg.clone(), |a| a.into_owned());
-    exec.then(|| {
-        format!(
-            "put the command after `--`, as in `rayslurm exec CLUSTER -- {first} ...`, or give it as one string with --command"
-        )
-    })
+    exec.then(|| exec_command_tip(&first))
+}
+
+/// `exec`'s tip for a command typed without the `--` before it; `first` is its first word.
+pub(crate) fn exec_command_tip(first: &str) -> String {
+    format!(
+        "put the command after `--`, as in `rayslurm exec CLUSTER -- {first} ...`, or give it as one string with --command"
+    )
 }
 
 /// The option `--long` of `command` or of one of its subcommands.

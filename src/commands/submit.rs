@@ -94,7 +94,8 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
     sbatch(config, &files, &bin, link, snapshot, printer)
 }
 
-/// What a dry run shows: the script it wrote (or, with `--json`, its paths).
+/// What a dry run shows: the script it wrote (or, with `--json`, its paths), and how to submit
+/// it as a run rayslurm records.
 pub(crate) fn show_dry_run(
     printer: &Printer,
     json: bool,
@@ -107,10 +108,11 @@ pub(crate) fn show_dry_run(
     } else {
         printer.result(text.trim_end());
     }
+    // Not `sbatch SCRIPT`: that would make a run no record names (`status`, `logs` and
+    // `--again` would not know it), writing into the log and state this script names.
     printer.info(&format!(
-        "dry run: wrote {} (not submitted; submit it with `sbatch {}`)",
+        "dry run: wrote {} (not submitted; to submit it as a recorded run, run the same command without --dry-run)",
         files.script.display(),
-        crate::sys::quote::shell_quote(&files.script.display().to_string())
     ));
     Ok(())
 }

@@ -1,11 +1,11 @@
 //! Refusals that name where the value came from: a flag (the message names it), a variable
 //! (`RAYSLURM_*`), or a config file and its line; a missing `RAYSLURM_CONFIG` file; `up`'s
-//! positional NAME; `exec`'s command without `--`; `--per-node --no-ray`; a node-local
-//! `--log-dir`. Each exits 2 (the warning excepted) and writes nothing.
+//! positional NAME; `exec`'s command without `--` (one word or several); `--per-node
+//! --no-ray`; a node-local `--log-dir`. Each exits 2 (the warning excepted) and writes nothing.
 
 use std::path::Path;
 
-use crate::harness::{Run, rayslurm};
+use crate::harness::{Run, filter_stamps, rayslurm};
 
 /// `rayslurm ARGS` in `dir`, its private tree inside it, with no config file unless a case
 /// sets `RAYSLURM_CONFIG` itself.
@@ -83,6 +83,13 @@ const CASES: &[Case] = &[
         &["exec", "c", "python", "x.py"],
         &[],
         "put the command after `--`",
+    ),
+    // Regression: one word, taken for a task file, said "cannot read task file `nvidia-smi`".
+    (
+        "exec_one_word",
+        &["exec", "c", "nvidia-smi"],
+        &[],
+        "as in `rayslurm exec CLUSTER -- nvidia-smi ...`",
     ),
     (
         "per_node_no_ray",
@@ -163,13 +170,19 @@ fn a_node_local_log_dir_is_warned_about() {
     let shared = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
     std::fs::create_dir(dir.path().join("logs")).unwrap();
     let logs = dir.path().join("logs");
-    in_dir(
+    let ran = in_dir(
         shared.path(),
         &[LAUNCH, &["--log-dir", logs.to_str().unwrap()]].concat(),
     )
     .expect_status(0)
     .expect_stderr_contains("inside the node-local `/tmp`: the compute nodes")
     .run();
+    let warning = filter_stamps(
+        &ran.stderr
+            .replace(&dir.path().display().to_string(), "[TMP]")
+            .replace(&shared.path().display().to_string(), "[DIR]"),
+    );
+    insta::assert_snapshot!("warning_node_local_log_dir", warning);
     in_dir(shared.path(), LAUNCH)
         .expect_status(0)
         .expect_stderr_lacks("node-local")

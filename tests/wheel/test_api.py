@@ -96,6 +96,56 @@ class Rendering(FakeBinary):
             ("sweep", "4242", True, Path(LAUNCHED["log"])),
         )
 
+    def test_a_task_file_gpu_type_setup_timeout_and_snapshot(self) -> None:
+        rayslurm.launch(
+            task="train.yaml",
+            num_gpus="a100:4",
+            setup_timeout=3600,
+            snapshot=True,
+            workdir=Path("src"),
+            snapshot_max_size="2G",
+        )
+        self.assertEqual(
+            self.argv(),
+            ["launch", "--num-gpus=a100:4", "--setup-timeout=3600", "--snapshot"]
+            + ["--workdir=src", "--snapshot-max-size=2G", "--json", "--", "train.yaml"],
+        )
+        # With a name and command too: the flags typed override the file's.
+        rayslurm.launch("x", "true", task=Path("t.yaml"), num_gpus=2)
+        self.assertEqual(
+            self.argv(),
+            ["launch", "--exp-name=x", "--command=true", "--num-gpus=2", "--json"]
+            + ["--", "t.yaml"],
+        )
+
+    def test_again_takes_a_job_an_id_or_a_name(self) -> None:
+        for again, want in ((Job.from_launch(LAUNCHED), "4242"), (4242, "4242"), ("sweep", "sweep")):
+            with self.subTest(again=again):
+                job = rayslurm.launch(again=again)
+                self.assertEqual(self.argv(), ["launch", f"--again={want}", "--json"])
+                self.assertEqual(job.job_id, "4242")
+        rayslurm.launch(again="sweep", dry_run=True)
+        self.assertEqual(self.argv(), ["launch", "--again=sweep", "--dry-run", "--json"])
+
+    def test_launch_without_a_command_task_or_again_is_a_type_error(self) -> None:
+        for call in (
+            lambda: rayslurm.launch(),
+            lambda: rayslurm.launch("x"),
+            lambda: rayslurm.launch(command="true"),
+        ):
+            with self.subTest(call=call), self.assertRaises(TypeError):
+                call()
+        self.assertFalse(self.argv_log.exists(), "nothing ran")
+
+    def test_up_with_a_task_file_and_setup_timeout(self) -> None:
+        self.answer.write_text(json.dumps({**LAUNCHED, "exp_name": "lab"}))
+        rayslurm.up("lab", "cluster.yaml", setup_timeout=600, num_gpus="h100:8", detach=True)
+        self.assertEqual(
+            self.argv(),
+            ["up", "--num-gpus=h100:8", "--setup-timeout=600", "--detach", "--json"]
+            + ["--", "lab", "cluster.yaml"],
+        )
+
     def test_exclusive_true_false_and_unset(self) -> None:
         for value, want in ((True, ["--exclusive"]), (False, ["--no-exclusive"]), (None, [])):
             with self.subTest(exclusive=value):
@@ -265,6 +315,20 @@ class DryRunsWithTheRealBinary(Scratch):
         # The script quotes the command line once more for the bootstrap's argv.
         [_, command] = shlex.split(line)
         self.assertEqual(shlex.split(command), ["printf", "%s|", "a b", "it's"])
+
+    def test_a_task_file_and_the_new_flags_reach_the_script(self) -> None:
+        task = self.root / "train.yaml"
+        task.write_text("name: tf\nnum_nodes: 2\nsetup: echo hi\nrun: echo run\n")
+        job = rayslurm.launch(
+            task=task, num_gpus="a100:4", setup_timeout=600, dry_run=True, log_dir=self.logs
+        )
+        self.assertEqual(job.name, "tf")
+        for line in ("#SBATCH --nodes=2\n", "#SBATCH --gpus-per-task=a100:4\n", "--setup-timeout 600"):
+            self.assertIn(line, job.script_text)
+        cluster = rayslurm.up("c2", task, setup_timeout=60, dry_run=True, log_dir=self.logs)
+        self.assertIn("#SBATCH --nodes=2\n", cluster.script_text)
+        self.assertIn("--setup-timeout 60", cluster.script_text)
+        self.assertNotIn("echo run", cluster.script_text)
 
     def test_up_dry_run(self) -> None:
         cluster = rayslurm.up("c1", num_nodes=1, dry_run=True, log_dir=self.logs)

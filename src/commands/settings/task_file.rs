@@ -9,8 +9,9 @@
 //! included.
 
 use std::ffi::{OsStr, OsString};
+use std::path::Path;
 
-use crate::cli::parse::{check_option, option_takes_value, parse_with_inserted};
+use crate::cli::parse::{check_option, exec_command_tip, option_takes_value, parse_with_inserted};
 use crate::cli::{Cli, Command};
 use crate::error::UsageError;
 use crate::launch::config::Sources;
@@ -41,6 +42,13 @@ pub(crate) fn expand(
     };
     let cwd = std::env::current_dir()
         .map_err(|e| UsageError::new(format!("cannot read the current directory: {e}")))?;
+    if sub == "exec" && !names_a_task_file(&cwd.join(&path)) {
+        return Err(UsageError::new(format!(
+            "`{}` is not a task file: there is no such file",
+            path.display()
+        ))
+        .hint(exec_command_tip(&path.to_string_lossy())));
+    }
     let task = task_file::read(&path, &cwd)?;
     let words = flags(sub, &task)?;
     for (key, line) in &task.needed_env {
@@ -70,6 +78,13 @@ pub(crate) fn expand(
                 .trim_start_matches("error: ")
         ))
     })
+}
+
+/// Whether `exec CLUSTER WORD` names a task file: a file that exists, or a name ending in
+/// `.yaml`/`.yml` (which is then reported missing). Any other word is a command typed without
+/// the `--` before it (`exec CLUSTER nvidia-smi`).
+fn names_a_task_file(path: &Path) -> bool {
+    path.exists() || path.extension().is_some_and(|e| e == "yaml" || e == "yml")
 }
 
 /// The file's flags as words of `sub`, each checked.

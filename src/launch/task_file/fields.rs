@@ -46,8 +46,7 @@ const RAY_JOB: &str = "ray_job";
 
 /// Reads the file's `text` into `r`; `stem` names the job when `name` does not.
 pub(super) fn read(r: &mut Reading, text: &str, stem: &str) -> Result<(), Refusal> {
-    let root =
-        node::parse(text).map_err(|e| Refusal::new("(file)", 0, format!("not valid YAML: {e}")))?;
+    let root = node::parse(text).map_err(Refusal::syntax)?;
     let entries = match root.value {
         Node::Map(entries) => entries,
         Node::Null => Vec::new(),

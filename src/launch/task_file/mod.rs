@@ -34,8 +34,11 @@ pub(crate) struct TaskFile {
 /// A field refused: its name, line and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Refusal {
+    /// Empty for the file as a whole (YAML that does not parse).
     pub(crate) field: String,
     pub(crate) line: u32,
+    /// 0 where only the line is known.
+    pub(crate) column: u32,
     pub(crate) why: String,
 }
 
@@ -44,19 +47,36 @@ impl Refusal {
         Self {
             field: field.to_owned(),
             line,
+            column: 0,
             why: why.into(),
         }
     }
 
-    /// `FILE:LINE: FIELD: why`, as a usage error.
+    /// YAML that does not parse, where the parser stopped.
+    pub(crate) fn syntax(err: node::SyntaxError) -> Self {
+        Self {
+            field: String::new(),
+            line: err.line,
+            column: err.column,
+            why: format!("not valid YAML: {}", err.message),
+        }
+    }
+
+    /// `FILE:LINE: FIELD: why` (`FILE:LINE:COLUMN: why` for the file's syntax), as a usage
+    /// error.
     pub(crate) fn into_error(self, path: &Path) -> UsageError {
-        UsageError::new(format!(
-            "{}:{}: {}: {}",
-            path.display(),
-            self.line,
-            self.field,
-            self.why
-        ))
+        let mut place = path.display().to_string();
+        for n in [self.line, self.column] {
+            if n == 0 {
+                break;
+            }
+            place.push_str(&format!(":{n}"));
+        }
+        if self.field.is_empty() {
+            return UsageError::new(format!("{place}: {}", self.why))
+                .hint("fix the YAML there; nothing was submitted");
+        }
+        UsageError::new(format!("{place}: {}: {}", self.field, self.why))
         .hint("fix or remove the field (docs/task-files.md lists what each field becomes); nothing was submitted")
     }
 }

@@ -2,10 +2,11 @@
 //! (`FILE:LINE: FIELD: why`) and the mapping to flags read. serde-saphyr's `Spanned` gives the
 //! lines; this tree only keeps them.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_saphyr::Spanned;
+use serde_saphyr::{DefaultMessageFormatter, Localizer, Location, SnippetMode, Spanned};
 
 /// One YAML value.
 #[derive(Debug, Clone, PartialEq)]
@@ -137,9 +138,58 @@ impl<'de> Deserialize<'de> for KeyText {
     }
 }
 
+/// Why a task file is not valid YAML, and where the parser stopped (1-based; 0 where it did not
+/// say).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SyntaxError {
+    pub(crate) message: String,
+    pub(crate) line: u32,
+    pub(crate) column: u32,
+}
+
+impl SyntaxError {
+    /// The parser's message without the place (`FILE:LINE:COLUMN:` gives that) and without
+    /// its snippet of the file, on one line.
+    fn of(err: &serde_saphyr::Error) -> Self {
+        let (line, column) = err
+            .location()
+            .map_or((0, 0), |l| (to_u32(l.line()), to_u32(l.column())));
+        let formatter = DefaultMessageFormatter.with_localizer(&NoPlace);
+        let message = err.render_with_options(serde_saphyr::render_options! {
+            formatter: &formatter,
+            snippets: SnippetMode::Off,
+        });
+        // A duplicate key's message ends in advice to the library's caller, not to the user.
+        let message = message
+            .split(", set DuplicateKeyPolicy")
+            .next()
+            .unwrap_or_default();
+        let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+        Self {
+            message,
+            line,
+            column,
+        }
+    }
+}
+
+fn to_u32(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(0)
+}
+
+/// English messages, without serde-saphyr's ` at line L, column C`: the refusal names the place
+/// the way every other refusal does.
+struct NoPlace;
+
+impl Localizer for NoPlace {
+    fn attach_location<'a>(&self, base: Cow<'a, str>, _: Location) -> Cow<'a, str> {
+        base
+    }
+}
+
 /// Parses a whole task file.
-pub(crate) fn parse(text: &str) -> Result<Line<Node>, String> {
-    serde_saphyr::from_str::<Line<Node>>(text).map_err(|e| e.to_string())
+pub(crate) fn parse(text: &str) -> Result<Line<Node>, SyntaxError> {
+    serde_saphyr::from_str::<Line<Node>>(text).map_err(|e| SyntaxError::of(&e))
 }
 
 #[cfg(test)]
@@ -172,6 +222,16 @@ mod tests {
     #[test]
     fn bad_yaml_says_where() {
         let err = parse("name: x\nrun: [unclosed\n").unwrap_err();
-        assert!(err.contains("line"), "{err}");
+        assert_eq!((err.line, err.column), (2, 6), "{err:?}");
+        assert_eq!(err.message, "unclosed bracket '['");
+        let err = parse("name: x\nrun: echo\n  bad: indent\n").unwrap_err();
+        assert_eq!((err.line, err.column), (3, 6), "{err:?}");
+        assert!(!err.message.contains("line"), "{err:?}");
+        assert!(!err.message.contains('\n'), "{err:?}");
+        let err = parse("a: 1\na: 2\n").unwrap_err();
+        assert_eq!(
+            (err.line, err.message.as_str()),
+            (2, "duplicate mapping key: a")
+        );
     }
 }

@@ -29,6 +29,42 @@ fn dry_run_writes_the_script_only() {
     assert_eq!(tree, ["jobs", &format!("jobs/{}", files[0])]);
 }
 
+/// Regression: the dry run suggested `sbatch SCRIPT`, which makes a run no record names (and
+/// that writes into the log and state the script names); it says to run the same command
+/// without --dry-run, as `launch`, `up` and `launch --again` each take it.
+#[test]
+fn a_dry_run_says_how_to_submit_a_recorded_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = launch_in(
+        dir.path(),
+        &[
+            "--dry-run",
+            "--json",
+            "--exp-name",
+            "d",
+            "--command",
+            "true",
+        ],
+    )
+    .expect_status(0)
+    .expect_stderr_lacks("sbatch")
+    .run();
+    let said = normalise(&ran.stderr, dir.path());
+    let line = said
+        .lines()
+        .find(|l| l.starts_with("dry run: "))
+        .unwrap_or_else(|| panic!("no dry run line: {said}"));
+    insta::assert_snapshot!("dry_run_how_to_submit", line);
+    rayslurm(["up", "c", "--dry-run"])
+        .cwd(dir.path())
+        .env("RAYSLURM_CONFIG", "/dev/null")
+        .env("RAYSLURM_STATE_DIR", state(dir.path()))
+        .expect_status(0)
+        .expect_stderr_contains("run the same command without --dry-run")
+        .expect_stderr_lacks("`sbatch")
+        .run();
+}
+
 /// Every path under `dir`, relative to it.
 fn walkdir(dir: &Path) -> Vec<String> {
     let mut found = Vec::new();
@@ -263,6 +299,7 @@ fn dry_run_output_ends_its_last_line() {
         ))
         .current_dir(dir.path())
         .env("RAYSLURM_CONFIG", "/dev/null")
+        .env("RAYSLURM_STATE_DIR", state(dir.path()))
         .output()
         .unwrap();
     let merged = String::from_utf8_lossy(&out.stdout);

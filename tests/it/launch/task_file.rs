@@ -15,7 +15,7 @@ fn seeds() -> Vec<PathBuf> {
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
     files.sort();
-    assert!(files.len() >= 5, "{files:?}");
+    assert!(files.len() >= 6, "{files:?}");
     files
 }
 
@@ -36,6 +36,10 @@ fn dry_run_task(task: &str, args: &[&str]) -> (tempfile::TempDir, crate::harness
 fn the_seeds_task_files_pass_a_dry_run_as_written() {
     for file in seeds() {
         let dir = tempfile::tempdir().unwrap();
+        if file.to_string_lossy().ends_with("-cluster.yaml") {
+            up_seed_cluster(&file, dir.path());
+            continue;
+        }
         let ran = launch_in(dir.path(), &[file.to_str().unwrap(), "--dry-run"])
             .env("RAYSLURM_CONFIG", "/dev/null")
             .expect_status(0)
@@ -48,6 +52,32 @@ fn the_seeds_task_files_pass_a_dry_run_as_written() {
             script.contains("SKYPILOT") || script.contains("# Run"),
             "{file:?}"
         );
+    }
+}
+
+/// Seed 003's `cluster.yaml` is `up`'s (`sky launch -c mycluster cluster.yaml`). Its
+/// `workdir: ...` stands for the user's directory: refused, naming the line, where no directory
+/// of that name exists; taken where one does.
+fn up_seed_cluster(file: &Path, dir: &Path) {
+    let up = || {
+        crate::harness::rayslurm(["up", "mycluster", file.to_str().unwrap(), "--dry-run"])
+            .cwd(dir)
+            .env("RAYSLURM_STATE_DIR", state(dir))
+    };
+    up().expect_status(2)
+        .expect_stderr_contains("003-cluster.yaml:5: workdir: ")
+        .run();
+    std::fs::create_dir(dir.join("...")).unwrap();
+    let ran = up().expect_status(0).run();
+    let script = normalise(&ran.stdout, dir);
+    for line in [
+        "#SBATCH --job-name=mycluster\n",
+        "#SBATCH --nodes=4\n",
+        "#SBATCH --gpus-per-task=H100:8\n",
+        "#SBATCH --chdir=[DIR]/...\n",
+        "  --setup '# Install dependencies.\n...\n' \\\n",
+    ] {
+        assert!(script.contains(line), "{file:?}: {line}: {script}");
     }
 }
 
@@ -227,7 +257,7 @@ fn bad_task_files_name_the_line_and_field_and_submit_nothing() {
             "run: x\nrayslurm:\n  time: true\n",
             "task.yaml:3: rayslurm.time: `--time` takes a value",
         ),
-        ("run: [unclosed\n", "task.yaml:0: (file): not valid YAML"),
+        ("run: [unclosed\n", "task.yaml:1:6: not valid YAML"),
     ];
     for (task, needle) in cases {
         let (dir, ran) = dry_run_task(task, &[]);
@@ -243,6 +273,21 @@ fn bad_task_files_name_the_line_and_field_and_submit_nothing() {
         let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), 1, "{task}: wrote a file");
     }
+}
+
+/// Regression: YAML that did not parse was reported at line 0, though the parser knew where.
+#[test]
+fn invalid_yaml_is_reported_at_its_line_and_column() {
+    let (_dir, ran) = dry_run_task("name: x\nsetup: |\n  echo hi\nrun: [echo, hi\n", &[]);
+    assert_eq!(ran.output.status.code(), Some(2), "{}", ran.stderr);
+    insta::assert_snapshot!("error_invalid_yaml", ran.transcript());
+    let (_dir, ran) = dry_run_task("name: x\nrun: echo\n  bad: indent\n", &[]);
+    assert!(
+        ran.stderr
+            .starts_with("error: task.yaml:3:6: not valid YAML: mapping values"),
+        "{}",
+        ran.stderr
+    );
 }
 
 #[test]
