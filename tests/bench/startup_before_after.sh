@@ -60,7 +60,7 @@ run() {
   while [ -n "$(squeue -h -j "$id" 2>/dev/null)" ]; do sleep 0.2; done
   local log js cs
   # The log, or (since the private tree) its link in the default log directory.
-  log=$(ls "$dir"/bench_*.log "$dir"/rayslurm-logs/bench_*.log 2>/dev/null | head -n1)
+  log=$(ls "$dir"/bench_*.log "$dir"/rayslurm-logs/bench_*.log 2>/dev/null | head -n1 || true)
   js=$(field BENCH_JOB_START "$log"); cs=$(field BENCH_CMD_START "$log")
   if [ -z "$js" ] || [ -z "$cs" ] || ! grep -q "^nodes $nodes\$" "$log"; then
     echo "$tool job $id: FAILED, see $log" >&2
