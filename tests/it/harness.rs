@@ -120,18 +120,31 @@ impl Run {
 
 /// Waits for a spawned rayslurm (stdout and stderr piped) to end and returns its output. One
 /// still running after `limit` is killed and fails the test, so a command that would never end
-/// fails instead of hanging the test run. The limit is loose: only a hang is a failure.
+/// fails instead of hanging the test run. The limit is loose: only a hang is a failure. A
+/// stream the caller took to read as it comes is empty in the output.
 pub fn wait_within(mut child: Child, limit: Duration) -> Output {
     let start = Instant::now();
-    let read = |mut stream: Box<dyn Read + Send>| {
+    let read = |stream: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
-            let _ = stream.read_to_end(&mut bytes);
+            if let Some(mut stream) = stream {
+                let _ = stream.read_to_end(&mut bytes);
+            }
             bytes
         })
     };
-    let stdout = read(Box::new(child.stdout.take().expect("stdout is piped")));
-    let stderr = read(Box::new(child.stderr.take().expect("stderr is piped")));
+    let stdout = read(
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let stderr = read(
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
     let status = loop {
         if let Some(status) = child.try_wait().expect("rayslurm can be waited for") {
             break Some(status);

@@ -136,6 +136,24 @@ impl Job {
         (info, log)
     }
 
+    /// Gives the run the time limit's warning now, as Slurm would near the limit: SIGURG to the
+    /// batch step alone (`--signal=B:URG@GRACE`), which the bootstrap takes for the warning
+    /// whoever sends it, its stop grace counted from there. A test that needs *a* warning, not
+    /// Slurm's own, sends it with this and asks for a long `--time`, so that Slurm's never
+    /// comes (`the_time_limit_stops_the_run_cleanly` waits for the real one). Only once the log
+    /// shows the command started: before the bootstrap's handler is installed, URG is ignored.
+    /// Never with `--full`: the workers would get it too, and they take URG as a stop.
+    pub(crate) fn warn_time_limit(&self) {
+        let out = std::process::Command::new("scancel")
+            .args(["--batch", "--signal=URG", &self.id])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "scancel --batch --signal=URG: {out:?}"
+        );
+    }
+
     /// `scancel`s the job (a [`Job::kill_and_expect_end`] kill).
     pub(crate) fn scancel(&self) {
         let status = std::process::Command::new("scancel")
