@@ -91,7 +91,8 @@ fn a_followed_run_asks_slurm_once_every_ten_seconds_and_its_nodes_never_poll() {
         "--time",
         "5",
         "--command",
-        "sleep 80; echo slept",
+        // Long enough for a poller every 5 s to pass the bound of one every 10 s (plus 4).
+        "sleep 35; echo slept",
     ])
     .cwd(&dir)
     .env("PATH", path_with(&bin))
@@ -195,7 +196,8 @@ fn an_idle_cluster_and_its_queue_ask_slurm_almost_never() {
     ]);
     let cluster = Job::launched(stdout.as_bytes(), dir.clone(), Default::default());
     let up_at = calls(&file).len();
-    std::thread::sleep(Duration::from_secs(60));
+    // Idle for 30 s: a head or node asking Slurm every 30 s or more often would be caught.
+    std::thread::sleep(Duration::from_secs(30));
     let idle: Vec<_> = calls(&file).split_off(up_at);
     let idle_queries = idle.iter().filter(|(_, _, c)| is_query(c)).count();
     assert!(idle_queries == 0, "an idle cluster asked Slurm: {idle:?}");
@@ -230,7 +232,8 @@ fn a_relayed_follower_starts_one_step(dir: &Path, bin: &Path, file: &Path, name:
         "--",
         "bash",
         "-c",
-        "sleep 30; echo followed",
+        // Followed for 12 s: a step per request (Ray is asked every second) would be 12.
+        "sleep 12; echo followed",
     ]);
     let before = calls(file).len();
     let t0 = Instant::now();
