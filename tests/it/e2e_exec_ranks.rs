@@ -211,12 +211,13 @@ fn a_job_waits_for_nodes_and_cancel_stops_its_ranks(dir: &Path, name: &str) {
         name,
         &["--per-node", "--num-cpus", "1", "--", "echo", "second-ran"],
     );
-    std::thread::sleep(Duration::from_secs(5));
+    let t0 = Instant::now();
+    while !log_of(second).contains("waiting for 2 nodes") {
+        assert!(t0.elapsed() < Duration::from_secs(60), "{}", log_of(second));
+        std::thread::sleep(Duration::from_millis(500));
+    }
     let waiting = log_of(second);
-    assert!(
-        waiting.contains("waiting for 2 nodes") && !waiting.contains("second-ran"),
-        "{waiting}"
-    );
+    assert!(!waiting.contains("second-ran"), "{waiting}");
     let (code, _, stderr) = rs(dir, &["cancel", name, &first.to_string()]);
     assert_eq!(code, Some(0), "{stderr}");
     wait_queue(dir, name, Duration::from_secs(60), |s| {
