@@ -139,10 +139,11 @@ fn a_job_slurm_requeues_as_preemption_does_resumes_on_its_next_attempt() {
         lab,
         &dir,
         "preempted",
-        &["--requeue", "--command", &counter(40)],
+        &["--requeue", "--command", &counter(15)],
     );
     job.wait_for_log("attempt 1: starting at step 0", Duration::from_secs(300));
-    std::thread::sleep(Duration::from_secs(5));
+    // A checkpoint past step 0 to resume from.
+    std::thread::sleep(Duration::from_secs(3));
     // What preemption with PreemptMode=REQUEUE does: SIGTERM to the job, then Slurm requeues
     // it by itself.
     let out = Command::new("scontrol")
@@ -160,7 +161,7 @@ fn a_job_slurm_requeues_as_preemption_does_resumes_on_its_next_attempt() {
     assert_eq!(info["Restarts"], "1", "{log}");
     let resumed = started_at_step(&log, 2).unwrap_or_else(|| panic!("{log}"));
     assert!(resumed > 0, "resumed from its checkpoint: {log}");
-    assert!(log.contains("done at step 40"), "{log}");
+    assert!(log.contains("done at step 15"), "{log}");
     let state = job.state();
     assert_eq!(state["attempts"][0]["ending"], "preempted", "{state}");
     assert_eq!(state["attempts"][1]["ending"], "completed", "{state}");
@@ -258,20 +259,21 @@ fn a_run_after_another_waits_for_it_and_resumes_from_its_checkpoint() {
     };
     let dir = lab.workdir("chain");
     copy_example(&dir, COUNTER);
-    let first = launch_in(
-        lab,
-        &dir,
-        "chainone",
-        &["--no-ray", "--command", &counter(15)],
-    );
+    // One CPU each, not whole nodes: they run one after another whatever the nodes.
+    let chained = |name, after: Option<&str>, steps| {
+        let mut args = vec!["--no-ray", "--no-exclusive", "--cpus-per-task", "1"];
+        if let Some(after) = after {
+            args.extend(["--after", after]);
+        }
+        let command = counter(steps);
+        args.extend(["--command", &command]);
+        launch_in(lab, &dir, name, &args)
+    };
+    // Still running when the second is launched (a few seconds at most).
+    let first = chained("chainone", None, 8);
     first.wait_for_log("attempt 1: starting at step 0", Duration::from_secs(300));
     // Named by experiment: the latest run of `chainone`, still running.
-    let second = launch_in(
-        lab,
-        &dir,
-        "chaintwo",
-        &["--no-ray", "--after", "chainone", "--command", &counter(20)],
-    );
+    let second = chained("chaintwo", Some("chainone"), 10);
     let pending = scontrol_job(&second.id);
     assert_eq!(pending["JobState"], "PENDING", "{pending:?}");
     assert_eq!(
@@ -281,24 +283,16 @@ fn a_run_after_another_waits_for_it_and_resumes_from_its_checkpoint() {
     let info = second.wait(Duration::from_secs(300));
     let log = second.log_text();
     assert_eq!(info["JobState"], "COMPLETED", "{log}");
-    assert!(
-        log.contains("attempt 1: starting at step 15 of 20"),
-        "{log}"
-    );
-    assert!(log.contains("done at step 20"), "{log}");
+    assert!(log.contains("attempt 1: starting at step 8 of 10"), "{log}");
+    assert!(log.contains("done at step 10"), "{log}");
     // A third after the second, which has ended: it starts at once, in the same directory.
-    let third = launch_in(
-        lab,
-        &dir,
-        "chainthree",
-        &["--no-ray", "--after", &second.id, "--command", &counter(22)],
-    );
+    let third = chained("chainthree", Some(&second.id), 11);
     assert_eq!(scontrol_job(&third.id)["Dependency"], "(null)");
     let info = third.wait(Duration::from_secs(300));
     let log = third.log_text();
     assert_eq!(info["JobState"], "COMPLETED", "{log}");
     assert!(
-        log.contains("attempt 1: starting at step 20 of 22"),
+        log.contains("attempt 1: starting at step 10 of 11"),
         "{log}"
     );
     for job in [&first, &second, &third] {
@@ -364,28 +358,27 @@ fn two_runs_after_one_run_never_use_its_directory_at_once() {
         return;
     };
     let dir = lab.workdir("lease");
-    let first = launch_in(lab, &dir, "leaseone", &["--no-ray", "--command", "true"]);
+    // One CPU each and not exclusive, so that one free node holds them (other tests hold the
+    // rest).
+    let one_cpu = ["--no-ray", "--no-exclusive", "--cpus-per-task", "1"];
+    let first = launch_in(
+        lab,
+        &dir,
+        "leaseone",
+        &[&one_cpu[..], &["--command", "true"]].concat(),
+    );
     let info = first.wait(Duration::from_secs(300));
     assert_eq!(info["JobState"], "COMPLETED", "{}", first.log_text());
-    // Both held at submission and released together, so that they start at once: one CPU each
-    // and not exclusive, so that one free node holds both (other tests hold the rest).
+    // Both held at submission and released together, so that they start at once.
     let after = |name| {
-        launch_in(
-            lab,
-            &dir,
-            name,
-            &[
-                "--no-ray",
-                "--no-exclusive",
-                "--cpus-per-task",
-                "1",
-                "--after",
-                &first.id,
-                "--sbatch-arg=--hold",
-                "--command",
-                "sleep 15",
-            ],
-        )
+        let held = [
+            "--after",
+            &first.id,
+            "--sbatch-arg=--hold",
+            "--command",
+            "sleep 10",
+        ];
+        launch_in(lab, &dir, name, &[&one_cpu[..], &held].concat())
     };
     let (a, b) = (after("leasetwo"), after("leasethree"));
     let released = Command::new("scontrol")
