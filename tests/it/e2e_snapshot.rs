@@ -70,6 +70,10 @@ fn a_ray_run_and_its_setup_work_in_the_copy() {
         &[
             "-n",
             "2",
+            // Whole nodes are not what this tests: it need not wait for two free ones.
+            "--no-exclusive",
+            "--cpus-per-task",
+            "1",
             "--snapshot",
             "--setup",
             "mkdir venv && echo ok > venv/ready",
@@ -100,7 +104,7 @@ fn an_edit_after_the_launch_reaches_neither_the_queued_run_nor_its_requeued_atte
     };
     let dir = lab.workdir("snapqueued");
     std::fs::write(dir.join("code.txt"), "v1\n").unwrap();
-    // Held in the queue for a while: the edit below comes before the run starts.
+    // Held in the queue until the edit below is made: it comes before the run starts.
     let cmd = "echo \"attempt $RAYSLURM_RESTART_COUNT code=$(cat code.txt)\"; sleep 120";
     let job = launch_in(
         lab,
@@ -110,12 +114,17 @@ fn an_edit_after_the_launch_reaches_neither_the_queued_run_nor_its_requeued_atte
             "--no-ray",
             "--requeue",
             "--snapshot",
-            "--sbatch-arg=--begin=now+15",
+            "--sbatch-arg=--hold",
             "--command",
             cmd,
         ],
     );
     std::fs::write(dir.join("code.txt"), "v2\n").unwrap();
+    let released = Command::new("scontrol")
+        .args(["release", &job.id])
+        .output()
+        .unwrap();
+    assert!(released.status.success(), "{released:?}");
     job.wait_for_log("attempt 0 code=", Duration::from_secs(300));
     std::fs::write(dir.join("code.txt"), "v3\n").unwrap();
     // What preemption with PreemptMode=REQUEUE does.
