@@ -11,7 +11,7 @@ parser.add_argument("--steps", type=int, default=5)
 args = parser.parse_args()
 loss = 1.0
 for step in range(args.steps):
-    time.sleep(1)
+    time.sleep(0.5)
     loss *= 1 - min(args.lr, 0.9)
     print(f"step {step} loss {loss:.4f}", flush=True)
 print(f"lr {args.lr} final loss {loss:.4f}")
