@@ -12,13 +12,15 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `python -m unittest discover` of `dir`'s files matching `pattern`, from `cwd`, with the
-/// source tree's package and the binary under test; the developer's RAYSLURM_* settings are
-/// removed, `env` added.
+/// `python -m unittest discover` of `dir`'s files matching `pattern` (and of their tests whose
+/// `module.Class.test` name matches `only`, unittest's `-k`), from `cwd`, with the source tree's
+/// package and the binary under test; the developer's RAYSLURM_* settings are removed, `env`
+/// added.
 pub(crate) fn unittest(
     python: &Path,
     dir: &Path,
     pattern: &str,
+    only: Option<&str>,
     cwd: &Path,
     env: &[(&str, OsString)],
 ) -> Output {
@@ -31,6 +33,7 @@ pub(crate) fn unittest(
         .arg("-t")
         .arg(dir)
         .args(["-p", pattern])
+        .args(only.map(|k| ["-k", k]).into_iter().flatten())
         .current_dir(cwd)
         .env("PATH", path)
         .env("PYTHONPATH", repo().join("python"))
@@ -61,6 +64,7 @@ fn the_python_package_unit_tests_pass_on_the_source_tree() {
         Path::new("python3"),
         &repo().join("tests/wheel"),
         "test_*.py",
+        None,
         scratch.path(),
         &[],
     );

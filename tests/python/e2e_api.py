@@ -1,9 +1,9 @@
 """The Python API against the real test cluster: each function and object, on real Slurm jobs
-and a real Ray cluster. Run by `cargo test --test it e2e_python` (tests/it/e2e_python.rs),
-which gives it, under the e2e lock's rules: the binary under test first on PATH, the source
-tree's package on PYTHONPATH, a run store of its own (RAYSLURM_STATE_DIR) on the shared
-filesystem as the working directory, and RAYSLURM_LAB_LOAD_ENV (the `--load-env` that puts the
-lab's Ray on PATH).
+and a real Ray cluster. Run by `cargo test --test it e2e_python` (tests/it/e2e_python.rs), each
+class as a test of its own, side by side. Each gets, under the e2e lock's rules: the binary
+under test first on PATH, the source tree's package on PYTHONPATH, a run store of its own
+(RAYSLURM_STATE_DIR), a working directory of its own on the shared filesystem, and
+RAYSLURM_LAB_LOAD_ENV (the `--load-env` that puts the lab's Ray on PATH).
 """
 
 from __future__ import annotations
