@@ -2,10 +2,11 @@
 //! them (see `doc_examples.rs` for how they are marked and read).
 //!
 //! Each file's examples run in order, in one fresh project directory on the shared
-//! filesystem (also its HOME), as a user who has done the README's setup: `rayslurm` on PATH, a copy of
-//! `examples/`, `venv` (Ray) and `jax-venv` (JAX) in the directory, and, as site defaults in
-//! the environment, the lab's partition, a short time limit and a small object store. Jobs an
-//! example leaves behind are cancelled at the end, whatever happened.
+//! filesystem (also its HOME; README.md's in three tests of their own, side by side), as a
+//! user who has done the README's setup: `rayslurm` on PATH, a copy of `examples/`, `venv`
+//! (Ray) and `jax-venv` (JAX) in the directory, and, as site defaults in the environment, the
+//! lab's partition, a short time limit and a small object store. Jobs an example leaves behind
+//! are cancelled at the end, whatever happened.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -153,6 +154,11 @@ fn run(project: &Project, example: &Example) {
 /// Runs the examples of the docs files named `name` (README.md, or docs/NAME.md) that are
 /// marked to run, in order, in one project.
 fn run_file(test: &str, name: &str) {
+    run_examples(test, name, |_| true);
+}
+
+/// [`run_file`] for the examples that `chosen` picks.
+fn run_examples(test: &str, name: &str, chosen: impl Fn(&Example) -> bool) {
     let Some((lab, _turn)) = lab(test) else {
         return;
     };
@@ -162,19 +168,77 @@ fn run_file(test: &str, name: &str) {
         .unwrap_or_else(|| panic!("no docs file {name}"));
     let (found, problems) = examples(&file, &std::fs::read_to_string(&file).unwrap());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-    if found.iter().all(|e| e.not_run.is_some()) {
+    let to_run: Vec<&Example> = found
+        .iter()
+        .filter(|e| e.not_run.is_none() && chosen(e))
+        .collect();
+    if to_run.is_empty() {
         return;
     }
     let project = Project::new(lab, &format!("doc-{}", name.trim_end_matches(".md")));
-    for example in found.iter().filter(|e| e.not_run.is_none()) {
+    for example in to_run {
         eprintln!("running {}", example.place());
         run(&project, example);
     }
 }
 
+/// README.md's examples share nothing, so three tests run them side by side, each in a project
+/// of its own (the command table's rows depend on each other: it is one example). Each test
+/// runs the examples that hold its words; a new example fails
+/// `every_readme_example_is_run_by_one_test` until it is given to one.
+const README_PARTS: [(&str, &str); 3] = [
+    ("e2e_doc_examples_readme_first_run", "--exp-name sweep"),
+    (
+        "e2e_doc_examples_readme_a_first_run_there",
+        "--exp-name hello",
+    ),
+    ("e2e_doc_examples_readme_every_command", "rayslurm up dev"),
+];
+
+fn run_readme_part(test: &str) {
+    let (_, words) = README_PARTS.iter().find(|(t, _)| *t == test).unwrap();
+    run_examples(test, "README.md", |e| e.body.contains(words));
+}
+
 #[test]
-fn e2e_doc_examples_readme() {
-    run_file("e2e_doc_examples_readme", "README.md");
+fn every_readme_example_is_run_by_one_test() {
+    let readme = doc_files().remove(0);
+    let (found, _) = examples(&readme, &std::fs::read_to_string(&readme).unwrap());
+    let run: Vec<&Example> = found.iter().filter(|e| e.not_run.is_none()).collect();
+    for example in &run {
+        let tests: Vec<&str> = README_PARTS
+            .iter()
+            .filter(|(_, words)| example.body.contains(words))
+            .map(|(test, _)| *test)
+            .collect();
+        assert_eq!(
+            tests.len(),
+            1,
+            "{}: run by {tests:?}; give it to one test of README_PARTS",
+            example.place()
+        );
+    }
+    for (test, words) in README_PARTS {
+        assert!(
+            run.iter().any(|e| e.body.contains(words)),
+            "{test} runs no example (none holds `{words}`)"
+        );
+    }
+}
+
+#[test]
+fn e2e_doc_examples_readme_first_run() {
+    run_readme_part("e2e_doc_examples_readme_first_run");
+}
+
+#[test]
+fn e2e_doc_examples_readme_a_first_run_there() {
+    run_readme_part("e2e_doc_examples_readme_a_first_run_there");
+}
+
+#[test]
+fn e2e_doc_examples_readme_every_command() {
+    run_readme_part("e2e_doc_examples_readme_every_command");
 }
 
 #[test]
