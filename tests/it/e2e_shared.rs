@@ -619,7 +619,7 @@ fn a_squatter_on_a_launch_runs_dashboard_port_is_never_sent_the_token() {
         late_squatter(base, uid(VICTIM), &stop),
     )
     .unwrap();
-    let mut squat = Command::new("nsenter")
+    let squat = Command::new("nsenter")
         .arg(format!("--net=/run/netns/rsl-{node}"))
         .args(["runuser", "-u", ATTACKER, "--", "python3"])
         .arg(dir.join("squat.py"))
