@@ -126,6 +126,9 @@ fn two_jobs_share_a_node() {
     };
     let node = lab.node_of_its_own(0);
     let cmd = "python -c 'import ray, time; ray.init(); print(\"cpus\", ray.cluster_resources()[\"CPU\"]); time.sleep(8)'";
+    // Both held at submission and released together, so that the scheduler starts them in one
+    // pass: else a whole-node job of another test, queued before the second, has the node
+    // between the two (seen: the second started after the first had ended).
     let args = [
         "-n",
         "1",
@@ -134,11 +137,17 @@ fn two_jobs_share_a_node() {
         "1",
         "-w",
         &node,
+        "--sbatch-arg=--hold",
         "--command",
         cmd,
     ];
     let a = launch(lab, "share-a", &args);
     let b = launch(lab, "share-b", &args);
+    let released = std::process::Command::new("scontrol")
+        .args(["release", &format!("{},{}", a.id, b.id)])
+        .output()
+        .unwrap();
+    assert!(released.status.success(), "{released:?}");
     let ia = a.wait(Duration::from_secs(240));
     let ib = b.wait(Duration::from_secs(240));
     for (job, info) in [(&a, &ia), (&b, &ib)] {
