@@ -60,3 +60,83 @@ fn a_private_tree_is_safe_inside_a_container_that_remaps_ids_and_a_shared_one_is
         "{stderr}"
     );
 }
+
+/// A listener on 127.0.0.1 started as `user`, outside any user namespace, that closes the
+/// first connection at once; returns it and its port once it listens.
+fn listen_as(user: &str) -> (std::process::Child, u16) {
+    let mut child = Command::new("runuser")
+        .args(["-u", user, "--", "python3", "-c"])
+        .arg(
+            "import socket, time\n\
+             s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n\
+             print(s.getsockname()[1], flush=True)\n\
+             c, _ = s.accept(); c.close()\n\
+             time.sleep(60)",
+        )
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("runuser runs");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    (child, line.trim().parse().expect("a port"))
+}
+
+/// `rayslurm relay --to 127.0.0.1:PORT` as `rsalice` inside `unshare -r`.
+fn relay_remapped(port: u16) -> Output {
+    let copy = Path::new("/srv/rayslurm-lab/test-bin").join(unique_name("rayslurm-userns"));
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(bin(), &copy).unwrap();
+    let out = Command::new("runuser")
+        .args(["-u", "rsalice", "--", "env", "-i", "HOME=/home/rsalice"])
+        .arg("PATH=/usr/bin:/bin")
+        .args(["unshare", "-r", "sh", "-c"])
+        .arg("test \"$(id -u)\" = 0 || exit 97; exec \"$0\" relay --to \"127.0.0.1:$1\" </dev/null")
+        .arg(&copy)
+        .arg(port.to_string())
+        .output()
+        .expect("runuser runs");
+    let _ = std::fs::remove_file(&copy);
+    assert_ne!(
+        out.status.code(),
+        Some(97),
+        "unshare -r did not map the user to root"
+    );
+    out
+}
+
+/// The check of a listening socket's owner, which keeps the token and the relay from another
+/// user's port, holds inside a container that remaps ids: `/proc/net/tcp` shows the owner as
+/// the reader's namespace sees it, so the user's own listener is theirs (root inside) and
+/// another member's is an unmapped id, refused.
+#[test]
+fn a_listener_of_another_member_is_refused_inside_a_container_that_remaps_ids() {
+    let Some((_lab, _turn)) =
+        lab("a_listener_of_another_member_is_refused_inside_a_container_that_remaps_ids")
+    else {
+        return;
+    };
+    let (mut bobs, port) = listen_as("rsbob");
+    let out = relay_remapped(port);
+    let _ = bobs.kill();
+    let _ = bobs.wait();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "port {port} on 127.0.0.1 is held by user id 65534, not by you (user id 0)"
+        )),
+        "{stderr}"
+    );
+
+    // The user's own listener, started outside, is theirs inside: the relay connects.
+    let (mut own, port) = listen_as("rsalice");
+    let out = relay_remapped(port);
+    let _ = own.kill();
+    let _ = own.wait();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
