@@ -1,7 +1,8 @@
 //! `--snapshot` on a node: the run's snapshot of its workdir (made once, at submission, in the
 //! run's private directory) copied to the node's own disk, where setup and command then run.
 //! A `git clone` or `uv venv` in it does not collide with another node's, and every attempt
-//! of the run starts from the same snapshot, whatever was edited after the launch.
+//! of the run starts from the same snapshot, whatever was edited after the launch. With
+//! `--empty-workdir` the snapshot is empty, and each node's copy a new, empty directory.
 //!
 //! The copy is `/tmp/rs{uid}-{job}.{restart}-workdir`: always new (mkdir, mode 0700; when the
 //! name is taken, a random suffix gives another, as for Ray's temp root), made by the node's
@@ -55,13 +56,20 @@ impl NodeWorkdir {
             )
         })?;
         let made = Self::enter(path)?;
+        // An empty snapshot is `--empty-workdir`'s (a task file without `workdir:`).
+        let what = match files {
+            0 => "new and empty".to_owned(),
+            n => format!(
+                "{n} files copied from the snapshot in {:.1} s",
+                t0.elapsed().as_secs_f64()
+            ),
+        };
         say(
             &alloc.node,
             format!(
-                "workdir on {}: {} ({files} files copied from the snapshot in {:.1} s)",
+                "workdir on {}: {} ({what})",
                 alloc.node,
-                made.path.display(),
-                t0.elapsed().as_secs_f64()
+                made.path.display()
             ),
         );
         Ok(made)

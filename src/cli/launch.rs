@@ -103,12 +103,21 @@ pub(crate) struct SnapshotArgs {
     /// that are not ignored, elsewhere every file. At start each node copies it to its own
     /// temp dir, and --setup and the command run there: edits after the launch do not reach
     /// a queued run or its requeued attempts, and nodes do not collide in it.
-    #[arg(long, help_heading = heading::ENVIRONMENT)]
+    #[arg(long, overrides_with = "empty_workdir", help_heading = heading::ENVIRONMENT)]
     pub(crate) snapshot: bool,
 
     /// The directory --snapshot copies (implies --snapshot).
-    #[arg(value_name = "DIR", long, help_heading = heading::ENVIRONMENT)]
+    #[arg(value_name = "DIR", long, overrides_with = "empty_workdir", help_heading = heading::ENVIRONMENT)]
     pub(crate) workdir: Option<PathBuf>,
+
+    /// Each node works in a new, empty directory of its own.
+    ///
+    /// --setup and the command start there, on the node's disk as with --snapshot, but
+    /// nothing is copied into it: a `git clone` or a venv there does not collide with another
+    /// node's. What a task file without `workdir:` does. The last of --snapshot, --workdir
+    /// and this one given wins.
+    #[arg(long, overrides_with_all = ["snapshot", "workdir"], help_heading = heading::ENVIRONMENT)]
+    pub(crate) empty_workdir: bool,
 
     /// Largest snapshot, e.g. `500M`, `2G` (default: 1G; a plain number is megabytes).
     #[arg(value_name = "SIZE", long, env = env_vars::SNAPSHOT_MAX_SIZE, help_heading = heading::ENVIRONMENT)]

@@ -75,6 +75,13 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
     warn_if_log_dir_is_node_local(&config.log_dir, printer);
     // Listed (and its size checked) before anything is written; written only for a real job.
     let listing = config.snapshot.as_ref().map(Listing::of).transpose()?;
+    if config
+        .snapshot
+        .as_ref()
+        .is_some_and(|p| p.workdir.is_none())
+    {
+        printer.info(EMPTY_WORKDIR);
+    }
 
     let link = chain::link(config.after.as_deref(), config.singleton, printer)?;
     if !config.dry_run {
@@ -88,9 +95,10 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
         show_dry_run(printer, config.json, &config.job.exp_name, &files)?;
         return Ok(Submitted::DryRun);
     }
-    let snapshot = listing
-        .map(|l| write_snapshot(&l, &files, printer))
-        .transpose()?;
+    let snapshot = match listing {
+        Some(l) => write_snapshot(&l, &files, printer)?,
+        None => None,
+    };
     sbatch(config, &files, &bin, link, snapshot, printer)
 }
 
@@ -129,12 +137,23 @@ fn check_slurm_release(printer: &Printer) -> Result<()> {
     Ok(())
 }
 
-/// Writes the snapshot into the run's private directory, before the job is submitted.
-fn write_snapshot(listing: &Listing, files: &RunFiles, printer: &Printer) -> Result<SnapshotInfo> {
+/// What a launch with `--empty-workdir` (a task file without `workdir:`) says of it.
+const EMPTY_WORKDIR: &str = "no workdir: on each node, setup and command start in a new, empty directory of its own in the node's /tmp, removed at the end (give a task file `workdir: DIR`, or pass --workdir DIR, to start from a copy of DIR)";
+
+/// Writes the snapshot into the run's private directory, before the job is submitted: what
+/// the run's record says of it.
+fn write_snapshot(
+    listing: &Listing,
+    files: &RunFiles,
+    printer: &Printer,
+) -> Result<Option<SnapshotInfo>> {
     create_private_dir(&files.dir)?;
-    let info = listing
+    let Some(info) = listing
         .write(&snapshot_dir(files))
-        .context("the workdir's snapshot could not be written, so nothing was submitted")?;
+        .context("the workdir's snapshot could not be written, so nothing was submitted")?
+    else {
+        return Ok(None);
+    };
     printer.info(&format!(
         "snapshot of {}: {} files, {:.1} MB{}",
         info.workdir.display(),
@@ -146,7 +165,7 @@ fn write_snapshot(listing: &Listing, files: &RunFiles, printer: &Printer) -> Res
             _ => String::new(),
         }
     ));
-    Ok(info)
+    Ok(Some(info))
 }
 
 /// The job's script (and its run files' names) under the private directory, with the node-

@@ -5,6 +5,10 @@
 //! elsewhere every file. Symbolic links are kept as links. The files are listed and their size
 //! checked against `--snapshot-max-size` before anything is written ([`Listing::of`]), so that
 //! a refused snapshot leaves nothing behind and submits nothing.
+//!
+//! `--empty-workdir` (a task file without `workdir:`) is the snapshot of nothing: an empty
+//! directory the nodes copy as they copy any snapshot, so that each starts in a new, empty,
+//! private directory of its own, made and removed by the same code.
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -22,7 +26,8 @@ pub(crate) const DEFAULT_MAX_SIZE: u64 = 1 << 30;
 /// The snapshot a launch asks for: of which directory, and how large it may be.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SnapshotPlan {
-    pub(crate) workdir: PathBuf,
+    /// `None` for `--empty-workdir`: nothing is copied.
+    pub(crate) workdir: Option<PathBuf>,
     pub(crate) max_size: u64,
 }
 
@@ -46,7 +51,8 @@ pub(crate) struct SnapshotInfo {
 /// The files of a workdir that go into its snapshot, and their size.
 #[derive(Debug)]
 pub(crate) struct Listing {
-    workdir: PathBuf,
+    /// `None` for the empty snapshot (`--empty-workdir`).
+    workdir: Option<PathBuf>,
     /// Paths relative to the workdir.
     files: Vec<PathBuf>,
     bytes: u64,
@@ -58,7 +64,15 @@ impl Listing {
     /// Lists what the snapshot of `plan` would hold; a usage error if the workdir is not a
     /// directory or the files are larger than the limit.
     pub(crate) fn of(plan: &SnapshotPlan) -> Result<Self, UsageError> {
-        let dir = &plan.workdir;
+        let Some(dir) = &plan.workdir else {
+            return Ok(Self {
+                workdir: None,
+                files: Vec::new(),
+                bytes: 0,
+                commit: None,
+                dirty: None,
+            });
+        };
         if !dir.is_dir() {
             return Err(UsageError::new(format!(
                 "--workdir {} is not a directory",
@@ -104,7 +118,7 @@ impl Listing {
             .hint("add what the run does not need (data, checkpoints, venvs) to .gitignore, pass a smaller --workdir, or raise --snapshot-max-size"));
         }
         Ok(Self {
-            workdir: dir.clone(),
+            workdir: Some(dir.clone()),
             files: kept,
             bytes,
             commit,
@@ -112,23 +126,27 @@ impl Listing {
         })
     }
 
-    /// Copies the files into `dest` (made here, mode 0700): the snapshot the run gets.
-    pub(crate) fn write(&self, dest: &Path) -> Result<SnapshotInfo> {
+    /// Copies the files into `dest` (made here, mode 0700): the snapshot the run gets, and
+    /// what its record says of it (nothing for the empty one, which holds no code).
+    pub(crate) fn write(&self, dest: &Path) -> Result<Option<SnapshotInfo>> {
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(dest)
             .with_context(|| format!("cannot create the snapshot `{}`", dest.display()))?;
+        let Some(workdir) = &self.workdir else {
+            return Ok(None);
+        };
         for rel in &self.files {
-            copy_entry(&self.workdir.join(rel), &dest.join(rel))?;
+            copy_entry(&workdir.join(rel), &dest.join(rel))?;
         }
-        Ok(SnapshotInfo {
+        Ok(Some(SnapshotInfo {
             path: dest.to_owned(),
-            workdir: self.workdir.clone(),
+            workdir: workdir.clone(),
             commit: self.commit.clone(),
             dirty: self.dirty,
             files: self.files.len(),
             bytes: self.bytes,
-        })
+        }))
     }
 }
 
@@ -175,7 +193,7 @@ mod tests {
 
     fn plan(dir: &Path, max_size: u64) -> SnapshotPlan {
         SnapshotPlan {
-            workdir: dir.to_owned(),
+            workdir: Some(dir.to_owned()),
             max_size,
         }
     }
@@ -189,7 +207,7 @@ mod tests {
         std::os::unix::fs::symlink("a/b/f.py", src.path().join("link")).unwrap();
         let listing = Listing::of(&plan(src.path(), 1 << 20)).unwrap();
         let dest = tempfile::tempdir().unwrap();
-        let info = listing.write(&dest.path().join("snap")).unwrap();
+        let info = listing.write(&dest.path().join("snap")).unwrap().unwrap();
         assert_eq!((info.files, info.bytes, info.commit), (3, 9, None));
         let snap = dest.path().join("snap");
         assert_eq!(
@@ -200,6 +218,22 @@ mod tests {
             std::fs::read_link(snap.join("link")).unwrap(),
             Path::new("a/b/f.py")
         );
+    }
+
+    #[test]
+    fn the_empty_snapshot_is_a_private_empty_directory_and_no_record() {
+        use std::os::unix::fs::PermissionsExt;
+        let empty = SnapshotPlan {
+            workdir: None,
+            max_size: 0,
+        };
+        let dest = tempfile::tempdir().unwrap();
+        let snap = dest.path().join("snap");
+        let info = Listing::of(&empty).unwrap().write(&snap).unwrap();
+        assert_eq!(info, None);
+        assert_eq!(std::fs::read_dir(&snap).unwrap().count(), 0);
+        let mode = std::fs::metadata(&snap).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
     }
 
     #[test]

@@ -88,21 +88,29 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
     })
 }
 
-/// `--snapshot`, `--workdir` and `--snapshot-max-size`: the snapshot asked for, if any. A
-/// relative workdir is taken from the current directory.
+/// `--snapshot`, `--workdir`, `--snapshot-max-size` and `--empty-workdir`: the snapshot asked
+/// for, if any (`--empty-workdir`'s holds nothing). A relative workdir is taken from the
+/// current directory.
 fn resolve_snapshot(args: &SnapshotArgs, cwd: &Path) -> Result<Option<SnapshotPlan>, UsageError> {
     let SnapshotArgs {
         snapshot,
         workdir,
         snapshot_max_size,
+        empty_workdir,
     } = args;
-    if !*snapshot && workdir.is_none() {
+    if !*snapshot && workdir.is_none() && !*empty_workdir {
         return Ok(None);
     }
     let max_size = match snapshot_max_size {
         Some(size) => validate::memory_bytes("--snapshot-max-size", size)?,
         None => snapshot::DEFAULT_MAX_SIZE,
     };
+    if *empty_workdir {
+        return Ok(Some(SnapshotPlan {
+            workdir: None,
+            max_size,
+        }));
+    }
     let workdir = workdir
         .as_ref()
         .map_or_else(|| cwd.to_owned(), |w| cwd.join(w));
@@ -113,7 +121,10 @@ fn resolve_snapshot(args: &SnapshotArgs, cwd: &Path) -> Result<Option<SnapshotPl
         ))
         .hint("give the directory the run should get a copy of (by default the current one)"));
     }
-    Ok(Some(SnapshotPlan { workdir, max_size }))
+    Ok(Some(SnapshotPlan {
+        workdir: Some(workdir),
+        max_size,
+    }))
 }
 
 /// The job flags resolved: what the job asks of Slurm, and where its files go.

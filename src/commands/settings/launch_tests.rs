@@ -171,22 +171,50 @@ fn the_setup_timeout_comes_from_the_flag_or_the_files_and_only_with_a_setup() {
     assert_eq!(resolve(&cli, &s).unwrap().cluster.setup_timeout, Some(5));
 }
 
-#[test]
-fn a_snapshot_is_of_the_current_directory_unless_workdir_names_another() {
+/// A project directory with a `code` directory in it, and the sources of a launch there.
+fn project_with_code() -> (tempfile::TempDir, Sources) {
     let here = tempfile::tempdir().unwrap();
     std::fs::create_dir(here.path().join("code")).unwrap();
     let s = Sources {
         cwd: here.path().to_owned(),
         ..Sources::default()
     };
+    (here, s)
+}
+
+#[test]
+fn a_snapshot_is_of_the_current_directory_unless_workdir_names_another() {
+    let (here, s) = project_with_code();
     assert_eq!(resolve(&[], &s).unwrap().snapshot, None);
     let plan = resolve(&["--snapshot"], &s).unwrap().snapshot.unwrap();
-    assert_eq!(plan.workdir, here.path());
+    assert_eq!(plan.workdir.as_deref(), Some(here.path()));
     assert_eq!(plan.max_size, 1 << 30);
     let plan = resolve(&["--workdir", "code", "--snapshot-max-size", "2G"], &s)
         .unwrap()
         .snapshot
         .unwrap();
-    assert_eq!(plan.workdir, here.path().join("code"));
+    assert_eq!(plan.workdir, Some(here.path().join("code")));
     assert_eq!(plan.max_size, 2 << 30);
+}
+
+/// A task file's `--empty-workdir` comes before the flags typed: the last of it, `--snapshot`
+/// and `--workdir` wins.
+#[test]
+fn an_empty_workdir_copies_nothing_and_the_last_of_the_workdir_flags_wins() {
+    let (here, s) = project_with_code();
+    let workdir = |args: &[&str]| resolve(args, &s).unwrap().snapshot.map(|p| p.workdir);
+    assert_eq!(workdir(&["--empty-workdir"]), Some(None));
+    assert_eq!(
+        workdir(&["--empty-workdir", "--workdir", "code"]),
+        Some(Some(here.path().join("code")))
+    );
+    assert_eq!(
+        workdir(&["--empty-workdir", "--snapshot"]),
+        Some(Some(here.path().to_owned()))
+    );
+    assert_eq!(
+        workdir(&["--workdir", "code", "--empty-workdir"]),
+        Some(None)
+    );
+    assert_eq!(workdir(&["--snapshot", "--empty-workdir"]), Some(None));
 }

@@ -15,7 +15,7 @@ use crate::cli::parse::{check_option, exec_command_tip, option_takes_value, pars
 use crate::cli::{Cli, Command};
 use crate::error::UsageError;
 use crate::launch::config::Sources;
-use crate::launch::task_file::{self, Given, Refusal, TaskFile, Value};
+use crate::launch::task_file::{self, EMPTY_WORKDIR, Given, Refusal, TaskFile, Value};
 use crate::printer::Printer;
 
 /// `cli` again with its task file's flags, or as it is when it names none.
@@ -91,11 +91,7 @@ fn names_a_task_file(path: &Path) -> bool {
 fn flags(sub: &str, task: &TaskFile) -> Result<Vec<OsString>, UsageError> {
     let mut all = Vec::new();
     for given in &task.given {
-        // `up` names the cluster itself and runs no command: its jobs come with `exec`.
-        if sub == "up"
-            && !given.field.starts_with("rayslurm.")
-            && ["exp-name", "command", "per-node"].contains(&given.long.as_str())
-        {
+        if launch_only(sub, given) {
             continue;
         }
         let given = &for_command(sub, given)
@@ -108,6 +104,23 @@ fn flags(sub: &str, task: &TaskFile) -> Result<Vec<OsString>, UsageError> {
         all.extend(words);
     }
     Ok(all)
+}
+
+/// Whether `given` is a flag the file gives `launch` alone (its own section's flags go to
+/// every command, and are refused where they mean nothing). `up` names the cluster itself and
+/// runs no command: its jobs come with `exec`. Neither starts its nodes in an empty directory
+/// when the file names no workdir: a cluster, and each of its jobs, runs in the directory it
+/// is given (docs/task-files.md).
+fn launch_only(sub: &str, given: &Given) -> bool {
+    if given.field.starts_with("rayslurm.") {
+        return false;
+    }
+    let long = given.long.as_str();
+    match sub {
+        "up" => ["exp-name", "command", "per-node", EMPTY_WORKDIR].contains(&long),
+        "exec" => long == EMPTY_WORKDIR,
+        _ => false,
+    }
 }
 
 /// A SkyPilot field's flag as `sub` names it: `exec` asks Ray (per rank with `--per-node`)
@@ -203,5 +216,31 @@ fn words_of(sub: &str, given: &Given) -> Result<Vec<OsString>, String> {
             .iter()
             .map(|v| format!("--{}={v}", given.long).into())
             .collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file without `workdir:` starts `launch`'s nodes in an empty directory each; `up` and
+    /// `exec` run where they are given, as they always have.
+    #[test]
+    fn only_launch_starts_the_nodes_in_an_empty_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("t.yaml"),
+            "num_nodes: 2\nsetup: make\nrun: ls\n",
+        )
+        .unwrap();
+        let task = task_file::read(Path::new("t.yaml"), dir.path()).unwrap();
+        let empty = |sub: &str| {
+            flags(sub, &task)
+                .unwrap()
+                .contains(&OsString::from("--empty-workdir"))
+        };
+        assert!(empty("launch"));
+        assert!(!empty("up"));
+        assert!(!empty("exec"));
     }
 }

@@ -44,6 +44,9 @@ const REFUSED: &[(&str, &str)] = &[
 /// The key of rayslurm's own, in `rayslurm:`, that asks for a Ray job.
 const RAY_JOB: &str = "ray_job";
 
+/// The flag a file without `workdir:` gives (`launch` only: see `commands::settings::task_file`).
+pub(crate) const EMPTY_WORKDIR: &str = "empty-workdir";
+
 /// Reads the file's `text` into `r`; `stem` names the job when `name` does not.
 pub(super) fn read(r: &mut Reading, text: &str, stem: &str) -> Result<(), Refusal> {
     let root = node::parse(text).map_err(Refusal::syntax)?;
@@ -108,22 +111,30 @@ pub(super) fn read(r: &mut Reading, text: &str, stem: &str) -> Result<(), Refusa
     if !named && validate::exp_name(stem).is_ok() {
         r.given.push(Given::one("name", 0, "exp-name", stem));
     }
-    // As in SkyPilot, `run` runs on every node, unless the file asks for a Ray job (or sets
-    // the mode itself).
-    let ray_job = own
-        .iter()
-        .any(|g| g.long == RAY_JOB.replace('_', "-") && g.value == Value::Switch(true));
-    let sets_mode = own
-        .iter()
-        .any(|g| ["per-node", "no-ray"].contains(&g.long.as_str()));
-    if !ray_job && !sets_mode {
-        r.given.push(Given::switch("run", 0, "per-node"));
-    }
+    let has_workdir = entries.iter().any(|(k, _)| k.value == "workdir");
+    as_skypilot_runs(r, has_workdir, &own);
     r.given.extend(
         own.into_iter()
             .filter(|g| g.long != RAY_JOB.replace('_', "-")),
     );
     Ok(())
+}
+
+/// How and where SkyPilot runs a task, unless the file's own section says otherwise: `run`
+/// on every node (not on the head of a Ray cluster, as `ray_job: true` asks), and, as a
+/// SkyPilot node starts in a directory of its own disk, each node in a new, empty one when the
+/// file names no workdir.
+fn as_skypilot_runs(r: &mut Reading, has_workdir: bool, own: &[Given]) {
+    let sets = |longs: &[&str]| own.iter().any(|g| longs.contains(&g.long.as_str()));
+    let ray_job = own
+        .iter()
+        .any(|g| g.long == RAY_JOB.replace('_', "-") && g.value == Value::Switch(true));
+    if !ray_job && !sets(&["per-node", "no-ray"]) {
+        r.given.push(Given::switch("run", 0, "per-node"));
+    }
+    if !has_workdir && !sets(&["workdir", "snapshot", EMPTY_WORKDIR]) {
+        r.given.push(Given::switch("workdir", 0, EMPTY_WORKDIR));
+    }
 }
 
 /// A field's text (a scalar; numbers as written).

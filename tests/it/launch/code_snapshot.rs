@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::{jobs, launch_in, state};
+use super::{jobs, launch_in, run_dir, state};
 use crate::harness::{rayslurm, shim};
 
 /// A project directory with a fake `sbatch` (which leaves a mark when it is called).
@@ -56,13 +56,7 @@ fn a_snapshot_of_a_git_workdir_holds_its_files_and_is_recorded() {
     .expect_stderr_contains("snapshot of ")
     .expect_stderr_contains("4 files")
     .run();
-    let run_dir = std::fs::read_dir(jobs(dir.path()))
-        .unwrap()
-        .filter_map(Result::ok)
-        .find(|e| e.file_name().to_string_lossy().ends_with(".d"))
-        .expect("the run's private directory")
-        .path();
-    let snap = run_dir.join("snapshot");
+    let snap = run_dir(dir.path()).join("snapshot");
     assert_eq!(
         std::fs::read_to_string(snap.join("train.py")).unwrap(),
         "print('v1')\n"

@@ -26,6 +26,16 @@ fn jobs(dir: &Path) -> std::path::PathBuf {
     state(dir).join("jobs")
 }
 
+/// The private directory of the one run launched in `dir`.
+fn run_dir(dir: &Path) -> std::path::PathBuf {
+    std::fs::read_dir(jobs(dir))
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().ends_with(".d"))
+        .expect("the run's private directory")
+        .path()
+}
+
 /// Replaces what changes between runs: the directory, times, the binary's build and digest.
 fn normalise(script: &str, dir: &Path) -> String {
     let s = script.replace(&state(dir).display().to_string(), "[STATE]");

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{launch_in, normalise, state};
+use super::{jobs, launch_in, normalise, run_dir, state};
 
 /// The seeds' task files, kept unmodified.
 fn seeds() -> Vec<PathBuf> {
@@ -325,4 +325,110 @@ fn up_reads_a_task_file_for_the_clusters_nodes_and_setup() {
     }
     assert!(!script.contains("never run by up"), "{script}");
     assert!(!script.contains("--per-node"), "{script}");
+    // A cluster runs in the directory it is started from, workdir or not.
+    assert!(!script.contains("--snapshot"), "{script}");
+    assert!(!ran.stderr.contains(NO_WORKDIR), "{}", ran.stderr);
+}
+
+/// What a launch without a workdir says on stderr.
+const NO_WORKDIR: &str = "no workdir: on each node, setup and command start in a new, empty directory of its own in the node's /tmp";
+
+/// A task without `workdir:` gets `--empty-workdir`: the script copies the run's (empty)
+/// snapshot to each node's disk, where setup and run start, as SkyPilot's nodes each start in
+/// a directory of their own.
+#[test]
+fn a_task_without_a_workdir_starts_each_node_in_an_empty_directory_of_its_own() {
+    let task = "num_nodes: 2\nsetup: git clone /srv/repo code\nrun: cd code && ls\n";
+    let (dir, ran) = dry_run_task(task, &[]);
+    assert_eq!(ran.output.status.code(), Some(0), "{}", ran.stderr);
+    let script = normalise(&ran.stdout, dir.path());
+    assert!(
+        regex::Regex::new(r"(?m)^  --snapshot \[STATE\]/jobs/task_\S+\.d/snapshot \\$")
+            .unwrap()
+            .is_match(&script),
+        "{script}"
+    );
+    assert!(script.contains("  --per-node \\"), "{script}");
+    assert!(ran.stderr.contains(NO_WORKDIR), "{}", ran.stderr);
+    assert!(!ran.stderr.contains("snapshot of"), "{}", ran.stderr);
+    // A dry run writes no snapshot, not even an empty one.
+    let made = std::fs::read_dir(jobs(dir.path()))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".d"))
+        .count();
+    assert_eq!(made, 0);
+}
+
+/// Where the nodes start: in their own copy of a `workdir:` (or of `--workdir`/`--snapshot`
+/// typed), in an empty directory, or, as the file's own section may say, in the submission
+/// directory itself.
+#[test]
+fn the_file_or_the_command_line_says_where_the_nodes_start() {
+    let cases: [(&str, &[&str], bool); 7] = [
+        ("run: ls\n", &[], true),
+        ("run: ls\nrayslurm:\n  ray_job: true\n", &[], true),
+        ("run: ls\nworkdir: .\n", &[], false),
+        ("run: ls\n", &["--workdir", "."], false),
+        ("run: ls\n", &["--snapshot"], false),
+        ("run: ls\nrayslurm:\n  snapshot: true\n", &[], false),
+        ("run: ls\nrayslurm:\n  empty_workdir: false\n", &[], false),
+    ];
+    for (task, args, empty) in cases {
+        let (_dir, ran) = dry_run_task(task, args);
+        assert_eq!(ran.output.status.code(), Some(0), "{task}: {}", ran.stderr);
+        assert_eq!(ran.stderr.contains(NO_WORKDIR), empty, "{task} {args:?}");
+        let snapshot = ran.stdout.contains("  --snapshot ");
+        let in_place = task.contains("empty_workdir: false");
+        assert_eq!(snapshot, !in_place, "{task} {args:?}: {}", ran.stdout);
+    }
+    // Without a task file nothing changes: setup and command run in the submission directory.
+    let dir = tempfile::tempdir().unwrap();
+    launch_in(
+        dir.path(),
+        &[
+            "--dry-run",
+            "--exp-name=x",
+            "--per-node",
+            "--setup=make",
+            "--command=ls",
+        ],
+    )
+    .env("RAYSLURM_CONFIG", "/dev/null")
+    .expect_status(0)
+    .expect_stdout_lacks("--snapshot")
+    .expect_stderr_lacks(NO_WORKDIR)
+    .run();
+}
+
+/// Submitted, the empty snapshot is a private directory of the run's, and the run's record
+/// names no snapshot (there is no code in it).
+#[test]
+fn a_submitted_task_without_a_workdir_gets_an_empty_private_snapshot() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let shims = dir.path().join(".shims");
+    std::fs::create_dir(&shims).unwrap();
+    crate::harness::shim(&shims, "sbatch", "echo 4343");
+    std::fs::write(dir.path().join("code.py"), "not copied").unwrap();
+    std::fs::write(dir.path().join("task.yaml"), "name: empty\nrun: ls\n").unwrap();
+    launch_in(dir.path(), &["task.yaml"])
+        .env("RAYSLURM_CONFIG", "/dev/null")
+        .shims(&shims)
+        .expect_status(0)
+        .expect_stdout("4343\n")
+        .expect_stderr_contains(NO_WORKDIR)
+        .run();
+    let snap = run_dir(dir.path()).join("snapshot");
+    assert_eq!(std::fs::read_dir(&snap).unwrap().count(), 0);
+    let mode = std::fs::metadata(&snap).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    let status = crate::harness::rayslurm(["status", "--json", "empty"])
+        .cwd(dir.path())
+        .env("RAYSLURM_STATE_DIR", state(dir.path()))
+        .shims(&shims)
+        .run()
+        .json();
+    assert_eq!(status[0]["job_id"], "4343", "{status}");
+    assert!(status[0]["snapshot"].is_null(), "{status}");
 }
