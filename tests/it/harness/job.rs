@@ -326,9 +326,12 @@ fn is_ray_temp_root(name: &str) -> bool {
 }
 
 pub(crate) fn assert_clean(job: &Job) {
-    // Give the nodes' teardown a moment after Slurm has let the job go.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !leftovers(&job.id).is_empty() && Instant::now() < deadline {
+    // Give the nodes' teardown a moment after Slurm has let the job go, and the other tests'
+    // programs (a pip beside this one) time to remove the temp files they make as they run.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while (!leftovers(&job.id).is_empty() || !new_tmp_entries(&job.tmp_before).is_empty())
+        && Instant::now() < deadline
+    {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert_eq!(
