@@ -455,6 +455,20 @@ print(len(got), "token" if any(b"Bearer" in g or b"uthorization" in g for g in g
     )
 }
 
+/// The Python program `program`, written to `dir/squat.py`, run as the attacker in node
+/// `node`'s network namespace (a shell of theirs on that node), its output piped.
+fn attacker_runs_on(node: &str, dir: &Path, program: &str) -> std::process::Child {
+    std::fs::write(dir.join("squat.py"), program).unwrap();
+    Command::new("nsenter")
+        .arg(format!("--net=/run/netns/rsl-{node}"))
+        .args(["runuser", "-u", ATTACKER, "--", "python3"])
+        .arg(dir.join("squat.py"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// The pids listening on `port` in node `node`'s network namespace.
 fn listeners_on(node: &str, port: u64) -> Vec<String> {
     let out = Command::new("nsenter")
@@ -514,15 +528,7 @@ fn a_squatter_on_a_dead_dashboards_port_is_never_sent_the_token() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    std::fs::write(dir.join("squat.py"), squatter(port as u16, 20)).unwrap();
-    let mut squat = Command::new("nsenter")
-        .arg(format!("--net=/run/netns/rsl-{head}"))
-        .args(["runuser", "-u", ATTACKER, "--", "python3"])
-        .arg(dir.join("squat.py"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut squat = attacker_runs_on(&head, &dir, &squatter(port as u16, 20));
     let mut said = std::io::BufReader::new(squat.stdout.take().unwrap());
     let mut line = String::new();
     std::io::BufRead::read_line(&mut said, &mut line).unwrap();
@@ -614,19 +620,7 @@ fn a_squatter_on_a_launch_runs_dashboard_port_is_never_sent_the_token() {
     // Outside the blocks rayslurm picks by itself (12000-31999), so no other test's run is near.
     let base = 41_000 + (std::process::id() % 50) as u16 * 100;
     let stop = dir.join("stop");
-    std::fs::write(
-        dir.join("squat.py"),
-        late_squatter(base, uid(VICTIM), &stop),
-    )
-    .unwrap();
-    let squat = Command::new("nsenter")
-        .arg(format!("--net=/run/netns/rsl-{node}"))
-        .args(["runuser", "-u", ATTACKER, "--", "python3"])
-        .arg(dir.join("squat.py"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let squat = attacker_runs_on(&node, &dir, &late_squatter(base, uid(VICTIM), &stop));
     let (job, log) = victim_launches(
         lab,
         &dir,

@@ -8,19 +8,21 @@ use std::process::{Command, Output};
 
 use crate::harness::{bin, lab, text, unique_name};
 
-/// `rayslurm launch --dry-run` as `rsalice` inside a new user namespace, with the state
-/// directory `state`.
-fn dry_run_remapped(state: &Path) -> Output {
+/// `script` run by `sh -c` as `rsalice` inside a new user namespace (`unshare -r`), with `$0`
+/// a copy of the binary under test she can run and `$1` `arg`, in an environment holding
+/// only HOME, PATH and `vars`.
+fn remapped(vars: &[String], script: &str, arg: &str) -> Output {
     let copy = Path::new("/srv/rayslurm-lab/test-bin").join(unique_name("rayslurm-userns"));
     std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
     std::fs::copy(bin(), &copy).unwrap();
     let out = Command::new("runuser")
         .args(["-u", "rsalice", "--", "env", "-i", "HOME=/home/rsalice"])
         .arg("PATH=/usr/bin:/bin")
-        .arg(format!("RAYSLURM_STATE_DIR={}", state.display()))
+        .args(vars)
         .args(["unshare", "-r", "sh", "-c"])
-        .arg("test \"$(id -u)\" = 0 || exit 97; cd /home/rsalice && exec \"$0\" launch --dry-run --exp-name userns --command true")
+        .arg(format!("test \"$(id -u)\" = 0 || exit 97; {script}"))
         .arg(&copy)
+        .arg(arg)
         .output()
         .expect("runuser runs");
     let _ = std::fs::remove_file(&copy);
@@ -30,6 +32,16 @@ fn dry_run_remapped(state: &Path) -> Output {
         "unshare -r did not map the user to root"
     );
     out
+}
+
+/// `rayslurm launch --dry-run` as `rsalice` inside a new user namespace, with the state
+/// directory `state`.
+fn dry_run_remapped(state: &Path) -> Output {
+    remapped(
+        &[format!("RAYSLURM_STATE_DIR={}", state.display())],
+        "cd /home/rsalice && exec \"$0\" launch --dry-run --exp-name userns --command true",
+        "",
+    )
 }
 
 #[test]
@@ -87,25 +99,11 @@ fn listen_as(user: &str) -> (std::process::Child, u16) {
 
 /// `rayslurm relay --to 127.0.0.1:PORT` as `rsalice` inside `unshare -r`.
 fn relay_remapped(port: u16) -> Output {
-    let copy = Path::new("/srv/rayslurm-lab/test-bin").join(unique_name("rayslurm-userns"));
-    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
-    std::fs::copy(bin(), &copy).unwrap();
-    let out = Command::new("runuser")
-        .args(["-u", "rsalice", "--", "env", "-i", "HOME=/home/rsalice"])
-        .arg("PATH=/usr/bin:/bin")
-        .args(["unshare", "-r", "sh", "-c"])
-        .arg("test \"$(id -u)\" = 0 || exit 97; exec \"$0\" relay --to \"127.0.0.1:$1\" </dev/null")
-        .arg(&copy)
-        .arg(port.to_string())
-        .output()
-        .expect("runuser runs");
-    let _ = std::fs::remove_file(&copy);
-    assert_ne!(
-        out.status.code(),
-        Some(97),
-        "unshare -r did not map the user to root"
-    );
-    out
+    remapped(
+        &[],
+        "exec \"$0\" relay --to \"127.0.0.1:$1\" </dev/null",
+        &port.to_string(),
+    )
 }
 
 /// The check of a listening socket's owner, which keeps the token and the relay from another
