@@ -15,16 +15,28 @@ fn remapped(vars: &[String], script: &str, arg: &str) -> Output {
     let copy = Path::new("/srv/rayslurm-lab/test-bin").join(unique_name("rayslurm-userns"));
     std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
     std::fs::copy(bin(), &copy).unwrap();
-    let out = Command::new("runuser")
-        .args(["-u", "rsalice", "--", "env", "-i", "HOME=/home/rsalice"])
-        .arg("PATH=/usr/bin:/bin")
-        .args(vars)
-        .args(["unshare", "-r", "sh", "-c"])
-        .arg(format!("test \"$(id -u)\" = 0 || exit 97; {script}"))
-        .arg(&copy)
-        .arg(arg)
-        .output()
-        .expect("runuser runs");
+    let run = || {
+        Command::new("runuser")
+            .args(["-u", "rsalice", "--", "env", "-i", "HOME=/home/rsalice"])
+            .arg("PATH=/usr/bin:/bin")
+            .args(vars)
+            .args(["unshare", "-r", "sh", "-c"])
+            .arg(format!("test \"$(id -u)\" = 0 || exit 97; {script}"))
+            .arg(&copy)
+            .arg(arg)
+            .output()
+            .expect("runuser runs")
+    };
+    // A test beside this one may fork while the copy is still open for writing here: the
+    // child holds it until its exec, and exec'ing the copy then fails with "Text file busy".
+    let mut out = run();
+    for _ in 0..5 {
+        if !String::from_utf8_lossy(&out.stderr).contains("Text file busy") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        out = run();
+    }
     let _ = std::fs::remove_file(&copy);
     assert_ne!(
         out.status.code(),

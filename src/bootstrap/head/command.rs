@@ -48,6 +48,10 @@ pub(super) fn command_env(
 /// have stopped Ray and written the attempt down before then.
 pub(super) const PREEMPTED_GRACE: Duration = Duration::from_secs(20);
 
+/// How long the head waits, after its command died of a signal, for a stop signal of its own
+/// that Slurm sent to the whole step at the same moment.
+const OWN_SIGNAL_SETTLE: Duration = Duration::from_millis(300);
+
 /// Whether Slurm is stopping this job to put it back in its queue: its restart count has
 /// already gone up while the job still runs (`scancel` leaves it as it was).
 pub(super) fn requeue_under_way(alloc: &Allocation) -> bool {
@@ -197,6 +201,16 @@ impl Head<'_> {
             watch.kill_if_overdue(&command, self.node());
             std::thread::sleep(TICK);
         };
+        // Slurm signals every process of the batch step (a cancel's SIGTERM): the command may
+        // die of it before this process has taken its own (seen on 23.11). A stop it was told
+        // is then the run's end, not a failure of the command.
+        if let Ok(status) = &status
+            && watch.stop.is_none()
+            && std::os::unix::process::ExitStatusExt::signal(status).is_some()
+        {
+            std::thread::sleep(OWN_SIGNAL_SETTLE);
+            self.pass_signals(&command, &mut watch);
+        }
         // Kept for the teardown, which stops what the command left behind.
         self.started.command = Some(command);
         match status {
