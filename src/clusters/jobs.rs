@@ -257,4 +257,34 @@ mod tests {
             "{e}"
         );
     }
+
+    #[test]
+    fn a_job_with_a_snapshot_starts_in_it_whatever_its_path_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut job = JobRecord::create(
+            dir.path(),
+            "42",
+            0,
+            None,
+            "true",
+            Path::new("/w"),
+            "t".into(),
+        )
+        .unwrap();
+        assert_eq!(job.snapshot_dir(), dir.path().join("jobs/1.snapshot"));
+        job.snapshot = Some(SnapshotInfo {
+            path: PathBuf::from("/s/it's $(here)"),
+            workdir: PathBuf::from("/w"),
+            commit: None,
+            dirty: None,
+            files: 1,
+            bytes: 1,
+        });
+        assert!(
+            job.entrypoint()
+                .starts_with("cd '/s/it'\\''s $(here)' && exec bash -c true"),
+            "{}",
+            job.entrypoint()
+        );
+    }
 }
