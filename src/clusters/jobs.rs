@@ -169,26 +169,25 @@ pub(crate) fn one(run_dir: &Path, id: u32) -> Result<Option<JobRecord>> {
 mod tests {
     use super::*;
 
+    /// A job `true` of cluster 42 recorded in `dir`, above `ray_highest`.
+    fn plain_job(dir: &Path, ray_highest: u32) -> Result<JobRecord> {
+        JobRecord::create(
+            dir,
+            "42",
+            ray_highest,
+            None,
+            "true",
+            Path::new("/w"),
+            "t".into(),
+        )
+    }
+
     #[test]
     fn ids_are_short_and_never_shared() {
         let dir = tempfile::tempdir().unwrap();
         let ids: Vec<u32> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..8)
-                .map(|_| {
-                    s.spawn(|| {
-                        JobRecord::create(
-                            dir.path(),
-                            "42",
-                            0,
-                            None,
-                            "true",
-                            Path::new("/w"),
-                            "t".into(),
-                        )
-                        .unwrap()
-                        .id
-                    })
-                })
+                .map(|_| s.spawn(|| plain_job(dir.path(), 0).unwrap().id))
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
@@ -222,15 +221,7 @@ mod tests {
         assert_eq!(highest_in_ray(&ray, "42"), 4);
         assert_eq!(highest_in_ray(&[], "42"), 0);
         let dir = tempfile::tempdir().unwrap();
-        let job = JobRecord::create(
-            dir.path(),
-            "42",
-            4,
-            None,
-            "true",
-            Path::new("/w"),
-            "t".into(),
-        );
+        let job = plain_job(dir.path(), 4);
         assert_eq!(job.unwrap().id, 5);
     }
 
@@ -261,16 +252,7 @@ mod tests {
     #[test]
     fn a_job_with_a_snapshot_starts_in_it_whatever_its_path_holds() {
         let dir = tempfile::tempdir().unwrap();
-        let mut job = JobRecord::create(
-            dir.path(),
-            "42",
-            0,
-            None,
-            "true",
-            Path::new("/w"),
-            "t".into(),
-        )
-        .unwrap();
+        let mut job = plain_job(dir.path(), 0).unwrap();
         assert_eq!(job.snapshot_dir(), dir.path().join("jobs/1.snapshot"));
         job.snapshot = Some(SnapshotInfo {
             path: PathBuf::from("/s/it's $(here)"),
