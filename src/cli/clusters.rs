@@ -111,6 +111,24 @@ pub(crate) struct ExecArgs {
     #[arg(long, allow_hyphen_values = true, requires = "per_node")]
     pub(crate) setup: Option<String>,
 
+    /// Copy the workdir now; the job (each rank) runs in that copy.
+    ///
+    /// At submission the workdir (--workdir, else the current directory) is copied into the
+    /// cluster's private directory, beside the job's log: in a git repository its tracked
+    /// files and the untracked ones that are not ignored, elsewhere every file. The job starts
+    /// there when Ray runs it: edits after `exec` do not reach a queued job. With --per-node
+    /// every rank starts in the same copy, on the shared filesystem.
+    #[arg(long)]
+    pub(crate) snapshot: bool,
+
+    /// The directory --snapshot copies (implies --snapshot).
+    #[arg(value_name = "DIR", long)]
+    pub(crate) workdir: Option<PathBuf>,
+
+    /// Largest snapshot, e.g. `500M`, `2G` (default: 1G; a plain number is megabytes).
+    #[arg(value_name = "SIZE", long)]
+    pub(crate) snapshot_max_size: Option<String>,
+
     /// An environment variable for the job, `KEY=VALUE` (repeatable).
     #[arg(long = "env", allow_hyphen_values = true)]
     pub(crate) env: Vec<String>,

@@ -9,6 +9,8 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::handoff::jobs_api::JobInfo;
+use crate::handoff::run_files::create_private_dir;
+use crate::launch::snapshot::SnapshotInfo;
 use crate::sys::quote::shell_quote;
 use crate::sys::staged_file::Staged;
 
@@ -32,6 +34,9 @@ pub(crate) struct JobRecord {
     /// `exec --per-node`: its number of ranks, one a node (then the resources are each rank's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) nodes: Option<u32>,
+    /// `exec --snapshot`: the copy of the workdir the job starts in, with its git commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) snapshot: Option<SnapshotInfo>,
 }
 
 fn jobs_dir(run_dir: &Path) -> PathBuf {
@@ -51,8 +56,7 @@ impl JobRecord {
         submitted_at: String,
     ) -> Result<Self> {
         let dir = jobs_dir(run_dir);
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create `{}`", dir.display()))?;
+        create_private_dir(&dir)?;
         let recorded = all(run_dir)?.iter().map(|j| j.id).max().unwrap_or(0);
         let mut id = recorded.max(ray_highest) + 1;
         loop {
@@ -67,6 +71,7 @@ impl JobRecord {
                 num_cpus: None,
                 num_gpus: None,
                 nodes: None,
+                snapshot: None,
             };
             let mut file = Staged::new(&dir, "job", 0o600)?;
             file.write_json(&record)?;
@@ -86,13 +91,26 @@ impl JobRecord {
         file.replace(&dir.join(format!("{}.json", self.id)))
     }
 
-    /// Forgets a job Ray never took.
+    /// Forgets a job Ray never took, and its snapshot (whole or in part) if it has one.
     pub(crate) fn remove(&self, run_dir: &Path) {
         let _ = std::fs::remove_file(jobs_dir(run_dir).join(format!("{}.json", self.id)));
+        // A link there is removed, not followed.
+        let _ = std::fs::remove_dir_all(self.snapshot_dir());
     }
 
-    /// What Ray runs: the command through bash in the directory `exec` ran in, its output
-    /// appended to the job's log on the shared filesystem.
+    /// Where `exec --snapshot` copies the workdir: beside the job's log (`jobs/N.snapshot`),
+    /// in the cluster's private directory.
+    pub(crate) fn snapshot_dir(&self) -> PathBuf {
+        self.log.with_extension("snapshot")
+    }
+
+    /// The directory the job starts in: its snapshot, or the one `exec` ran in.
+    pub(crate) fn start_dir(&self) -> &Path {
+        self.snapshot.as_ref().map_or(&self.workdir, |s| &s.path)
+    }
+
+    /// What Ray runs: the command through bash in its start directory, its output appended
+    /// to the job's log on the shared filesystem.
     pub(crate) fn entrypoint(&self) -> String {
         let path = |p: &Path| shell_quote(&p.display().to_string());
         let program = match self.nodes {
@@ -101,7 +119,7 @@ impl JobRecord {
         };
         format!(
             "cd {} && exec {program} >> {} 2>&1",
-            path(&self.workdir),
+            path(self.start_dir()),
             path(&self.log)
         )
     }
@@ -151,26 +169,25 @@ pub(crate) fn one(run_dir: &Path, id: u32) -> Result<Option<JobRecord>> {
 mod tests {
     use super::*;
 
+    /// A job `true` of cluster 42 recorded in `dir`, above `ray_highest`.
+    fn plain_job(dir: &Path, ray_highest: u32) -> Result<JobRecord> {
+        JobRecord::create(
+            dir,
+            "42",
+            ray_highest,
+            None,
+            "true",
+            Path::new("/w"),
+            "t".into(),
+        )
+    }
+
     #[test]
     fn ids_are_short_and_never_shared() {
         let dir = tempfile::tempdir().unwrap();
         let ids: Vec<u32> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..8)
-                .map(|_| {
-                    s.spawn(|| {
-                        JobRecord::create(
-                            dir.path(),
-                            "42",
-                            0,
-                            None,
-                            "true",
-                            Path::new("/w"),
-                            "t".into(),
-                        )
-                        .unwrap()
-                        .id
-                    })
-                })
+                .map(|_| s.spawn(|| plain_job(dir.path(), 0).unwrap().id))
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
@@ -204,15 +221,7 @@ mod tests {
         assert_eq!(highest_in_ray(&ray, "42"), 4);
         assert_eq!(highest_in_ray(&[], "42"), 0);
         let dir = tempfile::tempdir().unwrap();
-        let job = JobRecord::create(
-            dir.path(),
-            "42",
-            4,
-            None,
-            "true",
-            Path::new("/w"),
-            "t".into(),
-        );
+        let job = plain_job(dir.path(), 4);
         assert_eq!(job.unwrap().id, 5);
     }
 
@@ -237,6 +246,27 @@ mod tests {
         assert!(
             e.ends_with(&format!(">> {} 2>&1", job.log.display())),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_job_with_a_snapshot_starts_in_it_whatever_its_path_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut job = plain_job(dir.path(), 0).unwrap();
+        assert_eq!(job.snapshot_dir(), dir.path().join("jobs/1.snapshot"));
+        job.snapshot = Some(SnapshotInfo {
+            path: PathBuf::from("/s/it's $(here)"),
+            workdir: PathBuf::from("/w"),
+            commit: None,
+            dirty: None,
+            files: 1,
+            bytes: 1,
+        });
+        assert!(
+            job.entrypoint()
+                .starts_with("cd '/s/it'\\''s $(here)' && exec bash -c true"),
+            "{}",
+            job.entrypoint()
         );
     }
 }

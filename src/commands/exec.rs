@@ -1,8 +1,10 @@
 //! `rayslurm exec CLUSTER [-d] -- CMD ARGS...`: runs a command on a persistent cluster as a Ray
 //! job through Ray's Jobs API. Its resources are Ray's entrypoint resources, so a job that does
 //! not fit waits in Ray's queue and starts as soon as resources free up. It runs in the
-//! directory `exec` was called from (a shared filesystem), its output kept in a file beside the
-//! cluster's log; without `-d`, `exec` follows it and exits with its exit code.
+//! directory `exec` was called from (a shared filesystem), or with `--snapshot` in a copy of
+//! the workdir made at submission beside its record, so that a queued job runs the code as it
+//! was when it was submitted. Its output is kept in a file beside the cluster's log; without
+//! `-d`, `exec` follows it and exits with its exit code.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -20,6 +22,7 @@ use crate::error::{UsageError, show};
 use crate::handoff::cluster_info::ClusterInfo;
 use crate::handoff::job_env;
 use crate::handoff::jobs_api::{JobsApi, RuntimeEnv, Submit};
+use crate::launch::snapshot::{Listing, SnapshotInfo};
 use crate::printer::Printer;
 use crate::runs::log_tail::Start;
 
@@ -36,14 +39,19 @@ struct Submitted<'a> {
     workdir: &'a str,
     log: &'a str,
     submitted_at: &'a str,
+    /// `--snapshot`: the copy the job starts in, with its git commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snapshot: Option<&'a SnapshotInfo>,
 }
 
 pub(crate) fn run(settings: &ExecSettings, printer: &Printer) -> Result<ExitCode> {
     let (_, cluster) = Cluster::open(&settings.cluster, printer)?;
+    // Listed (and its size checked) before anything is asked or written.
+    let listing = settings.snapshot.as_ref().map(Listing::of).transpose()?;
     let (info, api) = cluster.connect(printer)?;
     check_fits(&info, settings, cluster.name())?;
     let ranks = rank_count(&info, settings, cluster.name())?;
-    let job = submit(&cluster, &api, settings, ranks)?;
+    let job = submit(&cluster, &api, settings, ranks, listing.as_ref(), printer)?;
     let name = cluster.name();
     if settings.json {
         let submitted = Submitted {
@@ -55,6 +63,7 @@ pub(crate) fn run(settings: &ExecSettings, printer: &Printer) -> Result<ExitCode
             workdir: &job.workdir.display().to_string(),
             log: &job.log.display().to_string(),
             submitted_at: &job.submitted_at,
+            snapshot: job.snapshot.as_ref(),
         };
         printer.result(&serde_json::to_string(&submitted)?);
     } else {
@@ -76,15 +85,17 @@ pub(crate) fn run(settings: &ExecSettings, printer: &Printer) -> Result<ExitCode
     follow::follow(&api, name, &job, Start::Beginning, printer)
 }
 
-/// Records the job beside the cluster's log and gives it to Ray; the record goes again if Ray
-/// did not take it.
+/// Records the job beside the cluster's log, writes its snapshot there, and gives it to Ray;
+/// the record and the snapshot go again if Ray did not take it.
 fn submit(
     cluster: &Cluster,
     api: &JobsApi,
     settings: &ExecSettings,
     ranks: Option<u32>,
+    listing: Option<&Listing>,
+    printer: &Printer,
 ) -> Result<JobRecord> {
-    let workdir = std::env::current_dir().context("cannot read the current directory")?;
+    let workdir = &settings.workdir;
     let known = api.jobs().context(format!(
         "cannot list the jobs of cluster {}",
         cluster.name()
@@ -95,18 +106,32 @@ fn submit(
         jobs::highest_in_ray(&known, &cluster.run.record.job_id),
         settings.name.as_deref(),
         &settings.command,
-        &workdir,
+        workdir,
         Local::now().to_rfc3339_opts(SecondsFormat::Secs, false),
     )?;
     job.num_cpus = settings.num_cpus;
     job.num_gpus = settings.num_gpus;
     job.nodes = ranks;
+    if let Some(listing) = listing {
+        match listing.write(&job.snapshot_dir()) {
+            Ok(info) => job.snapshot = info,
+            Err(e) => {
+                job.remove(&cluster.run_dir);
+                return Err(e.context(
+                    "the workdir's snapshot could not be written, so nothing was submitted",
+                ));
+            }
+        }
+    }
+    if let Some(info) = &job.snapshot {
+        printer.info(&info.summary());
+    }
     job.save(&cluster.run_dir)?;
     if let Some(nodes) = ranks {
         let mut spec = RankSpec::new(nodes, settings.num_cpus, settings.num_gpus, &job.command);
         spec.memory = settings.memory;
         spec.setup = settings.ranks.as_ref().and_then(|r| r.setup.as_deref());
-        spec.workdir = &workdir;
+        spec.workdir = job.start_dir();
         ranks::write(&job.log, &spec)?;
     }
     // A rank job's resources are its ranks' (the driver's bundles); its driver needs none.

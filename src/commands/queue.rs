@@ -13,6 +13,7 @@ use crate::clusters::cluster::Cluster;
 use crate::clusters::jobs::{self, JobRecord};
 use crate::commands::settings::clusters::QueueSettings;
 use crate::handoff::jobs_api::JobInfo;
+use crate::launch::snapshot::SnapshotInfo;
 use crate::printer::Printer;
 use crate::slurm::{duration, query};
 
@@ -28,6 +29,9 @@ struct JobRow<'a> {
     exit_code: Option<i32>,
     command: &'a str,
     log: String,
+    /// `exec --snapshot`: the copy the job starts in, with its git commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snapshot: Option<&'a SnapshotInfo>,
 }
 
 /// The cluster as `--json` prints it.
@@ -69,6 +73,7 @@ fn row<'a>(job: &'a JobRecord, info: Option<&'a JobInfo>) -> JobRow<'a> {
         exit_code: info.and_then(|i| i.driver_exit_code),
         command: &job.command,
         log: job.log.display().to_string(),
+        snapshot: job.snapshot.as_ref(),
     }
 }
 

@@ -154,17 +154,7 @@ fn write_snapshot(
     else {
         return Ok(None);
     };
-    printer.info(&format!(
-        "snapshot of {}: {} files, {:.1} MB{}",
-        info.workdir.display(),
-        info.files,
-        info.bytes as f64 / f64::from(1 << 20),
-        match (&info.commit, info.dirty) {
-            (Some(c), Some(true)) => format!(", git {} with changes", &c[..c.len().min(12)]),
-            (Some(c), _) => format!(", git {}", &c[..c.len().min(12)]),
-            _ => String::new(),
-        }
-    ));
+    printer.info(&info.summary());
     Ok(Some(info))
 }
 

@@ -18,6 +18,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{UsageError, show};
+use crate::launch::validate;
 use crate::sys::tree_copy::{all_files, copy_entry};
 
 /// `--snapshot-max-size` when none is given.
@@ -29,6 +30,40 @@ pub(crate) struct SnapshotPlan {
     /// `None` for `--empty-workdir`: nothing is copied.
     pub(crate) workdir: Option<PathBuf>,
     pub(crate) max_size: u64,
+}
+
+impl SnapshotPlan {
+    /// `--snapshot`, `--workdir` and `--snapshot-max-size` as `launch` and `exec` take them:
+    /// the snapshot asked for, if any. A relative workdir is taken from `cwd`.
+    pub(crate) fn resolve(
+        snapshot: bool,
+        workdir: Option<&Path>,
+        max_size: Option<&str>,
+        cwd: &Path,
+    ) -> Result<Option<Self>, UsageError> {
+        if !snapshot && workdir.is_none() {
+            return Ok(None);
+        }
+        let workdir = workdir.map_or_else(|| cwd.to_owned(), |w| cwd.join(w));
+        if !workdir.is_dir() {
+            return Err(UsageError::new(format!(
+                "--workdir {} is not a directory",
+                show(&workdir.display().to_string())
+            ))
+            .hint("give the directory the run should get a copy of (by default the current one)"));
+        }
+        Ok(Some(Self {
+            workdir: Some(workdir),
+            max_size: Self::max_size(max_size)?,
+        }))
+    }
+
+    /// `--snapshot-max-size`, or the default.
+    pub(crate) fn max_size(given: Option<&str>) -> Result<u64, UsageError> {
+        given.map_or(Ok(DEFAULT_MAX_SIZE), |size| {
+            validate::memory_bytes("--snapshot-max-size", size)
+        })
+    }
 }
 
 /// What the run's record says of its snapshot.
@@ -147,6 +182,23 @@ impl Listing {
             files: self.files.len(),
             bytes: self.bytes,
         }))
+    }
+}
+
+impl SnapshotInfo {
+    /// The line a submission prints of it: `snapshot of DIR: N files, X MB, git COMMIT`.
+    pub(crate) fn summary(&self) -> String {
+        format!(
+            "snapshot of {}: {} files, {:.1} MB{}",
+            self.workdir.display(),
+            self.files,
+            mb(self.bytes),
+            match (&self.commit, self.dirty) {
+                (Some(c), Some(true)) => format!(", git {} with changes", &c[..c.len().min(12)]),
+                (Some(c), _) => format!(", git {}", &c[..c.len().min(12)]),
+                _ => String::new(),
+            }
+        )
     }
 }
 

@@ -16,13 +16,18 @@ pub(crate) fn rs(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
 
 /// Starts a 2-node cluster (4 CPUs in all) and waits until it is up.
 pub(crate) fn up(lab: &Lab, dir: &Path, name: &str, extra: &[&str]) -> Job {
+    up_nodes(lab, dir, name, "2", extra)
+}
+
+/// Starts a cluster of `nodes` nodes and waits until it is up.
+pub(crate) fn up_nodes(lab: &Lab, dir: &Path, name: &str, nodes: &str, extra: &[&str]) -> Job {
     let load_env = lab.load_env();
     let mut args = vec![
         "up",
         name,
         "--json",
         "-n",
-        "2",
+        nodes,
         "--load-env",
         &load_env,
         "--object-store-memory",

@@ -1,11 +1,14 @@
 //! End-to-end tests of `--snapshot` on the real test cluster: every node works in its own copy
 //! of the workdir (work that would collide in one shared directory succeeds on each), a queued
 //! run does not see an edit made after its launch, a requeued attempt runs from the same
-//! snapshot, and no copy is left on a node.
+//! snapshot, and no copy is left on a node; a queued `exec` job on a cluster runs its code as
+//! it was when it was submitted.
 
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::e2e_clusters::{exec_detached, rs, status_of, up_nodes, wait_queue};
 use crate::harness::{assert_clean, expand_nodes, lab, launch_in};
 
 /// The lines of the log that hold `what`.
@@ -140,4 +143,70 @@ fn an_edit_after_the_launch_reaches_neither_the_queued_run_nor_its_requeued_atte
     assert!(log.contains("attempt 0 code=v1"), "{log}");
     assert!(log.contains("attempt 1 code=v1"), "{info:?}\n{log}");
     assert_clean(&job);
+}
+
+/// A command that waits for the file `go` (on the shared filesystem), then prints `what`.
+fn after(go: &Path, what: &str) -> String {
+    format!(
+        "while [ ! -e '{}' ]; do sleep 0.2; done; echo \"{what}\"",
+        go.display()
+    )
+}
+
+#[test]
+fn an_exec_job_runs_the_code_as_it_was_at_submission() {
+    let Some((lab, _turn)) = lab("an_exec_job_runs_the_code_as_it_was_at_submission") else {
+        return;
+    };
+    let dir = lab.workdir("execsnap");
+    let name = format!("execsnap{}", std::process::id());
+    let cluster = up_nodes(lab, &dir, &name, "1", &[]);
+    let jobs = cluster.log.with_extension("d").join("jobs");
+    let proj = dir.join("proj");
+    std::fs::create_dir(&proj).unwrap();
+    std::fs::write(proj.join("code.txt"), "v1\n").unwrap();
+    let flag = exec_detached(
+        &dir,
+        &name,
+        &[
+            "--snapshot",
+            "--workdir",
+            "proj",
+            "--command",
+            &after(&dir.join("go1"), "flag code=$(cat code.txt) pwd=$PWD"),
+        ],
+    );
+    std::fs::write(proj.join("code.txt"), "v2\n").unwrap();
+    std::fs::write(
+        dir.join("task.yaml"),
+        format!(
+            "workdir: proj\nrun: |\n  {}\n",
+            after(&dir.join("go2"), "task code=$(cat code.txt)")
+        ),
+    )
+    .unwrap();
+    let task = exec_detached(&dir, &name, &["task.yaml"]);
+    std::fs::write(proj.join("code.txt"), "v3\n").unwrap();
+    std::fs::write(dir.join("go1"), "").unwrap();
+    std::fs::write(dir.join("go2"), "").unwrap();
+    wait_queue(&dir, &name, Duration::from_secs(120), |s| {
+        [flag, task]
+            .iter()
+            .all(|id| status_of(s, *id) == "SUCCEEDED")
+    });
+    let log = |id: u64| std::fs::read_to_string(jobs.join(format!("{id}.log"))).unwrap();
+    let copy = jobs.join(format!("{flag}.snapshot"));
+    assert!(
+        log(flag).contains(&format!("flag code=v1 pwd={}", copy.display())),
+        "{}",
+        log(flag)
+    );
+    assert!(log(task).contains("task code=v2"), "{}", log(task));
+    let (code, stdout, stderr) = rs(&dir, &["queue", &name, "--json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains(&format!("{}", copy.display())), "{stdout}");
+    let (code, _, stderr) = rs(&dir, &["down", &name]);
+    assert_eq!(code, Some(0), "{stderr}");
+    cluster.wait(Duration::from_secs(60));
+    assert_clean(&cluster);
 }

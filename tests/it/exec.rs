@@ -310,3 +310,113 @@ fn exec_per_node_submits_the_rank_driver_with_its_spec() {
         assert!(vars.contains(name), "{vars}");
     }
 }
+
+/// `--workdir DIR` (`--snapshot`): DIR is copied at submission beside the job's record, the
+/// entrypoint starts there, the record and `--json` name the copy; an edit after `exec` does
+/// not reach it.
+#[test]
+fn exec_snapshot_copies_the_workdir_and_starts_the_job_in_the_copy() {
+    use std::os::unix::fs::PermissionsExt;
+    let (port, submitted) = fake_jobs_api();
+    let up = Up::new(port);
+    let proj = up.path("logs/my proj");
+    std::fs::create_dir_all(proj.join("src")).unwrap();
+    std::fs::write(proj.join("src/code.txt"), "v1\n").unwrap();
+    std::os::unix::fs::symlink("src/code.txt", proj.join("link")).unwrap();
+    let ran = up
+        .exec(&["-d", "--json", "--workdir", "my proj", "--", "cat", "link"])
+        .expect_status(0)
+        .expect_json("/snapshot/files", 2)
+        .expect_stderr_contains("snapshot of ")
+        .run();
+    let copy = up.path("logs/sweep_555.d/jobs/1.snapshot");
+    assert_eq!(ran.json()["snapshot"]["path"], copy.to_str().unwrap());
+    assert_eq!(ran.json()["snapshot"]["workdir"], proj.to_str().unwrap());
+    std::fs::write(proj.join("src/code.txt"), "v2\n").unwrap();
+    assert_eq!(std::fs::read_to_string(copy.join("link")).unwrap(), "v1\n");
+    assert_eq!(
+        std::fs::read_link(copy.join("link")).unwrap(),
+        Path::new("src/code.txt")
+    );
+    let mode = std::fs::metadata(&copy).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    let sent = submitted.lock().unwrap().clone();
+    let entrypoint = sent[0]["entrypoint"].as_str().unwrap();
+    assert!(
+        // A temp dir's path needs no quotes.
+        entrypoint.starts_with(&format!("cd {} && ", copy.display())),
+        "{entrypoint}"
+    );
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(up.path("logs/sweep_555.d/jobs/1.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["snapshot"]["path"], copy.to_str().unwrap());
+
+    // Without it, the job starts where `exec` ran, and names no snapshot.
+    let plain = up
+        .exec(&["-d", "--json", "--", "true"])
+        .expect_status(0)
+        .run();
+    assert!(plain.json().get("snapshot").is_none(), "{plain}");
+    assert!(!up.path("logs/sweep_555.d/jobs/2.snapshot").exists());
+}
+
+/// A snapshot over `--snapshot-max-size`, or of a workdir that is not there, submits nothing
+/// and leaves no record or copy.
+#[test]
+fn exec_snapshot_over_the_limit_submits_nothing() {
+    let (port, submitted) = fake_jobs_api();
+    let up = Up::new(port);
+    std::fs::write(up.path("logs/big"), vec![0u8; 3 << 20]).unwrap();
+    up.exec(&[
+        "-d",
+        "--snapshot",
+        "--snapshot-max-size",
+        "2M",
+        "--",
+        "true",
+    ])
+    .expect_status(2)
+    .expect_stderr_contains("more than --snapshot-max-size 2.0 MB; nothing was submitted")
+    .run();
+    up.exec(&["-d", "--workdir", "nowhere", "--", "true"])
+        .expect_status(2)
+        .expect_stderr_contains("is not a directory")
+        .run();
+    assert!(submitted.lock().unwrap().is_empty());
+    assert!(!up.path("logs/sweep_555.d/jobs/1.json").exists());
+    assert!(!up.path("logs/sweep_555.d/jobs/1.snapshot").exists());
+}
+
+/// `--per-node --snapshot`: every rank starts in the copy (the spec's workdir); a task file's
+/// `workdir:` is `exec`'s snapshot too.
+#[test]
+fn exec_ranks_and_a_task_files_workdir_start_in_the_snapshot() {
+    let (port, _) = fake_jobs_api();
+    let up = Up::new(port);
+    std::fs::write(up.path("logs/train.py"), "print(1)\n").unwrap();
+    up.exec(&["-d", "--per-node", "--snapshot", "--", "python", "train.py"])
+        .expect_status(0)
+        .run();
+    let jobs = up.path("logs/sweep_555.d/jobs");
+    let spec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(jobs.join("1.ranks.json")).unwrap()).unwrap();
+    assert_eq!(spec["workdir"], jobs.join("1.snapshot").to_str().unwrap());
+    assert!(jobs.join("1.snapshot/train.py").is_file());
+
+    let code = up.path("logs/code");
+    std::fs::create_dir(&code).unwrap();
+    std::fs::write(code.join("run.sh"), "echo hi\n").unwrap();
+    std::fs::write(
+        up.path("logs/task.yaml"),
+        "workdir: code\nrun: bash run.sh\n",
+    )
+    .unwrap();
+    up.exec(&["task.yaml", "-d", "--json"])
+        .expect_status(0)
+        .expect_json("/snapshot/workdir", code.to_str().unwrap())
+        .expect_json("/snapshot/path", jobs.join("2.snapshot").to_str().unwrap())
+        .run();
+    assert!(jobs.join("2.snapshot/run.sh").is_file());
+}

@@ -2,9 +2,11 @@
 //! merged, its resources checked.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use crate::cli::ExecArgs;
 use crate::error::UsageError;
+use crate::launch::snapshot::SnapshotPlan;
 use crate::launch::{config, validate};
 use crate::sys::quote::shell_quote;
 
@@ -27,6 +29,10 @@ pub(crate) struct ExecSettings {
     pub(crate) json: bool,
     /// `--per-node`: one rank on each of several nodes.
     pub(crate) ranks: Option<RankJob>,
+    /// The directory `exec` ran in: the job's, unless it gets a snapshot.
+    pub(crate) workdir: PathBuf,
+    /// `--snapshot`/`--workdir`: the workdir copied at submission, where the job starts.
+    pub(crate) snapshot: Option<SnapshotPlan>,
 }
 
 /// `exec --per-node`: how many ranks (every node of the cluster without `-n`), and the setup
@@ -57,7 +63,18 @@ impl ExecSettings {
             per_node,
             num_nodes,
             setup,
+            snapshot,
+            workdir,
+            snapshot_max_size,
         } = args;
+        let cwd = std::env::current_dir()
+            .map_err(|e| UsageError::new(format!("cannot read the current directory: {e}")))?;
+        let snapshot = SnapshotPlan::resolve(
+            *snapshot,
+            workdir.as_deref(),
+            snapshot_max_size.as_deref(),
+            &cwd,
+        )?;
         if *num_nodes == Some(0) {
             return Err(UsageError::new("-n 0: a job runs on at least one node")
                 .hint("e.g. `-n 2` with --per-node for one rank on each of two nodes"));
@@ -92,6 +109,8 @@ impl ExecSettings {
                 nodes: *num_nodes,
                 setup: setup.clone(),
             }),
+            workdir: cwd,
+            snapshot,
         })
     }
 }

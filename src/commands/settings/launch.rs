@@ -13,7 +13,7 @@ use crate::launch::config::{
     self, EnvVar, JobRequest, LaunchConfig, Sources, check_log_dir_text, layered,
 };
 use crate::launch::gpu_directive::GpuDirective;
-use crate::launch::snapshot::{self, SnapshotPlan};
+use crate::launch::snapshot::SnapshotPlan;
 use crate::launch::{owned_directives, validate};
 use crate::slurm::duration;
 
@@ -98,33 +98,18 @@ fn resolve_snapshot(args: &SnapshotArgs, cwd: &Path) -> Result<Option<SnapshotPl
         snapshot_max_size,
         empty_workdir,
     } = args;
-    if !*snapshot && workdir.is_none() && !*empty_workdir {
-        return Ok(None);
-    }
-    let max_size = match snapshot_max_size {
-        Some(size) => validate::memory_bytes("--snapshot-max-size", size)?,
-        None => snapshot::DEFAULT_MAX_SIZE,
-    };
     if *empty_workdir {
         return Ok(Some(SnapshotPlan {
             workdir: None,
-            max_size,
+            max_size: SnapshotPlan::max_size(snapshot_max_size.as_deref())?,
         }));
     }
-    let workdir = workdir
-        .as_ref()
-        .map_or_else(|| cwd.to_owned(), |w| cwd.join(w));
-    if !workdir.is_dir() {
-        return Err(UsageError::new(format!(
-            "--workdir {} is not a directory",
-            show(&workdir.display().to_string())
-        ))
-        .hint("give the directory the run should get a copy of (by default the current one)"));
-    }
-    Ok(Some(SnapshotPlan {
-        workdir: Some(workdir),
-        max_size,
-    }))
+    SnapshotPlan::resolve(
+        *snapshot,
+        workdir.as_deref(),
+        snapshot_max_size.as_deref(),
+        cwd,
+    )
 }
 
 /// The job flags resolved: what the job asks of Slurm, and where its files go.

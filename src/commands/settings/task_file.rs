@@ -110,7 +110,7 @@ fn flags(sub: &str, task: &TaskFile) -> Result<Vec<OsString>, UsageError> {
 /// every command, and are refused where they mean nothing). `up` names the cluster itself and
 /// runs no command: its jobs come with `exec`. Neither starts its nodes in an empty directory
 /// when the file names no workdir: a cluster, and each of its jobs, runs in the directory it
-/// is given (docs/task-files.md).
+/// is given (an `exec` job with `workdir:` in its snapshot of it, docs/task-files.md).
 fn launch_only(sub: &str, given: &Given) -> bool {
     if given.field.starts_with("rayslurm.") {
         return false;
@@ -130,16 +130,12 @@ fn for_command(sub: &str, given: &Given) -> Result<Given, String> {
     if given.field.starts_with("rayslurm.") {
         return Ok(given);
     }
-    if given.long == "workdir" && sub != "launch" {
-        // `up` and `exec` take no snapshot yet: a cluster runs in the directory itself.
+    if given.long == "workdir" && sub == "up" {
+        // `up` takes no snapshot: a cluster runs in the directory itself (an `exec` job
+        // gets its own `--workdir` snapshot).
         let Value::Values(dirs) = &given.value else {
             return Ok(given);
         };
-        if sub == "exec" {
-            return Err(
-                "not read by `exec` yet: `cd` to the directory at the start of `run`".into(),
-            );
-        }
         given.long = "sbatch-arg".to_owned();
         given.value = Value::Values(dirs.iter().map(|d| format!("--chdir={d}")).collect());
         return Ok(given);

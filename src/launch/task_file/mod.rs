@@ -134,8 +134,9 @@ pub(crate) fn read(path: &Path, cwd: &Path) -> Result<TaskFile, UsageError> {
 }
 
 /// `workdir:` as `launch --workdir`: a snapshot made at submission, copied to each node's own
-/// disk, where setup and run work (as SkyPilot's `~/sky_workdir`); `up` runs in the directory
-/// itself (see `commands::settings::task_file`). Without it, `launch` gets `--empty-workdir`.
+/// disk, where setup and run work (as SkyPilot's `~/sky_workdir`); as `exec --workdir`, a
+/// snapshot the job starts in; `up` runs in the directory itself (see
+/// `commands::settings::task_file`). Without it, `launch` gets `--empty-workdir`.
 fn apply_workdir(field: &str, line: u32, dir: &Path) -> Given {
     Given::one(field, line, "workdir", dir.display().to_string())
 }
