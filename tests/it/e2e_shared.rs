@@ -111,6 +111,28 @@ fn victim_launches(lab: &Lab, dir: &Path, args: &str) -> (String, PathBuf) {
     )
 }
 
+/// A run of the victim's, followed to its end.
+struct VictimRun {
+    job: String,
+    log: PathBuf,
+    /// Slurm's last view of the job.
+    info: std::collections::HashMap<String, String>,
+    log_text: String,
+}
+
+/// The victim launches from the project directory, and the run ends.
+fn victim_runs(lab: &Lab, dir: &Path, args: &str) -> VictimRun {
+    let (job, log) = victim_launches(lab, dir, args);
+    let info = wait_job_end(&job, Duration::from_secs(240));
+    let log_text = std::fs::read_to_string(&log).unwrap();
+    VictimRun {
+        job,
+        log,
+        info,
+        log_text,
+    }
+}
+
 /// What the attacker plants before the victim's launch: the names the victim's next files
 /// would have in the shared directory and in its default log directory (which the attacker
 /// makes, group-writable: links to the victim's results, for the next minute), and a binary
@@ -157,15 +179,18 @@ fn a_group_member_can_neither_run_code_as_the_victim_nor_read_or_destroy_their_f
     plant(&dir, &results, &marker);
 
     let secret = format!("s3cr3t-{}", std::process::id());
-    let (job, log) = victim_launches(
+    let VictimRun {
+        job,
+        log,
+        info,
+        log_text,
+    } = victim_runs(
         lab,
         &dir,
         &format!(
             "--env API_KEY={secret} --command 'python -c \"import ray; ray.init(); print(\\\"ray-ok\\\")\"'"
         ),
     );
-    let info = wait_job_end(&job, Duration::from_secs(240));
-    let log_text = std::fs::read_to_string(&log).unwrap();
     assert_eq!(info["JobState"], "COMPLETED", "{log_text}");
     assert!(log_text.contains("ray-ok"), "{log_text}");
     assert!(!marker.exists(), "the planted binary ran as the victim");
@@ -329,13 +354,16 @@ done"#,
     );
     let out = sh_as(ATTACKER, &dir, &plant);
     assert!(out.status.success(), "{}", text(&out).1);
-    let (job, log) = victim_launches(
+    let VictimRun {
+        job,
+        log: _,
+        info,
+        log_text,
+    } = victim_runs(
         lab,
         &dir,
         "-n 2 --command 'python -c \"import ray; ray.init(); print(\\\"ray-ok\\\")\"'",
     );
-    let info = wait_job_end(&job, Duration::from_secs(240));
-    let log_text = std::fs::read_to_string(&log).unwrap();
     assert_eq!(info["JobState"], "COMPLETED", "{log_text}");
     assert!(log_text.contains("ray-ok"), "{log_text}");
     assert!(
@@ -621,18 +649,21 @@ fn a_squatter_on_a_launch_runs_dashboard_port_is_never_sent_the_token() {
     let base = 41_000 + (std::process::id() % 50) as u16 * 100;
     let stop = dir.join("stop");
     let squat = attacker_runs_on(&node, &dir, &late_squatter(base, uid(VICTIM), &stop));
-    let (job, log) = victim_launches(
+    let VictimRun {
+        job: _,
+        log,
+        info,
+        log_text,
+    } = victim_runs(
         lab,
         &dir,
         &format!(
             "-n 1 -w {node} --port-base {base} --ray-head-args=--include-dashboard=false --command 'sleep 60; echo command-done'"
         ),
     );
-    let info = wait_job_end(&job, Duration::from_secs(240));
     std::fs::write(&stop, "").unwrap();
     let squatted = squat.wait_with_output().unwrap();
     let (said, err) = text(&squatted);
-    let log_text = std::fs::read_to_string(&log).unwrap();
     assert!(said.starts_with("bound"), "{said}{err}\n{log_text}");
     assert!(
         said.contains("no-token"),
