@@ -457,8 +457,22 @@ fn another_member_cannot_use_the_victims_dashboard_forward() {
 /// requests came and whether any carried a token.
 fn squatter(port: u16, secs: u32) -> String {
     format!(
-        r#"import socket, time
-s = socket.socket()
+        "import os, socket, sys, time\n{}",
+        hold_port(port, secs, None, false)
+    )
+}
+
+/// The Python lines that bind 127.0.0.1:`port`, print `bound`, answer every request for
+/// `secs` seconds or until `stop` exists (with 401 when `challenge` and the request carries no
+/// token, as Ray's dashboard does; else with 200), then print how many requests came and
+/// whether any carried a token.
+fn hold_port(port: u16, secs: u32, stop: Option<&Path>, challenge: bool) -> String {
+    let stopped = stop.map_or("False".to_owned(), |p| {
+        format!("os.path.exists(\"{}\")", p.display())
+    });
+    let challenge = if challenge { "True" } else { "False" };
+    format!(
+        r#"s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", {port}))
 s.listen(16)
@@ -466,19 +480,23 @@ s.settimeout(0.5)
 print("bound", flush=True)
 got = []
 end = time.time() + {secs}
-while time.time() < end:
+while time.time() < end and not {stopped}:
     try:
         c, _ = s.accept()
     except socket.timeout:
         continue
     c.settimeout(2)
     try:
-        got.append(c.recv(65536))
-        c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n[]")
+        req = c.recv(65536)
+        got.append(req)
+        if {challenge} and b"uthorization" not in req:
+            c.sendall(b"HTTP/1.0 401 Unauthorized\r\n\r\n")
+        else:
+            c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n[]")
     except OSError:
         pass
     c.close()
-print(len(got), "token" if any(b"Bearer" in g or b"uthorization" in g for g in got) else "no-token")
+print(len(got), "token" if any(b"Bearer" in g or b"uthorization" in g for g in got) else "no-token", flush=True)
 "#
     )
 }
@@ -602,34 +620,8 @@ while not ray_holds_base():
         print("no-ray", flush=True)
         sys.exit(1)
     time.sleep(0.005)
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", {port}))
-s.listen(16)
-s.settimeout(0.5)
-print("bound", flush=True)
-got = []
-end = time.time() + 240
-while not os.path.exists("{stop}") and time.time() < end:
-    try:
-        c, _ = s.accept()
-    except socket.timeout:
-        continue
-    c.settimeout(2)
-    try:
-        req = c.recv(65536)
-        got.append(req)
-        if b"uthorization" in req:
-            c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{{}}")
-        else:
-            c.sendall(b"HTTP/1.0 401 Unauthorized\r\n\r\n")
-    except OSError:
-        pass
-    c.close()
-print(len(got), "token" if any(b"Bearer" in g or b"uthorization" in g for g in got) else "no-token", flush=True)
-"#,
-        port = base + 1,
-        stop = stop.display(),
+{hold}"#,
+        hold = hold_port(base + 1, 240, Some(stop), true),
     )
 }
 
