@@ -45,13 +45,7 @@ impl SnapshotPlan {
             return Ok(None);
         }
         let workdir = workdir.map_or_else(|| cwd.to_owned(), |w| cwd.join(w));
-        if !workdir.is_dir() {
-            return Err(UsageError::new(format!(
-                "--workdir {} is not a directory",
-                show(&workdir.display().to_string())
-            ))
-            .hint("give the directory the run should get a copy of (by default the current one)"));
-        }
+        ensure_workdir(&workdir)?;
         Ok(Some(Self {
             workdir: Some(workdir),
             max_size: Self::max_size(max_size)?,
@@ -64,6 +58,18 @@ impl SnapshotPlan {
             validate::memory_bytes("--snapshot-max-size", size)
         })
     }
+}
+
+/// `dir` is a directory to take a snapshot of: a usage error naming `--workdir` otherwise.
+fn ensure_workdir(dir: &Path) -> Result<(), UsageError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    Err(UsageError::new(format!(
+        "--workdir {} is not a directory",
+        show(&dir.display().to_string())
+    ))
+    .hint("give the directory the run should get a copy of (by default the current one)"))
 }
 
 /// What the run's record says of its snapshot.
@@ -108,15 +114,7 @@ impl Listing {
                 dirty: None,
             });
         };
-        if !dir.is_dir() {
-            return Err(UsageError::new(format!(
-                "--workdir {} is not a directory",
-                show(&dir.display().to_string())
-            ))
-            .hint(
-                "give the directory whose files the run should get (by default the current one)",
-            ));
-        }
+        ensure_workdir(dir)?;
         let git = git_files(dir);
         let (files, commit, dirty) = match git {
             Some(files) => (files, git_commit(dir), git_dirty(dir)),
