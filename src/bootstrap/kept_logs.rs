@@ -141,7 +141,7 @@ impl Source {
 }
 
 /// The `logs` directory of the Ray session below a temp root, if Ray got that far.
-fn session_logs(temp: &Path) -> Option<PathBuf> {
+pub(crate) fn session_logs(temp: &Path) -> Option<PathBuf> {
     std::fs::read_dir(temp)
         .ok()?
         .filter_map(Result::ok)

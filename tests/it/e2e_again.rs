@@ -77,7 +77,20 @@ fn a_run_launched_again_is_a_second_recorded_run_and_both_logs_stay() {
     let state = lab.workdir("e2e-again-state");
     let (first_job, first_log) = first_launch(lab, &dir, &state);
     wait_all_ended(&dir, &state);
-    let first_text = std::fs::read(&first_log).unwrap();
+    // The final state is written before the bootstrap's last line (`done: ...`): the log is
+    // whole once that line is in it.
+    let whole = Instant::now();
+    let first_text = loop {
+        let text = std::fs::read(&first_log).unwrap();
+        if String::from_utf8_lossy(&text).contains("] done: ") {
+            break text;
+        }
+        assert!(
+            whole.elapsed() < PATIENCE,
+            "the first log never got its last line"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
 
     // Again, followed to its end: the same command in a job of its own.
     let out = run_in(&dir, &state, &["launch", "--again", &first_job, "--follow"]);

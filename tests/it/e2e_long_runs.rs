@@ -409,3 +409,63 @@ fn two_runs_after_one_run_never_use_its_directory_at_once() {
         assert_clean(job);
     }
 }
+
+/// Slurm's warning drains Ray's worker nodes with the deadline (`examples/drain_notice.py` keeps
+/// an actor busy on each node and asks Ray which nodes are draining once it is warned): the
+/// worker is listed with about the command's grace left (the stop grace less 5 s), the head is
+/// not, a task placed then runs on the head, and the worker, let go, is ended by Ray.
+#[test]
+fn the_time_limit_warning_drains_the_worker_nodes_in_ray_with_the_deadline() {
+    let Some((lab, _turn)) =
+        lab("the_time_limit_warning_drains_the_worker_nodes_in_ray_with_the_deadline")
+    else {
+        return;
+    };
+    let dir = lab.workdir("drain");
+    copy_example(&dir, "drain_notice.py");
+    let job = launch_in(
+        lab,
+        &dir,
+        "drain",
+        &[
+            "-n",
+            "2",
+            "--time",
+            "10",
+            "--stop-grace",
+            "45",
+            "--signal",
+            "USR1",
+            "--command",
+            "python drain_notice.py",
+        ],
+    );
+    job.wait_for_log("waiting for the allocation's end", Duration::from_secs(300));
+    job.warn_time_limit();
+    let info = job.wait(Duration::from_secs(120));
+    let log = job.log_text();
+    let head = lab.ip_of(&info["BatchHost"]);
+    let draining: Vec<(&str, u32)> = log
+        .lines()
+        .filter_map(|l| l.split("draining: ").nth(1)?.split_once(", "))
+        .filter_map(|(ip, rest)| Some((ip, rest.split(' ').next()?.parse().ok()?)))
+        .collect();
+    let [(worker, left)] = draining[..] else {
+        panic!("not one node draining: {draining:?}\n{log}");
+    };
+    assert!(
+        worker != head && lab.node_ips.iter().any(|ip| ip == worker),
+        "{log}"
+    );
+    assert!((25..=40).contains(&left), "{left} s left:\n{log}");
+    assert!(
+        log.contains(&format!("Ray drain: drained {worker}")),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("a task placed now runs on {head}")),
+        "{log}"
+    );
+    assert_eq!(job.state()["ending"], "time-limit", "{}", job.state());
+    assert_clean(&job);
+}

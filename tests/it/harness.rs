@@ -299,7 +299,8 @@ fn cluster_script() -> PathBuf {
 /// A test's turn on the cluster: shared with other tests, or the crash partition for a test
 /// that kills a node (one such test at a time). Held until the test ends; then, when
 /// `RAYSLURM_TEST_TIMES` names a file, one line is added to it: the test's name, its kind of
-/// turn, the seconds it waited for the turn and the seconds it held it (see docs/testing.md).
+/// turn, the seconds it waited for the turn and the seconds it held it, and when it got it
+/// (seconds after the first test asked for a turn; see docs/testing.md).
 pub struct Turn {
     crash: Option<MutexGuard<'static, ()>>,
     test: String,
@@ -313,7 +314,7 @@ impl Drop for Turn {
             return;
         };
         let line = format!(
-            "{}\t{}\twaited {:.1}\tran {:.1}\n",
+            "{}\t{}\twaited {:.1}\tran {:.1}\tat {:.1}\n",
             self.test,
             if self.crash.is_some() {
                 "crash"
@@ -322,6 +323,7 @@ impl Drop for Turn {
             },
             (self.given - self.asked).as_secs_f64(),
             self.given.elapsed().as_secs_f64(),
+            (self.given - *FIRST_ASKED.get_or_init(Instant::now)).as_secs_f64(),
         );
         let appended = std::fs::OpenOptions::new()
             .create(true)
@@ -361,7 +363,11 @@ pub fn lab_crash(test: &str) -> Option<(&'static Lab, Turn)> {
     Some((lab, turn(test, Some(guard), asked)))
 }
 
+/// When the first test asked for a turn.
+static FIRST_ASKED: OnceLock<Instant> = OnceLock::new();
+
 fn turn(test: &str, crash: Option<MutexGuard<'static, ()>>, asked: Instant) -> Turn {
+    FIRST_ASKED.get_or_init(|| asked);
     Turn {
         crash,
         test: test.to_owned(),

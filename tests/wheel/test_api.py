@@ -276,7 +276,8 @@ class DashboardWithAFake(FakeBinary):
             f'printf "%s\\n" "$@" > {self.argv_log}\n'
             f"trap 'touch {flag}; exit 0' INT\n"
             "echo http://localhost:8265\n"
-            "while :; do sleep 0.1; done",
+            # `wait` (not a foreground sleep) lets the trap run as soon as SIGINT comes.
+            "while :; do sleep 1 & wait $!; done",
         )
         with rayslurm.dashboard(Cluster("lab", "1"), port=8265) as board:
             self.assertEqual(board.url, "http://localhost:8265")

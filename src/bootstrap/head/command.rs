@@ -9,6 +9,7 @@ use nix::sys::signal::Signal;
 
 use super::auth_check::Verdict;
 use super::cluster::Head;
+use super::drain::{self, Deadline};
 use super::outcome::Outcome;
 use super::srun_workers::WorkerStep;
 use crate::bootstrap::allocation::Allocation;
@@ -125,6 +126,8 @@ struct Watch {
     preempted: bool,
     /// Why Ray was found not to enforce the token, if it was.
     not_enforced: Option<String>,
+    /// Ray was told that its worker nodes go away (see [`drain`]).
+    drained: bool,
 }
 
 impl Watch {
@@ -188,6 +191,7 @@ impl Head<'_> {
             killed: false,
             preempted: false,
             not_enforced: None,
+            drained: false,
         };
         let status = loop {
             match command.try_wait() {
@@ -247,7 +251,33 @@ impl Head<'_> {
                     );
                     watch.grace = watch.grace.min(PREEMPTED_GRACE);
                 }
+                let why = if watch.preempted {
+                    Some(Deadline::Preemption)
+                } else {
+                    (signal == signals::TIME_WARNING).then_some(Deadline::TimeLimit)
+                };
+                if let Some(why) = why {
+                    self.drain(why, watch.grace, &mut watch.drained);
+                }
             }
+        }
+    }
+
+    /// Tells Ray that its worker nodes go away after `within` (once an attempt; without Ray,
+    /// nothing to tell).
+    pub(super) fn drain(&self, why: Deadline, within: Duration, drained: &mut bool) {
+        if let Some(ray) = &self.ray
+            && !*drained
+        {
+            *drained = true;
+            drain::start(
+                ray,
+                &self.started.mark,
+                self.node(),
+                why,
+                &self.alloc.job_id,
+                within,
+            );
         }
     }
 

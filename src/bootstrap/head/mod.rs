@@ -8,6 +8,7 @@
 mod auth_check;
 mod cluster;
 mod command;
+mod drain;
 mod lease;
 mod outcome;
 mod per_node;

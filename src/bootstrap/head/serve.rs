@@ -13,6 +13,7 @@ use nix::sys::signal::Signal;
 
 use super::cluster::Head;
 use super::command::check_nodes;
+use super::drain::Deadline;
 use super::outcome::Outcome;
 use crate::bootstrap::node::{TICK, say};
 use crate::bootstrap::signals;
@@ -110,6 +111,9 @@ impl Head<'_> {
         };
         loop {
             if let Some(signal) = signals::take().into_iter().find(|s| signals::stops(*s)) {
+                if signal == signals::TIME_WARNING {
+                    self.drain(Deadline::TimeLimit, c.command_grace(), &mut false);
+                }
                 return stopped(&api, signal, c.command_grace());
             }
             if let Some(why) = check_nodes(

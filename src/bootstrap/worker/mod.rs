@@ -1,5 +1,9 @@
 //! A worker node: starts Ray pointing at the head, says when the node has joined, then keeps
-//! watch until the head's step is stopped (SIGTERM from srun) or Ray dies under it.
+//! watch until the head's step is stopped (SIGTERM from srun) or Ray dies under it. A raylet
+//! that Ray ended because the node was drained ([`drained`]) is no failure: the node waits for
+//! the run's end.
+
+mod drained;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -188,13 +192,24 @@ fn watch_stdin() -> HeadSays {
 /// Waits until the head says stop or a stop signal comes, watching that Ray stays alive.
 fn watch(args: &BootstrapArgs, node: &str, run: &RunMark, told_to_stop: &AtomicBool) -> i32 {
     let mut last_check = Instant::now();
+    let mut watching = !args.cluster.no_ray;
     loop {
         if told_to_stop.load(Ordering::SeqCst) || signals::take().into_iter().any(signals::stops) {
             return 0;
         }
-        if !args.cluster.no_ray && last_check.elapsed() >= LIVENESS_EVERY {
+        if watching && last_check.elapsed() >= LIVENESS_EVERY {
             last_check = Instant::now();
             if !marked::alive_named(run, "raylet") {
+                if let Some(reason) = run.temp_root.as_deref().and_then(drained::reason) {
+                    say(
+                        node,
+                        format!(
+                            "Ray drained node {node} ({reason}) and ended its raylet; the node waits for the run's end"
+                        ),
+                    );
+                    watching = false;
+                    continue;
+                }
                 say(
                     node,
                     format!("error: Ray's raylet on node {node} stopped unexpectedly"),

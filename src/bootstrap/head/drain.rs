@@ -1,0 +1,130 @@
+//! Draining Ray before a deadline: when Slurm warns of the time limit or is preempting the
+//! job, the head tells Ray, through its drain API (`drain.py`, one Python process), that the
+//! run's worker nodes go away when the grace is over. Ray then places nothing new on them,
+//! and programs that watch for drained nodes (Ray Train, Tune, a user's own actor) have that
+//! long to checkpoint. The head's own node is not drained: Ray ends a drained raylet as soon
+//! as it is idle, and the command's driver (or each Jobs API job's) is attached to it.
+//!
+//! The drain runs beside the head's loop and never delays the command's signal or its stop;
+//! the process carries the run's mark, so the teardown stops it if Ray does not answer.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use super::cluster::RayHead;
+use crate::bootstrap::node::say;
+use crate::handoff::job_env;
+use crate::sys::process::{Cmd, describe_status};
+
+/// The script: GCS address, seconds until the deadline, and the reason's message.
+const DRAIN_PY: &str = include_str!("drain.py");
+
+/// Why the nodes go away, as Ray is told it.
+pub(super) enum Deadline {
+    /// Slurm's warning of the time limit.
+    TimeLimit,
+    /// Slurm is requeuing the job (preemption or `scontrol requeue`).
+    Preemption,
+}
+
+/// The Python that runs `ray`: the interpreter its script names (`#!...python`), which has Ray;
+/// `python3` when that cannot be read.
+fn ray_python() -> PathBuf {
+    let named = which::which("ray")
+        .ok()
+        .and_then(|ray| std::fs::read(ray).ok())
+        .and_then(|bytes| {
+            let first = bytes.split(|b| *b == b'\n').next()?.to_vec();
+            let line = String::from_utf8(first).ok()?;
+            let program = line
+                .strip_prefix("#!")?
+                .split_whitespace()
+                .next()?
+                .to_owned();
+            program.contains("python").then(|| PathBuf::from(program))
+        });
+    named.unwrap_or_else(|| PathBuf::from("python3"))
+}
+
+/// Starts the drain of every worker node of the head's Ray, `within` from now; its lines go to
+/// the log as they come.
+pub(super) fn start(
+    ray: &RayHead,
+    mark: &str,
+    node: &str,
+    why: Deadline,
+    job_id: &str,
+    within: Duration,
+) {
+    let seconds = within.as_secs();
+    let message = match why {
+        Deadline::TimeLimit => {
+            format!("Slurm's time limit of job {job_id} ends this node in {seconds} s")
+        }
+        Deadline::Preemption => {
+            format!("Slurm is preempting job {job_id}: this node goes away in {seconds} s")
+        }
+    };
+    let mut cmd = Cmd::new(ray_python())
+        .args(["-c", DRAIN_PY, &ray.address, &seconds.to_string(), &message])
+        .env(job_env::RUN_MARK, mark);
+    for (k, v) in ray.auth.env() {
+        cmd = cmd.env(k, v);
+    }
+    let spawned = cmd
+        .command()
+        .env_remove(job_env::RAY_AUTH_TOKEN)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            say(
+                node,
+                format!(
+                    "warning: cannot tell Ray to drain its nodes: {}",
+                    cmd.spawn_error(e)
+                ),
+            );
+            return;
+        }
+    };
+    say(
+        node,
+        format!("telling Ray that the worker nodes go away in {seconds} s (Ray's drain API)"),
+    );
+    let node = node.to_owned();
+    std::thread::spawn(move || {
+        if let Some(out) = child.stdout.take() {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                say(&node, format!("Ray drain: {line}"));
+            }
+        }
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        match child.wait() {
+            Ok(status) if status.success() => {}
+            Ok(status) => {
+                let last = err
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("");
+                say(
+                    &node,
+                    format!(
+                        "warning: Ray's drain API failed ({}): {last}",
+                        describe_status(status)
+                    ),
+                );
+            }
+            Err(e) => say(&node, format!("warning: cannot wait for Ray's drain: {e}")),
+        }
+    });
+}
