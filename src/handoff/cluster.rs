@@ -19,6 +19,11 @@ pub(crate) const DEFAULT_STOP_GRACE: u32 = 60;
 /// Seconds of the stop grace the bootstrap keeps for itself after the command is killed:
 /// stopping Ray on every node and keeping its logs takes about a second, so this is ample.
 pub(crate) const TEARDOWN_MARGIN: u32 = 5;
+/// `--worker-idle-timeout` of an elastic cluster when nothing sets it: a worker job whose node
+/// ran nothing this long is given back.
+pub(crate) const DEFAULT_WORKER_IDLE_TIMEOUT: u32 = 300;
+/// `--max-pending-workers` when nothing sets it: worker jobs waiting in Slurm's queue at once.
+pub(crate) const DEFAULT_MAX_PENDING_WORKERS: u32 = 2;
 /// `--max-requeues` when neither the command line nor a config file sets it.
 pub(crate) const DEFAULT_MAX_REQUEUES: u32 = 3;
 /// How long the command gets after SIGTERM when no grace is set (`--stop-grace 0`): the signal
@@ -116,6 +121,18 @@ pub(crate) struct ClusterOptions {
     /// With `requeue`: at most this many times (counted by Slurm's restart count).
     #[arg(long, default_value_t = DEFAULT_MAX_REQUEUES)]
     pub(crate) max_requeues: u32,
+    /// With `serve`: grow with worker jobs up to this many nodes in all (an elastic cluster).
+    #[arg(long)]
+    pub(crate) max_nodes: Option<u32>,
+    /// Seconds a worker job's node may run nothing before it is given back.
+    #[arg(long, default_value_t = DEFAULT_WORKER_IDLE_TIMEOUT)]
+    pub(crate) worker_idle_timeout: u32,
+    /// Worker jobs waiting in Slurm's queue at once, at most.
+    #[arg(long, default_value_t = DEFAULT_MAX_PENDING_WORKERS)]
+    pub(crate) max_pending_workers: u32,
+    /// Replace a worker job that ended early (node failure, preemption) even without demand.
+    #[arg(long)]
+    pub(crate) replace_failed: bool,
 }
 
 impl Default for ClusterOptions {
@@ -142,6 +159,10 @@ impl Default for ClusterOptions {
             signal: SignalName::default(),
             requeue: false,
             max_requeues: DEFAULT_MAX_REQUEUES,
+            max_nodes: None,
+            worker_idle_timeout: DEFAULT_WORKER_IDLE_TIMEOUT,
+            max_pending_workers: DEFAULT_MAX_PENDING_WORKERS,
+            replace_failed: false,
         }
     }
 }
@@ -193,6 +214,10 @@ impl ClusterOptions {
             signal,
             requeue,
             max_requeues,
+            max_nodes,
+            worker_idle_timeout,
+            max_pending_workers,
+            replace_failed,
         } = self;
         let mut flags = Vec::new();
         for (set, flag) in [
@@ -213,6 +238,9 @@ impl ClusterOptions {
         }
         if *requeue {
             flags.push(("--requeue", None));
+        }
+        if *replace_failed {
+            flags.push(("--replace-failed", None));
         }
         let optional = [
             ("--setup", setup.clone()),
@@ -238,6 +266,17 @@ impl ClusterOptions {
             (
                 "--max-requeues",
                 Some(max_requeues.to_string()).filter(|_| *max_requeues != DEFAULT_MAX_REQUEUES),
+            ),
+            ("--max-nodes", max_nodes.map(|n| n.to_string())),
+            (
+                "--worker-idle-timeout",
+                Some(worker_idle_timeout.to_string())
+                    .filter(|_| *worker_idle_timeout != DEFAULT_WORKER_IDLE_TIMEOUT),
+            ),
+            (
+                "--max-pending-workers",
+                Some(max_pending_workers.to_string())
+                    .filter(|_| *max_pending_workers != DEFAULT_MAX_PENDING_WORKERS),
             ),
         ];
         flags.extend(
@@ -336,6 +375,10 @@ mod tests {
             signal: SignalName(nix::sys::signal::Signal::SIGUSR1),
             requeue: true,
             max_requeues: 5,
+            max_nodes: Some(8),
+            worker_idle_timeout: 60,
+            max_pending_workers: 1,
+            replace_failed: true,
         }
     }
 

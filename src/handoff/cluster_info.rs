@@ -43,6 +43,10 @@ pub(crate) struct ClusterInfo {
     /// the new head writes its own.
     #[serde(default)]
     pub(crate) attempt: u32,
+    /// `IP:port` of the head's GCS, which an elastic cluster's worker jobs join (absent from
+    /// files of older versions).
+    #[serde(default)]
+    pub(crate) gcs_address: Option<String>,
 }
 
 fn answering() -> bool {
@@ -117,6 +121,7 @@ mod tests {
             rayslurm_bin: "/shared/.rayslurm/bin/rayslurm-x".into(),
             idle_timeout: Some(1800),
             attempt: 1,
+            gcs_address: Some("[fd00::1]:12000".into()),
         };
         info.write(dir.path()).unwrap();
         assert_eq!(ClusterInfo::read(dir.path()).unwrap(), Some(info.clone()));

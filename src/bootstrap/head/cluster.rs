@@ -79,6 +79,7 @@ impl Head<'_> {
             rayslurm_bin: std::env::current_exe().unwrap_or_default(),
             idle_timeout: self.args.cluster.idle_timeout,
             attempt: self.alloc.restart_count,
+            gcs_address: Some(ray.address.clone()),
         }
     }
 

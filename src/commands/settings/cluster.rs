@@ -3,8 +3,8 @@
 use crate::cli::ClusterArgs;
 use crate::error::{UsageError, show};
 use crate::handoff::cluster::{
-    ClusterOptions, DEFAULT_MAX_REQUEUES, DEFAULT_READY_TIMEOUT, DEFAULT_STOP_GRACE, IpFamily,
-    parse_ray_args,
+    ClusterOptions, DEFAULT_MAX_PENDING_WORKERS, DEFAULT_MAX_REQUEUES, DEFAULT_READY_TIMEOUT,
+    DEFAULT_STOP_GRACE, DEFAULT_WORKER_IDLE_TIMEOUT, IpFamily, parse_ray_args,
 };
 use crate::handoff::signal_name::SignalName;
 use crate::launch::config::{Sources, layered};
@@ -84,6 +84,11 @@ pub(super) fn resolve(
         signal: SignalName::default(),
         requeue: false,
         max_requeues: DEFAULT_MAX_REQUEUES,
+        // `up`'s own (see `UpSettings::resolve`); a run of `launch` never grows.
+        max_nodes: None,
+        worker_idle_timeout: DEFAULT_WORKER_IDLE_TIMEOUT,
+        max_pending_workers: DEFAULT_MAX_PENDING_WORKERS,
+        replace_failed: false,
     })
 }
 

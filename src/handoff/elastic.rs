@@ -1,0 +1,234 @@
+//! An elastic cluster (`up --max-nodes N`): the head grows it with worker jobs (Slurm jobs of
+//! their own that join its Ray) and gives them back when idle. What the two sides exchange,
+//! all in the run's private directory: the worker jobs the head has now ([`WorkerJobs`], in
+//! `workers.json`, read by `status` and by the head's watchdog), what `rayslurm scale` asks for
+//! ([`ScaleRequest`], in `scale-request`), and where each worker job says its node joined.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::run_files::NotPrivate;
+use crate::sys::staged_file::Staged;
+
+const WORKERS_FILE: &str = "workers.json";
+
+/// In the run's private directory: what `rayslurm scale` asks the head, one line.
+pub(crate) const SCALE_REQUEST: &str = "scale-request";
+
+/// The variable the head sets on a worker job it submits (its own job id and attempt,
+/// `JOB.RESTART`): the run's script then starts a worker of that attempt, not a head.
+pub(crate) const ELASTIC_WORKER: &str = "RAYSLURM_ELASTIC_WORKER";
+
+/// Where worker job `job_id` writes its log and, once its node joined, its IP.
+pub(crate) fn worker_dir(run_dir: &Path) -> PathBuf {
+    run_dir.join("workers")
+}
+
+/// The options a worker job is submitted with, before the run's own script (whose `#SBATCH`
+/// lines they override, so that it has the head's partition, account, resources and
+/// environment): one node, a name and a log of its own, never requeued, and the variable that
+/// makes the script start a worker of attempt `head` (`JOB.RESTART`). `up` submits the same
+/// with `--test-only` to check them before the cluster starts.
+pub(crate) fn worker_sbatch_args(exp_name: &str, run_dir: &Path, head: &str) -> Vec<String> {
+    vec![
+        format!("--job-name={exp_name}-worker"),
+        "--nodes=1".to_owned(),
+        format!("--output={}/%j.log", worker_dir(run_dir).display()),
+        "--open-mode=append".to_owned(),
+        "--no-requeue".to_owned(),
+        format!("--export=ALL,{ELASTIC_WORKER}={head}"),
+    ]
+}
+
+/// What `rayslurm scale` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ScaleRequest {
+    /// `+N`: N more worker jobs now.
+    Add(u32),
+    /// `-N`: N worker jobs fewer now (pending ones first, then the idlest).
+    Remove(u32),
+    /// `=N`: N nodes in all, the head's own allocation included.
+    To(u32),
+}
+
+impl ScaleRequest {
+    /// `+2`, `-1` or `=4`.
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        let number = |rest: &str| {
+            rest.parse::<u32>().map_err(|_| {
+                format!("`{text}` is not a change of size: write +N (add), -N (remove) or =N (in all), e.g. +2")
+            })
+        };
+        match text.split_at_checked(1) {
+            Some(("+", rest)) => number(rest).map(Self::Add),
+            Some(("-", rest)) => number(rest).map(Self::Remove),
+            Some(("=", rest)) => number(rest).map(Self::To),
+            _ => Err(format!(
+                "`{text}` is not a change of size: write +N (add), -N (remove) or =N (in all), e.g. +2"
+            )),
+        }
+    }
+
+    /// Leaves the request for the head (a private file, replaced whole).
+    pub(crate) fn write(&self, run_dir: &Path) -> Result<()> {
+        let mut file = Staged::new(run_dir, "scale", 0o600)?;
+        file.write_all(format!("{self}\n").as_bytes())?;
+        file.replace(&run_dir.join(SCALE_REQUEST))
+    }
+
+    /// Takes the request left for the head, if any: it is read once and removed. One that is
+    /// not the user's own private file is removed unread.
+    pub(crate) fn take(run_dir: &Path) -> Option<Result<Self, String>> {
+        let path = run_dir.join(SCALE_REQUEST);
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        let text = if NotPrivate::of(&meta).is_none() {
+            std::fs::read_to_string(&path).ok()
+        } else {
+            None
+        };
+        let _ = std::fs::remove_file(&path);
+        Some(
+            text.ok_or_else(|| format!("`{}` is not your private file", path.display()))
+                .and_then(|t| Self::parse(&t)),
+        )
+    }
+}
+
+impl fmt::Display for ScaleRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Add(n) => write!(f, "+{n}"),
+            Self::Remove(n) => write!(f, "-{n}"),
+            Self::To(n) => write!(f, "={n}"),
+        }
+    }
+}
+
+/// The worker jobs of an elastic cluster, as its head last saw them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct WorkerJobs {
+    /// The head's job and attempt these belong to.
+    pub(crate) head_job: String,
+    pub(crate) attempt: u32,
+    /// Nodes in all at most (`--max-nodes`), the head's allocation included.
+    pub(crate) max_nodes: u32,
+    /// Nodes of the head's own allocation.
+    pub(crate) head_nodes: u32,
+    pub(crate) jobs: Vec<WorkerJob>,
+    /// Why growing is paused (after repeated failures), if it is.
+    pub(crate) paused: Option<String>,
+    /// When the head wrote this (RFC 3339).
+    pub(crate) updated_at: String,
+}
+
+/// One worker job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct WorkerJob {
+    pub(crate) job_id: String,
+    /// `PENDING` (in Slurm's queue), `STARTING` (running, its Ray not yet joined), `RUNNING`
+    /// (joined), or `STOPPING` (given back).
+    pub(crate) state: String,
+    /// Its node, once Slurm placed it.
+    pub(crate) node: Option<String>,
+    /// Since when it is in that state (RFC 3339).
+    pub(crate) since: String,
+    /// Seconds its Ray node has run nothing, once joined (Ray's own count).
+    pub(crate) idle_s: Option<u64>,
+}
+
+impl WorkerJobs {
+    pub(crate) fn path(run_dir: &Path) -> PathBuf {
+        run_dir.join(WORKERS_FILE)
+    }
+
+    pub(crate) fn write(&self, run_dir: &Path) -> Result<()> {
+        let mut file = Staged::new(run_dir, "workers", 0o600)?;
+        file.write_json(self)?;
+        file.replace(&Self::path(run_dir))
+    }
+
+    /// The worker jobs, if the cluster is elastic and its head wrote them; a file that is
+    /// not the user's own private file is not read.
+    pub(crate) fn read(run_dir: &Path) -> Result<Option<Self>> {
+        let path = Self::path(run_dir);
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            return Ok(None);
+        };
+        if NotPrivate::of(&meta).is_some() {
+            anyhow::bail!("`{}` is not your private file: not read", path.display());
+        }
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read `{}`", path.display()))?;
+        serde_json::from_str(&text)
+            .map(Some)
+            .with_context(|| format!("cannot read `{}`", path.display()))
+    }
+
+    /// The ids of the jobs not yet ended, for `scancel`.
+    pub(crate) fn live_ids(&self) -> Vec<String> {
+        self.jobs.iter().map(|j| j.job_id.clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scale_request_is_a_sign_and_a_count() {
+        assert_eq!(ScaleRequest::parse("+2"), Ok(ScaleRequest::Add(2)));
+        assert_eq!(ScaleRequest::parse("-1\n"), Ok(ScaleRequest::Remove(1)));
+        assert_eq!(ScaleRequest::parse("=4"), Ok(ScaleRequest::To(4)));
+        for bad in ["2", "+", "+x", "*3", "", "+-1"] {
+            let err = ScaleRequest::parse(bad).unwrap_err();
+            assert!(err.contains("+N (add), -N (remove) or =N"), "{bad}: {err}");
+        }
+        assert_eq!(ScaleRequest::To(4).to_string(), "=4");
+    }
+
+    #[test]
+    fn a_request_is_taken_once_and_a_foreign_one_is_dropped() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(ScaleRequest::take(dir.path()), None);
+        ScaleRequest::Add(3).write(dir.path()).unwrap();
+        assert_eq!(
+            ScaleRequest::take(dir.path()),
+            Some(Ok(ScaleRequest::Add(3)))
+        );
+        assert_eq!(ScaleRequest::take(dir.path()), None);
+        let path = dir.path().join(SCALE_REQUEST);
+        std::fs::write(&path, "+9\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(matches!(ScaleRequest::take(dir.path()), Some(Err(_))));
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn worker_jobs_written_then_read() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(WorkerJobs::read(dir.path()).unwrap(), None);
+        let jobs = WorkerJobs {
+            head_job: "7".into(),
+            attempt: 0,
+            max_nodes: 3,
+            head_nodes: 1,
+            jobs: vec![WorkerJob {
+                job_id: "9".into(),
+                state: "RUNNING".into(),
+                node: Some("node2".into()),
+                since: "2026-11-25T19:00:00+00:00".into(),
+                idle_s: Some(12),
+            }],
+            paused: None,
+            updated_at: "2026-11-25T19:00:10+00:00".into(),
+        };
+        jobs.write(dir.path()).unwrap();
+        assert_eq!(WorkerJobs::read(dir.path()).unwrap(), Some(jobs.clone()));
+        assert_eq!(jobs.live_ids(), ["9"]);
+    }
+}
