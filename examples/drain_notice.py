@@ -27,6 +27,9 @@ signal.signal(signal.SIGTERM, lambda *_: warned.append(time.time()))
 
 @ray.remote(num_cpus=1)
 class Busy:
+    def node(self):
+        return ray.util.get_node_ip_address()
+
     def work(self):
         while True:
             time.sleep(0.5)
@@ -43,8 +46,10 @@ busy = [
     Busy.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote()
     for n in nodes
 ]
+# Each actor has started on its node before the program says it is waiting.
+busy_on = ray.get([b.node.remote() for b in busy])
 steps = [b.work.remote() for b in busy]
-print(f"busy on {len(nodes)} nodes; waiting for the allocation's end", flush=True)
+print(f"busy on {len(set(busy_on))} nodes; waiting for the allocation's end", flush=True)
 while not warned:
     time.sleep(0.2)
 

@@ -40,7 +40,8 @@ use anyhow::Result;
 use crate::bootstrap::allocation::Allocation;
 use crate::handoff::bootstrap_args::BootstrapArgs;
 
-/// Runs this node's role: the head's watchdog, a per-node rank's task, a worker, or the head.
+/// Runs this node's role: the head's watchdog, a per-node rank's task, a worker (of the head's
+/// own allocation, or an elastic cluster's worker job), or the head.
 pub(crate) fn run(args: &BootstrapArgs) -> Result<ExitCode> {
     if let Some(list) = &args.trust_unverified_owner {
         crate::sys::private_tree::accept_owners(
@@ -57,6 +58,9 @@ pub(crate) fn run(args: &BootstrapArgs) -> Result<ExitCode> {
         rank::run(args, &alloc, &env)
     } else if args.worker {
         worker::run(args, &alloc, &env)
+    } else if let Some(head) = env.get(crate::handoff::elastic::ELASTIC_WORKER) {
+        // The run's script, submitted by an elastic cluster's head as a worker job.
+        worker::run_elastic(args, &alloc, head)
     } else {
         head::run(args, &alloc)
     };

@@ -214,10 +214,11 @@ impl ClusterOptions {
             signal,
             requeue,
             max_requeues,
-            max_nodes,
-            worker_idle_timeout,
-            max_pending_workers,
-            replace_failed,
+            // An elastic cluster's: see `elastic_flags`.
+            max_nodes: _,
+            worker_idle_timeout: _,
+            max_pending_workers: _,
+            replace_failed: _,
         } = self;
         let mut flags = Vec::new();
         for (set, flag) in [
@@ -238,9 +239,6 @@ impl ClusterOptions {
         }
         if *requeue {
             flags.push(("--requeue", None));
-        }
-        if *replace_failed {
-            flags.push(("--replace-failed", None));
         }
         let optional = [
             ("--setup", setup.clone()),
@@ -267,23 +265,38 @@ impl ClusterOptions {
                 "--max-requeues",
                 Some(max_requeues.to_string()).filter(|_| *max_requeues != DEFAULT_MAX_REQUEUES),
             ),
-            ("--max-nodes", max_nodes.map(|n| n.to_string())),
-            (
-                "--worker-idle-timeout",
-                Some(worker_idle_timeout.to_string())
-                    .filter(|_| *worker_idle_timeout != DEFAULT_WORKER_IDLE_TIMEOUT),
-            ),
-            (
-                "--max-pending-workers",
-                Some(max_pending_workers.to_string())
-                    .filter(|_| *max_pending_workers != DEFAULT_MAX_PENDING_WORKERS),
-            ),
         ];
         flags.extend(
             optional
                 .into_iter()
                 .filter_map(|(flag, value)| value.map(|v| (flag, Some(v)))),
         );
+        flags.extend(self.elastic_flags());
+        flags
+    }
+
+    /// An elastic cluster's flags (none for a cluster of a fixed size); the rest at their
+    /// defaults are left out.
+    fn elastic_flags(&self) -> Vec<(&'static str, Option<String>)> {
+        let Some(max_nodes) = self.max_nodes else {
+            return Vec::new();
+        };
+        let mut flags = vec![("--max-nodes", Some(max_nodes.to_string()))];
+        if self.worker_idle_timeout != DEFAULT_WORKER_IDLE_TIMEOUT {
+            flags.push((
+                "--worker-idle-timeout",
+                Some(self.worker_idle_timeout.to_string()),
+            ));
+        }
+        if self.max_pending_workers != DEFAULT_MAX_PENDING_WORKERS {
+            flags.push((
+                "--max-pending-workers",
+                Some(self.max_pending_workers.to_string()),
+            ));
+        }
+        if self.replace_failed {
+            flags.push(("--replace-failed", None));
+        }
         flags
     }
 

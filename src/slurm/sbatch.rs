@@ -26,6 +26,31 @@ pub(crate) fn sbatch(script: &Path) -> Result<JobId> {
         .ok_or_else(|| anyhow::anyhow!("`{cmd}` printed no job id: `{}`", out.trim()))
 }
 
+/// Submits `script` with `options` from inside a running job, as a job of its own: the job's
+/// `SLURM_*` variables (which sbatch would take as this job's, e.g. its partition's limits or
+/// its node list) are cleared, `SLURM_CONF` kept. The error is sbatch's own message.
+pub(crate) fn sbatch_from_job(options: &[String], script: &Path) -> Result<JobId, String> {
+    let cmd = Cmd::new("sbatch")
+        .arg("--parsable")
+        .args(options)
+        .arg(script);
+    let mut command = cmd.command();
+    for (key, _) in std::env::vars_os() {
+        let name = key.to_string_lossy();
+        if name.starts_with("SLURM_") && name != "SLURM_CONF" {
+            command.env_remove(&key);
+        }
+    }
+    let out = command
+        .output()
+        .map_err(|e| cmd.spawn_error(e).to_string())?;
+    if !out.status.success() {
+        return Err(cmd.failed(out.status, &out.stderr).to_string());
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    parse_parsable(&text).ok_or_else(|| format!("`{cmd}` printed no job id: `{}`", text.trim()))
+}
+
 /// `--parsable` prints `jobid` or `jobid;cluster`.
 pub(crate) fn parse_parsable(out: &str) -> Option<JobId> {
     let line = out.lines().map(str::trim).rfind(|l| !l.is_empty())?;

@@ -440,7 +440,10 @@ fn the_time_limit_warning_drains_the_worker_nodes_in_ray_with_the_deadline() {
             "python drain_notice.py",
         ],
     );
-    job.wait_for_log("waiting for the allocation's end", Duration::from_secs(300));
+    job.wait_for_log(
+        "busy on 2 nodes; waiting for the allocation's end",
+        Duration::from_secs(300),
+    );
     job.warn_time_limit();
     let info = job.wait(Duration::from_secs(120));
     let log = job.log_text();

@@ -9,11 +9,11 @@
 //! the process carries the run's mark, so the teardown stops it if Ray does not answer.
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
 use super::cluster::RayHead;
+use super::python::ray_python;
 use crate::bootstrap::node::say;
 use crate::handoff::job_env;
 use crate::sys::process::{Cmd, describe_status};
@@ -27,25 +27,6 @@ pub(super) enum Deadline {
     TimeLimit,
     /// Slurm is requeuing the job (preemption or `scontrol requeue`).
     Preemption,
-}
-
-/// The Python that runs `ray`: the interpreter its script names (`#!...python`), which has Ray;
-/// `python3` when that cannot be read.
-fn ray_python() -> PathBuf {
-    let named = which::which("ray")
-        .ok()
-        .and_then(|ray| std::fs::read(ray).ok())
-        .and_then(|bytes| {
-            let first = bytes.split(|b| *b == b'\n').next()?.to_vec();
-            let line = String::from_utf8(first).ok()?;
-            let program = line
-                .strip_prefix("#!")?
-                .split_whitespace()
-                .next()?
-                .to_owned();
-            program.contains("python").then(|| PathBuf::from(program))
-        });
-    named.unwrap_or_else(|| PathBuf::from("python3"))
 }
 
 /// Starts the drain of every worker node of the head's Ray, `within` from now; its lines go to

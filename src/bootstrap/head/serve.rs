@@ -14,6 +14,7 @@ use nix::sys::signal::Signal;
 use super::cluster::Head;
 use super::command::check_nodes;
 use super::drain::Deadline;
+use super::elastic::Elastic;
 use super::outcome::Outcome;
 use crate::bootstrap::node::{TICK, say};
 use crate::bootstrap::signals;
@@ -102,6 +103,10 @@ impl Head<'_> {
                     .unwrap_or_default()
             ),
         );
+        let mut elastic = match Elastic::start(self) {
+            Ok(elastic) => elastic,
+            Err(why) => return Outcome::startup_failed(why),
+        };
         let ray_mark = Some(self.started.run_mark());
         let mut last_check = Instant::now();
         let mut idle = Idle {
@@ -109,12 +114,12 @@ impl Head<'_> {
             last_asked: None,
             squatted: false,
         };
-        loop {
+        let outcome = loop {
             if let Some(signal) = signals::take().into_iter().find(|s| signals::stops(*s)) {
                 if signal == signals::TIME_WARNING {
                     self.drain(Deadline::TimeLimit, c.command_grace(), &mut false);
                 }
-                return stopped(&api, signal, c.command_grace());
+                break stopped(&api, signal, c.command_grace());
             }
             if let Some(why) = check_nodes(
                 &mut self.started.workers,
@@ -122,13 +127,20 @@ impl Head<'_> {
                 &node,
                 &mut last_check,
             ) {
-                return Outcome::of_command(1, Some(why), None);
+                break Outcome::of_command(1, Some(why), None);
             }
             if let Some(outcome) = idle.check(&api, c.idle_timeout, &node) {
-                return outcome;
+                break outcome;
+            }
+            if let Some(elastic) = &mut elastic {
+                elastic.tick(&node);
             }
             std::thread::sleep(TICK);
+        };
+        if let Some(elastic) = elastic {
+            elastic.stop(&node);
         }
+        outcome
     }
 }
 

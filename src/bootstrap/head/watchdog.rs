@@ -26,7 +26,9 @@ use crate::bootstrap::node::{RAY_STOP_GRACE, say};
 use crate::bootstrap::ray_node::TempRoot;
 use crate::bootstrap::{byte_lines, kept_logs};
 use crate::handoff::bootstrap_args::BootstrapArgs;
+use crate::handoff::elastic::WorkerJobs;
 use crate::handoff::final_state::{Attempt, Ending, FinalState};
+use crate::slurm::control;
 use crate::sys::process::Cmd;
 
 /// What the bootstrap tells its watchdog, one line each.
@@ -202,6 +204,7 @@ fn stop_the_run(args: &BootstrapArgs, alloc: &Allocation, heard: &Heard) {
         mark: args.run_mark.clone().unwrap_or_default(),
         temp_root: temp.as_ref().map(|t| t.path.clone()),
     };
+    cancel_worker_jobs(args, alloc);
     let stopped = marked::stop_all(&run, RAY_STOP_GRACE);
     if let Some(temp) = temp.filter(|t| t.path.exists()) {
         let root = kept_logs::root(args.ray_logs_dir.as_deref(), args.state_file.as_deref());
@@ -215,6 +218,32 @@ fn stop_the_run(args: &BootstrapArgs, alloc: &Allocation, heard: &Heard) {
             t0.elapsed().as_secs_f64()
         ),
     );
+}
+
+/// An elastic cluster's worker jobs (`workers.json`) end with the head that submitted them.
+fn cancel_worker_jobs(args: &BootstrapArgs, alloc: &Allocation) {
+    let Some(jobs) = args
+        .run_dir
+        .as_deref()
+        .and_then(|dir| WorkerJobs::read(dir).ok().flatten())
+        .filter(|w| w.head_job == alloc.job_id && w.attempt == alloc.restart_count)
+    else {
+        return;
+    };
+    let ids = jobs.live_ids();
+    if ids.is_empty() {
+        return;
+    }
+    say(
+        &alloc.node,
+        format!(
+            "the watchdog cancels the cluster's worker jobs: {}",
+            ids.join(" ")
+        ),
+    );
+    if let Err(e) = control::cancel(&ids) {
+        say(&alloc.node, format!("warning: {e}"));
+    }
 }
 
 #[cfg(test)]

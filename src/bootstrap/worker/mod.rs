@@ -4,6 +4,9 @@
 //! the run's end.
 
 mod drained;
+mod elastic;
+
+pub(super) use elastic::run as run_elastic;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -54,7 +57,8 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
         }
         made => made.and_then(Result::ok),
     };
-    let started = start(args, alloc, rank, &mark, told_to_stop, &mut temp);
+    let auth = RayAuth::of_worker(args, alloc);
+    let started = start(args, alloc, rank, &mark, &auth, told_to_stop, &mut temp);
     let run = RunMark {
         mark,
         temp_root: temp.as_ref().map(|t: &TempRoot| t.path.clone()),
@@ -96,6 +100,7 @@ fn start(
     alloc: &Allocation,
     rank: u32,
     mark: &str,
+    auth: &RayAuth,
     told_to_stop: &AtomicBool,
     temp_slot: &mut Option<TempRoot>,
 ) -> Result<(), String> {
@@ -133,8 +138,7 @@ fn start(
             .head_address
             .as_deref()
             .ok_or("no --head-address was given to the worker")?;
-        let auth = RayAuth::of_worker(args, alloc);
-        let (mut start, _) = start_node(alloc, c, Some(head), ip, mark, &auth, temp_slot)?;
+        let (mut start, _) = start_node(alloc, c, Some(head), ip, mark, auth, temp_slot)?;
         let status = loop {
             // A head that gave up (its own start failed, or the ready timeout passed) says
             // stop; `ray start` would otherwise wait for a dead head for many minutes.

@@ -1,0 +1,281 @@
+//! The worker jobs an elastic cluster's head has: submitted (with the run's own script, from
+//! a clean Slurm environment), followed in `squeue` and in the run's `workers/` directory
+//! (where each says its node joined), given back with `scancel`, and written down in
+//! `workers.json` for `status`, `scale` and the head's watchdog.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use chrono::{DateTime, Local, SecondsFormat};
+
+use super::plan::{JobView, Phase};
+use super::ray_status::Report;
+use crate::bootstrap::node::say;
+use crate::handoff::elastic::{WorkerJob, WorkerJobs, worker_dir};
+use crate::slurm::{control, query, sbatch};
+
+/// Start failures in a row (a refused submission, a job that ended before joining) after
+/// which growing pauses.
+pub(super) const MAX_FAILURES: u32 = 5;
+
+/// One worker job.
+#[derive(Debug, Clone)]
+struct Tracked {
+    id: String,
+    phase: Phase,
+    node: Option<String>,
+    ip: Option<String>,
+    since: DateTime<Local>,
+    idle_s: Option<u64>,
+}
+
+/// The head's worker jobs and what it knows of them.
+pub(super) struct Jobs {
+    jobs: Vec<Tracked>,
+    pub(super) run_dir: PathBuf,
+    script: PathBuf,
+    /// sbatch's options for every worker job, before the script.
+    options: Vec<String>,
+    pub(super) file: WorkerJobs,
+    failures: u32,
+    pub(super) paused: Option<String>,
+    /// Lost worker jobs that `--replace-failed` wants back.
+    pub(super) replacements: u32,
+    pub(super) last_submit: Option<Instant>,
+    replace_failed: bool,
+}
+
+impl Jobs {
+    pub(super) fn new(
+        run_dir: PathBuf,
+        script: PathBuf,
+        options: Vec<String>,
+        file: WorkerJobs,
+        replace_failed: bool,
+    ) -> Self {
+        Self {
+            jobs: Vec::new(),
+            run_dir,
+            script,
+            options,
+            file,
+            failures: 0,
+            paused: None,
+            replacements: 0,
+            last_submit: None,
+            replace_failed,
+        }
+    }
+
+    /// The jobs as the plan sees them.
+    pub(super) fn views(&self) -> Vec<JobView> {
+        self.jobs
+            .iter()
+            .map(|j| JobView {
+                id: j.id.clone(),
+                phase: j.phase,
+                idle_s: j.idle_s,
+            })
+            .collect()
+    }
+
+    /// Submits `n` worker jobs.
+    pub(super) fn submit(&mut self, n: u32, node: &str) {
+        for _ in 0..n {
+            self.last_submit = Some(Instant::now());
+            self.replacements = self.replacements.saturating_sub(1);
+            match sbatch::sbatch_from_job(&self.options, &self.script) {
+                Ok(id) => {
+                    say(node, format!("submitted worker job {id}"));
+                    self.jobs.push(Tracked {
+                        id,
+                        phase: Phase::Pending,
+                        node: None,
+                        ip: None,
+                        since: Local::now(),
+                        idle_s: None,
+                    });
+                }
+                Err(why) => {
+                    self.failed(node, format!("Slurm refused a worker job: {why}"));
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Gives these jobs back.
+    pub(super) fn cancel(&mut self, ids: &[String], node: &str, why: &str) {
+        for job in self.jobs.iter_mut().filter(|j| ids.contains(&j.id)) {
+            say(node, format!("giving back worker job {} ({why})", job.id));
+            job.phase = Phase::Stopping;
+            job.since = Local::now();
+        }
+        if let Err(e) = control::cancel(ids) {
+            say(node, format!("warning: {e}"));
+        }
+    }
+
+    /// Gives every job back, at the cluster's end.
+    pub(super) fn stop_all(&mut self, node: &str) {
+        let ids: Vec<String> = self.jobs.iter().map(|j| j.id.clone()).collect();
+        if !ids.is_empty() {
+            self.cancel(&ids, node, "the cluster ends");
+        }
+        self.jobs.clear();
+        self.write(node);
+    }
+
+    /// Brings every job up to date: Slurm's word on where it stands, whether its node joined,
+    /// and Ray's on how long the node has been idle.
+    pub(super) fn poll(&mut self, report: Option<&Report>, node: &str) {
+        if self.jobs.is_empty() {
+            return;
+        }
+        let ids: Vec<&str> = self.jobs.iter().map(|j| j.id.as_str()).collect();
+        let Ok(queue) = query::squeue(&ids) else {
+            return; // Slurm not answering: nothing is taken for ended.
+        };
+        let mut ended = Vec::new();
+        for job in &mut self.jobs {
+            let entry = query::own_line(&queue, &job.id);
+            let state = entry.map(|e| e.state.clone());
+            let phase = state.as_ref().map_or(query::Phase::Ended, |s| s.phase());
+            job.node = entry.and_then(|e| e.nodelist.clone()).or(job.node.take());
+            if matches!(phase, query::Phase::Ended | query::Phase::Ending) {
+                let name = state.map_or("gone from Slurm's queue".to_owned(), |s| {
+                    s.as_str().to_owned()
+                });
+                ended.push((job.clone(), name));
+                continue;
+            }
+            let next = match (job.phase, phase) {
+                (Phase::Stopping, _) => Phase::Stopping,
+                (_, query::Phase::Pending) => Phase::Pending,
+                _ => match joined_ip(&self.run_dir, &job.id) {
+                    Some(ip) => {
+                        job.ip = Some(ip);
+                        Phase::Joined
+                    }
+                    None => Phase::Starting,
+                },
+            };
+            if next != job.phase {
+                if next == Phase::Joined {
+                    say(
+                        node,
+                        format!(
+                            "worker job {} joined: node {}",
+                            job.id,
+                            job.node.as_deref().unwrap_or("?")
+                        ),
+                    );
+                }
+                job.phase = next;
+                job.since = Local::now();
+            }
+            job.idle_s = job.ip.as_deref().and_then(|ip| report?.idle_s(ip));
+        }
+        self.jobs
+            .retain(|j| !ended.iter().any(|(e, _)| e.id == j.id));
+        if self.jobs.iter().any(|j| j.phase == Phase::Joined) {
+            self.failures = 0;
+        }
+        for (job, state) in ended {
+            self.ended(job, &state, node);
+        }
+    }
+
+    /// A job that has left: given back, lost after joining, or failed before.
+    fn ended(&mut self, job: Tracked, state: &str, node: &str) {
+        let _ = std::fs::remove_file(worker_dir(&self.run_dir).join(format!("{}.joined", job.id)));
+        match job.phase {
+            Phase::Stopping => say(node, format!("worker job {} has ended", job.id)),
+            Phase::Joined => {
+                say(
+                    node,
+                    format!(
+                        "warning: worker job {} (node {}) ended while in the cluster ({state}); Ray goes on with the other nodes{}",
+                        job.id,
+                        job.node.as_deref().unwrap_or("?"),
+                        if self.replace_failed {
+                            ", and a replacement is submitted"
+                        } else {
+                            ""
+                        }
+                    ),
+                );
+                if self.replace_failed {
+                    self.replacements += 1;
+                }
+            }
+            Phase::Pending | Phase::Starting => {
+                let log = worker_dir(&self.run_dir).join(format!("{}.log", job.id));
+                self.failed(
+                    node,
+                    format!(
+                        "worker job {} ended before its node joined ({state}); its log: {}",
+                        job.id,
+                        log.display()
+                    ),
+                );
+            }
+        }
+    }
+
+    fn failed(&mut self, node: &str, why: String) {
+        self.failures += 1;
+        say(node, format!("warning: {why}"));
+        if self.failures >= MAX_FAILURES && self.paused.is_none() {
+            let paused = format!(
+                "growing paused after {} failures in a row; the last: {why}",
+                self.failures
+            );
+            say(
+                node,
+                format!("warning: {paused}; `rayslurm scale` tries again"),
+            );
+            self.paused = Some(paused);
+        }
+    }
+
+    /// A manual request un-pauses growing.
+    pub(super) fn resume(&mut self) {
+        self.paused = None;
+        self.failures = 0;
+    }
+
+    /// Writes `workers.json`.
+    pub(super) fn write(&mut self, node: &str) {
+        let stamp = |t: &DateTime<Local>| t.to_rfc3339_opts(SecondsFormat::Secs, false);
+        self.file.jobs = self
+            .jobs
+            .iter()
+            .map(|j| WorkerJob {
+                job_id: j.id.clone(),
+                state: match j.phase {
+                    Phase::Pending => "PENDING",
+                    Phase::Starting => "STARTING",
+                    Phase::Joined => "RUNNING",
+                    Phase::Stopping => "STOPPING",
+                }
+                .to_owned(),
+                node: j.node.clone(),
+                since: stamp(&j.since),
+                idle_s: j.idle_s,
+            })
+            .collect();
+        self.file.paused = self.paused.clone();
+        self.file.updated_at = stamp(&Local::now());
+        if let Err(e) = self.file.write(&self.run_dir) {
+            say(node, format!("warning: {e:#}"));
+        }
+    }
+}
+
+/// The IP a worker job's node joined at, once it has (`workers/JOB.joined`).
+fn joined_ip(run_dir: &std::path::Path, job_id: &str) -> Option<String> {
+    let text =
+        std::fs::read_to_string(worker_dir(run_dir).join(format!("{job_id}.joined"))).ok()?;
+    Some(text.trim().to_owned()).filter(|ip| !ip.is_empty())
+}

@@ -1,0 +1,150 @@
+//! End-to-end tests of elastic clusters on the real test cluster (`up --max-nodes`): the head
+//! grows the cluster with worker jobs while Ray has work it cannot place, gives them back
+//! when idle, replaces a lost one, follows `scale`, and leaves no job and no process.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::e2e_clusters::{exec_detached, rs, status_of, up_nodes, wait_queue};
+use crate::harness::{Job, assert_clean, lab};
+
+/// The cluster's worker jobs in Slurm's queue now: (job id, state).
+fn worker_jobs(name: &str) -> Vec<(String, String)> {
+    let out = Command::new("squeue")
+        .args(["--noheader", "--name", &format!("{name}-worker"), "--format", "%i|%T"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once('|'))
+        .map(|(id, state)| (id.trim().to_owned(), state.trim().to_owned()))
+        .collect()
+}
+
+/// Waits until `ok` holds for the worker jobs, at most `limit`; returns them.
+fn wait_workers(
+    name: &str,
+    limit: Duration,
+    what: &str,
+    ok: impl Fn(&[(String, String)]) -> bool,
+) -> Vec<(String, String)> {
+    let t0 = Instant::now();
+    loop {
+        let jobs = worker_jobs(name);
+        if ok(&jobs) {
+            return jobs;
+        }
+        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}; worker jobs: {jobs:?}");
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// The head's word on its worker jobs (`workers.json` in the run's directory).
+fn workers_file(cluster: &Job) -> serde_json::Value {
+    let path = cluster.log.with_extension("d").join("workers.json");
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default()).unwrap_or_default()
+}
+
+fn running(jobs: &[(String, String)]) -> usize {
+    jobs.iter().filter(|(_, s)| s == "RUNNING").count()
+}
+
+fn down(dir: &Path, name: &str, cluster: &Job) {
+    let (code, _, stderr) = rs(dir, &["down", name]);
+    assert_eq!(code, Some(0), "{stderr}");
+    cluster.wait(Duration::from_secs(90));
+    wait_workers(name, Duration::from_secs(60), "no worker job after down", <[_]>::is_empty);
+    assert_clean(cluster);
+}
+
+/// A 1-node cluster (2 CPUs) given 4 jobs of 2 CPUs grows with worker jobs (at most 3 nodes),
+/// runs all 4 on more than one node, and is back to the head's job alone once idle; `scale +1`
+/// and `-1` add and remove a worker job; `down` leaves nothing.
+#[test]
+fn an_elastic_cluster_grows_with_demand_and_shrinks_when_idle() {
+    let Some((lab, _turn)) = lab("an_elastic_cluster_grows_with_demand_and_shrinks_when_idle") else {
+        return;
+    };
+    let dir = lab.workdir("elastic");
+    let name = format!("el{}", std::process::id());
+    let extra = ["--max-nodes", "3", "--worker-idle-timeout", "20"];
+    let cluster = up_nodes(lab, &dir, &name, "1", &extra);
+    let job = "import socket, time; time.sleep(20); print('ran on', socket.gethostname())";
+    let ids: Vec<u64> = (0..4)
+        .map(|_| exec_detached(&dir, &name, &["--num-cpus", "2", "--", "python", "-c", job]))
+        .collect();
+    let grown = wait_workers(&name, Duration::from_secs(180), "a worker job joined", |j| {
+        running(j) >= 1
+    });
+    wait_queue(&dir, &name, Duration::from_secs(400), |s| {
+        ids.iter().all(|id| status_of(s, *id) == "SUCCEEDED")
+    });
+    let hosts: BTreeSet<String> = ids
+        .iter()
+        .map(|id| {
+            let (code, stdout, stderr) = rs(&dir, &["logs", &name, &id.to_string()]);
+            assert_eq!(code, Some(0), "{stderr}");
+            stdout.lines().find_map(|l| l.strip_prefix("ran on ")).unwrap_or("?").to_owned()
+        })
+        .collect();
+    assert!(hosts.len() >= 2, "every job ran on one node: {hosts:?} (worker jobs: {grown:?})");
+
+    // Idle for 20 s: given back; the head's job alone is left.
+    wait_workers(&name, Duration::from_secs(120), "the idle worker jobs given back", <[_]>::is_empty);
+    assert_eq!(workers_file(&cluster)["jobs"].as_array().map(Vec::len), Some(0));
+
+    // By hand: one more, then one fewer.
+    let (code, stdout, stderr) = rs(&dir, &["scale", &name, "+1"]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    wait_workers(&name, Duration::from_secs(120), "scale +1", |j| running(j) == 1);
+    let t0 = Instant::now();
+    while workers_file(&cluster)["jobs"][0]["state"] != "RUNNING" {
+        assert!(t0.elapsed() < Duration::from_secs(90), "{}", workers_file(&cluster));
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let (code, stdout, stderr) = rs(&dir, &["scale", &name, "-1"]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    wait_workers(&name, Duration::from_secs(90), "scale -1", <[_]>::is_empty);
+    down(&dir, &name, &cluster);
+}
+
+/// A worker job ended from outside (as a node failure or a preemption would end it) is
+/// replaced under `--replace-failed`, and the jobs queued meanwhile still succeed.
+#[test]
+fn a_lost_worker_job_is_replaced_and_queued_jobs_still_succeed() {
+    let Some((lab, _turn)) = lab("a_lost_worker_job_is_replaced_and_queued_jobs_still_succeed") else {
+        return;
+    };
+    let dir = lab.workdir("elasticreplace");
+    let name = format!("er{}", std::process::id());
+    let extra = ["--max-nodes", "2", "--replace-failed"];
+    let cluster = up_nodes(lab, &dir, &name, "1", &extra);
+    let (code, stdout, stderr) = rs(&dir, &["scale", &name, "+1"]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let first = wait_workers(&name, Duration::from_secs(120), "scale +1", |j| running(j) == 1);
+    let lost = first[0].0.clone();
+    let t0 = Instant::now();
+    while workers_file(&cluster)["jobs"][0]["state"] != "RUNNING" {
+        assert!(t0.elapsed() < Duration::from_secs(90), "{}", workers_file(&cluster));
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let job = "import time; time.sleep(10); print('done')";
+    let ids: Vec<u64> = (0..3)
+        .map(|_| exec_detached(&dir, &name, &["--num-cpus", "2", "--", "python", "-c", job]))
+        .collect();
+    let status = Command::new("scancel").arg(&lost).status().unwrap();
+    assert!(status.success());
+    let replaced = wait_workers(&name, Duration::from_secs(180), "a replacement joined", |j| {
+        j.iter().any(|(id, s)| *id != lost && s == "RUNNING")
+    });
+    wait_queue(&dir, &name, Duration::from_secs(300), |s| {
+        ids.iter().all(|id| status_of(s, *id) == "SUCCEEDED")
+    });
+    let log = cluster.log_text();
+    assert!(log.contains(&format!("worker job {lost} (node")), "{log}");
+    assert!(log.contains("a replacement is submitted"), "{log}");
+    let _ = replaced;
+    down(&dir, &name, &cluster);
+}
