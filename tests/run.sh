@@ -5,9 +5,10 @@
 # wheel is built and checked as users install it, with one real launch of its binary.
 #
 # The end-to-end tests mostly wait (for Slurm, for Ray to start, for time limits), so they run
-# side by side: a cluster of RAYSLURM_TEST_NODES nodes (default 4; RAYSLURM_TEST_CRASH_NODES more,
-# default 2, for the tests that kill a node) and RUST_TEST_THREADS
-# integration tests at once (default 6). RAYSLURM_TEST_SLURM=25.11 runs them on a vendored
+# side by side: a cluster of RAYSLURM_TEST_NODES nodes (default 6; RAYSLURM_TEST_CRASH_NODES more,
+# default 2, for the tests that kill a node) and RAYSLURM_TEST_AT_ONCE end-to-end tests at once
+# (default 6), the longest first (the harness's LONG_FIRST): libtest gets a thread for every
+# test (RUST_TEST_THREADS), so that every test is in line from the start. RAYSLURM_TEST_SLURM=25.11 runs them on a vendored
 # Slurm release instead of Debian's (tests/slurm-matrix.sh runs every one). Each part's time is printed at the end;
 # docs/testing.md has the figures.
 set -euo pipefail
@@ -19,7 +20,7 @@ timed() {
   "$@"
   times+=("$name: $((SECONDS - t0)) s")
 }
-timed "test cluster up" bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-4}" "${RAYSLURM_TEST_CRASH_NODES:-2}" \
+timed "test cluster up" bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-6}" "${RAYSLURM_TEST_CRASH_NODES:-2}" \
   --slurm "${RAYSLURM_TEST_SLURM:-debian}"
 # The tests, and the jobs they submit, use the cluster's own Slurm clients.
 slurm_bin=$(bash tests/cluster/cluster.sh env | sed -n 's/^RAYSLURM_LAB_SLURM_BIN=//p')
@@ -27,8 +28,9 @@ if [[ -n $slurm_bin ]]; then export PATH=$slurm_bin:$PATH; fi
 export SLURM_CONF=/etc/slurm/slurm.conf
 timed "cargo build of the tests" cargo test --no-run "$@"
 timed "unit tests" cargo test --bins "$@"
-# Only the integration tests run 6 at once: some unit tests watch this process's own sockets.
-timed "integration tests" env RUST_TEST_THREADS="${RUST_TEST_THREADS:-6}" cargo test --test it "$@"
+# Only the integration tests run side by side: some unit tests watch this process's own sockets.
+timed "integration tests" env RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" \
+  RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-6}" cargo test --test it "$@"
 export RAYSLURM_WHEEL_E2E=1
 timed "wheel build and check" bash tests/wheel/check.sh
 printf 'tests/run.sh: %s\n' "${times[@]}" >&2

@@ -16,21 +16,21 @@ for v in $versions; do
   t0=$SECONDS
   log=/tmp/rayslurm-matrix-$v.log
   echo "== Slurm $v (log: $log)" >&2
-  if ! bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-4}" "${RAYSLURM_TEST_CRASH_NODES:-2}" --slurm "$v" >"$log" 2>&1; then
+  if ! bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-6}" "${RAYSLURM_TEST_CRASH_NODES:-2}" --slurm "$v" >"$log" 2>&1; then
     results+=("$v|cluster did not start|$((SECONDS - t0)) s")
     tail -n 20 "$log" >&2
     continue
   fi
   bin=$(bash tests/cluster/cluster.sh env | sed -n 's/^RAYSLURM_LAB_SLURM_BIN=//p')
   version=$(PATH=${bin:+$bin:}$PATH SLURM_CONF=/etc/slurm/slurm.conf sinfo --version)
-  PATH=${bin:+$bin:}$PATH SLURM_CONF=/etc/slurm/slurm.conf RUST_TEST_THREADS=${RUST_TEST_THREADS:-6} \
+  PATH=${bin:+$bin:}$PATH SLURM_CONF=/etc/slurm/slurm.conf RUST_TEST_THREADS=${RUST_TEST_THREADS:-256} RAYSLURM_TEST_AT_ONCE=${RAYSLURM_TEST_AT_ONCE:-6} \
     cargo test --test it "${filter[@]}" >>"$log" 2>&1
   rc=$?
   summary=$(grep -E '^test result:' "$log" | tail -n1 | sed 's/^test result: //; s/; finished.*//')
   failed=$(grep -E '^    e2e_' "$log" | tr -d ' ' | paste -sd, -)
   results+=("$version|${summary:-no result (exit $rc)}${failed:+ (failed: $failed)}|$((SECONDS - t0)) s")
 done
-bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-4}" "${RAYSLURM_TEST_CRASH_NODES:-2}" --slurm debian >/dev/null 2>&1 || true
+bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-6}" "${RAYSLURM_TEST_CRASH_NODES:-2}" --slurm debian >/dev/null 2>&1 || true
 printf '\n| Slurm | e2e tests | time |\n|---|---|---|\n'
 for r in "${results[@]}"; do printf '| %s |\n' "${r//|/ | }"; done
 # " 0 failed" with its space: "10 failed" is a failure.

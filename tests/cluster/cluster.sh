@@ -33,7 +33,10 @@
 #   that kill a node use them, so that no other test's job is on a node they kill), CPUs=2 RealMemory=4000 DefMemPerCPU=1000 per node, MinJobAge=300,
 #   AuthInfo=cred_expire=10 (a requeued job may start again after 11 s, not Slurm's 121 s),
 #   SchedulerParameters=bf_interval=2 (a small job waiting behind a big one starts within 2 s of
-#   room freeing up, not 30: the tests run side by side and queue behind each other).
+#   room freeing up, not 30: the tests run side by side and queue behind each other) and
+#   bf_min_prio_reserve above every job's priority (no job holds nodes back for a bigger one
+#   waiting before it: any job that fits starts, so that the CPU is not idle while 1-node jobs
+#   wait behind a 3-node one).
 #   tests/run.sh brings up 4 lab nodes and 2 crash nodes (RAYSLURM_TEST_NODES,
 #   RAYSLURM_TEST_CRASH_NODES), the demo 3 lab nodes; see docs/testing.md.
 #   RAYSLURM_LAB_UP_TIMEOUT (default 60 s) bounds the wait for all nodes to be idle.
@@ -229,7 +232,7 @@ ReturnToService=2
 MinJobAge=300
 Epilog=${VAR}/epilog
 AuthInfo=cred_expire=10
-SchedulerParameters=bf_interval=2
+SchedulerParameters=bf_interval=2,bf_min_prio_reserve=4294967000
 DefMemPerCPU=1000
 StateSaveLocation=${VAR}/state
 SlurmdSpoolDir=${VAR}/spool/%n

@@ -7,7 +7,7 @@ use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 mod expect;
@@ -303,6 +303,8 @@ fn cluster_script() -> PathBuf {
 /// (seconds after the first test asked for a turn; see docs/testing.md).
 pub struct Turn {
     crash: Option<MutexGuard<'static, ()>>,
+    /// Its place among the tests that hold the cluster at once; given up after the line.
+    _admitted: Admitted,
     test: String,
     asked: Instant,
     given: Instant,
@@ -340,7 +342,8 @@ impl Drop for Turn {
 /// developer's machine, a failure under CI (`CI=true`), never a silent pass.
 pub fn lab(test: &str) -> Option<(&'static Lab, Turn)> {
     let lab = lab_up(test)?;
-    Some((lab, turn(test, None, Instant::now())))
+    let asked = Instant::now();
+    Some((lab, turn(test, None, admit(test, false), asked)))
 }
 
 /// [`lab`] for a test that kills a node: it runs its jobs in the crash partition (2 nodes no
@@ -360,16 +363,114 @@ pub fn lab_crash(test: &str) -> Option<(&'static Lab, Turn)> {
     }
     let asked = Instant::now();
     let guard = CRASH.lock().unwrap_or_else(PoisonError::into_inner);
-    Some((lab, turn(test, Some(guard), asked)))
+    Some((lab, turn(test, Some(guard), admit(test, true), asked)))
+}
+
+/// The tests that hold the cluster longest (from the figures in docs/testing.md), and those of
+/// 3 nodes among them (which start only while 3 of the 4 nodes are free): they get their turn
+/// first, so that the suite does not end with one of them running alone.
+/// `long_first_names_are_tests` keeps the list true to the tests' names.
+pub const LONG_FIRST: &[&str] = &[
+    "e2e_doc_examples_readme_every_command",
+    "three_nodes_form_a_cluster_and_the_command_sees_them",
+    "e2e_doc_examples_clusters",
+    "a_ready_timeout_fails_the_job_and_stops_starting_workers",
+    "the_python_docs_examples_run",
+    "plain_multi_node_program_without_ray",
+    "two_clusters_on_one_node_see_only_their_own_jobs_and_the_time_limit_ends_one",
+    "every_node_runs_the_command_with_its_ranks_after_its_setup",
+    "an_elastic_cluster_grows_with_demand_and_shrinks_when_idle",
+    "a_real_jax_group_forms_across_the_nodes",
+    "exec_per_node_runs_one_rank_on_each_node",
+    "scancel_during_the_run_leaves_no_ray_process",
+    "a_lost_worker_job_is_replaced_and_queued_jobs_still_succeed",
+    "a_setup_that_fails_on_one_node_fails_the_run_naming_it",
+    "a_rank_that_fails_gives_its_code_and_the_others_are_stopped",
+    "scancel_of_a_per_node_run_leaves_nothing",
+    "a_job_sent_elsewhere_with_chdir_runs_there",
+    "an_idle_cluster_and_its_queue_ask_slurm_almost_never",
+    "a_cluster_runs_many_jobs_through_rays_queue",
+    "a_killed_bootstrap_leaves_nothing_and_says_so",
+    "a_followed_run_asks_slurm_once_every_ten_seconds",
+    "a_ray_run_and_its_setup_work_in_the_copy",
+    "a_job_slurm_requeues_as_preemption_does_resumes_on_its_next_attempt",
+    "an_idle_cluster_releases_its_allocation",
+];
+
+/// Which tests hold the cluster now, and which wait: at most `RAYSLURM_TEST_AT_ONCE` (6) at
+/// once, whatever the number of libtest's threads (tests/run.sh gives it one for every test,
+/// so that every test asks at the start and the long ones can go first).
+struct Gate {
+    holding: usize,
+    /// (rank in [`LONG_FIRST`], or its length for any other test; order of asking).
+    waiting: Vec<(usize, u64)>,
+    asked: u64,
+}
+
+static GATE: Mutex<Gate> = Mutex::new(Gate {
+    holding: 0,
+    waiting: Vec::new(),
+    asked: 0,
+});
+static GATE_OPENED: Condvar = Condvar::new();
+
+/// A test's place among those holding the cluster.
+pub struct Admitted;
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        GATE.lock().unwrap_or_else(PoisonError::into_inner).holding -= 1;
+        GATE_OPENED.notify_all();
+    }
+}
+
+/// Waits until the test may hold the cluster: a place is free and no test before it in line
+/// waits. First in line is a test that kills a node (they run one after another, on nodes of
+/// their own: a chain that must start early), then the [`LONG_FIRST`], then the others in
+/// the order they asked.
+fn admit(test: &str, kills_a_node: bool) -> Admitted {
+    let at_once: usize = std::env::var("RAYSLURM_TEST_AT_ONCE")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(6);
+    let rank = if kills_a_node {
+        0
+    } else {
+        1 + LONG_FIRST
+            .iter()
+            .position(|t| *t == test)
+            .unwrap_or(LONG_FIRST.len())
+    };
+    let mut gate = GATE.lock().unwrap_or_else(PoisonError::into_inner);
+    gate.asked += 1;
+    let me = (rank, gate.asked);
+    gate.waiting.push(me);
+    while gate.holding >= at_once || gate.waiting.iter().min() != Some(&me) {
+        gate = GATE_OPENED
+            .wait(gate)
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+    gate.waiting.retain(|w| *w != me);
+    gate.holding += 1;
+    // The next in line may be admitted too, if there is room.
+    GATE_OPENED.notify_all();
+    Admitted
 }
 
 /// When the first test asked for a turn.
 static FIRST_ASKED: OnceLock<Instant> = OnceLock::new();
 
-fn turn(test: &str, crash: Option<MutexGuard<'static, ()>>, asked: Instant) -> Turn {
+fn turn(
+    test: &str,
+    crash: Option<MutexGuard<'static, ()>>,
+    admitted: Admitted,
+    asked: Instant,
+) -> Turn {
     FIRST_ASKED.get_or_init(|| asked);
     Turn {
         crash,
+        _admitted: admitted,
         test: test.to_owned(),
         asked,
         given: Instant::now(),
@@ -547,4 +648,24 @@ pub fn status_without_token(host: &str, port: u64, path: &str) -> String {
         .next()
         .unwrap_or_default()
         .to_owned()
+}
+
+/// Every name in [`LONG_FIRST`] is one a test gives `lab` or `lab_crash` (written in quotes in a
+/// test file): a renamed test would silently lose its place in line.
+#[test]
+fn long_first_names_are_tests() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
+    let mut text = String::new();
+    for entry in std::fs::read_dir(&dir).unwrap().filter_map(Result::ok) {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("harness.rs") {
+            text.push_str(&std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    for name in LONG_FIRST {
+        assert!(
+            text.contains(&format!("\"{name}\"")),
+            "{name} is in LONG_FIRST but no test asks for a turn by that name"
+        );
+    }
 }

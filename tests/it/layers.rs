@@ -372,6 +372,7 @@ const DISPATCH: &[&str] = &[
     "bootstrap::head::run",
     "bootstrap::head::watchdog",
     "bootstrap::worker::run",
+    "bootstrap::worker::run_elastic",
 ];
 
 #[test]

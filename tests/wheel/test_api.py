@@ -269,6 +269,10 @@ class Rendering(FakeBinary):
 
 class DashboardWithAFake(FakeBinary):
     def test_the_url_then_closed_by_ctrl_c(self) -> None:
+        # A test run in the background inherits SIGINT ignored, which a shell cannot trap: the
+        # fake gets it as a terminal's program would (a handled signal is reset at exec).
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        self.addCleanup(signal.signal, signal.SIGINT, previous)
         flag = self.root / "interrupted"
         write_script(
             self.root,
