@@ -354,7 +354,7 @@ pub fn lab_crash(test: &str) -> Option<(&'static Lab, Turn)> {
     let lab = lab_up(test)?;
     if lab.crash_nodes.len() < 2 {
         let why = "the test cluster has no crash partition of 2 nodes \
-                   (run `bash tests/cluster/cluster.sh up 4 2`)";
+                   (run `bash tests/cluster/cluster.sh up 6 2`)";
         if std::env::var("CI").as_deref() == Ok("true") {
             panic!("{test}: CI=true but {why}");
         }
