@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::heading;
 use super::launch::{ClusterArgs, JobArgs};
-use super::values::ray_amount;
+use super::values::{positive_count, ray_amount};
 use crate::env_vars;
 use crate::launch::config::idle_duration;
 
@@ -35,6 +35,9 @@ pub(crate) struct UpArgs {
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
 
+    #[command(flatten)]
+    pub(crate) elastic: ElasticArgs,
+
     /// Return once the allocation is submitted, without waiting for the cluster.
     #[arg(long, short, help_heading = heading::OUTPUT)]
     pub(crate) detach: bool,
@@ -46,6 +49,40 @@ pub(crate) struct UpArgs {
     /// Print the job id, script and log paths as JSON on stdout.
     #[arg(long, help_heading = heading::OUTPUT)]
     pub(crate) json: bool,
+}
+
+/// An elastic cluster (`up --max-nodes N`): the head grows it with worker jobs and gives
+/// them back when idle.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct ElasticArgs {
+    /// Grow with worker jobs up to N nodes in all (the head's allocation included)
+    ///
+    /// An elastic cluster: when Ray has work it cannot place, the head submits worker jobs
+    /// (Slurm jobs of one node each, with this cluster's partition, account, resources and
+    /// environment) that join its Ray, and gives each back once idle. At least --num-nodes;
+    /// not with --node. `up` first asks Slurm whether it would take such a job (`sbatch
+    /// --test-only`); `rayslurm scale` asks for more or fewer at any time.
+    #[arg(value_name = "N", long, value_parser = positive_count, allow_hyphen_values = true, help_heading = heading::ELASTIC)]
+    pub(crate) max_nodes: Option<u32>,
+
+    /// Seconds a worker job may run nothing before it is given back [default: 300]
+    ///
+    /// With --max-nodes: counted by Ray, from the last task or actor on the worker's node.
+    #[arg(value_name = "SECS", long, value_parser = positive_count, allow_hyphen_values = true, help_heading = heading::ELASTIC)]
+    pub(crate) worker_idle_timeout: Option<u32>,
+
+    /// Worker jobs waiting in Slurm's queue at once, at most [default: 2]
+    ///
+    /// With --max-nodes: the head submits no more while this many wait for a node.
+    #[arg(value_name = "N", long, value_parser = positive_count, allow_hyphen_values = true, help_heading = heading::ELASTIC)]
+    pub(crate) max_pending_workers: Option<u32>,
+
+    /// Replace a worker job that ended early, even without work waiting
+    ///
+    /// With --max-nodes: a worker job that a node failure or a preemption ended is submitted
+    /// again at once, not only when Ray has work it cannot place.
+    #[arg(long, help_heading = heading::ELASTIC)]
+    pub(crate) replace_failed: bool,
 }
 
 #[derive(Debug, Args)]

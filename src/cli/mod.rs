@@ -20,7 +20,7 @@ mod values;
 mod variables;
 pub(crate) mod view;
 
-pub(crate) use clusters::{DashboardArgs, DownArgs, ExecArgs, QueueArgs, UpArgs};
+pub(crate) use clusters::{DashboardArgs, DownArgs, ElasticArgs, ExecArgs, QueueArgs, UpArgs};
 pub(crate) use launch::{ClusterArgs, JobArgs, LaunchArgs, LongRunArgs, SnapshotArgs};
 pub(crate) use runs::{CancelArgs, LogsArgs, StatusArgs};
 pub(crate) use utility::{CompletionsArgs, ManArgs, RelayArgs, TrustArgs};
