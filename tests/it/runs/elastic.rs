@@ -1,11 +1,14 @@
 //! Elastic clusters (`up --max-nodes`) on the login side, against fake Slurm commands: `up`
-//! asks Slurm about the worker jobs first (`sbatch --test-only`).
+//! asks Slurm about the worker jobs first (`sbatch --test-only`), and `status` lists the
+//! cluster's Slurm jobs.
 
-use std::path::PathBuf;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::fake::Fake;
+use crate::harness::json_keys;
 
 /// What sbatch says when Slurm refuses a job.
 const REFUSED: &str =
@@ -170,4 +173,138 @@ fn up_refuses_elastic_flags_that_cannot_work_and_submits_nothing() {
             .run();
     }
     assert!(fake.calls("sbatch").is_empty(), "nothing asked of Slurm");
+}
+
+/// Writes `text` as the user's own private file, as the head writes its files.
+fn write_private(path: &Path, text: &str) {
+    let staged = path.with_extension("staged");
+    std::fs::write(&staged, text).unwrap();
+    std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::rename(&staged, path).unwrap();
+}
+
+/// A running cluster `lab` (job 102) recorded with `max_nodes`, up (its head's
+/// `cluster.json` written, its dashboard on a closed port); returns its private directory.
+fn seed_running(fake: &Fake, max_nodes: Option<u32>) -> PathBuf {
+    fake.seed_cluster("lab", "102");
+    let path = fake.record("102");
+    let mut record: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    if let Some(n) = max_nodes {
+        record["max_nodes"] = json!(n);
+    }
+    std::fs::write(&path, record.to_string()).unwrap();
+    let run_dir = fake.logs.join("lab_102.d");
+    std::fs::create_dir(&run_dir).unwrap();
+    std::fs::set_permissions(&run_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let info = json!({
+        "job_id": "102", "head_node": "node1", "head_ip": "127.0.0.1", "dashboard_port": 1,
+        "nodes": ["node1", "node2"], "cpus_per_node": 2, "gpus_per_node": 0,
+        "ready_at": "2026-11-25T18:55:00+00:00", "token_file": null, "rayslurm_bin": "/x",
+        "idle_timeout": null, "attempt": 0, "gcs_address": "127.0.0.1:6379"
+    });
+    write_private(&run_dir.join("cluster.json"), &info.to_string());
+    fake.shim("squeue", &fake.line("102", "RUNNING"));
+    run_dir
+}
+
+/// What a head reports of its worker jobs: one joined, one waiting in Slurm's queue.
+fn workers(paused: Option<&str>) -> String {
+    json!({
+        "head_job": "102", "attempt": 0, "max_nodes": 4, "head_nodes": 2,
+        "jobs": [
+            {"job_id": "103", "state": "RUNNING", "node": "node3",
+             "since": "2026-11-25T19:00:00+00:00", "idle_s": 75},
+            {"job_id": "104", "state": "PENDING", "node": null,
+             "since": "2026-11-25T19:01:00+00:00", "idle_s": null}
+        ],
+        "paused": paused, "updated_at": "2026-11-25T19:02:00+00:00"
+    })
+    .to_string()
+}
+
+#[test]
+fn status_json_of_an_elastic_cluster_lists_its_slurm_jobs() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    let run_dir = seed_running(&fake, Some(4));
+    write_private(
+        &run_dir.join("workers.json"),
+        &workers(Some("3 worker jobs failed in a row")),
+    );
+    let squeue = [fake.line("102", "RUNNING"), fake.line("101", "RUNNING")];
+    fake.shim("squeue", &squeue.join("\n"));
+    let ran = fake
+        .run(["status", "--json"])
+        .expect_status(0)
+        .expect_json("/0/job_id", "102")
+        .expect_json("/0/elastic/max_nodes", 4)
+        .expect_json("/0/elastic/paused", "3 worker jobs failed in a row")
+        .expect_json("/0/elastic/jobs/0/role", "head")
+        .expect_json("/0/elastic/jobs/0/node", "node[1-2]")
+        .expect_json("/0/elastic/jobs/0/since", "2026-11-25T18:55:00+00:00")
+        .expect_json("/0/elastic/jobs/1/job_id", "103")
+        .expect_json("/0/elastic/jobs/1/role", "worker")
+        .expect_json("/0/elastic/jobs/1/state", "RUNNING")
+        .expect_json("/0/elastic/jobs/1/idle_s", 75)
+        .expect_json("/0/elastic/jobs/2/state", "PENDING")
+        .run();
+    let rows = ran.rows();
+    assert!(
+        rows[1].get("elastic").is_none(),
+        "a run has none: {}",
+        rows[1]
+    );
+    insta::assert_snapshot!(
+        "status_elastic_json_keys",
+        format!(
+            "{}\n\nelastic:\n{}\n\nelastic.jobs[]:\n{}",
+            json_keys(&rows[0]),
+            json_keys(&rows[0]["elastic"]),
+            json_keys(&rows[0]["elastic"]["jobs"][1])
+        )
+    );
+}
+
+#[test]
+fn status_of_an_elastic_cluster_shows_its_jobs_under_its_line() {
+    let fake = Fake::new();
+    let run_dir = seed_running(&fake, Some(4));
+    write_private(
+        &run_dir.join("workers.json"),
+        &workers(Some("3 worker jobs failed in a row")),
+    );
+    let ran = fake
+        .run(["status", "lab"])
+        .env("RAYSLURM_RELAY", "never")
+        .expect_status(0)
+        .run();
+    let below: Vec<&str> = ran
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("cluster lab: up"))
+        .skip(1)
+        .collect();
+    assert_eq!(
+        below,
+        [
+            "  elastic, up to 4 nodes: 2 worker job(s), as the head saw them at 00:32:00",
+            "  JOBID  ROLE    NODE       STATE    SINCE     IDLE",
+            "  102    head    node[1-2]  RUNNING  00:25:00  -",
+            "  103    worker  node3      RUNNING  00:30:00  1:15",
+            "  104    worker  -          PENDING  00:31:00  -",
+            "  growing is paused: 3 worker jobs failed in a row",
+        ],
+        "{ran}"
+    );
+    // A cluster that is not elastic shows no more than before.
+    let fixed = Fake::new();
+    seed_running(&fixed, None);
+    fixed
+        .run(["status", "lab"])
+        .env("RAYSLURM_RELAY", "never")
+        .expect_status(0)
+        .expect_stdout_contains("cluster lab: up")
+        .expect_stdout_lacks("elastic")
+        .expect_stdout_lacks("ROLE")
+        .run();
 }
