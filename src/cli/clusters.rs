@@ -1,4 +1,4 @@
-//! The arguments of the cluster commands: `up`, `exec`, `queue`, `down`, `dashboard`.
+//! The arguments of the cluster commands: `up`, `exec`, `queue`, `scale`, `down`, `dashboard`.
 
 use std::path::PathBuf;
 
@@ -8,6 +8,7 @@ use super::heading;
 use super::launch::{ClusterArgs, JobArgs};
 use super::values::{positive_count, ray_amount};
 use crate::env_vars;
+use crate::handoff::elastic::ScaleRequest;
 use crate::launch::config::idle_duration;
 
 #[derive(Debug, Args)]
@@ -200,6 +201,25 @@ pub(crate) struct QueueArgs {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct ScaleArgs {
+    /// The cluster (from `rayslurm up --max-nodes`).
+    pub(crate) cluster: String,
+
+    /// `+N` worker jobs more, `-N` fewer (pending ones first, then the idlest), or `=N` nodes in
+    /// all (the head's own included).
+    #[arg(value_name = "CHANGE", allow_hyphen_values = true, value_parser = ScaleRequest::parse)]
+    pub(crate) change: ScaleRequest,
+
+    /// Seconds to wait for the cluster's head to take the request.
+    #[arg(value_name = "SECS", long, value_parser = positive_count, default_value_t = 30)]
+    pub(crate) timeout: u32,
+
+    /// Print the cluster's jobs as JSON (`{"max_nodes", "paused", "updated_at", "jobs"}`).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct DownArgs {
     /// The cluster.
     pub(crate) cluster: String,
@@ -212,4 +232,43 @@ pub(crate) struct DashboardArgs {
     /// The local port to listen on (default: the dashboard's own port number).
     #[arg(long)]
     pub(crate) port: Option<u16>,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command};
+    use crate::handoff::elastic::ScaleRequest;
+
+    fn change(argv: &[&str]) -> Result<(ScaleRequest, bool), String> {
+        let mut full = vec!["rayslurm", "scale"];
+        full.extend_from_slice(argv);
+        match Cli::try_parse_from(full)
+            .map_err(|e| e.to_string())?
+            .command
+        {
+            Command::Scale(args) => Ok((args.change, args.json)),
+            _ => unreachable!(),
+        }
+    }
+
+    /// `-1` is a change, not a flag, wherever the flags stand.
+    #[test]
+    fn scale_takes_a_negative_change_as_its_value() {
+        assert_eq!(change(&["lab", "-1"]), Ok((ScaleRequest::Remove(1), false)));
+        assert_eq!(
+            change(&["lab", "-2", "--json"]),
+            Ok((ScaleRequest::Remove(2), true))
+        );
+        assert_eq!(
+            change(&["--json", "lab", "-3"]),
+            Ok((ScaleRequest::Remove(3), true))
+        );
+        assert_eq!(change(&["lab", "+2"]), Ok((ScaleRequest::Add(2), false)));
+        assert_eq!(change(&["lab", "=4"]), Ok((ScaleRequest::To(4), false)));
+        let err = change(&["lab", "4"]).unwrap_err();
+        assert!(err.contains("+N (add), -N (remove) or =N"), "{err}");
+        assert!(change(&["lab"]).is_err(), "a change is needed");
+    }
 }

@@ -52,6 +52,14 @@ pub(crate) const EXAMPLES: &[(&str, &[&str])] = &[
         "queue",
         &["rayslurm queue lab", "rayslurm queue lab --json"],
     ),
+    (
+        "scale",
+        &[
+            "rayslurm scale lab +2",
+            "rayslurm scale lab -1",
+            "rayslurm scale lab =4 --json",
+        ],
+    ),
     ("down", &["rayslurm down lab"]),
     (
         "dashboard",
@@ -100,6 +108,7 @@ const GLOBALS: &[(&str, &[&str])] = &[
             "up",
             "exec",
             "queue",
+            "scale",
             "down",
             "dashboard",
             "trust",
@@ -115,6 +124,7 @@ const GLOBALS: &[(&str, &[&str])] = &[
             "up",
             "exec",
             "queue",
+            "scale",
             "down",
             "dashboard",
         ],

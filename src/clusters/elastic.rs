@@ -1,6 +1,7 @@
 //! An elastic cluster (`up --max-nodes N`) as the login node sees it: whether a cluster is
-//! one (its record says, or its head's report of its worker jobs does), and the Slurm jobs it is
-//! made of (the head's and each worker job), as `status` shows them.
+//! one (its record says, or its head's report of its worker jobs does), the Slurm jobs it is
+//! made of (the head's and each worker job), as `status` and `scale` show them, and what
+//! `scale` may ask of it.
 
 use std::path::Path;
 
@@ -8,8 +9,9 @@ use anyhow::Result;
 use chrono::{DateTime, Local};
 use serde::Serialize;
 
+use crate::error::{UsageError, show};
 use crate::handoff::cluster_info::ClusterInfo;
-use crate::handoff::elastic::WorkerJobs;
+use crate::handoff::elastic::{ScaleRequest, WorkerJobs};
 use crate::runs::status::JobStatus;
 use crate::runs::store::RunRecord;
 use crate::slurm::duration;
@@ -174,6 +176,35 @@ fn aligned<const N: usize>(rows: &[[String; N]]) -> Vec<String> {
         .collect()
 }
 
+/// Whether `change` can be asked of cluster `name`, whose head has `head_nodes` nodes of its
+/// own and which grows to `max_nodes` in all: `=N` within those bounds, `+N` and `-N` not 0.
+pub(crate) fn check_change(
+    name: &str,
+    change: ScaleRequest,
+    head_nodes: u32,
+    max_nodes: u32,
+) -> Result<(), UsageError> {
+    match change {
+        ScaleRequest::Add(0) | ScaleRequest::Remove(0) => Err(UsageError::new(format!(
+            "`{change}` changes nothing"
+        ))
+        .hint("give a count of at least 1, e.g. `+1`")),
+        ScaleRequest::To(n) if n > max_nodes => Err(UsageError::new(format!(
+            "`{change}` is more than cluster {}'s --max-nodes {max_nodes}",
+            show(name)
+        ))
+        .hint(format!(
+            "ask for at most `={max_nodes}`; a larger cluster needs `rayslurm up` with a larger --max-nodes"
+        ))),
+        ScaleRequest::To(n) if n < head_nodes => Err(UsageError::new(format!(
+            "`{change}` is fewer than the {head_nodes} node(s) of cluster {}'s own allocation, which stay",
+            show(name)
+        ))
+        .hint(format!("`={head_nodes}` gives back every worker job"))),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,5 +328,22 @@ mod tests {
         let text = none.view(&record(Some(4)), &running(), None).table();
         assert!(text.contains("no worker job reported yet"), "{text}");
         assert_eq!(text.lines().count(), 3, "{text}");
+    }
+
+    #[test]
+    fn a_change_is_checked_against_the_clusters_bounds() {
+        let check = |text: &str| check_change("lab", ScaleRequest::parse(text).unwrap(), 2, 8);
+        for ok in ["+1", "-3", "=2", "=8", "+20"] {
+            assert!(check(ok).is_ok(), "{ok}");
+        }
+        for (bad, said) in [
+            ("+0", "changes nothing"),
+            ("-0", "changes nothing"),
+            ("=9", "more than cluster `lab`'s --max-nodes 8"),
+            ("=1", "fewer than the 2 node(s)"),
+        ] {
+            let err = check(bad).unwrap_err();
+            assert!(err.message.contains(said), "{bad}: {}", err.message);
+        }
     }
 }

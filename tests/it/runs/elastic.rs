@@ -1,9 +1,11 @@
 //! Elastic clusters (`up --max-nodes`) on the login side, against fake Slurm commands: `up`
-//! asks Slurm about the worker jobs first (`sbatch --test-only`), and `status` lists the
+//! asks Slurm about the worker jobs first (`sbatch --test-only`), `scale` leaves a request for
+//! the head (played here by the test) and shows what it then reports, and `status` lists the
 //! cluster's Slurm jobs.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -220,6 +222,125 @@ fn workers(paused: Option<&str>) -> String {
         "paused": paused, "updated_at": "2026-11-25T19:02:00+00:00"
     })
     .to_string()
+}
+
+/// Plays the head: waits for a scale request in `run_dir`, checks it says `want`, reports
+/// its worker jobs and takes the request (removes it), as the head does.
+fn head_takes(run_dir: &Path, want: &str) {
+    let request = run_dir.join("scale-request");
+    let start = Instant::now();
+    while !request.exists() {
+        assert!(start.elapsed() < Duration::from_secs(20), "no request came");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        std::fs::read_to_string(&request).unwrap(),
+        format!("{want}\n")
+    );
+    let mode = std::fs::metadata(&request).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "the request is private");
+    write_private(&run_dir.join("workers.json"), &workers(None));
+    std::fs::remove_file(&request).unwrap();
+}
+
+#[test]
+fn scale_leaves_a_request_and_shows_what_the_head_then_reports() {
+    let fake = Fake::new();
+    let run_dir = seed_running(&fake, Some(4));
+    let running = fake
+        .run(["scale", "lab", "+2"])
+        .expect_status(0)
+        .expect_stderr_contains("asked the head of cluster lab for `+2`")
+        .expect_stderr_contains("the head of cluster lab took `+2`")
+        .expect_stdout_contains("  elastic, up to 4 nodes: 2 worker job(s)")
+        .expect_stdout_contains("  JOBID  ROLE    NODE       STATE    SINCE     IDLE\n")
+        // Times in the fake's zone, UTC+05:30.
+        .expect_stdout_contains("  102    head    node[1-2]  RUNNING  00:25:00  -\n")
+        .expect_stdout_contains("  103    worker  node3      RUNNING  00:30:00  1:15\n")
+        .expect_stdout_contains("  104    worker  -          PENDING  00:31:00  -\n")
+        .spawn();
+    head_takes(&run_dir, "+2");
+    running.wait_within(Duration::from_secs(30));
+    assert!(!run_dir.join("scale-request").exists());
+}
+
+/// `-1` is the change, not a flag; `--json` prints the cluster's jobs as `status --json` has
+/// them under `elastic`.
+#[test]
+fn scale_json_prints_the_clusters_jobs() {
+    let fake = Fake::new();
+    let run_dir = seed_running(&fake, Some(4));
+    let running = fake
+        .run(["scale", "lab", "-1", "--json"])
+        .expect_status(0)
+        .expect_json("/max_nodes", 4)
+        .expect_json("/paused", Value::Null)
+        .expect_json("/jobs/0/role", "head")
+        .expect_json("/jobs/0/job_id", "102")
+        .expect_json("/jobs/1/job_id", "103")
+        .expect_json("/jobs/1/idle_s", 75)
+        .expect_json("/jobs/2/node", Value::Null)
+        .spawn();
+    head_takes(&run_dir, "-1");
+    let ran = running.wait_within(Duration::from_secs(30));
+    assert_eq!(
+        json_keys(&ran.json()),
+        "jobs\nmax_nodes\npaused\nupdated_at"
+    );
+}
+
+#[test]
+fn scale_that_the_head_does_not_take_fails_and_withdraws_the_request() {
+    let fake = Fake::new();
+    let run_dir = seed_running(&fake, Some(4));
+    fake.run(["scale", "lab", "=3", "--timeout", "1"])
+        .expect_status(1)
+        .expect_stdout("")
+        .expect_stderr_contains(
+            "the head of cluster lab did not take the request within 1 s, so it was withdrawn",
+        )
+        .expect_stderr_contains("rayslurm status lab")
+        .run();
+    assert!(!run_dir.join("scale-request").exists(), "withdrawn");
+}
+
+#[test]
+fn scale_refuses_a_cluster_that_cannot_take_the_change() {
+    let fixed = Fake::new();
+    let run_dir = seed_running(&fixed, None);
+    fixed
+        .run(["scale", "lab", "+1"])
+        .expect_status(2)
+        .expect_stderr_contains("cluster `lab` is not elastic: it was started without --max-nodes")
+        .expect_stderr_contains("rayslurm up lab -n 1 --max-nodes N")
+        .run();
+    assert!(!run_dir.join("scale-request").exists());
+    let elastic = Fake::new();
+    let run_dir = seed_running(&elastic, Some(4));
+    let cases: &[(&[&str], &str)] = &[
+        (&["=5"], "`=5` is more than cluster `lab`'s --max-nodes 4"),
+        (
+            &["=1"],
+            "fewer than the 2 node(s) of cluster `lab`'s own allocation",
+        ),
+        (&["+0"], "`+0` changes nothing"),
+        (&["2"], "`2` is not a change of size"),
+    ];
+    for (change, said) in cases {
+        elastic
+            .run(["scale", "lab"].into_iter().chain(change.iter().copied()))
+            .case(change.join(" "))
+            .expect_status(2)
+            .expect_stderr_contains(said)
+            .run();
+    }
+    elastic.shim("squeue", &elastic.line("102", "PENDING"));
+    elastic
+        .run(["scale", "lab", "+1"])
+        .expect_status(2)
+        .expect_stderr_contains("cluster `lab` is not up yet")
+        .run();
+    assert!(!run_dir.join("scale-request").exists(), "nothing asked");
 }
 
 #[test]
