@@ -39,7 +39,9 @@ use std::process::ExitCode;
 
 use crate::cli::Command;
 use crate::commands::settings::again::AgainSettings;
-use crate::commands::settings::clusters::{DashboardSettings, DownSettings, QueueSettings};
+use crate::commands::settings::clusters::{
+    DashboardSettings, DownSettings, QueueSettings, ScaleSettings,
+};
 use crate::commands::settings::runs::{CancelSettings, LogsSettings, StatusSettings};
 use crate::commands::settings::{self, exec::ExecSettings, up::UpSettings};
 use crate::launch::config::Sources;
@@ -110,6 +112,7 @@ fn run(
         }
         Command::Exec(args) => commands::exec::run(&ExecSettings::resolve(&args)?, printer),
         Command::Queue(args) => commands::queue::run(&QueueSettings::resolve(&args), printer),
+        Command::Scale(args) => commands::scale::run(&ScaleSettings::resolve(&args), printer),
         Command::Down(args) => commands::down::run(&DownSettings::resolve(&args), printer),
         Command::Dashboard(args) => {
             commands::dashboard::run(&DashboardSettings::resolve(&args), printer)

@@ -15,7 +15,8 @@ on the command line; no Python function is pickled.
     >>> print(job.logs(tail=5))
 
 On a persistent cluster: ``cluster = rayslurm.up("lab", num_nodes=2)``, then
-``rayslurm.exec(cluster, "python trial.py").wait()``, and ``cluster.down()``.
+``rayslurm.exec(cluster, "python trial.py").wait()``, and ``cluster.down()``; one started with
+``max_nodes=8`` grows by itself, or with ``cluster.scale("+2")``.
 docs/python.md has more.
 """
 
@@ -47,6 +48,7 @@ __all__ = [
     "launch",
     "logs",
     "queue",
+    "scale",
     "status",
     "up",
     "wait",
@@ -201,6 +203,10 @@ def up(
     ray_head_args: Optional[str] = None,
     no_ray_auth: bool = False,
     ray_metrics: bool = False,
+    max_nodes: Optional[int] = None,
+    worker_idle_timeout: Optional[int] = None,
+    max_pending_workers: Optional[int] = None,
+    replace_failed: bool = False,
     detach: bool = False,
     dry_run: bool = False,
 ) -> Cluster:
@@ -212,6 +218,12 @@ def up(
     ``task``: a task file (``rayslurm up NAME TASK.yaml``) giving the cluster's nodes,
     resources, envs and setup (its ``run`` is not run: its jobs come with :func:`exec`); the
     other parameters override it.
+
+    ``max_nodes``: an elastic cluster, which grows with worker jobs (one node each) up to this
+    many nodes in all, the head's included, when Ray has work it cannot place, and gives each
+    back after ``worker_idle_timeout`` seconds idle (300); ``max_pending_workers`` (2) worker
+    jobs wait in Slurm's queue at once; ``replace_failed`` replaces one that a node failure or
+    a preemption ended. See :func:`scale`.
 
     Raises:
         RayslurmError: refused input or a name in use (``returncode`` 2), or the cluster's
@@ -315,6 +327,30 @@ def queue(cluster: ClusterRef) -> Dict[str, Any]:
     return _cli.call_json(["queue", "--json", "--", _cluster_name(cluster)], dict)
 
 
+def scale(cluster: ClusterRef, change: str, *, timeout: Optional[int] = None) -> Dict[str, Any]:
+    """Grows or shrinks an elastic cluster (``rayslurm scale CLUSTER CHANGE --json``).
+
+    Args:
+        cluster: the cluster's name or the :class:`Cluster` of :func:`up` with ``max_nodes``.
+        change: ``"+N"`` (N worker jobs more), ``"-N"`` (N fewer: pending ones first, then the
+            idlest) or ``"=N"`` (N nodes in all, the head's own allocation included).
+        timeout: seconds to wait for the cluster's head to take the request (default 30).
+
+    Returns:
+        The cluster's jobs as its head reports them once it took the request: ``{"max_nodes",
+        "paused", "updated_at", "jobs"}``; each of ``jobs`` (the head's first) is ``{"job_id",
+        "role", "node", "state", "since", "idle_s"}``, as ``status()`` has them under
+        ``"elastic"``.
+
+    Raises:
+        RayslurmError: no such cluster, not an elastic one, not up, or a change beyond its
+            bounds (``returncode`` 2); the head did not take the request in time (1: it was
+            withdrawn).
+        TypeError: ``change`` is not a str.
+    """
+    return _cli.scale(_cluster_name(cluster), change, timeout)
+
+
 def down(cluster: ClusterRef) -> None:
     """Stops a persistent cluster and releases its allocation (``rayslurm down``)."""
     _cli.call_text(["down", "--", _cluster_name(cluster)])
@@ -344,7 +380,8 @@ def status(target: Optional[Target] = None, *, all_runs: bool = False) -> List[D
     Returns:
         One dict per run, with ``exp_name, job_id, state, reason, nodes, nodelist,
         elapsed_seconds, exit_code, log, script, state_file, run_dir, submitted_at, workdir,
-        command, cluster, source, message, attempts``.
+        command, cluster, source, message, attempts``; an elastic cluster's has ``elastic``
+        too (its Slurm jobs, as :func:`scale` returns them).
 
     Raises:
         RayslurmError: an unknown target (``returncode`` 2) or Slurm could not be asked.

@@ -16,7 +16,7 @@ import signal as signals
 import subprocess
 import sysconfig
 from pathlib import Path
-from typing import Any, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 _NAME = "rayslurm"
 
@@ -314,3 +314,14 @@ def logs_args(target: str, job: Optional[int], tail: Optional[int], follow: bool
     if job is not None:
         args.append(str(job))
     return args
+
+
+def scale(cluster: str, change: str, timeout: Optional[int]) -> Dict[str, Any]:
+    """``rayslurm scale --json -- CLUSTER CHANGE``: the cluster's jobs once its head took it."""
+    if not isinstance(change, str):
+        raise TypeError(
+            f"a change of size is a str, '+N' (add), '-N' (remove) or '=N' (in all), not {change!r}"
+        )
+    args = ["scale", *flags({"timeout": timeout}), "--json", "--", cluster, change]
+    result: Dict[str, Any] = call_json(args, dict)
+    return result

@@ -294,6 +294,19 @@ class Cluster:
         """The cluster's jobs and resources (``rayslurm queue --json``)."""
         return _cli.call_json(["queue", "--json", "--", self.name], dict)
 
+    def scale(self, change: str, *, timeout: Optional[int] = None) -> Dict[str, Any]:
+        """Grows or shrinks an elastic cluster (``up(..., max_nodes=N)``; ``rayslurm scale``).
+
+        ``change`` is ``"+N"`` (N worker jobs more), ``"-N"`` (N fewer) or ``"=N"`` (N nodes
+        in all, the head's own included). Returns once the cluster's head has taken the request
+        (within ``timeout`` seconds, 30 by default): the cluster's jobs as the head then reports
+        them, ``{"max_nodes", "paused", "updated_at", "jobs"}``, each job ``{"job_id", "role",
+        "node", "state", "since", "idle_s"}``. A cluster that is not elastic, or a change beyond
+        its bounds, raises :class:`RayslurmError` (``returncode`` 2); a request the head did not
+        take in time is withdrawn and raises it with ``returncode`` 1.
+        """
+        return _cli.scale(self.name, change, timeout)
+
     def down(self) -> None:
         """Stops the cluster and releases its allocation (``rayslurm down``)."""
         _cli.call_text(["down", "--", self.name])

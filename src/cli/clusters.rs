@@ -1,4 +1,4 @@
-//! The arguments of the cluster commands: `up`, `exec`, `queue`, `down`, `dashboard`.
+//! The arguments of the cluster commands: `up`, `exec`, `queue`, `scale`, `down`, `dashboard`.
 
 use std::path::PathBuf;
 
@@ -6,8 +6,9 @@ use clap::Args;
 
 use super::heading;
 use super::launch::{ClusterArgs, JobArgs};
-use super::values::ray_amount;
+use super::values::{positive_count, ray_amount};
 use crate::env_vars;
+use crate::handoff::elastic::ScaleRequest;
 use crate::launch::config::idle_duration;
 
 #[derive(Debug, Args)]
@@ -35,6 +36,9 @@ pub(crate) struct UpArgs {
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,
 
+    #[command(flatten)]
+    pub(crate) elastic: ElasticArgs,
+
     /// Return once the allocation is submitted, without waiting for the cluster.
     #[arg(long, short, help_heading = heading::OUTPUT)]
     pub(crate) detach: bool,
@@ -46,6 +50,40 @@ pub(crate) struct UpArgs {
     /// Print the job id, script and log paths as JSON on stdout.
     #[arg(long, help_heading = heading::OUTPUT)]
     pub(crate) json: bool,
+}
+
+/// An elastic cluster (`up --max-nodes N`): the head grows it with worker jobs and gives
+/// them back when idle.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct ElasticArgs {
+    /// Grow with worker jobs up to N nodes in all (the head's allocation included)
+    ///
+    /// An elastic cluster: when Ray has work it cannot place, the head submits worker jobs
+    /// (Slurm jobs of one node each, with this cluster's partition, account, resources and
+    /// environment) that join its Ray, and gives each back once idle. At least --num-nodes;
+    /// not with --node. `up` first asks Slurm whether it would take such a job (`sbatch
+    /// --test-only`); `rayslurm scale` asks for more or fewer at any time.
+    #[arg(value_name = "N", long, value_parser = positive_count, allow_hyphen_values = true, help_heading = heading::ELASTIC)]
+    pub(crate) max_nodes: Option<u32>,
+
+    /// Seconds a worker job may run nothing before it is given back [default: 300]
+    ///
+    /// With --max-nodes: counted by Ray, from the last task or actor on the worker's node.
+    #[arg(value_name = "SECS", long, value_parser = positive_count, allow_hyphen_values = true, help_heading = heading::ELASTIC)]
+    pub(crate) worker_idle_timeout: Option<u32>,
+
+    /// Worker jobs waiting in Slurm's queue at once, at most [default: 2]
+    ///
+    /// With --max-nodes: the head submits no more while this many wait for a node.
+    #[arg(value_name = "N", long, value_parser = positive_count, allow_hyphen_values = true, help_heading = heading::ELASTIC)]
+    pub(crate) max_pending_workers: Option<u32>,
+
+    /// Replace a worker job that ended early, even without work waiting
+    ///
+    /// With --max-nodes: a worker job that a node failure or a preemption ended is submitted
+    /// again at once, not only when Ray has work it cannot place.
+    #[arg(long, help_heading = heading::ELASTIC)]
+    pub(crate) replace_failed: bool,
 }
 
 #[derive(Debug, Args)]
@@ -163,6 +201,25 @@ pub(crate) struct QueueArgs {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct ScaleArgs {
+    /// The cluster (from `rayslurm up --max-nodes`).
+    pub(crate) cluster: String,
+
+    /// `+N` worker jobs more, `-N` fewer (pending ones first, then the idlest), or `=N` nodes in
+    /// all (the head's own included).
+    #[arg(value_name = "CHANGE", allow_hyphen_values = true, value_parser = ScaleRequest::parse)]
+    pub(crate) change: ScaleRequest,
+
+    /// Seconds to wait for the cluster's head to take the request.
+    #[arg(value_name = "SECS", long, value_parser = positive_count, default_value_t = 30)]
+    pub(crate) timeout: u32,
+
+    /// Print the cluster's jobs as JSON (`{"max_nodes", "paused", "updated_at", "jobs"}`).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct DownArgs {
     /// The cluster.
     pub(crate) cluster: String,
@@ -175,4 +232,43 @@ pub(crate) struct DashboardArgs {
     /// The local port to listen on (default: the dashboard's own port number).
     #[arg(long)]
     pub(crate) port: Option<u16>,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command};
+    use crate::handoff::elastic::ScaleRequest;
+
+    fn change(argv: &[&str]) -> Result<(ScaleRequest, bool), String> {
+        let mut full = vec!["rayslurm", "scale"];
+        full.extend_from_slice(argv);
+        match Cli::try_parse_from(full)
+            .map_err(|e| e.to_string())?
+            .command
+        {
+            Command::Scale(args) => Ok((args.change, args.json)),
+            _ => unreachable!(),
+        }
+    }
+
+    /// `-1` is a change, not a flag, wherever the flags stand.
+    #[test]
+    fn scale_takes_a_negative_change_as_its_value() {
+        assert_eq!(change(&["lab", "-1"]), Ok((ScaleRequest::Remove(1), false)));
+        assert_eq!(
+            change(&["lab", "-2", "--json"]),
+            Ok((ScaleRequest::Remove(2), true))
+        );
+        assert_eq!(
+            change(&["--json", "lab", "-3"]),
+            Ok((ScaleRequest::Remove(3), true))
+        );
+        assert_eq!(change(&["lab", "+2"]), Ok((ScaleRequest::Add(2), false)));
+        assert_eq!(change(&["lab", "=4"]), Ok((ScaleRequest::To(4), false)));
+        let err = change(&["lab", "4"]).unwrap_err();
+        assert!(err.contains("+N (add), -N (remove) or =N"), "{err}");
+        assert!(change(&["lab"]).is_err(), "a change is needed");
+    }
 }

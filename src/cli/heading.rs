@@ -6,5 +6,6 @@ pub(crate) const RESOURCES: &str = "Resources";
 pub(crate) const ENVIRONMENT: &str = "Command environment";
 pub(crate) const INSIDE: &str = "Inside the job";
 pub(crate) const RAY: &str = "Ray";
+pub(crate) const ELASTIC: &str = "Elastic cluster";
 pub(crate) const OUTPUT: &str = "Output";
 pub(crate) const LONG_RUNS: &str = "Long runs";

@@ -20,7 +20,9 @@ mod values;
 mod variables;
 pub(crate) mod view;
 
-pub(crate) use clusters::{DashboardArgs, DownArgs, ExecArgs, QueueArgs, UpArgs};
+pub(crate) use clusters::{
+    DashboardArgs, DownArgs, ElasticArgs, ExecArgs, QueueArgs, ScaleArgs, UpArgs,
+};
 pub(crate) use launch::{ClusterArgs, JobArgs, LaunchArgs, LongRunArgs, SnapshotArgs};
 pub(crate) use runs::{CancelArgs, LogsArgs, StatusArgs};
 pub(crate) use utility::{CompletionsArgs, ManArgs, RelayArgs, TrustArgs};
@@ -90,6 +92,14 @@ pub(crate) enum Command {
     Exec(Box<ExecArgs>),
     /// Show a cluster's jobs, nodes, free resources and time left.
     Queue(QueueArgs),
+    /// Grow or shrink an elastic cluster (`up --max-nodes`): +N, -N or =N nodes.
+    ///
+    /// Asks the cluster's head for N worker jobs more (`+N`), N fewer (`-N`: pending ones first,
+    /// then the idlest), or for N nodes in all (`=N`, the head's own allocation included), and
+    /// waits until the head has taken the request; then prints the cluster's jobs as the head
+    /// reports them. The head still keeps within --max-nodes and --max-pending-workers, and
+    /// gives back a worker job that stays idle for --worker-idle-timeout.
+    Scale(ScaleArgs),
     /// Stop a cluster: its running jobs, Ray, and its allocation.
     Down(DownArgs),
     /// Forward a cluster's (or a run's) Ray dashboard to a port on this machine.

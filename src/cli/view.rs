@@ -20,6 +20,7 @@ pub(crate) const EXAMPLES: &[(&str, &[&str])] = &[
         "up",
         &[
             "rayslurm up lab -n 4 --time 8:00:00 --idle-timeout 30m",
+            "rayslurm up lab -n 1 --max-nodes 8 --worker-idle-timeout 600",
             "rayslurm up lab -n 2 --dry-run",
         ],
     ),
@@ -50,6 +51,14 @@ pub(crate) const EXAMPLES: &[(&str, &[&str])] = &[
     (
         "queue",
         &["rayslurm queue lab", "rayslurm queue lab --json"],
+    ),
+    (
+        "scale",
+        &[
+            "rayslurm scale lab +2",
+            "rayslurm scale lab -1",
+            "rayslurm scale lab =4 --json",
+        ],
     ),
     ("down", &["rayslurm down lab"]),
     (
@@ -99,6 +108,7 @@ const GLOBALS: &[(&str, &[&str])] = &[
             "up",
             "exec",
             "queue",
+            "scale",
             "down",
             "dashboard",
             "trust",
@@ -114,6 +124,7 @@ const GLOBALS: &[(&str, &[&str])] = &[
             "up",
             "exec",
             "queue",
+            "scale",
             "down",
             "dashboard",
         ],
@@ -215,6 +226,16 @@ mod tests {
         assert!(help("ready_timeout").contains(&shown));
         assert!(help("stop_grace").contains(&format!("[default: {DEFAULT_STOP_GRACE}]")));
         assert!(help("gpu_directive").contains("[default: gpus-per-task]"));
+        use crate::handoff::cluster::{DEFAULT_MAX_PENDING_WORKERS, DEFAULT_WORKER_IDLE_TIMEOUT};
+        let up = command.find_subcommand("up").unwrap();
+        let help = |id: &str| {
+            let arg = up.get_arguments().find(|a| a.get_id() == id).unwrap();
+            arg.get_help().unwrap().to_string()
+        };
+        let shown = format!("[default: {DEFAULT_WORKER_IDLE_TIMEOUT}]");
+        assert!(help("worker_idle_timeout").contains(&shown));
+        let shown = format!("[default: {DEFAULT_MAX_PENDING_WORKERS}]");
+        assert!(help("max_pending_workers").contains(&shown));
     }
 
     #[test]

@@ -124,14 +124,18 @@ impl Cluster {
 
     /// The cluster's Jobs API, if it is up; a clear error otherwise.
     pub(crate) fn api(&self, status: &JobStatus) -> Result<(ClusterInfo, JobsApi)> {
+        let info = self.up_info(status)?;
+        let address = relay::address(&info, info.dashboard_port)?;
+        let api = JobsApi::new(&address, info.token_file.as_deref())
+            .map_err(|e| anyhow::anyhow!("cannot read the cluster's token: {e}"))?;
+        Ok((info, api))
+    }
+
+    /// What its head wrote, if it is up; a clear error (a usage error) otherwise.
+    pub(crate) fn up_info(&self, status: &JobStatus) -> Result<ClusterInfo> {
         let name = self.name();
         match self.state(status)? {
-            State::Up(info) => {
-                let address = relay::address(&info, info.dashboard_port)?;
-                let api = JobsApi::new(&address, info.token_file.as_deref())
-                    .map_err(|e| anyhow::anyhow!("cannot read the cluster's token: {e}"))?;
-                Ok((info, api))
-            }
+            State::Up(info) => Ok(info),
             State::Pending(s) => Err(UsageError::new(format!(
                 "cluster {} is not up yet: its allocation is {s}",
                 show(name)

@@ -14,6 +14,7 @@ use chrono::{Local, SecondsFormat};
 use serde::Serialize;
 
 use crate::clusters::cluster::Cluster;
+use crate::clusters::elastic::Elastic;
 use crate::clusters::follow;
 use crate::clusters::jobs::{self, JobRecord};
 use crate::clusters::ranks::{self, RankSpec};
@@ -50,7 +51,8 @@ pub(crate) fn run(settings: &ExecSettings, printer: &Printer) -> Result<ExitCode
     let listing = settings.snapshot.as_ref().map(Listing::of).transpose()?;
     let (info, api) = cluster.connect(printer)?;
     check_fits(&info, settings, cluster.name())?;
-    let ranks = rank_count(&info, settings, cluster.name())?;
+    let grows_to = Elastic::of(&cluster.run.record, &cluster.run_dir)?.map(|e| e.max_nodes);
+    let ranks = rank_count(&info, grows_to, settings, cluster.name())?;
     let job = submit(&cluster, &api, settings, ranks, listing.as_ref(), printer)?;
     let name = cluster.name();
     if settings.json {
@@ -164,10 +166,12 @@ fn submit(
     Ok(job)
 }
 
-/// `--per-node`'s number of ranks: `-n`, or every node of the cluster; more than it has would
-/// wait forever.
+/// `--per-node`'s number of ranks: `-n`, or every node of the cluster now; more than it has
+/// (an elastic cluster: more than it `grows_to`, whose head adds worker jobs for the ranks
+/// that wait) would wait forever.
 fn rank_count(
     info: &ClusterInfo,
+    grows_to: Option<u32>,
     job: &ExecSettings,
     name: &str,
 ) -> Result<Option<u32>, UsageError> {
@@ -175,10 +179,16 @@ fn rank_count(
         return Ok(None);
     };
     let has = u32::try_from(info.nodes.len()).unwrap_or(u32::MAX);
-    match ranks.nodes {
-        None => Ok(Some(has)),
-        Some(n) if n <= has => Ok(Some(n)),
-        Some(n) => Err(UsageError::new(format!(
+    match (ranks.nodes, grows_to) {
+        (None, _) => Ok(Some(has)),
+        (Some(n), _) if n <= has => Ok(Some(n)),
+        (Some(n), Some(most)) if n <= most => Ok(Some(n)),
+        (Some(n), Some(most)) => Err(UsageError::new(format!(
+            "-n {n}: cluster {} grows to {most} nodes at most (--max-nodes), and each rank needs a node of its own",
+            show(name)
+        ))
+        .hint(format!("ask for at most `-n {most}`"))),
+        (Some(n), None) => Err(UsageError::new(format!(
             "-n {n}: cluster {} has {has} node{}, and each rank needs a node of its own",
             show(name),
             if has == 1 { "" } else { "s" }

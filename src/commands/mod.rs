@@ -13,6 +13,7 @@ pub(crate) mod logs;
 pub(crate) mod man;
 pub(crate) mod queue;
 pub(crate) mod relay;
+pub(crate) mod scale;
 pub(crate) mod settings;
 pub(crate) mod status;
 pub(crate) mod submit;

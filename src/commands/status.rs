@@ -13,8 +13,10 @@ use serde::Serialize;
 use crate::launch::snapshot::SnapshotInfo;
 
 use crate::clusters::cluster::Cluster;
+use crate::clusters::elastic::{Elastic, ElasticView};
 use crate::commands::settings::runs::StatusSettings;
 use crate::error::WithHint;
+use crate::handoff::cluster_info::ClusterInfo;
 use crate::printer::Printer;
 use crate::runs::select;
 use crate::runs::status::{self, JobStatus};
@@ -55,6 +57,9 @@ struct RunJson<'a> {
     /// The copy of the workdir the run works in (`--snapshot`): path, workdir, commit, dirty.
     #[serde(skip_serializing_if = "Option::is_none")]
     snapshot: Option<&'a SnapshotInfo>,
+    /// An elastic cluster's (`up --max-nodes`) Slurm jobs: the head's and each worker job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    elastic: Option<&'a ElasticView>,
 }
 
 pub(crate) fn run(args: &StatusSettings, printer: &Printer) -> Result<ExitCode> {
@@ -89,11 +94,13 @@ pub(crate) fn run(args: &StatusSettings, printer: &Printer) -> Result<ExitCode> 
         }
     }
 
+    let elastic = elastic_views(&shown, &gathered.statuses, printer);
     if args.json {
         let rows: Vec<RunJson> = shown
             .iter()
             .zip(&gathered.statuses)
-            .map(|(run, status)| to_json(run, status))
+            .zip(&elastic)
+            .map(|((run, status), elastic)| to_json(run, status, elastic.as_ref()))
             .collect();
         printer.result(&serde_json::to_string_pretty(&rows)?);
     } else if shown.is_empty() {
@@ -103,9 +110,12 @@ pub(crate) fn run(args: &StatusSettings, printer: &Printer) -> Result<ExitCode> 
         ));
     } else {
         printer.result(&table(&shown, &gathered.statuses));
-        for (run, status) in shown.iter().zip(&gathered.statuses) {
+        for ((run, status), elastic) in shown.iter().zip(&gathered.statuses).zip(&elastic) {
             if let Some(line) = cluster_line(run, status) {
                 printer.result(&line);
+                if let Some(view) = elastic {
+                    printer.result(&view.table());
+                }
             }
         }
     }
@@ -144,6 +154,26 @@ fn cluster_line(run: &StoredRun, status: &JobStatus) -> Option<String> {
     ))
 }
 
+/// Each run's Slurm jobs if it is an elastic cluster, else `None` (a head's report that cannot
+/// be read costs a warning).
+fn elastic_views(
+    runs: &[&StoredRun],
+    statuses: &[JobStatus],
+    printer: &Printer,
+) -> Vec<Option<ElasticView>> {
+    runs.iter()
+        .zip(statuses)
+        .map(|(run, status)| {
+            let dir = run.record.run_dir()?;
+            let elastic = Elastic::of(&run.record, &dir)
+                .map_err(|e| printer.warn(&format!("{e:#}")))
+                .ok()??;
+            let info = ClusterInfo::read(&dir).ok().flatten();
+            Some(elastic.view(&run.record, status, info.as_ref()))
+        })
+        .collect()
+}
+
 /// The runs shown by default: the newest of the last days, and any older run whose end is
 /// not known yet (it may still be running).
 fn recent(runs: Vec<&StoredRun>, now: DateTime<FixedOffset>) -> Vec<&StoredRun> {
@@ -162,7 +192,11 @@ fn recent(runs: Vec<&StoredRun>, now: DateTime<FixedOffset>) -> Vec<&StoredRun> 
         .collect()
 }
 
-fn to_json<'a>(run: &'a StoredRun, status: &'a JobStatus) -> RunJson<'a> {
+fn to_json<'a>(
+    run: &'a StoredRun,
+    status: &'a JobStatus,
+    elastic: Option<&'a ElasticView>,
+) -> RunJson<'a> {
     let r = &run.record;
     RunJson {
         exp_name: &r.exp_name,
@@ -185,6 +219,7 @@ fn to_json<'a>(run: &'a StoredRun, status: &'a JobStatus) -> RunJson<'a> {
         message: status.message.as_deref(),
         attempts: status.attempts,
         snapshot: r.snapshot.as_ref(),
+        elastic,
     }
 }
 

@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::commands::bin_copies::prune_copies;
 use crate::error::UsageError;
 use crate::error::show;
+use crate::handoff::elastic::worker_sbatch_args;
 use crate::handoff::job_env;
 use crate::handoff::run_files::{RunFiles, create_private_dir};
 use crate::launch::config::LaunchConfig;
@@ -94,6 +95,9 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
     if config.dry_run {
         show_dry_run(printer, config.json, &config.job.exp_name, &files)?;
         return Ok(Submitted::DryRun);
+    }
+    if config.cluster.max_nodes.is_some() {
+        check_worker_jobs(config, &files, &link, printer)?;
     }
     let snapshot = match listing {
         Some(l) => write_snapshot(&l, &files, printer)?,
@@ -188,6 +192,32 @@ fn write_script(
     Ok((files, bin))
 }
 
+/// Asks Slurm whether it takes the worker jobs an elastic cluster's head will submit (the
+/// same options, `sbatch --test-only`), so that a partition, account or limit that refuses
+/// them fails `up` now rather than leaving a cluster that cannot grow. Nothing is submitted;
+/// a refusal keeps the script, as a refused submission does.
+fn check_worker_jobs(
+    config: &LaunchConfig,
+    files: &RunFiles,
+    link: &Link,
+    printer: &Printer,
+) -> Result<()> {
+    let run_dir = link.run_dir.clone().unwrap_or_else(|| files.dir.clone());
+    let options = worker_sbatch_args(&config.job.exp_name, &run_dir, "test.0");
+    let said = slurm::test_only(&options, &files.script).with_context(|| {
+        format!(
+            "Slurm refuses the worker jobs of elastic cluster {} (--max-nodes), so nothing was submitted; the script is kept at `{}`",
+            show(&config.job.exp_name),
+            files.script.display()
+        )
+    })?;
+    printer.info(&format!(
+        "Slurm takes this cluster's worker jobs (sbatch --test-only: {})",
+        if said.is_empty() { "accepted" } else { &said }
+    ));
+    Ok(())
+}
+
 /// Submits the written script and records the run.
 fn sbatch(
     config: &LaunchConfig,
@@ -203,6 +233,7 @@ fn sbatch(
     let workdir = std::env::current_dir().unwrap_or_else(|_| config.log_dir.clone());
     let record = RunRecord {
         cluster: config.cluster.serve,
+        max_nodes: config.cluster.max_nodes,
         run_dir: link.run_dir,
         binary: Some(bin.path.clone()),
         snapshot,

@@ -74,7 +74,6 @@ impl ScaleRequest {
     }
 
     /// Leaves the request for the head (a private file, replaced whole).
-    #[cfg_attr(not(test), allow(dead_code))] // `rayslurm scale`'s, on its way
     pub(crate) fn write(&self, run_dir: &Path) -> Result<()> {
         let mut file = Staged::new(run_dir, "scale", 0o600)?;
         file.write_all(format!("{self}\n").as_bytes())?;

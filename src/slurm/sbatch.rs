@@ -51,6 +51,22 @@ pub(crate) fn sbatch_from_job(options: &[String], script: &Path) -> Result<JobId
     parse_parsable(&text).ok_or_else(|| format!("`{cmd}` printed no job id: `{}`", text.trim()))
 }
 
+/// Asks sbatch whether it would take `script` with `options` before it (they override its
+/// `#SBATCH` lines), submitting nothing (`sbatch --test-only`): sbatch's estimate of the start
+/// (which it writes on stderr), or its refusal with its own message.
+pub(crate) fn test_only(options: &[String], script: &Path) -> Result<String, CmdError> {
+    let cmd = Cmd::new("sbatch")
+        .arg("--test-only")
+        .args(options)
+        .arg(script);
+    let out = cmd.output()?;
+    let said = String::from_utf8_lossy(&out.stderr);
+    let line = said.lines().map(str::trim).rfind(|l| !l.is_empty());
+    Ok(line
+        .map(|l| l.trim_start_matches("sbatch: ").to_owned())
+        .unwrap_or_default())
+}
+
 /// `--parsable` prints `jobid` or `jobid;cluster`.
 pub(crate) fn parse_parsable(out: &str) -> Option<JobId> {
     let line = out.lines().map(str::trim).rfind(|l| !l.is_empty())?;

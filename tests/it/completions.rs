@@ -23,6 +23,8 @@ fn completions_for_each_shell_offer_the_commands_and_options_and_no_hidden_one()
             "status",
             "exec",
             "completions",
+            "scale",
+            "max-nodes",
             "num-nodes",
             "verbose",
         ] {
@@ -105,6 +107,12 @@ fn man_prints_a_roff_page_of_rayslurm_or_of_a_command() {
         // launch's options, with their variables.
         .expect_stdout_contains("\\-\\-num\\-nodes")
         .expect_stdout_contains("RAYSLURM_PARTITION")
+        .run();
+
+    rayslurm(["man", "scale"])
+        .expect_status(0)
+        .expect_stdout_contains("\n.TH rayslurm-scale 1 ")
+        .expect_stdout_contains("rayslurm scale lab +2")
         .run();
 }
 

@@ -8,12 +8,18 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::e2e_clusters::{exec_detached, rs, status_of, up_nodes, wait_queue};
-use crate::harness::{Job, assert_clean, lab};
+use crate::harness::{Job, assert_clean, lab, leftovers, processes_with};
 
 /// The cluster's worker jobs in Slurm's queue now: (job id, state).
 fn worker_jobs(name: &str) -> Vec<(String, String)> {
     let out = Command::new("squeue")
-        .args(["--noheader", "--name", &format!("{name}-worker"), "--format", "%i|%T"])
+        .args([
+            "--noheader",
+            "--name",
+            &format!("{name}-worker"),
+            "--format",
+            "%i|%T",
+        ])
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout)
@@ -36,7 +42,10 @@ fn wait_workers(
         if ok(&jobs) {
             return jobs;
         }
-        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}; worker jobs: {jobs:?}");
+        assert!(
+            t0.elapsed() < limit,
+            "{what}: not within {limit:?}; worker jobs: {jobs:?}"
+        );
         std::thread::sleep(Duration::from_secs(1));
     }
 }
@@ -55,7 +64,12 @@ fn down(dir: &Path, name: &str, cluster: &Job) {
     let (code, _, stderr) = rs(dir, &["down", name]);
     assert_eq!(code, Some(0), "{stderr}");
     cluster.wait(Duration::from_secs(90));
-    wait_workers(name, Duration::from_secs(60), "no worker job after down", <[_]>::is_empty);
+    wait_workers(
+        name,
+        Duration::from_secs(60),
+        "no worker job after down",
+        <[_]>::is_empty,
+    );
     assert_clean(cluster);
 }
 
@@ -64,7 +78,8 @@ fn down(dir: &Path, name: &str, cluster: &Job) {
 /// and `-1` add and remove a worker job; `down` leaves nothing.
 #[test]
 fn an_elastic_cluster_grows_with_demand_and_shrinks_when_idle() {
-    let Some((lab, _turn)) = lab("an_elastic_cluster_grows_with_demand_and_shrinks_when_idle") else {
+    let Some((lab, _turn)) = lab("an_elastic_cluster_grows_with_demand_and_shrinks_when_idle")
+    else {
         return;
     };
     let dir = lab.workdir("elastic");
@@ -75,9 +90,12 @@ fn an_elastic_cluster_grows_with_demand_and_shrinks_when_idle() {
     let ids: Vec<u64> = (0..4)
         .map(|_| exec_detached(&dir, &name, &["--num-cpus", "2", "--", "python", "-c", job]))
         .collect();
-    let grown = wait_workers(&name, Duration::from_secs(180), "a worker job joined", |j| {
-        running(j) >= 1
-    });
+    let grown = wait_workers(
+        &name,
+        Duration::from_secs(180),
+        "a worker job joined",
+        |j| running(j) >= 1,
+    );
     wait_queue(&dir, &name, Duration::from_secs(400), |s| {
         ids.iter().all(|id| status_of(s, *id) == "SUCCEEDED")
     });
@@ -86,22 +104,43 @@ fn an_elastic_cluster_grows_with_demand_and_shrinks_when_idle() {
         .map(|id| {
             let (code, stdout, stderr) = rs(&dir, &["logs", &name, &id.to_string()]);
             assert_eq!(code, Some(0), "{stderr}");
-            stdout.lines().find_map(|l| l.strip_prefix("ran on ")).unwrap_or("?").to_owned()
+            stdout
+                .lines()
+                .find_map(|l| l.strip_prefix("ran on "))
+                .unwrap_or("?")
+                .to_owned()
         })
         .collect();
-    assert!(hosts.len() >= 2, "every job ran on one node: {hosts:?} (worker jobs: {grown:?})");
+    assert!(
+        hosts.len() >= 2,
+        "every job ran on one node: {hosts:?} (worker jobs: {grown:?})"
+    );
 
     // Idle for 20 s: given back; the head's job alone is left.
-    wait_workers(&name, Duration::from_secs(120), "the idle worker jobs given back", <[_]>::is_empty);
-    assert_eq!(workers_file(&cluster)["jobs"].as_array().map(Vec::len), Some(0));
+    wait_workers(
+        &name,
+        Duration::from_secs(120),
+        "the idle worker jobs given back",
+        <[_]>::is_empty,
+    );
+    assert_eq!(
+        workers_file(&cluster)["jobs"].as_array().map(Vec::len),
+        Some(0)
+    );
 
     // By hand: one more, then one fewer.
     let (code, stdout, stderr) = rs(&dir, &["scale", &name, "+1"]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    wait_workers(&name, Duration::from_secs(120), "scale +1", |j| running(j) == 1);
+    wait_workers(&name, Duration::from_secs(120), "scale +1", |j| {
+        running(j) == 1
+    });
     let t0 = Instant::now();
     while workers_file(&cluster)["jobs"][0]["state"] != "RUNNING" {
-        assert!(t0.elapsed() < Duration::from_secs(90), "{}", workers_file(&cluster));
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "{}",
+            workers_file(&cluster)
+        );
         std::thread::sleep(Duration::from_secs(1));
     }
     let (code, stdout, stderr) = rs(&dir, &["scale", &name, "-1"]);
@@ -110,11 +149,31 @@ fn an_elastic_cluster_grows_with_demand_and_shrinks_when_idle() {
     down(&dir, &name, &cluster);
 }
 
+/// The head's bootstrap (not its watchdog, not a worker job's, which runs the same script).
+fn head_bootstrap(cluster: &Job) -> u32 {
+    let state = cluster.log.with_extension("state.json");
+    let state = state.to_string_lossy();
+    let heads: Vec<u32> = processes_with(&["bootstrap", &state])
+        .into_iter()
+        .filter(|pid| {
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            !String::from_utf8_lossy(&env).contains("RAYSLURM_ELASTIC_WORKER=")
+                && !String::from_utf8_lossy(&cmdline).contains("--watchdog")
+        })
+        .collect();
+    assert_eq!(heads.len(), 1, "the head's bootstrap: {heads:?}");
+    heads[0]
+}
+
 /// A worker job ended from outside (as a node failure or a preemption would end it) is
-/// replaced under `--replace-failed`, and the jobs queued meanwhile still succeed.
+/// replaced under `--replace-failed`, and the jobs queued meanwhile still succeed. Then the
+/// head's bootstrap is SIGKILLed: its watchdog cancels the worker job, and nothing of it is
+/// left in Slurm's queue or on its node 60 s later.
 #[test]
 fn a_lost_worker_job_is_replaced_and_queued_jobs_still_succeed() {
-    let Some((lab, _turn)) = lab("a_lost_worker_job_is_replaced_and_queued_jobs_still_succeed") else {
+    let Some((lab, _turn)) = lab("a_lost_worker_job_is_replaced_and_queued_jobs_still_succeed")
+    else {
         return;
     };
     let dir = lab.workdir("elasticreplace");
@@ -123,11 +182,17 @@ fn a_lost_worker_job_is_replaced_and_queued_jobs_still_succeed() {
     let cluster = up_nodes(lab, &dir, &name, "1", &extra);
     let (code, stdout, stderr) = rs(&dir, &["scale", &name, "+1"]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    let first = wait_workers(&name, Duration::from_secs(120), "scale +1", |j| running(j) == 1);
+    let first = wait_workers(&name, Duration::from_secs(120), "scale +1", |j| {
+        running(j) == 1
+    });
     let lost = first[0].0.clone();
     let t0 = Instant::now();
     while workers_file(&cluster)["jobs"][0]["state"] != "RUNNING" {
-        assert!(t0.elapsed() < Duration::from_secs(90), "{}", workers_file(&cluster));
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "{}",
+            workers_file(&cluster)
+        );
         std::thread::sleep(Duration::from_secs(1));
     }
     let job = "import time; time.sleep(10); print('done')";
@@ -136,15 +201,43 @@ fn a_lost_worker_job_is_replaced_and_queued_jobs_still_succeed() {
         .collect();
     let status = Command::new("scancel").arg(&lost).status().unwrap();
     assert!(status.success());
-    let replaced = wait_workers(&name, Duration::from_secs(180), "a replacement joined", |j| {
-        j.iter().any(|(id, s)| *id != lost && s == "RUNNING")
-    });
+    let replaced = wait_workers(
+        &name,
+        Duration::from_secs(180),
+        "a replacement joined",
+        |j| j.iter().any(|(id, s)| *id != lost && s == "RUNNING"),
+    );
     wait_queue(&dir, &name, Duration::from_secs(300), |s| {
         ids.iter().all(|id| status_of(s, *id) == "SUCCEEDED")
     });
     let log = cluster.log_text();
     assert!(log.contains(&format!("worker job {lost} (node")), "{log}");
     assert!(log.contains("a replacement is submitted"), "{log}");
-    let _ = replaced;
-    down(&dir, &name, &cluster);
+    let worker = replaced
+        .iter()
+        .find(|(id, s)| *id != lost && s == "RUNNING")
+        .map(|(id, _)| id.clone())
+        .unwrap();
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(head_bootstrap(&cluster) as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    wait_workers(
+        &name,
+        Duration::from_secs(60),
+        "no worker job 60 s after SIGKILL",
+        <[_]>::is_empty,
+    );
+    cluster.wait(Duration::from_secs(60));
+    let log = cluster.log_text();
+    assert!(
+        log.contains(&format!(
+            "the watchdog cancels the cluster's worker jobs: {worker}"
+        )),
+        "{log}"
+    );
+    assert!(leftovers(&worker).is_empty(), "{:?}", leftovers(&worker));
+    assert_clean(&cluster);
 }

@@ -155,6 +155,16 @@ impl Up {
         self.root.path().join(name)
     }
 
+    /// Makes the cluster an elastic one, as `up --max-nodes N` records it.
+    fn elastic(self, max_nodes: u32) -> Self {
+        let path = self.path("state/runs/555.json");
+        let mut record: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        record["max_nodes"] = max_nodes.into();
+        std::fs::write(&path, record.to_string()).unwrap();
+        self
+    }
+
     /// `exec sweep ARGS` against this cluster.
     fn exec(&self, args: &[&str]) -> Run {
         let mut argv = vec!["exec", "sweep"];
@@ -387,6 +397,26 @@ fn exec_snapshot_over_the_limit_submits_nothing() {
     assert!(submitted.lock().unwrap().is_empty());
     assert!(!up.path("logs/sweep_555.d/jobs/1.json").exists());
     assert!(!up.path("logs/sweep_555.d/jobs/1.snapshot").exists());
+}
+
+/// An elastic cluster takes more ranks than it has nodes now, up to `--max-nodes`: its head
+/// adds worker jobs for the ranks that wait.
+#[test]
+fn exec_per_node_on_an_elastic_cluster_may_ask_for_up_to_its_max_nodes() {
+    let (port, submitted) = fake_jobs_api();
+    let up = Up::new(port).elastic(4);
+    up.exec(&["-d", "--per-node", "-n", "5", "--", "true"])
+        .expect_status(2)
+        .expect_stderr_contains("-n 5: cluster `sweep` grows to 4 nodes at most (--max-nodes)")
+        .run();
+    assert!(submitted.lock().unwrap().is_empty());
+    up.exec(&["-d", "--per-node", "-n", "4", "--", "true"])
+        .expect_status(0)
+        .run();
+    let spec_path = up.path("logs").join("sweep_555.d/jobs/1.ranks.json");
+    let spec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&spec_path).unwrap()).unwrap();
+    assert_eq!(spec["nodes"], 4);
 }
 
 /// `--per-node --snapshot`: every rank starts in the copy (the spec's workdir); a task file's

@@ -18,6 +18,7 @@ fn help_texts() {
         ("template", &["template", "--help"]),
         ("trust", &["trust", "--help"]),
         ("queue", &["queue", "--help"]),
+        ("scale", &["scale", "--help"]),
         ("down", &["down", "--help"]),
         ("dashboard", &["dashboard", "--help"]),
         ("completions", &["completions", "--help"]),

@@ -32,6 +32,7 @@ mod e2e_bootstrap;
 mod e2e_clusters;
 mod e2e_crash;
 mod e2e_doc_examples;
+mod e2e_elastic;
 mod e2e_exec_ranks;
 mod e2e_failures;
 mod e2e_long_runs;

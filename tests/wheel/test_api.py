@@ -29,6 +29,18 @@ LAUNCHED = {
     "submitted": True,
 }
 
+SCALED = {
+    "max_nodes": 8,
+    "paused": None,
+    "updated_at": "2026-11-25T19:02:00+00:00",
+    "jobs": [
+        {"job_id": "4242", "role": "head", "node": "node1", "state": "RUNNING",
+         "since": "2026-11-25T18:55:00+00:00", "idle_s": None},
+        {"job_id": "4243", "role": "worker", "node": "node2", "state": "RUNNING",
+         "since": "2026-11-25T19:00:00+00:00", "idle_s": 12},
+    ],
+}
+
 RECORD = {
     "exp_name": "sweep",
     "job_id": "4242",
@@ -45,7 +57,7 @@ class Signatures(unittest.TestCase):
         text = pydoc.render_doc(rayslurm.launch)
         for name in ("exp_name", "command", "num_nodes", "exclusive", "env", "dry_run"):
             self.assertIn(name, text)
-        for function in (rayslurm.launch, rayslurm.up, rayslurm.exec, rayslurm.cancel):
+        for function in (rayslurm.launch, rayslurm.up, rayslurm.exec, rayslurm.cancel, rayslurm.scale):
             kinds = {p.kind for p in inspect.signature(function).parameters.values()}
             self.assertNotIn(inspect.Parameter.VAR_KEYWORD, kinds, function.__name__)
 
@@ -53,6 +65,8 @@ class Signatures(unittest.TestCase):
         for call in (
             lambda: rayslurm.launch("x", "true", num_node=2),
             lambda: rayslurm.up("c", idle_timout="1h"),
+            lambda: rayslurm.up("c", max_node=8),
+            lambda: rayslurm.scale("c", "+1", timout=5),
             lambda: rayslurm.exec("c", "true", num_cpu=1),
         ):
             with self.subTest(call=call), self.assertRaises(TypeError):
@@ -259,6 +273,33 @@ class Rendering(FakeBinary):
         rayslurm.down("lab")
         self.assertEqual(self.argv(), ["down", "--", "lab"])
 
+    def test_an_elastic_cluster_and_scale(self) -> None:
+        self.answer.write_text(json.dumps({**LAUNCHED, "exp_name": "lab"}))
+        cluster = rayslurm.up(
+            "lab",
+            num_nodes=1,
+            max_nodes=8,
+            worker_idle_timeout=600,
+            max_pending_workers=1,
+            replace_failed=True,
+            detach=True,
+        )
+        self.assertEqual(
+            self.argv(),
+            ["up", "--num-nodes=1", "--max-nodes=8", "--worker-idle-timeout=600"]
+            + ["--max-pending-workers=1", "--replace-failed", "--detach", "--json", "--", "lab"],
+        )
+        self.answer.write_text(json.dumps(SCALED))
+        # `-1` after `--`: a change, never a flag.
+        self.assertEqual(cluster.scale("-1"), SCALED)
+        self.assertEqual(self.argv(), ["scale", "--json", "--", "lab", "-1"])
+        self.assertEqual(rayslurm.scale("lab", "=4", timeout=60)["jobs"][1]["idle_s"], 12)
+        self.assertEqual(self.argv(), ["scale", "--timeout=60", "--json", "--", "lab", "=4"])
+        self.argv_log.unlink()
+        with self.assertRaises(TypeError):
+            rayslurm.scale(cluster, 2)  # type: ignore[arg-type]
+        self.assertFalse(self.argv_log.exists(), "nothing ran")
+
     def test_an_error_carries_the_message_and_exit_code(self) -> None:
         self.code.write_text("2")
         with self.assertRaises(RayslurmError) as caught:
@@ -340,6 +381,21 @@ class DryRunsWithTheRealBinary(Scratch):
         self.assertFalse(cluster.submitted)
         self.assertIsNone(cluster.job_id)
         self.assertIn("#SBATCH --nodes=1\n", cluster.script_text)
+
+    def test_an_elastic_clusters_options_reach_the_script_and_bad_ones_raise(self) -> None:
+        cluster = rayslurm.up(
+            "c3", max_nodes=4, worker_idle_timeout=60, dry_run=True, log_dir=self.logs
+        )
+        self.assertIn("--max-nodes 4", cluster.script_text)
+        self.assertIn("--worker-idle-timeout 60", cluster.script_text)
+        with self.assertRaises(RayslurmError) as caught:
+            rayslurm.up("c4", num_nodes=2, max_nodes=1, dry_run=True, log_dir=self.logs)
+        self.assertEqual(caught.exception.exit_code, 2)
+        self.assertIn("--max-nodes 1 is less than --num-nodes 2", caught.exception.message)
+        with self.assertRaises(RayslurmError) as caught:
+            rayslurm.scale("nope", "+1")
+        self.assertEqual(caught.exception.exit_code, 2)
+        self.assertIn("no cluster named `nope`", caught.exception.message)
 
     def test_a_refused_value_raises_with_the_clis_words_and_writes_nothing(self) -> None:
         with self.assertRaises(RayslurmError) as caught:

@@ -1,7 +1,11 @@
-//! The arguments of the commands that use a running cluster (`queue`, `down`, `dashboard`),
+//! The arguments of the commands that use a running cluster (`queue`, `scale`, `down`,
+//! `dashboard`),
 //! resolved: each destructured, so a flag added to `cli` is a compile error here until it is.
 
-use crate::cli::{DashboardArgs, DownArgs, QueueArgs};
+use std::time::Duration;
+
+use crate::cli::{DashboardArgs, DownArgs, QueueArgs, ScaleArgs};
+use crate::handoff::elastic::ScaleRequest;
 
 /// `queue`, resolved.
 #[derive(Debug)]
@@ -15,6 +19,33 @@ impl QueueSettings {
         let QueueArgs { cluster, json } = args;
         Self {
             cluster: cluster.clone(),
+            json: *json,
+        }
+    }
+}
+
+/// `scale`, resolved.
+#[derive(Debug)]
+pub(crate) struct ScaleSettings {
+    pub(crate) cluster: String,
+    pub(crate) change: ScaleRequest,
+    /// How long to wait for the head to take the request.
+    pub(crate) timeout: Duration,
+    pub(crate) json: bool,
+}
+
+impl ScaleSettings {
+    pub(crate) fn resolve(args: &ScaleArgs) -> Self {
+        let ScaleArgs {
+            cluster,
+            change,
+            timeout,
+            json,
+        } = args;
+        Self {
+            cluster: cluster.clone(),
+            change: *change,
+            timeout: Duration::from_secs(u64::from(*timeout)),
             json: *json,
         }
     }

@@ -2,8 +2,11 @@
 //! and cluster flags it shares with `launch`, kept alive for `exec` instead of running a
 //! command.
 
-use crate::cli::UpArgs;
-use crate::error::UsageError;
+use crate::cli::{ElasticArgs, UpArgs};
+use crate::error::{UsageError, show};
+use crate::handoff::cluster::{
+    ClusterOptions, DEFAULT_MAX_PENDING_WORKERS, DEFAULT_WORKER_IDLE_TIMEOUT,
+};
 use crate::launch::config::{self, LaunchConfig, Sources};
 use crate::launch::validate;
 
@@ -31,6 +34,7 @@ impl UpSettings {
             idle_timeout,
             job,
             cluster,
+            elastic,
             detach,
             dry_run,
             json,
@@ -54,6 +58,12 @@ impl UpSettings {
         }
         cluster.serve = true;
         cluster.idle_timeout = config::idle_timeout(*idle_timeout, src);
+        resolve_elastic(
+            elastic,
+            job.request.num_nodes,
+            job.request.nodelist.as_deref(),
+            &mut cluster,
+        )?;
         let config = LaunchConfig {
             job: job.request,
             log_dir: job.log_dir,
@@ -73,5 +83,202 @@ impl UpSettings {
             detach: *detach,
             config,
         })
+    }
+}
+
+/// `--max-nodes` and the flags that go with it into the cluster's options: checked against
+/// the cluster's own nodes, and refused without `--max-nodes` (they would do nothing).
+fn resolve_elastic(
+    args: &ElasticArgs,
+    num_nodes: u32,
+    nodelist: Option<&str>,
+    cluster: &mut ClusterOptions,
+) -> Result<(), UsageError> {
+    let ElasticArgs {
+        max_nodes,
+        worker_idle_timeout,
+        max_pending_workers,
+        replace_failed,
+    } = args;
+    let Some(max_nodes) = *max_nodes else {
+        for (flag, given) in [
+            ("--worker-idle-timeout", worker_idle_timeout.is_some()),
+            ("--max-pending-workers", max_pending_workers.is_some()),
+            ("--replace-failed", *replace_failed),
+        ] {
+            if given {
+                return Err(UsageError::new(format!(
+                    "{flag} goes with --max-nodes: only an elastic cluster has worker jobs"
+                ))
+                .hint(format!(
+                    "add --max-nodes N (nodes in all, the head's included) to let the cluster grow, or drop {flag}"
+                )));
+            }
+        }
+        return Ok(());
+    };
+    if max_nodes < num_nodes {
+        return Err(UsageError::new(format!(
+            "--max-nodes {max_nodes} is less than --num-nodes {num_nodes}"
+        ))
+        .hint(format!(
+            "--max-nodes counts the nodes in all, the head's allocation of {num_nodes} included: give at least {num_nodes}, e.g. `--max-nodes {}`",
+            num_nodes.saturating_mul(2)
+        )));
+    }
+    if let Some(list) = nodelist {
+        return Err(UsageError::new(format!(
+            "--max-nodes does not go with --node {}: each worker job is submitted with the cluster's own sbatch options, so it would ask for the head's nodes again",
+            show(list)
+        ))
+        .hint("choose the nodes with --partition or --constraint instead, or drop --max-nodes for a cluster of fixed nodes"));
+    }
+    cluster.max_nodes = Some(max_nodes);
+    cluster.worker_idle_timeout = worker_idle_timeout.unwrap_or(DEFAULT_WORKER_IDLE_TIMEOUT);
+    cluster.max_pending_workers = max_pending_workers.unwrap_or(DEFAULT_MAX_PENDING_WORKERS);
+    cluster.replace_failed = *replace_failed;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use clap::Parser;
+
+    use super::*;
+
+    /// Resolves `up lab` plus `argv`.
+    fn resolve(argv: &[&str]) -> Result<UpSettings, UsageError> {
+        let mut full = vec!["rayslurm", "up", "lab"];
+        full.extend_from_slice(argv);
+        let cli = crate::cli::Cli::try_parse_from(full).expect("parses");
+        let src = Sources {
+            cwd: PathBuf::from("/work/proj"),
+            ..Sources::default()
+        };
+        match cli.command {
+            crate::cli::Command::Up(args) => UpSettings::resolve(&args, &src),
+            _ => unreachable!(),
+        }
+    }
+
+    fn elastic(argv: &[&str]) -> (Option<u32>, u32, u32, bool) {
+        let c = resolve(argv).unwrap().config.cluster;
+        (
+            c.max_nodes,
+            c.worker_idle_timeout,
+            c.max_pending_workers,
+            c.replace_failed,
+        )
+    }
+
+    #[test]
+    fn elastic_flags_resolve_into_the_cluster_options() {
+        let (idle, pending) = (DEFAULT_WORKER_IDLE_TIMEOUT, DEFAULT_MAX_PENDING_WORKERS);
+        for (argv, want) in [
+            (&[][..], (None, idle, pending, false)),
+            (&["--max-nodes", "8"], (Some(8), idle, pending, false)),
+            (
+                &["-n", "4", "--max-nodes", "4"],
+                (Some(4), idle, pending, false),
+            ),
+            (
+                &[
+                    "--max-nodes",
+                    "8",
+                    "--worker-idle-timeout",
+                    "60",
+                    "--max-pending-workers",
+                    "1",
+                    "--replace-failed",
+                ],
+                (Some(8), 60, 1, true),
+            ),
+        ] {
+            assert_eq!(elastic(argv), want, "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn launch_never_grows() {
+        let cli = crate::cli::Cli::try_parse_from([
+            "rayslurm",
+            "launch",
+            "--exp-name",
+            "x",
+            "--command",
+            "true",
+        ])
+        .unwrap();
+        let crate::cli::Command::Launch(args) = cli.command else {
+            unreachable!()
+        };
+        let c = super::super::launch::resolve(&args, &Sources::default()).unwrap();
+        assert_eq!(c.cluster.max_nodes, None);
+        assert!(
+            crate::cli::Cli::try_parse_from([
+                "rayslurm",
+                "launch",
+                "--exp-name",
+                "x",
+                "--command",
+                "true",
+                "--max-nodes",
+                "4"
+            ])
+            .is_err(),
+            "launch has no --max-nodes"
+        );
+    }
+
+    #[test]
+    fn elastic_flags_that_cannot_work_are_refused() {
+        for (argv, message, hint) in [
+            (
+                &["-n", "4", "--max-nodes", "2"][..],
+                "--max-nodes 2 is less than --num-nodes 4",
+                "`--max-nodes 8`",
+            ),
+            (
+                &["--max-nodes", "4", "-w", "node[1-2]"],
+                "--max-nodes does not go with --node `node[1-2]`",
+                "--constraint",
+            ),
+            (
+                &["--worker-idle-timeout", "60"],
+                "--worker-idle-timeout goes with --max-nodes",
+                "add --max-nodes N",
+            ),
+            (
+                &["--max-pending-workers", "3"],
+                "--max-pending-workers goes with --max-nodes",
+                "drop --max-pending-workers",
+            ),
+            (
+                &["--replace-failed"],
+                "--replace-failed goes with --max-nodes",
+                "add --max-nodes N",
+            ),
+        ] {
+            let err = resolve(argv).unwrap_err();
+            assert!(err.message.contains(message), "{argv:?}: {}", err.message);
+            let got = err.hint.unwrap_or_default();
+            assert!(got.contains(hint), "{argv:?}: {got}");
+        }
+    }
+
+    #[test]
+    fn elastic_counts_are_at_least_one() {
+        for flag in [
+            "--max-nodes",
+            "--max-pending-workers",
+            "--worker-idle-timeout",
+        ] {
+            for bad in ["0", "-1", "x"] {
+                let parsed = crate::cli::Cli::try_parse_from(["rayslurm", "up", "lab", flag, bad]);
+                assert!(parsed.is_err(), "{flag} {bad}");
+            }
+        }
     }
 }

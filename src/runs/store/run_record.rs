@@ -45,6 +45,9 @@ pub(crate) struct RunRecord {
     /// The copy of the workdir the run works in (`--snapshot`), with its git commit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) snapshot: Option<SnapshotInfo>,
+    /// An elastic cluster's `--max-nodes`: nodes in all, the head's allocation included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_nodes: Option<u32>,
 }
 
 fn format_one() -> u32 {
@@ -77,6 +80,7 @@ impl RunRecord {
             binary: None,
             run_dir: None,
             snapshot: None,
+            max_nodes: None,
         }
     }
 

@@ -7,6 +7,7 @@ mod fake;
 mod cancel;
 mod chains;
 mod clusters;
+mod elastic;
 mod follow;
 mod logs;
 mod records;
