@@ -240,14 +240,19 @@ fn a_lost_worker_job_is_replaced_and_queued_jobs_still_succeed() {
         .find(|(id, s)| *id != lost && s == "RUNNING")
         .map(|(id, _)| id.clone())
         .unwrap();
+    killed_head_leaves_no_worker_job(&name, &cluster, &worker);
+}
 
+/// SIGKILLs the head's bootstrap: its watchdog cancels the worker job, and nothing of it is
+/// left in Slurm's queue or on its node 60 s later.
+fn killed_head_leaves_no_worker_job(name: &str, cluster: &Job, worker: &str) {
     nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(head_bootstrap(&cluster) as i32),
+        nix::unistd::Pid::from_raw(head_bootstrap(cluster) as i32),
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
     wait_workers(
-        &name,
+        name,
         Duration::from_secs(60),
         "no worker job 60 s after SIGKILL",
         <[_]>::is_empty,
@@ -260,6 +265,6 @@ fn a_lost_worker_job_is_replaced_and_queued_jobs_still_succeed() {
         )),
         "{log}"
     );
-    assert!(leftovers(&worker).is_empty(), "{:?}", leftovers(&worker));
-    assert_clean(&cluster);
+    assert!(leftovers(worker).is_empty(), "{:?}", leftovers(worker));
+    assert_clean(cluster);
 }

@@ -126,6 +126,29 @@ impl Jobs {
         self.write(node);
     }
 
+    /// Notes the running jobs whose node has joined since the last look (a file in the run's
+    /// directory: no call to Slurm); whether any has.
+    pub(super) fn note_joined(&mut self, node: &str) -> bool {
+        let mut any = false;
+        for job in self.jobs.iter_mut().filter(|j| j.phase == Phase::Starting) {
+            if let Some(ip) = joined_ip(&self.run_dir, &job.id) {
+                say(
+                    node,
+                    format!(
+                        "worker job {} joined: node {}",
+                        job.id,
+                        job.node.as_deref().unwrap_or("?")
+                    ),
+                );
+                job.ip = Some(ip);
+                job.phase = Phase::Joined;
+                job.since = Local::now();
+                any = true;
+            }
+        }
+        any
+    }
+
     /// Brings every job up to date: Slurm's word on where it stands, whether its node joined,
     /// and Ray's on how long the node has been idle.
     pub(super) fn poll(&mut self, report: Option<&Report>, node: &str) {

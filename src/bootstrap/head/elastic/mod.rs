@@ -28,6 +28,8 @@ pub(super) struct Elastic {
     status: Option<RayStatus>,
     limits: Limits,
     last_tick: Option<Instant>,
+    /// When the report last acted on came.
+    last_report: Option<Instant>,
 }
 
 impl Elastic {
@@ -84,11 +86,13 @@ impl Elastic {
             status,
             limits,
             last_tick: None,
+            last_report: None,
         }))
     }
 
-    /// Takes a `scale` request, and every [`ray_status::EVERY`] (or at once for a request)
-    /// brings the jobs up to date and acts on the plan.
+    /// Takes a `scale` request, notes worker jobs whose node has just joined, and, as soon as
+    /// Ray has reported again (every [`ray_status::EVERY`]), for a request, or every
+    /// [`ray_status::EVERY`] anyway, brings the jobs up to date and acts on the plan.
     pub(super) fn tick(&mut self, node: &str) {
         let request = match ScaleRequest::take(&self.jobs.run_dir) {
             Some(Ok(r)) => {
@@ -105,15 +109,22 @@ impl Elastic {
             }
             None => None,
         };
-        if request.is_none()
-            && self
-                .last_tick
-                .is_some_and(|t| t.elapsed() < ray_status::EVERY)
-        {
+        if self.jobs.note_joined(node) {
+            self.jobs.write(node);
+        }
+        let latest = self.status.as_ref().and_then(RayStatus::latest);
+        let fresh = latest
+            .as_ref()
+            .is_some_and(|(at, _)| self.last_report.is_none_or(|seen| *at > seen));
+        let due = self
+            .last_tick
+            .is_none_or(|t| t.elapsed() >= ray_status::EVERY);
+        if request.is_none() && !fresh && !due {
             return;
         }
         self.last_tick = Some(Instant::now());
-        let report = self.status.as_ref().and_then(RayStatus::latest);
+        self.last_report = latest.as_ref().map(|(at, _)| *at);
+        let report = latest.map(|(_, r)| r);
         self.jobs.poll(report.as_ref(), node);
         let now = Inputs {
             jobs: self.jobs.views(),

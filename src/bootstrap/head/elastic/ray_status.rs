@@ -97,13 +97,13 @@ impl RayStatus {
         Ok(Self { child, latest })
     }
 
-    /// Ray's latest report, unless it is stale.
-    pub(super) fn latest(&self) -> Option<Report> {
+    /// Ray's latest report and when it came, unless it is stale.
+    pub(super) fn latest(&self) -> Option<(Instant, Report)> {
         let guard = self.latest.lock().ok()?;
         guard
             .as_ref()
             .filter(|(at, _)| at.elapsed() < STALE)
-            .map(|(_, r)| r.clone())
+            .cloned()
     }
 }
 
