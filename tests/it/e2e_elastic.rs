@@ -268,3 +268,65 @@ fn killed_head_leaves_no_worker_job(name: &str, cluster: &Job, worker: &str) {
     assert!(leftovers(worker).is_empty(), "{:?}", leftovers(worker));
     assert_clean(cluster);
 }
+
+/// The time limit's warning ends an elastic cluster with a job running: Ray is told that the
+/// worker job's node goes away (its drain), the job is stopped with the grace, the worker job
+/// is given back with the cluster, and none is left in Slurm's queue 60 s later.
+#[test]
+fn the_time_limit_drains_and_ends_an_elastic_clusters_worker_jobs() {
+    let Some((lab, _turn)) = lab("the_time_limit_drains_and_ends_an_elastic_clusters_worker_jobs")
+    else {
+        return;
+    };
+    let dir = lab.workdir("elastictime");
+    let name = format!("et{}", std::process::id());
+    let cluster = up_nodes(lab, &dir, &name, "1", &["--max-nodes", "2"]);
+    let (code, stdout, stderr) = rs(&dir, &["scale", &name, "+1"]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let t0 = Instant::now();
+    while workers_file(&cluster)["jobs"][0]["state"] != "RUNNING" {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "{}",
+            workers_file(&cluster)
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let worker = workers_file(&cluster)["jobs"][0]["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // A job that runs when the warning comes: it gets the grace, and Ray is told first.
+    let id = exec_detached(&dir, &name, &["--", "sleep", "300"]);
+    wait_queue(&dir, &name, Duration::from_secs(120), |s| {
+        status_of(s, id) == "RUNNING"
+    });
+    cluster.warn_time_limit();
+    cluster.wait(Duration::from_secs(120));
+    wait_workers(
+        &name,
+        Duration::from_secs(60),
+        "no worker job after the time limit",
+        <[_]>::is_empty,
+    );
+    let log = cluster.log_text();
+    assert!(
+        log.contains("telling Ray that the worker nodes go away"),
+        "{log}"
+    );
+    assert!(log.contains("Ray drain: drained "), "{log}");
+    assert!(
+        log.contains(&format!(
+            "giving back worker job {worker} (the cluster ends)"
+        )),
+        "{log}"
+    );
+    assert_eq!(
+        cluster.state()["ending"],
+        "time-limit",
+        "{}",
+        cluster.state()
+    );
+    assert!(leftovers(&worker).is_empty(), "{:?}", leftovers(&worker));
+    assert_clean(&cluster);
+}

@@ -384,6 +384,7 @@ pub const LONG_FIRST: &[&str] = &[
     "exec_per_node_runs_one_rank_on_each_node",
     "scancel_during_the_run_leaves_no_ray_process",
     "a_lost_worker_job_is_replaced_and_queued_jobs_still_succeed",
+    "the_time_limit_drains_and_ends_an_elastic_clusters_worker_jobs",
     "a_setup_that_fails_on_one_node_fails_the_run_naming_it",
     "a_rank_that_fails_gives_its_code_and_the_others_are_stopped",
     "scancel_of_a_per_node_run_leaves_nothing",

@@ -91,6 +91,8 @@ pub(super) fn start(
         }
         match child.wait() {
             Ok(status) if status.success() => {}
+            // Stopped with the rest of the run (the teardown stops every marked process).
+            Ok(status) if std::os::unix::process::ExitStatusExt::signal(&status).is_some() => {}
             Ok(status) => {
                 let last = err
                     .lines()

@@ -116,7 +116,11 @@ impl Head<'_> {
         };
         let outcome = loop {
             if let Some(signal) = signals::take().into_iter().find(|s| signals::stops(*s)) {
-                if signal == signals::TIME_WARNING {
+                // Jobs that run get the grace: Ray is told first that the worker nodes go away
+                // (a cluster without one stops at once, with nothing to tell).
+                if signal == signals::TIME_WARNING
+                    && api.active_ids().is_ok_and(|ids| !ids.is_empty())
+                {
                     self.drain(Deadline::TimeLimit, c.command_grace(), &mut false);
                 }
                 break stopped(&api, signal, c.command_grace());

@@ -302,3 +302,69 @@ fn joined_ip(run_dir: &std::path::Path, job_id: &str) -> Option<String> {
         std::fs::read_to_string(worker_dir(run_dir).join(format!("{job_id}.joined"))).ok()?;
     Some(text.trim().to_owned()).filter(|ip| !ip.is_empty())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jobs() -> Jobs {
+        let file = WorkerJobs {
+            head_job: "7".into(),
+            attempt: 0,
+            max_nodes: 3,
+            head_nodes: 1,
+            jobs: Vec::new(),
+            paused: None,
+            updated_at: String::new(),
+        };
+        Jobs::new(
+            "/nonexistent".into(),
+            "/nonexistent.sh".into(),
+            Vec::new(),
+            file,
+            true,
+        )
+    }
+
+    #[test]
+    fn growing_pauses_after_five_failures_in_a_row_and_a_request_resumes_it() {
+        let mut j = jobs();
+        for k in 1..MAX_FAILURES {
+            j.failed("n1", format!("failure {k}"));
+            assert_eq!(j.paused, None);
+        }
+        j.failed(
+            "n1",
+            "Slurm refused a worker job: QOSMaxSubmitJobPerUserLimit".into(),
+        );
+        let paused = j.paused.clone().unwrap();
+        assert!(
+            paused.contains("after 5 failures in a row")
+                && paused.contains("QOSMaxSubmitJobPerUserLimit"),
+            "{paused}"
+        );
+        j.resume();
+        assert_eq!(j.paused, None);
+        j.failed("n1", "again".into());
+        assert_eq!(j.paused, None, "the count starts again");
+    }
+
+    #[test]
+    fn a_lost_joined_job_is_replaced_and_a_job_that_never_joined_is_a_failure() {
+        let mut j = jobs();
+        let job = |phase| Tracked {
+            id: "9".into(),
+            phase,
+            node: Some("node2".into()),
+            ip: None,
+            since: Local::now(),
+            idle_s: None,
+        };
+        j.ended(job(Phase::Joined), "NODE_FAIL", "n1");
+        assert_eq!((j.replacements, j.failures), (1, 0));
+        j.ended(job(Phase::Starting), "FAILED", "n1");
+        assert_eq!((j.replacements, j.failures), (1, 1));
+        j.ended(job(Phase::Stopping), "CANCELLED", "n1");
+        assert_eq!((j.replacements, j.failures), (1, 1));
+    }
+}
