@@ -396,6 +396,11 @@ pub const LONG_FIRST: &[&str] = &[
     "a_ray_run_and_its_setup_work_in_the_copy",
     "a_job_slurm_requeues_as_preemption_does_resumes_on_its_next_attempt",
     "an_idle_cluster_releases_its_allocation",
+    "a_client_without_the_token_is_refused_on_every_port",
+    "two_jobs_share_a_node",
+    "the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resumes",
+    "a_temp_root_name_taken_on_the_nodes_does_not_fail_the_run",
+    "the_time_limit_stops_the_run_cleanly",
 ];
 
 /// Which tests hold the cluster now, and which wait: at most `RAYSLURM_TEST_AT_ONCE` (6) at
