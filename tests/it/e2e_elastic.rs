@@ -296,8 +296,11 @@ fn the_time_limit_drains_and_ends_an_elastic_clusters_worker_jobs() {
         .as_str()
         .unwrap()
         .to_owned();
-    // A job that runs when the warning comes: it gets the grace, and Ray is told first.
-    let id = exec_detached(&dir, &name, &["--", "sleep", "300"]);
+    // A job that runs when the warning comes and takes 20 s of its grace to stop (as one that
+    // checkpoints would): Ray is told meanwhile. (A cluster whose jobs stop at once ends before
+    // Ray's drain, a Python process, has even started: nothing is left to tell then.)
+    let job = "trap 'sleep 20; exit 0' TERM; sleep 300 & wait";
+    let id = exec_detached(&dir, &name, &["--", "bash", "-c", job]);
     wait_queue(&dir, &name, Duration::from_secs(120), |s| {
         status_of(s, id) == "RUNNING"
     });
