@@ -56,6 +56,16 @@ fn workers_file(cluster: &Job) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default()).unwrap_or_default()
 }
 
+/// Waits until the head says its first worker job has joined (`RUNNING` in `workers.json`),
+/// at most `limit`.
+fn wait_joined(cluster: &Job, limit: Duration) {
+    let t0 = Instant::now();
+    while workers_file(cluster)["jobs"][0]["state"] != "RUNNING" {
+        assert!(t0.elapsed() < limit, "{}", workers_file(cluster));
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
 fn running(jobs: &[(String, String)]) -> usize {
     jobs.iter().filter(|(_, s)| s == "RUNNING").count()
 }
@@ -140,15 +150,7 @@ fn an_elastic_cluster_grows_with_demand_and_shrinks_when_idle() {
     wait_workers(&name, Duration::from_secs(120), "scale +1", |j| {
         running(j) == 1
     });
-    let t0 = Instant::now();
-    while workers_file(&cluster)["jobs"][0]["state"] != "RUNNING" {
-        assert!(
-            t0.elapsed() < Duration::from_secs(90),
-            "{}",
-            workers_file(&cluster)
-        );
-        std::thread::sleep(Duration::from_secs(1));
-    }
+    wait_joined(&cluster, Duration::from_secs(90));
     let (code, stdout, stderr) = rs(&dir, &["scale", &name, "-1"]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     wait_workers(&name, Duration::from_secs(90), "scale -1", <[_]>::is_empty);
@@ -192,15 +194,7 @@ fn a_lost_worker_job_is_replaced_and_queued_jobs_still_succeed() {
         running(j) == 1
     });
     let lost = first[0].0.clone();
-    let t0 = Instant::now();
-    while workers_file(&cluster)["jobs"][0]["state"] != "RUNNING" {
-        assert!(
-            t0.elapsed() < Duration::from_secs(90),
-            "{}",
-            workers_file(&cluster)
-        );
-        std::thread::sleep(Duration::from_secs(1));
-    }
+    wait_joined(&cluster, Duration::from_secs(90));
     // 3 jobs of 2 CPUs on 2 nodes of 2: two run (one on the worker), one waits.
     let job = "import time; time.sleep(20); print('done')";
     let ids: Vec<u64> = (0..3)
@@ -283,15 +277,7 @@ fn the_time_limit_drains_and_ends_an_elastic_clusters_worker_jobs() {
     let cluster = up_nodes(lab, &dir, &name, "1", &["--max-nodes", "2"]);
     let (code, stdout, stderr) = rs(&dir, &["scale", &name, "+1"]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    let t0 = Instant::now();
-    while workers_file(&cluster)["jobs"][0]["state"] != "RUNNING" {
-        assert!(
-            t0.elapsed() < Duration::from_secs(120),
-            "{}",
-            workers_file(&cluster)
-        );
-        std::thread::sleep(Duration::from_secs(1));
-    }
+    wait_joined(&cluster, Duration::from_secs(120));
     let worker = workers_file(&cluster)["jobs"][0]["job_id"]
         .as_str()
         .unwrap()

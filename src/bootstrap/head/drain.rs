@@ -8,12 +8,13 @@
 //! The drain runs beside the head's loop and never delays the command's signal or its stop;
 //! the process carries the run's mark, so the teardown stops it if Ray does not answer.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::process::Stdio;
 use std::time::Duration;
 
 use super::cluster::RayHead;
 use super::python::ray_python;
+use crate::bootstrap::byte_lines;
 use crate::bootstrap::node::say;
 use crate::handoff::job_env;
 use crate::sys::process::{Cmd, describe_status};
@@ -81,14 +82,16 @@ pub(super) fn start(
     let node = node.to_owned();
     std::thread::spawn(move || {
         if let Some(out) = child.stdout.take() {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                say(&node, format!("Ray drain: {line}"));
-            }
+            byte_lines::for_each(BufReader::new(out), |line| {
+                say(&node, format!("Ray drain: {}", byte_lines::text(line)));
+                true
+            });
         }
-        let mut err = String::new();
+        let mut bytes = Vec::new();
         if let Some(mut e) = child.stderr.take() {
-            let _ = e.read_to_string(&mut err);
+            let _ = e.read_to_end(&mut bytes);
         }
+        let err = String::from_utf8_lossy(&bytes);
         match child.wait() {
             Ok(status) if status.success() => {}
             // Stopped with the rest of the run (the teardown stops every marked process).

@@ -29,6 +29,23 @@ struct Tracked {
     idle_s: Option<u64>,
 }
 
+impl Tracked {
+    /// Its node has joined Ray, at `ip`.
+    fn joined(&mut self, ip: String, node: &str) {
+        say(
+            node,
+            format!(
+                "worker job {} joined: node {}",
+                self.id,
+                self.node.as_deref().unwrap_or("?")
+            ),
+        );
+        self.ip = Some(ip);
+        self.phase = Phase::Joined;
+        self.since = Local::now();
+    }
+}
+
 /// The head's worker jobs and what it knows of them.
 pub(super) struct Jobs {
     jobs: Vec<Tracked>,
@@ -132,17 +149,7 @@ impl Jobs {
         let mut any = false;
         for job in self.jobs.iter_mut().filter(|j| j.phase == Phase::Starting) {
             if let Some(ip) = joined_ip(&self.run_dir, &job.id) {
-                say(
-                    node,
-                    format!(
-                        "worker job {} joined: node {}",
-                        job.id,
-                        job.node.as_deref().unwrap_or("?")
-                    ),
-                );
-                job.ip = Some(ip);
-                job.phase = Phase::Joined;
-                job.since = Local::now();
+                job.joined(ip, node);
                 any = true;
             }
         }
@@ -175,25 +182,16 @@ impl Jobs {
             let next = match (job.phase, phase) {
                 (Phase::Stopping, _) => Phase::Stopping,
                 (_, query::Phase::Pending) => Phase::Pending,
+                (Phase::Joined, _) => Phase::Joined,
                 _ => match joined_ip(&self.run_dir, &job.id) {
                     Some(ip) => {
-                        job.ip = Some(ip);
+                        job.joined(ip, node);
                         Phase::Joined
                     }
                     None => Phase::Starting,
                 },
             };
             if next != job.phase {
-                if next == Phase::Joined {
-                    say(
-                        node,
-                        format!(
-                            "worker job {} joined: node {}",
-                            job.id,
-                            job.node.as_deref().unwrap_or("?")
-                        ),
-                    );
-                }
                 job.phase = next;
                 job.since = Local::now();
             }

@@ -2,7 +2,7 @@
 //! place and each node's idle time, from `ray.autoscaler.v2.sdk.get_cluster_status` asked by
 //! one long-lived Python process (`ray_status.py`) every [`EVERY`].
 
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use super::super::cluster::RayHead;
 use super::super::python::ray_python;
+use crate::bootstrap::byte_lines;
 use crate::bootstrap::node::say;
 use crate::handoff::job_env;
 use crate::sys::process::Cmd;
@@ -74,9 +75,9 @@ impl RayStatus {
         let (slot, node) = (Arc::clone(&latest), node.to_owned());
         std::thread::spawn(move || {
             let mut said_error = false;
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let Ok(report) = serde_json::from_str::<Report>(&line) else {
-                    continue;
+            byte_lines::for_each(BufReader::new(out), |line| {
+                let Ok(report) = serde_json::from_slice::<Report>(line) else {
+                    return true;
                 };
                 if let Some(e) = &report.error {
                     if !said_error {
@@ -86,13 +87,14 @@ impl RayStatus {
                         );
                     }
                     said_error = true;
-                    continue;
+                    return true;
                 }
                 said_error = false;
                 if let Ok(mut s) = slot.lock() {
                     *s = Some((Instant::now(), report));
                 }
-            }
+                true
+            });
         });
         Ok(Self { child, latest })
     }
