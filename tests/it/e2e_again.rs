@@ -105,7 +105,7 @@ fn a_run_launched_again_is_a_second_recorded_run_and_both_logs_stay() {
         "{stderr}"
     );
     assert!(
-        stdout.contains(&format!("run-of-job-{second_job}")),
+        has_line(&stdout, &format!("run-of-job-{second_job}")),
         "{stdout}"
     );
     assert!(stdout.contains("ray-ok"), "{stdout}");
@@ -134,14 +134,19 @@ fn a_run_launched_again_is_a_second_recorded_run_and_both_logs_stay() {
     );
     let second_text = std::fs::read_to_string(&second_log).unwrap();
     assert!(
-        second_text.contains(&format!("run-of-job-{second_job}")),
+        has_line(&second_text, &format!("run-of-job-{second_job}")),
         "{second_text}"
     );
     assert!(
-        !second_text.contains(&format!("run-of-job-{first_job}")),
+        !has_line(&second_text, &format!("run-of-job-{first_job}")),
         "{second_text}"
     );
     assert_only_links(&dir, [&first_log, &second_log]);
+}
+
+/// Whether `text` has `line` as a whole line: job 1's mark is a prefix of job 10's.
+fn has_line(text: &str, line: &str) -> bool {
+    text.lines().any(|l| l.trim_end() == line)
 }
 
 /// The working directory holds the default log directory alone, with a link to each log.

@@ -51,7 +51,7 @@ fn a_client_without_the_token_is_refused_on_every_port() {
     };
     let dir = lab.workdir("auth");
     std::fs::write(dir.join("probe.py"), PROBE).unwrap();
-    let job = crate::harness::launch_in(
+    let job = crate::harness::launch_with_dashboard(
         lab,
         &dir,
         "auth",

@@ -21,7 +21,8 @@ fn three_nodes_form_a_cluster_and_the_command_sees_them() {
         "python {} && env | grep -E '^(RAYSLURM_|RAY_ADDRESS=|PYTHONUNBUFFERED=)' && printf 'IPS<%s>\\n' \"$RAYSLURM_NODE_IPS\"",
         script.display()
     );
-    let job = launch(lab, "three", &["-n", "3", "--command", &cmd]);
+    let job =
+        crate::harness::launch_with_dashboard(lab, &dir, "three", &["-n", "3", "--command", &cmd]);
     let info = job.wait(Duration::from_secs(240));
     let log = job.log_text();
     assert_eq!(info["JobState"], "COMPLETED", "log:\n{log}");

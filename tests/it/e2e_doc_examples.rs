@@ -69,6 +69,7 @@ impl Project {
             .env("RAYSLURM_STATE_DIR", &self.state)
             .env("RAYSLURM_PARTITION", "lab")
             .env("RAYSLURM_TIME", "15")
+            .envs(crate::harness::LAB_RAY_ENV)
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("XDG_STATE_HOME")
             .stdout(std::process::Stdio::piped())

@@ -93,7 +93,8 @@ impl Run {
             cmd.env_remove(key);
         }
         cmd.env("RAYSLURM_CONFIG", "/dev/null")
-            .env("RAYSLURM_STATE_DIR", scratch_state_dir());
+            .env("RAYSLURM_STATE_DIR", scratch_state_dir())
+            .envs(LAB_RAY_ENV);
         if let Some(dir) = &self.cwd {
             cmd.current_dir(dir);
         }
@@ -117,6 +118,15 @@ impl Run {
         self.command().output().expect("rayslurm runs")
     }
 }
+
+/// Ray's own tunables for the lab's 2 cores, given to every command a test runs and so, through
+/// sbatch's environment, to every Ray process of its jobs: a node starts a Python worker when a
+/// task needs one, not one per CPU as soon as a driver connects (most tests' drivers run a task
+/// or two). They change how much CPU Ray spends, not what rayslurm does.
+pub const LAB_RAY_ENV: [(&str, &str); 2] = [
+    ("RAY_enable_worker_prestart", "0"),
+    ("RAY_prestart_worker_first_driver", "0"),
+];
 
 /// Waits for a spawned rayslurm (stdout and stderr piped) to end and returns its output. One
 /// still running after `limit` is killed and fails the test, so a command that would never end

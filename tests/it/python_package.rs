@@ -43,7 +43,8 @@ pub(crate) fn unittest(
             cmd.env_remove(&key);
         }
     }
-    cmd.env("RAYSLURM_CONFIG", "/dev/null");
+    cmd.env("RAYSLURM_CONFIG", "/dev/null")
+        .envs(crate::harness::LAB_RAY_ENV);
     for (k, v) in env {
         cmd.env(k, v);
     }
