@@ -18,7 +18,7 @@ fn a_killed_bootstrap_leaves_nothing_and_says_so() {
         "killedboot",
         &["-n", "2", "--command", "echo command-started; sleep 4321.5"],
     );
-    kill_the_head_and_expect_nothing_left(&job, true, 1);
+    kill_the_head_and_expect_nothing_left(&job, true, 1, "sleep 4321.5");
 }
 
 #[test]
@@ -35,19 +35,20 @@ fn a_killed_bootstrap_of_a_per_node_run_leaves_no_rank() {
             "-n",
             "2",
             "--command",
-            "echo command-started; sleep 4321.5",
+            "echo command-started; sleep 4321.25",
         ],
     );
-    kill_the_head_and_expect_nothing_left(&job, false, 2);
+    kill_the_head_and_expect_nothing_left(&job, false, 2, "sleep 4321.25");
 }
 
 /// SIGKILLs the head's bootstrap once the command runs, then expects no command, no Ray, no
 /// temp dir and no watchdog on any node within 15 s, and a final state that says so. `ray`:
-/// the run has Ray; `commands`: how many copies of the command run (one a rank).
-fn kill_the_head_and_expect_nothing_left(job: &Job, ray: bool, commands: usize) {
+/// the run has Ray; `commands`: how many copies of the command run (one a rank), each with
+/// `sleep` in its command line (a sleep of its own to each test: the two run side by side).
+fn kill_the_head_and_expect_nothing_left(job: &Job, ray: bool, commands: usize, sleep: &str) {
     job.wait_for_log("command-started", Duration::from_secs(300));
     let started = Instant::now();
-    while processes_with(&["sleep 4321.5"]).len() < commands {
+    while processes_with(&[sleep]).len() < commands {
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "{}",
@@ -87,7 +88,7 @@ fn kill_the_head_and_expect_nothing_left(job: &Job, ray: bool, commands: usize) 
         let left = (
             leftovers(&job.id),
             leftover_temp_dirs(&job.id),
-            processes_with(&["sleep 4321.5"]),
+            processes_with(&[sleep]),
             processes_with(&["--watchdog", &state]),
         );
         if left.0.is_empty() && left.1.is_empty() && left.2.is_empty() && left.3.is_empty() {
