@@ -10,6 +10,7 @@ use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{UsageError, show};
+use crate::handoff::container::ContainerOptions;
 use crate::handoff::signal_name::SignalName;
 
 /// `--ready-timeout` when neither the command line nor a config file sets it.
@@ -133,6 +134,9 @@ pub(crate) struct ClusterOptions {
     /// Replace a worker job that ended early (node failure, preemption) even without demand.
     #[arg(long)]
     pub(crate) replace_failed: bool,
+    /// The image every program of the run runs in, if any.
+    #[command(flatten)]
+    pub(crate) container: ContainerOptions,
 }
 
 impl Default for ClusterOptions {
@@ -163,6 +167,7 @@ impl Default for ClusterOptions {
             worker_idle_timeout: DEFAULT_WORKER_IDLE_TIMEOUT,
             max_pending_workers: DEFAULT_MAX_PENDING_WORKERS,
             replace_failed: false,
+            container: ContainerOptions::default(),
         }
     }
 }
@@ -219,6 +224,8 @@ impl ClusterOptions {
             worker_idle_timeout: _,
             max_pending_workers: _,
             replace_failed: _,
+            // See `ContainerOptions::to_flags`.
+            container: _,
         } = self;
         let mut flags = Vec::new();
         for (set, flag) in [
@@ -272,6 +279,7 @@ impl ClusterOptions {
                 .filter_map(|(flag, value)| value.map(|v| (flag, Some(v)))),
         );
         flags.extend(self.elastic_flags());
+        flags.extend(self.container.to_flags());
         flags
     }
 
@@ -392,6 +400,12 @@ mod tests {
             worker_idle_timeout: 60,
             max_pending_workers: 1,
             replace_failed: true,
+            container: ContainerOptions {
+                container_image: Some("/images/a b.sqsh".into()),
+                container_mounts: vec!["/data:/mnt/data:ro".parse().unwrap()],
+                container_workdir: Some("/mnt/data".into()),
+                container_runtime: Some(crate::handoff::container::ContainerRuntime::Apptainer),
+            },
         }
     }
 

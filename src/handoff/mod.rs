@@ -5,6 +5,7 @@
 pub(crate) mod bootstrap_args;
 pub(crate) mod cluster;
 pub(crate) mod cluster_info;
+pub(crate) mod container;
 pub(crate) mod elastic;
 pub(crate) mod final_state;
 pub(crate) mod job_env;

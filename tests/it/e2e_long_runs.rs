@@ -83,6 +83,7 @@ fn the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resum
         "45",
         "--requeue",
         "--follow",
+        crate::harness::NO_DASHBOARD,
         "--json",
         "--command",
         &counter(20),

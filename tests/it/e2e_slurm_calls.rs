@@ -90,6 +90,7 @@ fn a_followed_run_asks_slurm_once_every_ten_seconds_and_its_nodes_never_poll() {
         "100000000",
         "--time",
         "5",
+        crate::harness::NO_DASHBOARD,
         "--command",
         // Long enough for a poller every 5 s to pass the bound of one every 10 s (plus 4).
         "sleep 35; echo slept",

@@ -6,6 +6,7 @@ use crate::handoff::cluster::{
     ClusterOptions, DEFAULT_MAX_PENDING_WORKERS, DEFAULT_MAX_REQUEUES, DEFAULT_READY_TIMEOUT,
     DEFAULT_STOP_GRACE, DEFAULT_WORKER_IDLE_TIMEOUT, IpFamily, parse_ray_args,
 };
+use crate::handoff::container::ContainerOptions;
 use crate::handoff::signal_name::SignalName;
 use crate::launch::config::{Sources, layered};
 
@@ -89,6 +90,8 @@ pub(super) fn resolve(
         worker_idle_timeout: DEFAULT_WORKER_IDLE_TIMEOUT,
         max_pending_workers: DEFAULT_MAX_PENDING_WORKERS,
         replace_failed: false,
+        // Resolved apart from the cluster's flags (the container's own).
+        container: ContainerOptions::default(),
     })
 }
 

@@ -199,6 +199,9 @@ pub(crate) fn launch_from(dir: &Path, name: &str, load_env: &str, args: &[&str])
     launch_argv(dir, name, load_env, args, Dashboard::Off)
 }
 
+/// What a test's Ray run without a use for Ray's dashboard passes (see [`Dashboard::Off`]).
+pub(crate) const NO_DASHBOARD: &str = "--ray-head-args=--include-dashboard=false";
+
 /// Whether a Ray run launched by the harness gets Ray's dashboard.
 #[derive(PartialEq)]
 enum Dashboard {
@@ -226,7 +229,7 @@ fn launch_argv(dir: &Path, name: &str, load_env: &str, args: &[&str], dashboard:
     }
     if ray && dashboard == Dashboard::Off && !args.iter().any(|a| a.starts_with("--ray-head-args"))
     {
-        argv.push("--ray-head-args=--include-dashboard=false");
+        argv.push(NO_DASHBOARD);
     }
     if !args.contains(&"--time") {
         argv.extend(["--time", "10"]);
