@@ -19,6 +19,7 @@ mod allocation;
 mod byte_lines;
 mod head;
 mod heartbeat;
+mod in_image;
 mod kept_logs;
 mod marked;
 mod net;
@@ -50,6 +51,11 @@ pub(crate) fn run(args: &BootstrapArgs) -> Result<ExitCode> {
     }
     let env: HashMap<String, String> = std::env::vars().collect();
     let alloc = Allocation::from_env(&env, args.requested_gpus)?;
+    in_image::init(
+        &args.cluster.container,
+        args.run_dir.as_deref(),
+        alloc.gpus_on_node > 0,
+    );
     if args.watchdog {
         return Ok(exit_code(head::watchdog(args, &alloc)));
     }

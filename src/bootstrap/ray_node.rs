@@ -12,6 +12,7 @@ use std::process::{Child, Stdio};
 use anyhow::{Context, Result};
 
 use crate::bootstrap::allocation::Allocation;
+use crate::bootstrap::in_image;
 use crate::bootstrap::node::{check_shm, say};
 use crate::bootstrap::ports::{self, RayPorts};
 use crate::bootstrap::rank::env::node_env;
@@ -158,9 +159,10 @@ impl RayStart {
         let log = temp.start_log();
         let out =
             File::create(&log).with_context(|| format!("cannot write `{}`", log.display()))?;
-        let child = cmd
-            .command()
-            .env_remove(job_env::RAY_AUTH_TOKEN)
+        // The token's variable goes before the wrapping, which copies the environment.
+        let mut command = cmd.command();
+        command.env_remove(job_env::RAY_AUTH_TOKEN);
+        let child = in_image::wrap(command)
             .stdin(Stdio::null())
             .stdout(out.try_clone()?)
             .stderr(out)
@@ -247,7 +249,8 @@ pub(crate) fn start_node(
     temp_slot: &mut Option<TempRoot>,
 ) -> Result<(RayStart, RayPorts), String> {
     let node = &alloc.node;
-    if which::which("ray").is_err() {
+    // Inside an image, `in_image::check` has found `ray` there.
+    if in_image::describe().is_none() && which::which("ray").is_err() {
         return Err(format!(
             "`ray` was not found on PATH on node {node}; make --load-env put Ray on PATH on every node (e.g. `source venv/bin/activate`)"
         ));

@@ -188,6 +188,8 @@ pub(crate) struct Inside {
     pub(crate) own: Vec<PathBuf>,
     pub(crate) workdir: PathBuf,
     pub(crate) gpus: bool,
+    /// The program's `TMPDIR`: Charliecloud mounts it as the image's /tmp and unsets it.
+    pub(crate) tmpdir: Option<PathBuf>,
 }
 
 impl Container<'_> {
@@ -234,9 +236,17 @@ impl Container<'_> {
                 words.push(self.image.into());
             }
             ContainerRuntime::Charliecloud => {
-                // A directory image is read-only: `--write-fake` lays a tmpfs over it, so that
-                // the mount points of the run's own paths can be made.
-                words.push("--write-fake".into());
+                // Charliecloud would mount the program's `$TMPDIR` as /tmp, and unset it: the
+                // node's /tmp goes there instead (Ray's sockets are in it), `TMPDIR` back in.
+                words.push("-b".into());
+                words.push("/tmp:/tmp".into());
+                if let Some(tmpdir) = &inside.tmpdir {
+                    let mut set = OsString::from("--set-env=TMPDIR=");
+                    set.push(tmpdir);
+                    words.push(set);
+                }
+                // Charliecloud mounts only at directories the image has (it cannot make mount
+                // points in a read-only image), and read-write: `:ro` has no spelling here.
                 for mount in &mounts {
                     words.push("-b".into());
                     words.push(format!("{}:{}", mount.src.display(), mount.dst.display()).into());
@@ -290,6 +300,7 @@ mod tests {
             own: vec![PathBuf::from("/tmp/rs0-7.0"), PathBuf::from("/home/u/proj")],
             workdir: PathBuf::from("/home/u/proj"),
             gpus: true,
+            tmpdir: Some(PathBuf::from("/tmp/rs0-7.0")),
         }
     }
 
@@ -355,7 +366,7 @@ mod tests {
         let argv = ["bash".into(), "-c".into(), "echo hi".into()];
         assert_eq!(
             words(o.container().unwrap().wrap(&inside(), &argv)),
-            "ch-run --write-fake -b /tmp/rs0-7.0:/tmp/rs0-7.0 -b /home/u/proj:/home/u/proj \
+            "ch-run -b /tmp:/tmp --set-env=TMPDIR=/tmp/rs0-7.0 -b /tmp/rs0-7.0:/tmp/rs0-7.0 -b /home/u/proj:/home/u/proj \
              -b /opt/venv:/opt/venv -b /data:/mnt/data -c /work /images/debian.sqsh -- bash -c echo hi"
         );
     }

@@ -15,9 +15,10 @@ use std::time::Duration;
 use super::cluster::RayHead;
 use super::python::ray_python;
 use crate::bootstrap::byte_lines;
+use crate::bootstrap::in_image;
 use crate::bootstrap::node::say;
 use crate::handoff::job_env;
-use crate::sys::process::{Cmd, describe_status};
+use crate::sys::process::describe_status;
 
 /// The script: GCS address, seconds until the deadline, and the reason's message.
 const DRAIN_PY: &str = include_str!("drain.py");
@@ -49,15 +50,14 @@ pub(super) fn start(
             format!("Slurm is preempting job {job_id}: this node goes away in {seconds} s")
         }
     };
-    let mut cmd = Cmd::new(ray_python())
-        .args(["-c", DRAIN_PY, &ray.address, &seconds.to_string(), &message])
-        .env(job_env::RUN_MARK, mark);
+    let args = ["-c", DRAIN_PY, &ray.address, &seconds.to_string(), &message].map(Into::into);
+    let mut cmd = ray_python(&args).env(job_env::RUN_MARK, mark);
     for (k, v) in ray.auth.env() {
         cmd = cmd.env(k, v);
     }
-    let spawned = cmd
-        .command()
-        .env_remove(job_env::RAY_AUTH_TOKEN)
+    let mut command = cmd.command();
+    command.env_remove(job_env::RAY_AUTH_TOKEN);
+    let spawned = in_image::wrap(command)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -15,6 +15,7 @@ use super::setups::Setups;
 use super::srun_workers::{Joined, WorkerStep};
 use super::teardown::Started;
 use crate::bootstrap::allocation::Allocation;
+use crate::bootstrap::in_image;
 use crate::bootstrap::net::HostPort;
 use crate::bootstrap::node::{node_ip, say};
 use crate::bootstrap::ports::{self, RayPorts};
@@ -55,6 +56,7 @@ pub(super) fn prepare(
         started.lease = Some(take_run_dir(dir, alloc)?);
     }
     signals::clear_requests(args.run_dir.as_deref(), &alloc.node);
+    in_image::check(&alloc.node, args.cluster.with_ray()).map_err(Outcome::startup_failed)?;
     node_ip(alloc, &args.cluster).map_err(|e| Outcome::startup_failed(e.to_string()))
 }
 

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use crate::bootstrap::allocation::Allocation;
+use crate::bootstrap::in_image;
 use crate::bootstrap::node::{TICK, node_ip, say};
 use crate::bootstrap::protocol::{Order, Report};
 use crate::bootstrap::workdir::NodeWorkdir;
@@ -71,6 +72,10 @@ fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_nod
             return 1;
         }
     };
+    if first_on_node && let Err(why) = in_image::check(node, false) {
+        say(node, format!("error: {why}"));
+        return 1;
+    }
     if first_on_node {
         report(&Report::Ip {
             node: node.clone(),

@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use crate::bootstrap::in_image;
 use crate::handoff::job_env;
 
 /// Where the command's output goes.
@@ -34,14 +35,14 @@ impl UserCommand {
         env: &[(String, String)],
         output: &Output,
     ) -> std::io::Result<Self> {
-        let mut cmd = Command::new("bash");
-        cmd.arg("-c")
+        let mut bash = Command::new("bash");
+        bash.arg("-c")
             .arg(command)
             .envs(env.iter().map(|(k, v)| (k, v)))
             // Ray would prefer a token inherited from the login node to the run's own file.
-            .env_remove(job_env::RAY_AUTH_TOKEN)
-            .stdin(Stdio::null())
-            .process_group(0);
+            .env_remove(job_env::RAY_AUTH_TOKEN);
+        let mut cmd = in_image::wrap(bash);
+        cmd.stdin(Stdio::null()).process_group(0);
         if let Output::Prefixed(_) = output {
             cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         }

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::bootstrap::allocation::Allocation;
+use crate::bootstrap::in_image;
 use crate::bootstrap::kept_logs::{self, KEEP_LINE};
 use crate::bootstrap::marked::{self, RunMark};
 use crate::bootstrap::node::{LIVENESS_EVERY, RAY_STOP_GRACE, TICK, memory_note, node_ip, say};
@@ -106,6 +107,7 @@ fn start(
 ) -> Result<(), String> {
     let node = &alloc.node;
     let c = &args.cluster;
+    in_image::check(node, !c.no_ray)?;
     let ip = node_ip(alloc, c).map_err(|e| e.to_string())?;
     if let Some(setup) = &c.setup {
         let head_ip = args

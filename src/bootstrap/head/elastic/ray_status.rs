@@ -12,9 +12,9 @@ use serde::Deserialize;
 use super::super::cluster::RayHead;
 use super::super::python::ray_python;
 use crate::bootstrap::byte_lines;
+use crate::bootstrap::in_image;
 use crate::bootstrap::node::say;
 use crate::handoff::job_env;
-use crate::sys::process::Cmd;
 
 const SCRIPT: &str = include_str!("ray_status.py");
 
@@ -56,15 +56,14 @@ pub(super) struct RayStatus {
 
 impl RayStatus {
     pub(super) fn start(ray: &RayHead, mark: &str, node: &str) -> Result<Self, String> {
-        let mut cmd = Cmd::new(ray_python())
-            .args(["-c", SCRIPT, &ray.address, &EVERY.as_secs().to_string()])
-            .env(job_env::RUN_MARK, mark);
+        let args = ["-c", SCRIPT, &ray.address, &EVERY.as_secs().to_string()].map(Into::into);
+        let mut cmd = ray_python(&args).env(job_env::RUN_MARK, mark);
         for (k, v) in ray.auth.env() {
             cmd = cmd.env(k, v);
         }
-        let mut child = cmd
-            .command()
-            .env_remove(job_env::RAY_AUTH_TOKEN)
+        let mut command = cmd.command();
+        command.env_remove(job_env::RAY_AUTH_TOKEN);
+        let mut child = in_image::wrap(command)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -1,0 +1,258 @@
+//! The run's image on this node (`--container-image`): every program the bootstrap starts for
+//! the user (Ray's daemons and its helpers, the setup, the command, each rank) runs inside it,
+//! through the runtime the launcher named. The bootstrap itself stays outside: it watches Slurm,
+//! the other nodes and the command, signals them and cleans up after them, which it can only do
+//! from the node.
+//!
+//! Set once per process, as the dispatcher starts (`init`), and read by whatever starts a
+//! program. The run's own paths are mounted at the same paths: its private directory (Ray's
+//! token, the cluster's file) and the working directory; /tmp, where Ray's temp root and its
+//! sockets are, is the node's own in every wrapping runtime already.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use crate::handoff::container::{ContainerOptions, ContainerRuntime, Inside};
+use crate::sys::process::Cmd;
+
+static IMAGE: OnceLock<Image> = OnceLock::new();
+
+/// What a program needs to run inside the run's image.
+struct Image {
+    options: ContainerOptions,
+    run_dir: Option<PathBuf>,
+    gpus: bool,
+}
+
+/// Sets the run's image for every program this process starts; without `--container-image`
+/// they run on the node as they are.
+pub(crate) fn init(options: &ContainerOptions, run_dir: Option<&Path>, gpus: bool) {
+    if options.container_image.is_some() {
+        let _ = IMAGE.set(Image {
+            options: options.clone(),
+            run_dir: run_dir.map(Path::to_owned),
+            gpus,
+        });
+    }
+}
+
+/// The image and runtime, for messages: `None` without an image.
+pub(crate) fn describe() -> Option<String> {
+    let image = IMAGE.get()?;
+    let c = image.options.container()?;
+    Some(format!("`{}` ({})", c.image, c.runtime))
+}
+
+/// `cmd` as the command that runs it: inside the image when the run has one, with its
+/// environment (set, inherited or removed) and working directory. Charliecloud mounts
+/// `$TMPDIR` as the image's /tmp and unsets it inside: the node's /tmp is mounted there
+/// instead (Ray's sockets are in it), and `TMPDIR` is given back to the program.
+pub(crate) fn wrap(cmd: Command) -> Command {
+    let Some((image, container)) = IMAGE.get().and_then(|i| Some((i, i.options.container()?)))
+    else {
+        return cmd;
+    };
+    let workdir = cmd
+        .get_current_dir()
+        .map(Path::to_owned)
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let tmpdir = cmd
+        .get_envs()
+        .find(|(k, _)| *k == "TMPDIR")
+        .map_or_else(
+            || std::env::var_os("TMPDIR"),
+            |(_, v)| v.map(OsStr::to_owned),
+        )
+        .map(PathBuf::from);
+    let inside = Inside {
+        own: own_mounts(container.runtime, container.image, image, &workdir),
+        workdir,
+        gpus: image.gpus,
+        tmpdir,
+    };
+    let mut program: Vec<OsString> = vec![cmd.get_program().to_owned()];
+    program.extend(cmd.get_args().map(OsStr::to_owned));
+    let Some(words) = container.wrap(&inside, &program) else {
+        return cmd;
+    };
+    let mut wrapped = Command::new(&words[0]);
+    wrapped.args(&words[1..]);
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    if let Some(user) = user_for_runtime() {
+        wrapped.env("USER", user);
+    }
+    wrapped
+}
+
+/// `$USER` for Charliecloud, which refuses to start without it, when the job's environment
+/// has none (Slurm does not always set it).
+fn user_for_runtime() -> Option<String> {
+    let image = IMAGE.get()?;
+    let charliecloud = image.options.container_runtime == Some(ContainerRuntime::Charliecloud);
+    if !charliecloud || std::env::var_os("USER").is_some() {
+        return None;
+    }
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+}
+
+/// Python with Ray, for the head's helpers (to [`wrap`]): inside an image, the `python` beside
+/// `ray` on its PATH (a venv's or conda's), else `python3`; on the node, `on_node`, the
+/// interpreter `ray`'s script names.
+pub(crate) fn ray_python(args: &[OsString], on_node: PathBuf) -> Cmd {
+    if IMAGE.get().is_none() {
+        return Cmd::new(on_node).args(args.iter().cloned());
+    }
+    let find =
+        r#"p=$(dirname "$(command -v ray)")/python; [ -x "$p" ] || p=python3; exec "$p" "$@""#;
+    Cmd::new("sh")
+        .args(["-c", find, "sh"])
+        .args(args.iter().cloned())
+}
+
+/// Checks that the image starts on this node (and, for a Ray run, has `ray` on its PATH), so
+/// that a wrong image fails the run at start-up with the runtime's own words and the node
+/// named, rather than as a command that exits 1.
+pub(crate) fn check(node: &str, ray: bool) -> Result<(), String> {
+    let Some(container) = IMAGE.get().and_then(|i| i.options.container()) else {
+        return Ok(());
+    };
+    if container.runtime == ContainerRuntime::Pyxis {
+        return Err(format!(
+            "--container-runtime pyxis is not run by this version of the bootstrap on {node}; use apptainer, singularity or charliecloud"
+        ));
+    }
+    let probe = if ray {
+        "command -v ray >/dev/null || { echo \"ray was not found on PATH inside the image; mount a venv that has it (--container-mounts) or use an image with Ray\" >&2; exit 127; }"
+    } else {
+        "true"
+    };
+    let mut sh = Command::new("sh");
+    sh.args(["-c", probe]);
+    let out = wrap(sh).stdin(Stdio::null()).output().map_err(|e| {
+        format!(
+            "cannot run the container runtime `{}` on {node}: {e}",
+            container.runtime.program().unwrap_or("srun")
+        )
+    })?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&out.stderr);
+    let said = said.trim();
+    Err(format!(
+        "the image `{}` ({}) cannot run on {node}: {}",
+        container.image,
+        container.runtime,
+        if said.is_empty() {
+            crate::sys::process::describe_status(out.status)
+        } else {
+            said.to_owned()
+        }
+    ))
+}
+
+/// The run's own paths to mount, each at the same path: its private directory and the working
+/// directory; those under /tmp are the node's own /tmp, which the runtimes share already.
+/// Charliecloud mounts only at a directory the image has: for a directory image, each path is
+/// mounted at its deepest ancestor the image has (not `/`), so that the path is the same inside.
+fn own_mounts(
+    runtime: ContainerRuntime,
+    image_path: &str,
+    image: &Image,
+    workdir: &Path,
+) -> Vec<PathBuf> {
+    let mut own = Vec::new();
+    for path in image.run_dir.iter().map(PathBuf::as_path).chain([workdir]) {
+        if path.starts_with("/tmp") || path == Path::new("/") {
+            continue;
+        }
+        let at = if runtime == ContainerRuntime::Charliecloud {
+            mount_point(Path::new(image_path), path)
+        } else {
+            path.to_owned()
+        };
+        if !own.iter().any(|o: &PathBuf| path.starts_with(o)) {
+            own.retain(|o: &PathBuf| !o.starts_with(&at));
+            own.push(at);
+        }
+    }
+    own
+}
+
+/// The deepest ancestor of `path` (itself included) that a directory image has, other than
+/// `/`; `path` itself when there is none or the image is not a directory (a SquashFS file), so
+/// that Charliecloud's own message names the path it cannot mount.
+pub(crate) fn mount_point(image: &Path, path: &Path) -> PathBuf {
+    if !image.is_dir() {
+        return path.to_owned();
+    }
+    path.ancestors()
+        .filter(|a| *a != Path::new("/"))
+        .find(|a| image.join(a.strip_prefix("/").unwrap_or(a)).is_dir())
+        .map_or_else(|| path.to_owned(), Path::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charliecloud_mounts_at_the_deepest_directory_the_image_has() {
+        let image = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(image.path().join("srv/lab/shared")).unwrap();
+        std::fs::create_dir_all(image.path().join("home")).unwrap();
+        let at = |p: &str| mount_point(image.path(), Path::new(p));
+        assert_eq!(at("/srv/lab/shared/tests/x"), Path::new("/srv/lab/shared"));
+        assert_eq!(at("/srv/lab/shared"), Path::new("/srv/lab/shared"));
+        assert_eq!(at("/home/u/proj"), Path::new("/home"));
+        // Nothing but `/`: the path itself, for ch-run to refuse by name.
+        assert_eq!(at("/lustre/u/proj"), Path::new("/lustre/u/proj"));
+        assert_eq!(
+            mount_point(Path::new("/no/such/image.sqfs"), Path::new("/home/u")),
+            Path::new("/home/u")
+        );
+    }
+
+    #[test]
+    fn own_mounts_skip_tmp_and_paths_inside_another() {
+        let image = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(image.path().join("home")).unwrap();
+        let img = Image {
+            options: ContainerOptions::default(),
+            run_dir: Some(PathBuf::from("/home/u/.local/state/rayslurm/jobs/x.d")),
+            gpus: false,
+        };
+        let path = image.path().to_str().unwrap();
+        let ch = own_mounts(
+            ContainerRuntime::Charliecloud,
+            path,
+            &img,
+            Path::new("/home/u/p"),
+        );
+        assert_eq!(ch, [PathBuf::from("/home")]);
+        let ap = own_mounts(
+            ContainerRuntime::Apptainer,
+            path,
+            &img,
+            Path::new("/tmp/rs0-1.0-workdir"),
+        );
+        assert_eq!(
+            ap,
+            [PathBuf::from("/home/u/.local/state/rayslurm/jobs/x.d")]
+        );
+    }
+}
