@@ -224,7 +224,6 @@ impl ClusterOptions {
             worker_idle_timeout: _,
             max_pending_workers: _,
             replace_failed: _,
-            // See `ContainerOptions::to_flags`.
             container: _,
         } = self;
         let mut flags = Vec::new();
@@ -233,19 +232,13 @@ impl ClusterOptions {
             (*per_node, "--per-node"),
             (*no_prefix, "--no-prefix"),
             (*serve, "--serve"),
+            (*no_ray_auth, "--no-ray-auth"),
+            (*ray_metrics, "--ray-metrics"),
+            (*requeue, "--requeue"),
         ] {
             if set {
                 flags.push((flag, None));
             }
-        }
-        if *no_ray_auth {
-            flags.push(("--no-ray-auth", None));
-        }
-        if *ray_metrics {
-            flags.push(("--ray-metrics", None));
-        }
-        if *requeue {
-            flags.push(("--requeue", None));
         }
         let optional = [
             ("--setup", setup.clone()),
@@ -278,8 +271,12 @@ impl ClusterOptions {
                 .into_iter()
                 .filter_map(|(flag, value)| value.map(|v| (flag, Some(v)))),
         );
-        flags.extend(self.elastic_flags());
-        flags.extend(self.container.to_flags());
+        // An elastic cluster's and the image's (`ContainerOptions::to_flags`) last.
+        flags.extend(
+            self.elastic_flags()
+                .into_iter()
+                .chain(self.container.to_flags()),
+        );
         flags
     }
 

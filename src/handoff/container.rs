@@ -214,7 +214,7 @@ impl Container<'_> {
     }
 
     /// `argv` run inside the image with a wrapping runtime; `None` for pyxis, whose image is
-    /// given to `srun` (see [`Container::srun_flags`]).
+    /// given to `srun`.
     pub(crate) fn wrap(&self, inside: &Inside, argv: &[OsString]) -> Option<Vec<OsString>> {
         let program = self.runtime.program()?;
         let mut words: Vec<OsString> = vec![program.into()];
@@ -259,16 +259,6 @@ impl Container<'_> {
         }
         words.extend(argv.iter().cloned());
         Some(words)
-    }
-
-    /// pyxis's `srun` flags for a step whose programs run in the image.
-    pub(crate) fn srun_flags(&self, inside: &Inside) -> Vec<String> {
-        let mounts: Vec<String> = self.mounts(inside).iter().map(Mount::to_string).collect();
-        vec![
-            format!("--container-image={}", self.image),
-            format!("--container-mounts={}", mounts.join(",")),
-            format!("--container-workdir={}", self.workdir(inside).display()),
-        ]
     }
 }
 
@@ -372,17 +362,13 @@ mod tests {
     }
 
     #[test]
-    fn pyxis_is_srun_flags_not_a_wrapper() {
+    fn pyxis_is_not_a_wrapper() {
         let o = options(ContainerRuntime::Pyxis);
-        let c = o.container().unwrap();
-        assert!(c.wrap(&inside(), &["true".into()]).is_none());
-        assert_eq!(
-            c.srun_flags(&inside()),
-            [
-                "--container-image=/images/debian.sqsh",
-                "--container-mounts=/tmp/rs0-7.0:/tmp/rs0-7.0,/home/u/proj:/home/u/proj,/opt/venv:/opt/venv,/data:/mnt/data:ro",
-                "--container-workdir=/home/u/proj",
-            ]
+        assert!(
+            o.container()
+                .unwrap()
+                .wrap(&inside(), &["true".into()])
+                .is_none()
         );
     }
 }
