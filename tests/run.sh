@@ -29,8 +29,15 @@ export SLURM_CONF=/etc/slurm/slurm.conf
 timed "cargo build of the tests" cargo test --no-run "$@"
 timed "unit tests" cargo test --bins "$@"
 # Only the integration tests run side by side: some unit tests watch this process's own sockets.
-timed "integration tests" env RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" \
+timed "integration tests" env -u RAYSLURM_TEST_CONTAINERS RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" \
   RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-6}" cargo test --test it "$@"
+# The container tests are a step of their own (RAYSLURM_TEST_CONTAINERS=1; .ci/run sets it): their runtime
+# (Charliecloud) and image are installed once by tests/cluster/images.sh, about a minute the first time.
+if [[ ${RAYSLURM_TEST_CONTAINERS:-} == 1 ]]; then
+  timed "container runtime and image" bash tests/cluster/images.sh up
+  timed "container tests" env RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" \
+    RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-6}" cargo test --test it "$@" -- e2e_containers::
+fi
 export RAYSLURM_WHEEL_E2E=1
 timed "wheel build and check" bash tests/wheel/check.sh
 printf 'tests/run.sh: %s\n' "${times[@]}" >&2
