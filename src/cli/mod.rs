@@ -111,7 +111,8 @@ pub(crate) enum Command {
     /// A `./rayslurm.toml` in the working directory gives its site settings (partition,
     /// account, time, ...) to every run from there, whoever wrote it. Its settings that run
     /// code as you or weaken a run's security (`load_env`, `template`, `ray_args`,
-    /// `ray_head_args`, `ray_auth`, `log_dir`) are used only when no one else could have
+    /// `ray_head_args`, `ray_auth`, `log_dir`, `container_image`, `container_mounts`,
+    /// `container_workdir`) are used only when no one else could have
     /// written the file, or once you trusted it with this command. The file's path and SHA-256
     /// are recorded in your state directory: a file changed since needs trusting again.
     Trust(TrustArgs),

@@ -245,4 +245,25 @@ mod tests {
         assert!(!empty("up"));
         assert!(!empty("exec"));
     }
+
+    /// `resources.image_id` is the image of `launch`'s run and of `up`'s cluster; an `exec`
+    /// job runs in its cluster's image, so the field gives `exec` nothing.
+    #[test]
+    fn the_image_is_launchs_and_ups_and_never_execs() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("t.yaml"),
+            "run: ls\nresources:\n  image_id: docker:ubuntu:24.04\n",
+        )
+        .unwrap();
+        let task = task_file::read(Path::new("t.yaml"), dir.path()).unwrap();
+        let image = |sub: &str| {
+            flags(sub, &task)
+                .unwrap()
+                .contains(&OsString::from("--container-image=docker://ubuntu:24.04"))
+        };
+        assert!(image("launch"));
+        assert!(image("up"));
+        assert!(!image("exec"));
+    }
 }
