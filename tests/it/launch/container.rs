@@ -74,87 +74,89 @@ fn registry_images_are_written_as_each_runtime_takes_them() {
     }
 }
 
+/// Container flags refused, and a part of the message each gets.
+const BAD: &[(&[&str], &str)] = &[
+    (
+        &["--container-image", ""],
+        "error: --container-image is empty",
+    ),
+    (
+        &["--container-image", "a,b"],
+        "invalid --container-image `a,b`",
+    ),
+    (
+        &["--container-image", "a\nb"],
+        "invalid --container-image `a\\nb`",
+    ),
+    (
+        &["--container-mounts", "data:/data"],
+        "`data:/data`: the source `data` is not an absolute path",
+    ),
+    (
+        &["--container-mounts", "/a:/b:rx"],
+        "`/a:/b:rx` ends in `:rx`",
+    ),
+    (
+        &["--container-image", "/i.sif", "--container-workdir", "work"],
+        "--container-workdir `work` is not an absolute path",
+    ),
+    (
+        &["--container-mounts", "/data"],
+        "--container-mounts goes with --container-image",
+    ),
+    (
+        &["--container-workdir", "/w"],
+        "--container-workdir goes with --container-image",
+    ),
+    (
+        &["--container-runtime", "pyxis"],
+        "--container-runtime goes with --container-image",
+    ),
+    (
+        &["--container-runtime", "docker"],
+        "invalid value 'docker' for '--container-runtime",
+    ),
+    (
+        &[
+            "--container-image",
+            "./missing.sqsh",
+            "--container-runtime",
+            "pyxis",
+        ],
+        "/missing.sqsh` does not exist on this node",
+    ),
+    (
+        &[
+            "--container-image",
+            "../missing.sif",
+            "--container-runtime",
+            "apptainer",
+        ],
+        "is a path, and",
+    ),
+    (
+        &[
+            "--container-image",
+            "docker://ubuntu",
+            "--container-runtime",
+            "charliecloud",
+        ],
+        "is a registry image, and charliecloud (--container-runtime) runs only local ones",
+    ),
+    (
+        &[
+            "--container-image",
+            "ubuntu",
+            "--container-runtime",
+            "apptainer",
+        ],
+        "give `docker://ubuntu`",
+    ),
+];
+
 #[test]
 fn bad_container_flags_exit_2_and_write_nothing() {
-    let cases: &[(&[&str], &str)] = &[
-        (
-            &["--container-image", ""],
-            "error: --container-image is empty",
-        ),
-        (
-            &["--container-image", "a,b"],
-            "invalid --container-image `a,b`",
-        ),
-        (
-            &["--container-image", "a\nb"],
-            "invalid --container-image `a\\nb`",
-        ),
-        (
-            &["--container-mounts", "data:/data"],
-            "`data:/data`: the source `data` is not an absolute path",
-        ),
-        (
-            &["--container-mounts", "/a:/b:rx"],
-            "`/a:/b:rx` ends in `:rx`",
-        ),
-        (
-            &["--container-image", "/i.sif", "--container-workdir", "work"],
-            "--container-workdir `work` is not an absolute path",
-        ),
-        (
-            &["--container-mounts", "/data"],
-            "--container-mounts goes with --container-image",
-        ),
-        (
-            &["--container-workdir", "/w"],
-            "--container-workdir goes with --container-image",
-        ),
-        (
-            &["--container-runtime", "pyxis"],
-            "--container-runtime goes with --container-image",
-        ),
-        (
-            &["--container-runtime", "docker"],
-            "invalid value 'docker' for '--container-runtime",
-        ),
-        (
-            &[
-                "--container-image",
-                "./missing.sqsh",
-                "--container-runtime",
-                "pyxis",
-            ],
-            "/missing.sqsh` does not exist on this node",
-        ),
-        (
-            &[
-                "--container-image",
-                "../missing.sif",
-                "--container-runtime",
-                "apptainer",
-            ],
-            "is a path, and",
-        ),
-        (
-            &[
-                "--container-image",
-                "docker://ubuntu",
-                "--container-runtime",
-                "charliecloud",
-            ],
-            "is a registry image, and charliecloud (--container-runtime) runs only local ones",
-        ),
-        (
-            &[
-                "--container-image",
-                "ubuntu",
-                "--container-runtime",
-                "apptainer",
-            ],
-            "give `docker://ubuntu`",
-        ),
-    ];
-    for (args, needle) in cases {
+    for (args, needle) in BAD {
         let dir = tempfile::tempdir().unwrap();
         let mut argv = vec!["--exp-name", "x", "--command", "true"];
         argv.extend_from_slice(args);
