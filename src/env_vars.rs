@@ -31,6 +31,12 @@ pub(crate) const STOP_GRACE: &str = "RAYSLURM_STOP_GRACE";
 pub(crate) const NO_RAY_AUTH: &str = "RAYSLURM_NO_RAY_AUTH";
 /// `up --idle-timeout`.
 pub(crate) const IDLE_TIMEOUT: &str = "RAYSLURM_IDLE_TIMEOUT";
+/// `--container-image`, `--container-mounts`, `--container-workdir`, `--container-runtime`:
+/// the image the run's programs run in, and how (the config keys `container_image`, ...).
+pub(crate) const CONTAINER_IMAGE: &str = "RAYSLURM_CONTAINER_IMAGE";
+pub(crate) const CONTAINER_MOUNTS: &str = "RAYSLURM_CONTAINER_MOUNTS";
+pub(crate) const CONTAINER_WORKDIR: &str = "RAYSLURM_CONTAINER_WORKDIR";
+pub(crate) const CONTAINER_RUNTIME: &str = "RAYSLURM_CONTAINER_RUNTIME";
 pub(crate) const SIGNAL: &str = "RAYSLURM_SIGNAL";
 pub(crate) const MAX_REQUEUES: &str = "RAYSLURM_MAX_REQUEUES";
 /// Where run records are kept; default `$XDG_STATE_HOME/rayslurm` or `~/.local/state/rayslurm`.

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::container::ContainerArgs;
 use super::heading;
 use super::launch::{ClusterArgs, JobArgs};
 use super::values::{positive_count, ray_amount};
@@ -32,6 +33,9 @@ pub(crate) struct UpArgs {
 
     #[command(flatten)]
     pub(crate) job: JobArgs,
+
+    #[command(flatten)]
+    pub(crate) container: ContainerArgs,
 
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,

@@ -4,6 +4,7 @@
 pub(crate) const JOB: &str = "Job";
 pub(crate) const RESOURCES: &str = "Resources";
 pub(crate) const ENVIRONMENT: &str = "Command environment";
+pub(crate) const CONTAINER: &str = "Container";
 pub(crate) const INSIDE: &str = "Inside the job";
 pub(crate) const RAY: &str = "Ray";
 pub(crate) const ELASTIC: &str = "Elastic cluster";

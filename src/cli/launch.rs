@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::builder::{BoolishValueParser, PossibleValue};
 use clap::{Args, ValueEnum};
 
+use super::container::ContainerArgs;
 use super::heading;
 use super::values::{count, node_count, positive_count};
 use crate::env_vars;
@@ -61,6 +62,9 @@ pub(crate) struct LaunchArgs {
 
     #[command(flatten)]
     pub(crate) job: JobArgs,
+
+    #[command(flatten)]
+    pub(crate) container: ContainerArgs,
 
     #[command(flatten)]
     pub(crate) cluster: ClusterArgs,

@@ -10,6 +10,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 
 mod clusters;
+mod container;
 mod heading;
 mod launch;
 pub(crate) mod parse;
@@ -23,6 +24,7 @@ pub(crate) mod view;
 pub(crate) use clusters::{
     DashboardArgs, DownArgs, ElasticArgs, ExecArgs, QueueArgs, ScaleArgs, UpArgs,
 };
+pub(crate) use container::ContainerArgs;
 pub(crate) use launch::{ClusterArgs, JobArgs, LaunchArgs, LongRunArgs, SnapshotArgs};
 pub(crate) use runs::{CancelArgs, LogsArgs, StatusArgs};
 pub(crate) use utility::{CompletionsArgs, ManArgs, RelayArgs, TrustArgs};
@@ -109,7 +111,8 @@ pub(crate) enum Command {
     /// A `./rayslurm.toml` in the working directory gives its site settings (partition,
     /// account, time, ...) to every run from there, whoever wrote it. Its settings that run
     /// code as you or weaken a run's security (`load_env`, `template`, `ray_args`,
-    /// `ray_head_args`, `ray_auth`, `log_dir`) are used only when no one else could have
+    /// `ray_head_args`, `ray_auth`, `log_dir`, `container_image`, `container_mounts`,
+    /// `container_workdir`) are used only when no one else could have
     /// written the file, or once you trusted it with this command. The file's path and SHA-256
     /// are recorded in your state directory: a file changed since needs trusting again.
     Trust(TrustArgs),
@@ -163,6 +166,10 @@ mod tests {
         (env_vars::STOP_GRACE, "33"),
         (env_vars::NO_RAY_AUTH, "true"),
         (env_vars::IDLE_TIMEOUT, "9m"),
+        (env_vars::CONTAINER_IMAGE, "/env/image.sqsh"),
+        (env_vars::CONTAINER_MOUNTS, "/env/a,/env/b:/b:ro"),
+        (env_vars::CONTAINER_WORKDIR, "/env/w"),
+        (env_vars::CONTAINER_RUNTIME, "apptainer"),
     ];
 
     /// In a child process (this test binary again, the one safe way to set variables for a
@@ -196,6 +203,13 @@ mod tests {
             assert_eq!(launch.cluster.interface.as_deref(), Some("envif0"));
             assert!(launch.cluster.no_ray_auth);
             assert_eq!(launch.cluster.ready_timeout, Some(77));
+            let container = &launch.container;
+            assert_eq!(
+                container.container_image.as_deref(),
+                Some("/env/image.sqsh")
+            );
+            assert_eq!(container.container_mounts.len(), 2);
+            assert!(container.container_runtime.is_some());
             return;
         }
         let out = std::process::Command::new(std::env::current_exe().unwrap())

@@ -91,6 +91,8 @@ fn submitted(
     let record = RunRecord {
         run_dir: old.run_dir.clone(),
         binary: Some(binary),
+        // The same script: the same image.
+        container_image: old.container_image.clone(),
         ..RunRecord::new(
             &old.exp_name,
             &job_id,

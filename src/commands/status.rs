@@ -60,6 +60,9 @@ struct RunJson<'a> {
     /// An elastic cluster's (`up --max-nodes`) Slurm jobs: the head's and each worker job.
     #[serde(skip_serializing_if = "Option::is_none")]
     elastic: Option<&'a ElasticView>,
+    /// The image the run's programs run in (`--container-image`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    container_image: Option<&'a str>,
 }
 
 pub(crate) fn run(args: &StatusSettings, printer: &Printer) -> Result<ExitCode> {
@@ -220,6 +223,7 @@ fn to_json<'a>(
         attempts: status.attempts,
         snapshot: r.snapshot.as_ref(),
         elastic,
+        container_image: r.container_image.as_deref(),
     }
 }
 

@@ -234,6 +234,7 @@ fn sbatch(
     let record = RunRecord {
         cluster: config.cluster.serve,
         max_nodes: config.cluster.max_nodes,
+        container_image: config.cluster.container.container_image.clone(),
         run_dir: link.run_dir,
         binary: Some(bin.path.clone()),
         snapshot,

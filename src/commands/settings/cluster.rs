@@ -90,7 +90,7 @@ pub(super) fn resolve(
         worker_idle_timeout: DEFAULT_WORKER_IDLE_TIMEOUT,
         max_pending_workers: DEFAULT_MAX_PENDING_WORKERS,
         replace_failed: false,
-        // Resolved apart from the cluster's flags (the container's own).
+        // Resolved apart from the cluster's flags (`super::container`).
         container: ContainerOptions::default(),
     })
 }

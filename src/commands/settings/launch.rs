@@ -29,6 +29,7 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
         follow,
         cancel_on_interrupt,
         cluster,
+        container,
         snapshot,
         long_run:
             LongRunArgs {
@@ -64,6 +65,7 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
     }
     let job = resolve_job(job, exp_name, command, src)?;
     let mut cluster = super::cluster::resolve(cluster, job.request.num_nodes, src)?;
+    cluster.container = super::container::resolve(container, src)?;
     resolve_long_run(&mut cluster, (*signal, *requeue, *max_requeues), src)?;
     check_stop_grace(&cluster, job.request.time.as_deref())?;
     if let Some(a) = after

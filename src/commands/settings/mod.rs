@@ -2,14 +2,15 @@
 //! below `commands/`, nothing knows clap or `cli`.
 //!
 //! `launch` and `up` resolve into a [`LaunchConfig`](crate::launch::config::LaunchConfig)
-//! (their job and cluster flags alike: [`launch`], [`cluster`]); `up` into [`up::UpSettings`]; `exec` into
-//! [`exec::ExecSettings`]; `launch --again` into [`again::AgainSettings`]; the others into the settings of
+//! (their job, cluster and container flags alike: [`launch`], [`cluster`], [`container`]);
+//! `up` into [`up::UpSettings`]; `exec` into [`exec::ExecSettings`]; `launch --again` into [`again::AgainSettings`]; the others into the settings of
 //! [`runs`] and [`clusters`]. A task file named on the command line is turned into flags first
 //! ([`task_file`]).
 
 pub(crate) mod again;
 mod cluster;
 pub(crate) mod clusters;
+mod container;
 pub(crate) mod exec;
 pub(crate) mod launch;
 pub(crate) mod runs;

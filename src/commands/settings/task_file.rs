@@ -12,7 +12,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 use crate::cli::parse::{check_option, exec_command_tip, option_takes_value, parse_with_inserted};
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, ContainerArgs};
 use crate::error::UsageError;
 use crate::launch::config::Sources;
 use crate::launch::task_file::{self, EMPTY_WORKDIR, Given, Refusal, TaskFile, Value};
@@ -108,7 +108,8 @@ fn flags(sub: &str, task: &TaskFile) -> Result<Vec<OsString>, UsageError> {
 
 /// Whether `given` is a flag the file gives `launch` alone (its own section's flags go to
 /// every command, and are refused where they mean nothing). `up` names the cluster itself and
-/// runs no command: its jobs come with `exec`. Neither starts its nodes in an empty directory
+/// runs no command: its jobs come with `exec`, in the cluster's image (`resources.image_id`
+/// means nothing to `exec`). Neither starts its nodes in an empty directory
 /// when the file names no workdir: a cluster, and each of its jobs, runs in the directory it
 /// is given (an `exec` job with `workdir:` in its snapshot of it, docs/task-files.md).
 fn launch_only(sub: &str, given: &Given) -> bool {
@@ -118,7 +119,8 @@ fn launch_only(sub: &str, given: &Given) -> bool {
     let long = given.long.as_str();
     match sub {
         "up" => ["exp-name", "command", "per-node", EMPTY_WORKDIR].contains(&long),
-        "exec" => long == EMPTY_WORKDIR,
+        // A cluster's jobs run in its own image.
+        "exec" => [EMPTY_WORKDIR, "container-image"].contains(&long),
         _ => false,
     }
 }
@@ -178,7 +180,7 @@ fn resolves(sub: &str, words: &[OsString]) -> Result<(), String> {
         .map(OsString::from)
         .collect();
     let Ok(Cli {
-        command: Command::Launch(args),
+        command: Command::Launch(mut args),
         ..
     }) = parse_with_inserted(&argv, &|_| None, sub, words)
     else {
@@ -188,6 +190,10 @@ fn resolves(sub: &str, words: &[OsString]) -> Result<(), String> {
         cwd: std::env::current_dir().unwrap_or_default(),
         ..Sources::default()
     };
+    // A container flag means something only beside the image (and the runtime): each alone is
+    // checked here, all of them together when the command line resolves.
+    super::container::check_each(&args.container, &src.cwd).map_err(|e| e.to_string())?;
+    args.container = ContainerArgs::default();
     super::launch::resolve(&args, &src)
         .map(drop)
         .map_err(|e| e.to_string())
@@ -238,5 +244,26 @@ mod tests {
         assert!(empty("launch"));
         assert!(!empty("up"));
         assert!(!empty("exec"));
+    }
+
+    /// `resources.image_id` is the image of `launch`'s run and of `up`'s cluster; an `exec`
+    /// job runs in its cluster's image, so the field gives `exec` nothing.
+    #[test]
+    fn the_image_is_launchs_and_ups_and_never_execs() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("t.yaml"),
+            "run: ls\nresources:\n  image_id: docker:ubuntu:24.04\n",
+        )
+        .unwrap();
+        let task = task_file::read(Path::new("t.yaml"), dir.path()).unwrap();
+        let image = |sub: &str| {
+            flags(sub, &task)
+                .unwrap()
+                .contains(&OsString::from("--container-image=docker://ubuntu:24.04"))
+        };
+        assert!(image("launch"));
+        assert!(image("up"));
+        assert!(!image("exec"));
     }
 }

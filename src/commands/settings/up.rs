@@ -33,6 +33,7 @@ impl UpSettings {
             task: _,
             idle_timeout,
             job,
+            container,
             cluster,
             elastic,
             detach,
@@ -42,6 +43,7 @@ impl UpSettings {
         validate::cluster_name(name)?;
         let job = super::launch::resolve_job(job, name, NO_COMMAND, src)?;
         let mut cluster = super::cluster::resolve(cluster, job.request.num_nodes, src)?;
+        cluster.container = super::container::resolve(container, src)?;
         // The files' `signal` is `launch`'s, but a bad one is refused here too.
         super::launch::signal_of(None, src)?;
         super::launch::check_stop_grace(&cluster, job.request.time.as_deref())?;

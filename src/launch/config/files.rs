@@ -11,8 +11,10 @@ use serde::Deserialize;
 use crate::env_vars;
 use crate::error::UsageError;
 use crate::handoff::cluster::IpFamily;
+use crate::handoff::container::{ContainerRuntime, Mount};
 use crate::launch::config::project_file;
 use crate::launch::config::trust::TrustStore;
+use crate::launch::container_runtime::Runtimes;
 use crate::launch::gpu_directive::GpuDirective;
 use crate::printer::Printer;
 
@@ -49,6 +51,14 @@ pub(crate) struct FileDefaults {
     /// `up --idle-timeout`: `"30m"`, `"2h"`, `"90s"`, or a number of minutes; in seconds.
     #[serde(default, deserialize_with = "idle_timeout_in_file")]
     pub(crate) idle_timeout: Option<u32>,
+    /// `--container-image`: the image the run's programs run in.
+    pub(crate) container_image: Option<String>,
+    /// `--container-mounts`: a list of `SRC[:DST[:ro]]`, or one comma-separated string.
+    #[serde(default, deserialize_with = "mounts_in_file")]
+    pub(crate) container_mounts: Option<Vec<Mount>>,
+    pub(crate) container_workdir: Option<PathBuf>,
+    /// `--container-runtime`: `"pyxis"`, `"apptainer"`, `"singularity"` or `"charliecloud"`.
+    pub(crate) container_runtime: Option<ContainerRuntime>,
     /// Where the values came from: the file, and each key's line (for errors).
     #[serde(skip)]
     pub(crate) origin: Option<FileOrigin>,
@@ -130,6 +140,27 @@ fn idle_timeout_in_file<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option
         .map_err(serde::de::Error::custom)
 }
 
+/// `container_mounts` as a file gives it: a list of `SRC[:DST[:ro]]`, or one string of them
+/// separated by commas (as `--container-mounts` takes them).
+fn mounts_in_file<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<Mount>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Given {
+        One(String),
+        Many(Vec<String>),
+    }
+    let entries = match Given::deserialize(d)? {
+        Given::One(text) => text.split(',').map(str::to_owned).collect(),
+        Given::Many(list) => list,
+    };
+    entries
+        .iter()
+        .map(|e| e.trim().parse::<Mount>())
+        .collect::<Result<_, _>>()
+        .map(Some)
+        .map_err(|why| serde::de::Error::custom(format!("container_mounts: {why}")))
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ConfigFile {
@@ -146,6 +177,9 @@ pub(crate) struct Sources {
     /// The options whose value came from their variable, not the command line: (option id,
     /// variable), e.g. `("time", "RAYSLURM_TIME")`.
     pub(crate) variables: Vec<(String, String)>,
+    /// The container runtimes to choose from when a run has an image and names no runtime;
+    /// `None`: the login node's, asked then (and only then).
+    pub(crate) runtimes: Option<Runtimes>,
 }
 
 impl Sources {
@@ -210,6 +244,7 @@ impl Sources {
             user,
             cwd,
             variables,
+            runtimes: None,
         })
     }
 }

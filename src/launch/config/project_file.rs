@@ -76,13 +76,17 @@ impl Ownership {
 /// - `ray_auth = false` starts Ray without its token: anyone who reaches a node runs code as
 ///   the user;
 /// - `log_dir` decides where the script (with `--env` values), the log, the token and the
-///   binary the nodes run go: a directory someone else controls.
+///   binary the nodes run go: a directory someone else controls;
+/// - `container_image` is every program the run runs; `container_mounts` and
+///   `container_workdir` put someone else's files in its paths, or its working directory
+///   (where `python train.py` is read) among them.
 ///
 /// The others only describe where and how big the job is, or how long it waits (`partition`,
 /// `account`, `qos`, `constraint`, `time`, `gpu_directive`, `interface`, `ip_family`,
 /// `object_store_memory`, `ready_timeout`, `setup_timeout`, `stop_grace`, `signal`, `max_requeues`,
-/// `idle_timeout`): at worst a job that is refused, waits or ends early. Every field is named
-/// here, so that a new key is a compile error until it is put on one side.
+/// `idle_timeout`; `container_runtime` only says how the site runs images): at worst a job that
+/// is refused, waits or ends early. Every field is named here, so that a new key is a compile
+/// error until it is put on one side.
 pub(crate) fn guarded_keys(defaults: &FileDefaults) -> Vec<&'static str> {
     let FileDefaults {
         partition: _,
@@ -106,6 +110,10 @@ pub(crate) fn guarded_keys(defaults: &FileDefaults) -> Vec<&'static str> {
         signal: _,
         max_requeues: _,
         idle_timeout: _,
+        container_image,
+        container_mounts,
+        container_workdir,
+        container_runtime: _,
         origin: _,
     } = defaults;
     [
@@ -115,6 +123,9 @@ pub(crate) fn guarded_keys(defaults: &FileDefaults) -> Vec<&'static str> {
         ("ray_head_args", ray_head_args.is_some()),
         ("ray_auth", ray_auth.is_some()),
         ("log_dir", log_dir.is_some()),
+        ("container_image", container_image.is_some()),
+        ("container_mounts", container_mounts.is_some()),
+        ("container_workdir", container_workdir.is_some()),
     ]
     .into_iter()
     .filter_map(|(key, set)| set.then_some(key))
@@ -312,7 +323,7 @@ mod tests {
 
     #[test]
     fn every_guarded_key_is_found() {
-        let text = "[launch]\nload_env = \"x\"\ntemplate = \"t\"\nray_args = \"--a=1\"\nray_head_args = \"--b=1\"\nray_auth = false\nlog_dir = \"l\"\npartition = \"p\"\n";
+        let text = "[launch]\nload_env = \"x\"\ntemplate = \"t\"\nray_args = \"--a=1\"\nray_head_args = \"--b=1\"\nray_auth = false\nlog_dir = \"l\"\npartition = \"p\"\ncontainer_image = \"/i.sqsh\"\ncontainer_mounts = [\"/d\"]\ncontainer_workdir = \"/w\"\n";
         let d = parse_config(Path::new("f"), text).unwrap();
         assert_eq!(
             guarded_keys(&d),
@@ -322,10 +333,13 @@ mod tests {
                 "ray_args",
                 "ray_head_args",
                 "ray_auth",
-                "log_dir"
+                "log_dir",
+                "container_image",
+                "container_mounts",
+                "container_workdir"
             ]
         );
-        let site = "[launch]\npartition = \"p\"\naccount = \"a\"\nqos = \"q\"\ntime = \"1:00\"\nconstraint = \"c\"\ngpu_directive = \"gres\"\ninterface = \"ib0\"\nip_family = \"4\"\nobject_store_memory = 100\nready_timeout = 9\nstop_grace = 5\nsignal = \"USR1\"\nmax_requeues = 2\nidle_timeout = \"30m\"\n";
+        let site = "[launch]\npartition = \"p\"\naccount = \"a\"\nqos = \"q\"\ntime = \"1:00\"\nconstraint = \"c\"\ngpu_directive = \"gres\"\ninterface = \"ib0\"\nip_family = \"4\"\nobject_store_memory = 100\nready_timeout = 9\nstop_grace = 5\nsignal = \"USR1\"\nmax_requeues = 2\nidle_timeout = \"30m\"\ncontainer_runtime = \"apptainer\"\n";
         let d = parse_config(Path::new("f"), site).unwrap();
         assert!(guarded_keys(&d).is_empty());
     }

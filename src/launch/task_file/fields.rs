@@ -33,11 +33,11 @@ const REFUSED: &[(&str, &str)] = &[
     ),
     (
         "docker",
-        "jobs run on the nodes' own system, not in a container",
+        "not a task field: give the image as `resources: {image_id: docker:IMAGE}` or `rayslurm: {container_image: IMAGE}`",
     ),
     (
         "image_id",
-        "jobs run on the nodes' own system: set up the environment with `setup`",
+        "it goes under `resources:` (`resources: {image_id: docker:IMAGE}`), or give `rayslurm: {container_image: IMAGE}`",
     ),
 ];
 

@@ -1,6 +1,6 @@
 //! SkyPilot's `resources:` on Slurm: `accelerators` (GPUs of a type per node), `cpus` and
-//! `memory` (per node) map to the job's request; placement in clouds is refused, and what
-//! needs nothing on a cluster gets a notice.
+//! `memory` (per node) map to the job's request, `image_id: docker:IMAGE` to the run's image;
+//! placement in clouds is refused, and what needs nothing on a cluster gets a notice.
 
 use super::given::Given;
 use super::node::{Line, Node};
@@ -22,10 +22,6 @@ const REFUSED: &[(&str, &str)] = &[
     (
         "instance_type",
         "Slurm allocates nodes, not instance types: ask for `accelerators`, `cpus`, `memory`, or `rayslurm: {constraint: FEATURES}`",
-    ),
-    (
-        "image_id",
-        "jobs run on the nodes' own system: set up the environment with `setup` or `rayslurm: {load_env: ...}`",
     ),
     (
         "job_recovery",
@@ -95,6 +91,12 @@ pub(super) fn read(r: &mut Reading, value: &Line<Node>) -> Result<(), Refusal> {
             "memory" => r
                 .given
                 .push(Given::one(&field, line, "mem", memory(&field, value)?)),
+            "image_id" => r.given.push(Given::one(
+                &field,
+                line,
+                "container-image",
+                image_id(&field, value)?,
+            )),
             "use_spot" if value.value == Node::Bool(false) => {}
             "use_spot" => {
                 return Err(Refusal::new(
@@ -189,4 +191,32 @@ fn memory(field: &str, value: &Line<Node>) -> Result<String, Refusal> {
     } else {
         format!("{}M", (gb * 1024.0).ceil() as u64)
     })
+}
+
+/// `image_id: docker:IMAGE` into `--container-image docker://IMAGE`, which resolution gives
+/// each runtime in its own spelling (pyxis's is `IMAGE`); a cloud's machine image is refused.
+fn image_id(field: &str, value: &Line<Node>) -> Result<String, Refusal> {
+    let text = match &value.value {
+        Node::Str(s) => s.trim(),
+        other => {
+            return Err(Refusal::new(
+                field,
+                value.line,
+                format!(
+                    "is {}: give one `docker:IMAGE` (images per region are a cloud's)",
+                    other.kind()
+                ),
+            ));
+        }
+    };
+    match text.strip_prefix("docker:").map(str::trim) {
+        Some(image) if !image.is_empty() => Ok(format!("docker://{image}")),
+        _ => Err(Refusal::new(
+            field,
+            value.line,
+            format!(
+                "`{text}` is not `docker:IMAGE`: a cloud's machine image means nothing on Slurm; for an image file give `rayslurm: {{container_image: /shared/IMAGE.sqsh}}`"
+            ),
+        )),
+    }
 }

@@ -48,6 +48,9 @@ pub(crate) struct RunRecord {
     /// An elastic cluster's `--max-nodes`: nodes in all, the head's allocation included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) max_nodes: Option<u32>,
+    /// The image its programs run in (`--container-image`), as the script names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) container_image: Option<String>,
 }
 
 fn format_one() -> u32 {
@@ -81,6 +84,7 @@ impl RunRecord {
             run_dir: None,
             snapshot: None,
             max_nodes: None,
+            container_image: None,
         }
     }
 

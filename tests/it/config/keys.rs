@@ -212,6 +212,54 @@ pub(super) const KEYS: &[Key] = &[
             format!("  --idle-timeout {} \\\n", minutes * 60)
         },
     },
+    // An image that is a path must exist: each layer names a directory of the world's.
+    Key {
+        file: "container_image",
+        env: Some("RAYSLURM_CONTAINER_IMAGE"),
+        flag: "--container-image",
+        kind: Kind::Text,
+        values: [
+            "[DIR]/logs-cli",
+            "[DIR]/logs-env",
+            "[DIR]/logs-project",
+            "[DIR]/logs-user",
+        ],
+        shown: |v| format!("  --container-image {v} \\\n"),
+    },
+    // One comma-separated string (a file's list is `tests/it/container`'s).
+    Key {
+        file: "container_mounts",
+        env: Some("RAYSLURM_CONTAINER_MOUNTS"),
+        flag: "--container-mounts",
+        kind: Kind::Text,
+        values: ["/m-cli,/n:/o:ro", "/m-env", "/m-project", "/m-user"],
+        shown: |v| {
+            let mounts: Vec<String> = v
+                .split(',')
+                .map(|m| match m.split_once(':') {
+                    Some(_) => m.to_owned(),
+                    None => format!("{m}:{m}"),
+                })
+                .collect();
+            format!("  --container-mounts {} \\\n", mounts.join(","))
+        },
+    },
+    Key {
+        file: "container_workdir",
+        env: Some("RAYSLURM_CONTAINER_WORKDIR"),
+        flag: "--container-workdir",
+        kind: Kind::Text,
+        values: ["/w-cli", "/w-env", "/w-project", "/w-user"],
+        shown: |v| format!("  --container-workdir {v} \\\n"),
+    },
+    Key {
+        file: "container_runtime",
+        env: Some("RAYSLURM_CONTAINER_RUNTIME"),
+        flag: "--container-runtime",
+        kind: Kind::Text,
+        values: ["pyxis", "apptainer", "singularity", "charliecloud"],
+        shown: |v| format!("  --container-runtime {v} \\\n"),
+    },
 ];
 
 /// Keys of `up` alone; the others are `launch`'s (and `up`'s too).

@@ -8,6 +8,8 @@ use crate::harness::{Run, filter_stamps, rayslurm};
 mod again;
 mod bad_input;
 mod code_snapshot;
+mod container;
+mod container_task_file;
 mod gpus;
 mod node_copy;
 mod pruning;

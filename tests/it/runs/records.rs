@@ -109,3 +109,28 @@ fn launch_records_runs_and_concurrent_launches_keep_all() {
     );
     assert_eq!(Path::new(row["workdir"].as_str().unwrap()), fake.logs);
 }
+
+/// The image a run's programs run in is in its record, and `status --json` shows it; a run
+/// without one has no such key.
+#[test]
+fn the_runs_image_is_recorded_and_shown() {
+    let fake = Fake::new();
+    fake.shim("sbatch", "echo 401");
+    std::fs::write(fake.logs.join("img.sqsh"), "").unwrap();
+    let mut args = launch("boxed", "python train.py");
+    args.extend([
+        "--container-image",
+        "img.sqsh",
+        "--container-runtime",
+        "apptainer",
+    ]);
+    fake.run(args).expect_status(0).run();
+    fake.seed("plain", "402", 1, None);
+    fake.shim("squeue", "exit 0");
+    let ran = fake.run(["status", "--json"]).expect_status(0).run();
+    let rows = ran.rows();
+    let image = fake.logs.join("img.sqsh").display().to_string();
+    let of = |job: &str| rows.iter().find(|r| r["job_id"] == job).unwrap().clone();
+    assert_eq!(of("401")["container_image"], image.as_str(), "{ran}");
+    assert!(of("402").get("container_image").is_none(), "{ran}");
+}
