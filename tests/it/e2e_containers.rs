@@ -9,8 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::e2e_clusters::{rs, up_nodes};
-use crate::harness::{Lab, Turn, assert_clean, expand_nodes, lab, launch_in};
+use crate::harness::{
+    Job, Lab, Turn, assert_clean, expand_nodes, lab, node_tmp_entries, rayslurm, text,
+};
 
 /// The marker file's text in the lab's image (images.sh's `MARKER_TEXT`).
 const MARKER: &str = "rayslurm-test-image debian12";
@@ -55,6 +56,49 @@ fn in_image(lab: &Lab, image: &Path) -> Vec<String> {
     ]
 }
 
+/// A test's working directory and run records, both in the lab's shared directory, which the
+/// image has a directory for (Charliecloud mounts only there; the harness's own run records are
+/// in the checkout, which the image does not know).
+struct Place {
+    dir: PathBuf,
+    state: PathBuf,
+}
+
+impl Place {
+    fn new(lab: &Lab, name: &str) -> Self {
+        Self {
+            dir: lab.workdir(name),
+            state: lab.workdir(&format!("{name}-state")),
+        }
+    }
+
+    /// rayslurm `args` here: exit code, stdout, stderr.
+    fn rs(&self, args: &[&str]) -> (Option<i32>, String, String) {
+        let out = rayslurm(args.iter().copied())
+            .cwd(&self.dir)
+            .env("RAYSLURM_STATE_DIR", &self.state)
+            .output();
+        let (stdout, stderr) = text(&out);
+        (out.status.code(), stdout, stderr)
+    }
+
+    /// `launch` (or `up`) with the lab's Ray, in the image, as the job it submitted.
+    fn submit(&self, lab: &Lab, image: &Path, args: &[&str]) -> Job {
+        let load_env = lab.load_env();
+        let mut argv = vec!["--json", "--load-env", &load_env, "--time", "10"];
+        if !args.contains(&"--per-node") {
+            argv.extend(["--object-store-memory", "100000000"]);
+        }
+        let image_args = in_image(lab, image);
+        argv.extend(image_args.iter().map(String::as_str));
+        let argv: Vec<&str> = args.iter().copied().chain(argv).collect();
+        let tmp_before = node_tmp_entries();
+        let (code, stdout, stderr) = self.rs(&argv);
+        assert_eq!(code, Some(0), "{stderr}");
+        Job::launched(stdout.as_bytes(), self.dir.clone(), tmp_before)
+    }
+}
+
 /// Every Ray node runs a task that reports its host and the marker it sees.
 const PROBE: &str = r#"import os, socket, ray
 ray.init()
@@ -62,11 +106,10 @@ marker = lambda: open("/etc/rayslurm-image-marker").read().strip()
 print("driver", marker(), flush=True)
 @ray.remote(num_cpus=0)
 def where():
-    return socket.gethostname(), marker()
+    return socket.gethostname(), marker(), os.environ.get("TMPDIR")
 ips = [n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"]]
-for host, seen in sorted(ray.get([where.options(resources={f"node:{ip}": 0.01}).remote() for ip in ips])):
-    print("task", host, seen, flush=True)
-print("tmpdir", os.environ.get("TMPDIR"), flush=True)
+for host, seen, tmp in sorted(ray.get([where.options(resources={f"node:{ip}": 0.01}).remote() for ip in ips])):
+    print("task", host, seen, "tmpdir", tmp, flush=True)
 "#;
 
 #[test]
@@ -74,9 +117,12 @@ fn a_ray_run_in_an_image_runs_its_setup_driver_and_tasks_inside_it_on_every_node
     let Some((lab, _turn, image)) = lab_with_image("a_ray_run_in_an_image_runs_inside_it") else {
         return;
     };
-    let dir = lab.workdir("cray");
-    std::fs::write(dir.join("probe.py"), PROBE).unwrap();
-    let mut args = vec![
+    let place = Place::new(lab, "cray");
+    std::fs::write(place.dir.join("probe.py"), PROBE).unwrap();
+    let args = [
+        "launch",
+        "--exp-name",
+        "cray",
         "-n",
         "2",
         "--setup",
@@ -84,9 +130,7 @@ fn a_ray_run_in_an_image_runs_its_setup_driver_and_tasks_inside_it_on_every_node
         "--command",
         "python probe.py",
     ];
-    let image_args = in_image(lab, &image);
-    args.extend(image_args.iter().map(String::as_str));
-    let job = launch_in(lab, &dir, "cray", &args);
+    let job = place.submit(lab, &image, &args);
     let info = job.wait(Duration::from_secs(300));
     let log = job.log_text();
     assert_eq!(info["JobState"], "COMPLETED", "{log}");
@@ -94,14 +138,16 @@ fn a_ray_run_in_an_image_runs_its_setup_driver_and_tasks_inside_it_on_every_node
     assert_eq!(nodes.len(), 2, "{log}");
     assert!(log.contains(&format!("\ndriver {MARKER}\n")), "{log}");
     for node in &nodes {
-        assert!(log.contains(&format!("task {node} {MARKER}")), "{log}");
+        // Ray's processes have the run's temp root as TMPDIR inside the image, as outside.
+        assert!(
+            log.contains(&format!("task {node} {MARKER} tmpdir /tmp/rs")),
+            "{log}"
+        );
         assert!(
             log.contains(&format!("[setup {node}] setup {MARKER}")),
             "{log}"
         );
     }
-    // The run's temp root is the program's TMPDIR inside the image too.
-    assert!(log.contains("tmpdir /tmp/rs"), "{log}");
     assert_clean(&job);
 }
 
@@ -110,17 +156,19 @@ fn a_per_node_run_in_an_image_runs_every_rank_inside_it() {
     let Some((lab, _turn, image)) = lab_with_image("a_per_node_run_in_an_image") else {
         return;
     };
-    let dir = lab.workdir("cpernode");
-    let mut args = vec![
+    let place = Place::new(lab, "cpernode");
+    let args = [
+        "launch",
+        "--exp-name",
+        "cpernode",
         "--per-node",
         "-n",
         "2",
         "--command",
         "echo rank=$RAYSLURM_NODE_RANK $(cat /etc/rayslurm-image-marker) in=$(pwd)",
     ];
-    let image_args = in_image(lab, &image);
-    args.extend(image_args.iter().map(String::as_str));
-    let job = launch_in(lab, &dir, "cpernode", &args);
+    let job = place.submit(lab, &image, &args);
+    let dir = &place.dir;
     let info = job.wait(Duration::from_secs(300));
     let log = job.log_text();
     assert_eq!(info["JobState"], "COMPLETED", "{log}");
@@ -134,15 +182,23 @@ fn a_per_node_run_in_an_image_runs_every_rank_inside_it() {
 
 #[test]
 fn an_image_that_cannot_start_fails_the_run_at_start_up_with_the_runtimes_words() {
-    let Some((lab, _turn, image)) = lab_with_image("an_image_that_cannot_start") else {
+    let Some((lab, _turn, _image)) = lab_with_image("an_image_that_cannot_start") else {
         return;
     };
-    let dir = lab.workdir("cmissing");
-    let missing = image.with_file_name("no-such-image");
-    let mut args = vec!["-n", "2", "--command", "echo should-not-run"];
-    let image_args = in_image(lab, &missing);
-    args.extend(image_args.iter().map(String::as_str));
-    let job = launch_in(lab, &dir, "cmissing", &args);
+    let place = Place::new(lab, "cmissing");
+    // A directory that is no image (an image path that does not exist on the login node is
+    // refused by `launch` before anything is submitted: tests/it/launch/container.rs).
+    let missing = lab.workdir("not-an-image");
+    let args = [
+        "launch",
+        "--exp-name",
+        "cmissing",
+        "-n",
+        "2",
+        "--command",
+        "echo should-not-run",
+    ];
+    let job = place.submit(lab, &missing, &args);
     let (info, log) = job.expect_startup_failure(Duration::from_secs(120));
     let head = &expand_nodes(&info["NodeList"])[0];
     assert!(
@@ -153,7 +209,8 @@ fn an_image_that_cannot_start_fails_the_run_at_start_up_with_the_runtimes_words(
         "{log}"
     );
     // Charliecloud's own words.
-    assert!(log.contains("can't stat"), "{log}");
+    assert!(log.contains("ch-run"), "{log}");
+    assert!(log.contains("can't bind"), "{log}");
     assert_clean(&job);
 }
 
@@ -162,23 +219,18 @@ fn a_cluster_in_an_image_runs_its_exec_jobs_inside_it() {
     let Some((lab, _turn, image)) = lab_with_image("a_cluster_in_an_image") else {
         return;
     };
-    let dir = lab.workdir("ccluster");
+    let place = Place::new(lab, "ccluster");
     let name = format!("cimage{}", std::process::id());
-    let image_args = in_image(lab, &image);
-    let extra: Vec<&str> = image_args.iter().map(String::as_str).collect();
-    let cluster = up_nodes(lab, &dir, &name, "1", &extra);
-    let (code, stdout, stderr) = rs(
-        &dir,
-        &[
-            "exec",
-            &name,
-            "--command",
-            "echo job $(cat /etc/rayslurm-image-marker)",
-        ],
-    );
+    let cluster = place.submit(lab, &image, &["up", &name, "-n", "1"]);
+    let (code, stdout, stderr) = place.rs(&[
+        "exec",
+        &name,
+        "--command",
+        "echo job $(cat /etc/rayslurm-image-marker)",
+    ]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains(&format!("job {MARKER}")), "{stdout}");
-    let (code, _, stderr) = rs(&dir, &["down", &name]);
+    let (code, _, stderr) = place.rs(&["down", &name]);
     assert_eq!(code, Some(0), "{stderr}");
     cluster.wait(Duration::from_secs(60));
     assert_clean(&cluster);
