@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::ContainerArgs;
 use crate::error::{UsageError, show};
-use crate::handoff::container::{ContainerOptions, ContainerRuntime};
+use crate::handoff::container::{ContainerOptions, ContainerRuntime, Mount};
 use crate::launch::config::{Sources, layered};
 use crate::launch::container_runtime::Runtimes;
 
@@ -60,10 +60,11 @@ pub(super) fn resolve(args: &ContainerArgs, src: &Sources) -> Result<ContainerOp
     };
     let image = image_for(&image, (runtime, how), &src.cwd).map_err(from_where)?;
     let cli_mounts = (!container_mounts.is_empty()).then(|| container_mounts.clone());
+    let mounts = layered(cli_mounts, &p.container_mounts, &u.container_mounts).unwrap_or_default();
+    check_mounts_for(&mounts, (runtime, how)).map_err(from_where)?;
     Ok(ContainerOptions {
         container_image: Some(image),
-        container_mounts: layered(cli_mounts, &p.container_mounts, &u.container_mounts)
-            .unwrap_or_default(),
+        container_mounts: mounts,
         container_workdir: workdir,
         container_runtime: Some(runtime),
     })
@@ -151,6 +152,21 @@ fn check_exists(image: &str, path: &Path) -> Result<(), UsageError> {
         path.display()
     ))
     .hint("give the path of an image the nodes see too (on a shared filesystem), e.g. made by `apptainer pull /shared/img.sif docker://IMAGE` or `enroot import -o /shared/img.sqsh docker://IMAGE`"))
+}
+
+/// The mounts as `runtime` takes them: Charliecloud's are read-write, with no `:ro`.
+fn check_mounts_for(
+    mounts: &[Mount],
+    (runtime, how): (ContainerRuntime, &str),
+) -> Result<(), UsageError> {
+    match mounts.iter().find(|m| m.read_only) {
+        Some(m) if runtime == ContainerRuntime::Charliecloud => Err(UsageError::new(format!(
+            "--container-mounts {} asks for a read-only mount, which charliecloud ({how}) cannot make: its mounts are read-write",
+            show(&m.to_string())
+        ))
+        .hint("leave out `:ro`, or use a runtime that mounts read-only (apptainer, singularity, pyxis)")),
+        _ => Ok(()),
+    }
 }
 
 /// The image as `runtime` takes it: a path absolute and existing; `docker://IMAGE` in pyxis's

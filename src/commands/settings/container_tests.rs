@@ -196,6 +196,17 @@ fn bad_images_and_workdirs_are_refused_with_the_value() {
         (
             &[
                 "--container-image",
+                "/",
+                "--container-runtime",
+                "charliecloud",
+                "--container-mounts",
+                "/a,/data:/data:ro",
+            ],
+            "--container-mounts `/data:/data:ro` asks for a read-only mount, which charliecloud (--container-runtime) cannot make",
+        ),
+        (
+            &[
+                "--container-image",
                 "ubuntu:24.04",
                 "--container-runtime",
                 "apptainer",
@@ -248,7 +259,7 @@ fn files_give_what_the_command_line_leaves_and_say_where_a_bad_value_came_from()
     let mut s = src(dir.path(), pyxis());
     s.user = crate::launch::config::parse_config(
         &dir.path().join("user.toml"),
-        "[launch]\ncontainer_image = \"/\"\ncontainer_mounts = \"/a,/b:/c:ro\"\ncontainer_runtime = \"charliecloud\"\n",
+        "[launch]\ncontainer_image = \"/\"\ncontainer_mounts = \"/a,/b:/c:ro\"\ncontainer_runtime = \"apptainer\"\n",
     )
     .unwrap();
     s.project.container_workdir = Some("/proj".into());
@@ -256,7 +267,7 @@ fn files_give_what_the_command_line_leaves_and_say_where_a_bad_value_came_from()
     assert_eq!(o.container_image.as_deref(), Some("/"));
     assert_eq!(o.container_mounts.len(), 2);
     assert_eq!(o.container_workdir, Some("/proj".into()));
-    assert_eq!(o.container_runtime, Some(ContainerRuntime::Charliecloud));
+    assert_eq!(o.container_runtime, Some(ContainerRuntime::Apptainer));
     let o = resolved(
         &["--container-mounts", "/z", "--container-image", "img.sqsh"],
         &s,
