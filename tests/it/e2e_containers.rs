@@ -7,10 +7,11 @@
 //! without it they skip, saying so.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::harness::{
-    Job, Lab, Turn, assert_clean, expand_nodes, lab, node_tmp_entries, rayslurm, text,
+    Job, Lab, Turn, assert_clean, expand_nodes, lab, leftovers, node_tmp_entries, processes_with,
+    rayslurm, text,
 };
 
 /// The marker file's text in the lab's image (images.sh's `MARKER_TEXT`).
@@ -234,4 +235,58 @@ fn a_cluster_in_an_image_runs_its_exec_jobs_inside_it() {
     assert_eq!(code, Some(0), "{stderr}");
     cluster.wait(Duration::from_secs(60));
     assert_clean(&cluster);
+}
+
+/// A run in an image whose bootstrap is SIGKILLed: the head's watchdog (on the node, outside the
+/// image) stops Ray's processes and the command inside the image, on every node, within 15 s.
+#[test]
+fn a_killed_bootstrap_of_a_run_in_an_image_leaves_nothing() {
+    let Some((lab, _turn, image)) = lab_with_image("a_killed_bootstrap_of_a_run_in_an_image")
+    else {
+        return;
+    };
+    let place = Place::new(lab, "ckilled");
+    let sleep = "sleep 4321.75";
+    let command = format!("echo command-started; {sleep}");
+    let args = [
+        "launch",
+        "--exp-name",
+        "ckilled",
+        "-n",
+        "2",
+        "--command",
+        &command,
+    ];
+    let job = place.submit(lab, &image, &args);
+    job.wait_for_log("command-started", Duration::from_secs(300));
+    let state = job.log.with_extension("state.json");
+    let state = state.to_string_lossy();
+    let watchdogs = processes_with(&["--watchdog", &state]);
+    let head: Vec<u32> = processes_with(&["bootstrap", &state])
+        .into_iter()
+        .filter(|pid| !watchdogs.contains(pid))
+        .collect();
+    assert_eq!(head.len(), 1, "the head's bootstrap: {head:?}");
+    assert!(!leftovers(&job.id).is_empty(), "Ray runs in the image");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(head[0] as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let killed_at = Instant::now();
+    loop {
+        let left = (leftovers(&job.id), processes_with(&[sleep]));
+        if left.0.is_empty() && left.1.is_empty() {
+            break;
+        }
+        assert!(
+            killed_at.elapsed() < Duration::from_secs(15),
+            "15 s after the bootstrap was killed, still there: {left:?}\n{}",
+            job.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(job.state()["ending"], "killed", "{}", job.log_text());
+    job.wait(Duration::from_secs(60));
+    assert_clean(&job);
 }
