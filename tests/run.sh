@@ -35,6 +35,9 @@ timed "integration tests" env -u RAYSLURM_TEST_CONTAINERS RUST_TEST_THREADS="${R
 # (Charliecloud) and image are installed once by tests/cluster/images.sh, about a minute the first time.
 if [[ ${RAYSLURM_TEST_CONTAINERS:-} == 1 ]]; then
   timed "container runtime and image" bash tests/cluster/images.sh up
+  # pyxis and enroot built from the vendored sources (not loaded into the cluster: the bootstrap
+  # does not run pyxis yet), so that their build is checked on every fresh machine.
+  timed "pyxis and enroot build" bash tests/cluster/build-pyxis.sh
   timed "container tests" env RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" \
     RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-7}" cargo test --test it "$@" -- e2e_containers::
 fi

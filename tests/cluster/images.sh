@@ -2,7 +2,8 @@
 # The test cluster's container runtime and image, for the container tests (tests/it/e2e_containers.rs):
 #
 #   images.sh up     install Charliecloud (Debian's `charliecloud`, the wrapping runtime: `ch-run IMAGE -- CMD`),
-#                    debootstrap and squashfs-tools when missing, and build the image once
+#                    debootstrap and squashfs-tools when missing, and build the image once (and the same
+#                    image as SquashFS, `debian12.sqsh`, which pyxis takes: tests/cluster/build-pyxis.sh)
 #   images.sh env    KEY=value lines: the image's path, whether it is built
 #
 # The image is a minimal Debian 12 (debootstrap from Debian's archive, as apt's sources name it) with Debian's
@@ -62,13 +63,21 @@ build_image() {
   printf '%s\n' "$MARKER_TEXT" >"$tmp$MARKER"
   rm -f "${tmp}.log"
   mv "$tmp" "$IMAGE"
+  rm -f "${IMAGE}.sqsh"
   log "test image built in $((SECONDS - t0)) s"
+}
+
+build_squashfs() {
+  [[ -f ${IMAGE}.sqsh ]] && return 0
+  mksquashfs "$IMAGE" "${IMAGE}.sqsh.tmp" -noappend -quiet -comp lzo >/dev/null || die "mksquashfs failed"
+  mv "${IMAGE}.sqsh.tmp" "${IMAGE}.sqsh"
 }
 
 cmd_up() {
   [[ $(id -u) -eq 0 ]] || die "must run as root"
   ensure_packages
   build_image
+  build_squashfs
 }
 
 cmd_env() {
