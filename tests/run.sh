@@ -7,7 +7,7 @@
 # The end-to-end tests mostly wait (for Slurm, for Ray to start, for time limits), so they run
 # side by side: a cluster of RAYSLURM_TEST_NODES nodes (default 6; RAYSLURM_TEST_CRASH_NODES more,
 # default 2, for the tests that kill a node) and RAYSLURM_TEST_AT_ONCE end-to-end tests at once
-# (default 7), the longest first (the harness's LONG_FIRST): libtest gets a thread for every
+# (default 6), the longest first (the harness's LONG_FIRST): libtest gets a thread for every
 # test (RUST_TEST_THREADS), so that every test is in line from the start. RAYSLURM_TEST_SLURM=25.11 runs them on a vendored
 # Slurm release instead of Debian's (tests/slurm-matrix.sh runs every one). Each part's time is printed at the end;
 # docs/testing.md has the figures.
@@ -30,7 +30,7 @@ timed "cargo build of the tests" cargo test --no-run "$@"
 timed "unit tests" cargo test --bins "$@"
 # Only the integration tests run side by side: some unit tests watch this process's own sockets.
 timed "integration tests" env -u RAYSLURM_TEST_CONTAINERS RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" \
-  RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-7}" cargo test --test it "$@"
+  RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-6}" cargo test --test it "$@"
 # The container tests are a step of their own (RAYSLURM_TEST_CONTAINERS=1; .ci/run sets it): their runtime
 # (Charliecloud) and image are installed once by tests/cluster/images.sh, about a minute the first time.
 if [[ ${RAYSLURM_TEST_CONTAINERS:-} == 1 ]]; then
@@ -39,7 +39,7 @@ if [[ ${RAYSLURM_TEST_CONTAINERS:-} == 1 ]]; then
   # does not run pyxis yet), so that their build is checked on every fresh machine.
   timed "pyxis and enroot build" bash tests/cluster/build-pyxis.sh
   timed "container tests" env RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" \
-    RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-7}" cargo test --test it "$@" -- e2e_containers::
+    RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-6}" cargo test --test it "$@" -- e2e_containers::
 fi
 export RAYSLURM_WHEEL_E2E=1
 timed "wheel build and check" bash tests/wheel/check.sh

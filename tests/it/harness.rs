@@ -413,7 +413,7 @@ pub const LONG_FIRST: &[&str] = &[
     "the_time_limit_stops_the_run_cleanly",
 ];
 
-/// Which tests hold the cluster now, and which wait: at most `RAYSLURM_TEST_AT_ONCE` (7) at
+/// Which tests hold the cluster now, and which wait: at most `RAYSLURM_TEST_AT_ONCE` (6) at
 /// once, whatever the number of libtest's threads (tests/run.sh gives it one for every test,
 /// so that every test asks at the start and the long ones can go first).
 struct Gate {
@@ -449,7 +449,7 @@ fn admit(test: &str, kills_a_node: bool) -> Admitted {
         .ok()
         .and_then(|n| n.parse().ok())
         .filter(|n| *n > 0)
-        .unwrap_or(7);
+        .unwrap_or(6);
     let rank = if kills_a_node {
         0
     } else {
