@@ -5,7 +5,7 @@
 # wheel is built and checked as users install it, with one real launch of its binary.
 #
 # The end-to-end tests mostly wait (for Slurm, for Ray to start, for time limits), so they run
-# side by side: a cluster of RAYSLURM_TEST_NODES nodes (default 6; RAYSLURM_TEST_CRASH_NODES more,
+# side by side: a cluster of RAYSLURM_TEST_NODES nodes (default 8; RAYSLURM_TEST_CRASH_NODES more,
 # default 2, for the tests that kill a node) and RAYSLURM_TEST_AT_ONCE end-to-end tests at once
 # (default 6), the longest first (the harness's LONG_FIRST): libtest gets a thread for every
 # test (RUST_TEST_THREADS), so that every test is in line from the start. RAYSLURM_TEST_SLURM=25.11 runs them on a vendored
@@ -20,7 +20,7 @@ timed() {
   "$@"
   times+=("$name: $((SECONDS - t0)) s")
 }
-timed "test cluster up" bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-6}" "${RAYSLURM_TEST_CRASH_NODES:-2}" \
+timed "test cluster up" bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-8}" "${RAYSLURM_TEST_CRASH_NODES:-2}" \
   --slurm "${RAYSLURM_TEST_SLURM:-debian}"
 # The tests, and the jobs they submit, use the cluster's own Slurm clients.
 slurm_bin=$(bash tests/cluster/cluster.sh env | sed -n 's/^RAYSLURM_LAB_SLURM_BIN=//p')

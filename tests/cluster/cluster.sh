@@ -4,7 +4,7 @@
 #
 #   cluster.sh up [N [C]] [--slurm V]  install what is missing, start slurmctld + N slurmd in
 #                       partition "lab" (default 3) and C more in partition "crash" (default 0; N+C
-#                       at most 8); a healthy cluster with at least N lab and C crash nodes of the
+#                       at most 10); a healthy cluster with at least N lab and C crash nodes of the
 #                       same Slurm already up is kept. V: "debian" (Debian's 22.05, the default) or a
 #                       vendored release, e.g. 25.11 (built once by build-slurm.sh into /opt/slurm-V;
 #                       also RAYSLURM_LAB_SLURM=V). Switching versions starts from empty Slurm state.
@@ -74,7 +74,7 @@ readonly CTLD_IP6=${NET6}:2
 readonly PARTITION=lab
 readonly CRASH_PARTITION=crash
 readonly CLUSTER_NAME=rayslurmlab
-readonly MAX_NODES=8
+readonly MAX_NODES=10
 readonly UP_TIMEOUT=${RAYSLURM_LAB_UP_TIMEOUT:-60}
 readonly PACKAGES=(slurmctld slurmd slurm-client slurmdbd mariadb-server tini iproute2 procps util-linux hostname python3 python3-venv)
 # Debian's python3, not one under /root (0700): the test users must run the venvs too.
