@@ -37,7 +37,7 @@
 #   bf_min_prio_reserve above every job's priority (no job holds nodes back for a bigger one
 #   waiting before it: any job that fits starts, so that the CPU is not idle while 1-node jobs
 #   wait behind a 3-node one).
-#   tests/run.sh brings up 4 lab nodes and 2 crash nodes (RAYSLURM_TEST_NODES,
+#   tests/run.sh brings up 8 lab nodes and 2 crash nodes (RAYSLURM_TEST_NODES,
 #   RAYSLURM_TEST_CRASH_NODES), the demo 3 lab nodes; see docs/testing.md.
 #   RAYSLURM_LAB_UP_TIMEOUT (default 60 s) bounds the wait for all nodes to be idle.
 # Must run as root. Needs: Debian apt (first run only) and PyPI (first run only).
