@@ -38,11 +38,9 @@ pub(crate) fn init(options: &ContainerOptions, run_dir: Option<&Path>, gpus: boo
     }
 }
 
-/// The image and runtime, for messages: `None` without an image.
-pub(crate) fn describe() -> Option<String> {
-    let image = IMAGE.get()?;
-    let c = image.options.container()?;
-    Some(format!("`{}` ({})", c.image, c.runtime))
+/// Whether the run has an image, which this process's programs run in.
+pub(crate) fn is_set() -> bool {
+    IMAGE.get().is_some()
 }
 
 /// `cmd` as the command that runs it: inside the image when the run has one, with its
@@ -89,7 +87,7 @@ pub(crate) fn wrap(cmd: Command) -> Command {
     if let Some(dir) = cmd.get_current_dir() {
         wrapped.current_dir(dir);
     }
-    if let Some(user) = user_for_runtime() {
+    if let Some(user) = user_for(container.runtime) {
         wrapped.env("USER", user);
     }
     wrapped
@@ -97,10 +95,8 @@ pub(crate) fn wrap(cmd: Command) -> Command {
 
 /// `$USER` for Charliecloud, which refuses to start without it, when the job's environment
 /// has none (Slurm does not always set it).
-fn user_for_runtime() -> Option<String> {
-    let image = IMAGE.get()?;
-    let charliecloud = image.options.container_runtime == Some(ContainerRuntime::Charliecloud);
-    if !charliecloud || std::env::var_os("USER").is_some() {
+fn user_for(runtime: ContainerRuntime) -> Option<String> {
+    if runtime != ContainerRuntime::Charliecloud || std::env::var_os("USER").is_some() {
         return None;
     }
     nix::unistd::User::from_uid(nix::unistd::getuid())
@@ -113,7 +109,7 @@ fn user_for_runtime() -> Option<String> {
 /// `ray` on its PATH (a venv's or conda's), else `python3`; on the node, `on_node`, the
 /// interpreter `ray`'s script names.
 pub(crate) fn ray_python(args: &[OsString], on_node: PathBuf) -> Cmd {
-    if IMAGE.get().is_none() {
+    if !is_set() {
         return Cmd::new(on_node).args(args.iter().cloned());
     }
     let find =

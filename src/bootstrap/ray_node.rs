@@ -250,7 +250,7 @@ pub(crate) fn start_node(
 ) -> Result<(RayStart, RayPorts), String> {
     let node = &alloc.node;
     // Inside an image, `in_image::check` has found `ray` there.
-    if in_image::describe().is_none() && which::which("ray").is_err() {
+    if !in_image::is_set() && which::which("ray").is_err() {
         return Err(format!(
             "`ray` was not found on PATH on node {node}; make --load-env put Ray on PATH on every node (e.g. `source venv/bin/activate`)"
         ));

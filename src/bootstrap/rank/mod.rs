@@ -15,6 +15,7 @@ pub(crate) mod user_command;
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::net::IpAddr;
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
@@ -72,15 +73,8 @@ fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_nod
             return 1;
         }
     };
-    if first_on_node && let Err(why) = in_image::check(node, false) {
-        say(node, format!("error: {why}"));
+    if first_on_node && !announce_node(node, &ranks, ip) {
         return 1;
-    }
-    if first_on_node {
-        report(&Report::Ip {
-            node: node.clone(),
-            ip,
-        });
     }
     let Some(Order::Go { master_port, ips }) = next_order(&orders) else {
         return 0;
@@ -146,6 +140,23 @@ fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_nod
         code,
     });
     0
+}
+
+/// The node's first task: checks that the run's image starts here (the head's bootstrap has
+/// checked its own node's) and reports the node's IP to the head. False when the image cannot
+/// start, said on the node.
+fn announce_node(node: &str, ranks: &Ranks, ip: IpAddr) -> bool {
+    if ranks.node_rank != 0
+        && let Err(why) = in_image::check(node, false)
+    {
+        say(node, format!("error: {why}"));
+        return false;
+    }
+    report(&Report::Ip {
+        node: node.to_owned(),
+        ip,
+    });
+    true
 }
 
 /// How long a rank's command has to stop once the head is gone (its bootstrap killed, or its

@@ -225,45 +225,34 @@ fn words_of(sub: &str, given: &Given) -> Result<Vec<OsString>, String> {
 mod tests {
     use super::*;
 
+    /// The commands (of `launch`, `up`, `exec`) whose flags from the task file `yaml` hold
+    /// `flag`.
+    fn given_to(yaml: &str, flag: &str) -> Vec<&'static str> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.yaml"), yaml).unwrap();
+        let task = task_file::read(Path::new("t.yaml"), dir.path()).unwrap();
+        ["launch", "up", "exec"]
+            .into_iter()
+            .filter(|sub| flags(sub, &task).unwrap().contains(&OsString::from(flag)))
+            .collect()
+    }
+
     /// A file without `workdir:` starts `launch`'s nodes in an empty directory each; `up` and
     /// `exec` run where they are given, as they always have.
     #[test]
     fn only_launch_starts_the_nodes_in_an_empty_directory() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("t.yaml"),
-            "num_nodes: 2\nsetup: make\nrun: ls\n",
-        )
-        .unwrap();
-        let task = task_file::read(Path::new("t.yaml"), dir.path()).unwrap();
-        let empty = |sub: &str| {
-            flags(sub, &task)
-                .unwrap()
-                .contains(&OsString::from("--empty-workdir"))
-        };
-        assert!(empty("launch"));
-        assert!(!empty("up"));
-        assert!(!empty("exec"));
+        let yaml = "num_nodes: 2\nsetup: make\nrun: ls\n";
+        assert_eq!(given_to(yaml, "--empty-workdir"), ["launch"]);
     }
 
     /// `resources.image_id` is the image of `launch`'s run and of `up`'s cluster; an `exec`
     /// job runs in its cluster's image, so the field gives `exec` nothing.
     #[test]
     fn the_image_is_launchs_and_ups_and_never_execs() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("t.yaml"),
-            "run: ls\nresources:\n  image_id: docker:ubuntu:24.04\n",
-        )
-        .unwrap();
-        let task = task_file::read(Path::new("t.yaml"), dir.path()).unwrap();
-        let image = |sub: &str| {
-            flags(sub, &task)
-                .unwrap()
-                .contains(&OsString::from("--container-image=docker://ubuntu:24.04"))
-        };
-        assert!(image("launch"));
-        assert!(image("up"));
-        assert!(!image("exec"));
+        let yaml = "run: ls\nresources:\n  image_id: docker:ubuntu:24.04\n";
+        assert_eq!(
+            given_to(yaml, "--container-image=docker://ubuntu:24.04"),
+            ["launch", "up"]
+        );
     }
 }
