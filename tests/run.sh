@@ -20,6 +20,13 @@ timed() {
   "$@"
   times+=("$name: $((SECONDS - t0)) s")
 }
+# The container tests' runtimes and image first (RAYSLURM_TEST_CONTAINERS=1; .ci/run sets it), so
+# that the cluster comes up with pyxis loaded: Charliecloud and the lab's Debian 12 image
+# (tests/cluster/images.sh, about a minute the first time), enroot and pyxis built from the
+# vendored sources (tests/cluster/build-pyxis.sh, seconds).
+if [[ ${RAYSLURM_TEST_CONTAINERS:-} == 1 ]]; then
+  timed "container runtimes and image" bash -c 'bash tests/cluster/images.sh up && bash tests/cluster/build-pyxis.sh'
+fi
 timed "test cluster up" bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-8}" "${RAYSLURM_TEST_CRASH_NODES:-2}" \
   --slurm "${RAYSLURM_TEST_SLURM:-debian}"
 # The tests, and the jobs they submit, use the cluster's own Slurm clients.
@@ -31,15 +38,10 @@ timed "unit tests" cargo test --bins "$@"
 # Only the integration tests run side by side: some unit tests watch this process's own sockets.
 timed "integration tests" env -u RAYSLURM_TEST_CONTAINERS RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" \
   RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-6}" cargo test --test it "$@"
-# The container tests are a step of their own (RAYSLURM_TEST_CONTAINERS=1; .ci/run sets it): their runtime
-# (Charliecloud) and image are installed once by tests/cluster/images.sh, about a minute the first time.
+# The container tests are a step of their own (e2e_containers and e2e_containers_pyxis).
 if [[ ${RAYSLURM_TEST_CONTAINERS:-} == 1 ]]; then
-  timed "container runtime and image" bash tests/cluster/images.sh up
-  # pyxis and enroot built from the vendored sources (not loaded into the cluster: the bootstrap
-  # does not run pyxis yet), so that their build is checked on every fresh machine.
-  timed "pyxis and enroot build" bash tests/cluster/build-pyxis.sh
   timed "container tests" env RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" \
-    RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-6}" cargo test --test it "$@" -- e2e_containers::
+    RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-6}" cargo test --test it "$@" -- e2e_containers
 fi
 export RAYSLURM_WHEEL_E2E=1
 timed "wheel build and check" bash tests/wheel/check.sh

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use crate::handoff::container::{ContainerOptions, ContainerRuntime, Inside};
+use crate::handoff::container::{ContainerOptions, ContainerRuntime, Inside, PyxisStep};
+use crate::handoff::job_env;
 use crate::sys::process::Cmd;
 
 static IMAGE: OnceLock<Image> = OnceLock::new();
@@ -24,18 +25,47 @@ struct Image {
     options: ContainerOptions,
     run_dir: Option<PathBuf>,
     gpus: bool,
+    /// This node's Slurm name, where pyxis's steps run.
+    node: String,
+    /// The run's container on each node, for pyxis (`container_name`).
+    name: String,
+    /// The job's id: pyxis names a container it keeps for the job only `pyxis_JOB_NAME`.
+    job_id: String,
 }
 
 /// Sets the run's image for every program this process starts; without `--container-image`
 /// they run on the node as they are.
-pub(crate) fn init(options: &ContainerOptions, run_dir: Option<&Path>, gpus: bool) {
+pub(crate) fn init(
+    options: &ContainerOptions,
+    run_dir: Option<&Path>,
+    gpus: bool,
+    node: &str,
+    attempt: (&str, u32),
+) {
     if options.container_image.is_some() {
         let _ = IMAGE.set(Image {
             options: options.clone(),
             run_dir: run_dir.map(Path::to_owned),
             gpus,
+            node: node.to_owned(),
+            name: container_name(attempt.0, attempt.1),
+            job_id: attempt.0.to_owned(),
         });
     }
+}
+
+/// The name of the run's container on each node with pyxis: one per attempt of the job.
+pub(crate) fn container_name(job_id: &str, restart: u32) -> String {
+    format!("rayslurm-{job_id}.{restart}")
+}
+
+/// Whether each program is a Slurm step of its own (pyxis): one that leaves daemons behind
+/// when it exits, as `ray start` does, must then keep its step alive, or Slurm ends them.
+pub(crate) fn in_steps() -> bool {
+    IMAGE
+        .get()
+        .and_then(|i| i.options.container())
+        .is_some_and(|c| c.runtime == ContainerRuntime::Pyxis)
 }
 
 /// Whether the run has an image, which this process's programs run in.
@@ -65,16 +95,30 @@ pub(crate) fn wrap(cmd: Command) -> Command {
             |(_, v)| v.map(OsStr::to_owned),
         )
         .map(PathBuf::from);
+    let path = cmd
+        .get_envs()
+        .find(|(k, _)| *k == "PATH")
+        .map_or_else(|| std::env::var_os("PATH"), |(_, v)| v.map(OsStr::to_owned));
     let inside = Inside {
         own: own_mounts(container.runtime, container.image, image, &workdir),
         workdir,
         gpus: image.gpus,
         tmpdir,
+        path,
     };
     let mut program: Vec<OsString> = vec![cmd.get_program().to_owned()];
     program.extend(cmd.get_args().map(OsStr::to_owned));
-    let Some(words) = container.wrap(&inside, &program) else {
-        return cmd;
+    let words = if container.runtime == ContainerRuntime::Pyxis {
+        let step = PyxisStep {
+            node: &image.node,
+            name: &image.name,
+        };
+        container.srun_step(&inside, &step, &program)
+    } else {
+        match container.wrap(&inside, &program) {
+            Some(words) => words,
+            None => return cmd,
+        }
     };
     let mut wrapped = Command::new(&words[0]);
     wrapped.args(&words[1..]);
@@ -89,6 +133,9 @@ pub(crate) fn wrap(cmd: Command) -> Command {
     }
     if let Some(user) = user_for(container.runtime) {
         wrapped.env("USER", user);
+    }
+    if container.runtime == ContainerRuntime::Pyxis {
+        wrapped.env(job_env::IN_CONTAINER, &image.name);
     }
     wrapped
 }
@@ -126,11 +173,6 @@ pub(crate) fn check(node: &str, ray: bool) -> Result<(), String> {
     let Some(container) = IMAGE.get().and_then(|i| i.options.container()) else {
         return Ok(());
     };
-    if container.runtime == ContainerRuntime::Pyxis {
-        return Err(format!(
-            "--container-runtime pyxis is not run by this version of the bootstrap on {node}; use apptainer, singularity or charliecloud"
-        ));
-    }
     let probe = if ray {
         "command -v ray >/dev/null || { echo \"ray was not found on PATH inside the image; mount a venv that has it (--container-mounts) or use an image with Ray\" >&2; exit 127; }"
     } else {
@@ -189,6 +231,42 @@ fn own_mounts(
     own
 }
 
+/// Removes the run's container from this node unless a program still runs in it (another
+/// task of a per-node run: the last one out removes it; `enroot list -f` cannot tell, as it
+/// knows a container's processes only by paths that a node's own mounts can hide). Pyxis keeps a named container after
+/// the job unless the site scopes them to jobs (`container_scope=job`, which names it
+/// `pyxis_JOB_NAME` and removes it itself). Run on the node itself, since a job that Slurm
+/// is ending (a time limit, `scancel`) can start no step. Nothing to do without pyxis.
+pub(crate) fn remove_container(node: &str) {
+    let Some(image) = IMAGE.get().filter(|_| in_steps()) else {
+        return;
+    };
+    // Every program in the container, and the `srun` on the node that runs it, has the mark.
+    if !crate::bootstrap::marked::with_env(job_env::IN_CONTAINER, &image.name).is_empty() {
+        return;
+    }
+    const REMOVE: &str = r#"for c in "pyxis_$1" "pyxis_$2_$1"; do
+  enroot list | grep -qxF "$c" || continue
+  enroot remove --force "$c" >/dev/null || exit 1
+done"#;
+    let out = Cmd::new("sh")
+        .args(["-c", REMOVE, "sh"])
+        .args([&image.name, &image.job_id])
+        .output();
+    let why = match out {
+        Ok(out) if out.status.success() => return,
+        Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        Err(e) => e.to_string(),
+    };
+    crate::bootstrap::node::say(
+        node,
+        format!(
+            "warning: the run's container `{}` may be left on this node: {why}",
+            image.name
+        ),
+    );
+}
+
 /// The deepest ancestor of `path` (itself included) that a directory image has, other than
 /// `/`; `path` itself when there is none or the image is not a directory (a SquashFS file), so
 /// that Charliecloud's own message names the path it cannot mount.
@@ -231,6 +309,9 @@ mod tests {
             options: ContainerOptions::default(),
             run_dir: Some(PathBuf::from("/home/u/.local/state/rayslurm/jobs/x.d")),
             gpus: false,
+            node: "node1".to_owned(),
+            name: container_name("7", 0),
+            job_id: "7".to_owned(),
         };
         let path = image.path().to_str().unwrap();
         let ch = own_mounts(

@@ -27,10 +27,7 @@ pub(crate) struct RunMark {
 impl RunMark {
     /// Whether process `pid` belongs to this run.
     fn owns(&self, pid: u32) -> bool {
-        let needle = format!("{RUN_MARK}={}", self.mark);
-        let marked = std::fs::read(format!("/proc/{pid}/environ"))
-            .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == needle.as_bytes()));
-        marked
+        has_env(pid, &format!("{RUN_MARK}={}", self.mark))
             || self
                 .temp_root
                 .as_deref()
@@ -52,13 +49,29 @@ fn holds_file_below(pid: u32, root: &Path) -> bool {
 
 /// PIDs of the processes that belong to the run (this process excluded).
 pub(crate) fn find(run: &RunMark) -> Vec<Pid> {
+    processes(|pid| run.owns(pid))
+}
+
+/// PIDs of the processes (this one excluded) whose environment has `var=value`.
+pub(crate) fn with_env(var: &str, value: &str) -> Vec<Pid> {
+    let needle = format!("{var}={value}");
+    processes(|pid| has_env(pid, &needle))
+}
+
+fn has_env(pid: u32, needle: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == needle.as_bytes()))
+}
+
+/// PIDs of the node's processes (this one excluded) that `keep` keeps.
+fn processes(keep: impl Fn(u32) -> bool) -> Vec<Pid> {
     let me = std::process::id();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     dir.filter_map(Result::ok)
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| *pid != me && run.owns(*pid))
+        .filter(|pid| *pid != me && keep(*pid))
         .map(|pid| Pid::from_raw(pid as i32))
         .collect()
 }

@@ -55,6 +55,8 @@ pub(crate) fn run(args: &BootstrapArgs) -> Result<ExitCode> {
         &args.cluster.container,
         args.run_dir.as_deref(),
         alloc.gpus_on_node > 0,
+        &alloc.node,
+        (&alloc.job_id, alloc.restart_count),
     );
     if args.watchdog {
         return Ok(exit_code(head::watchdog(args, &alloc)));

@@ -1,7 +1,10 @@
 //! One `ray start` on this node: its arguments, its private temp root, and its output.
 //!
 //! `ray start` (without `--block`) returns once the node is registered with the GCS, so its
-//! exit code is the readiness signal: no polling, no sleeps, no Python started twice.
+//! exit code is the readiness signal: no polling, no sleeps, no Python started twice. Inside an
+//! image that pyxis runs, `ray start` is a Slurm step of its own, which must outlive it (Slurm
+//! ends what a step leaves behind): its exit code is then written to a file in the temp root,
+//! and the step kept alive until teardown stops it.
 
 use std::fs::File;
 use std::net::IpAddr;
@@ -76,6 +79,11 @@ impl TempRoot {
     pub(crate) fn start_log(&self) -> PathBuf {
         self.path.join("rayslurm-ray-start.out")
     }
+
+    /// Where `ray start`'s exit code is written when it runs in a step that outlives it.
+    fn start_code(&self) -> PathBuf {
+        self.path.join("rayslurm-ray-start.code")
+    }
 }
 
 /// Six random hex digits (from the kernel; the time and the process id if it cannot say).
@@ -135,10 +143,16 @@ impl RayNodeSpec<'_> {
 
 /// A running `ray start`.
 pub(crate) struct RayStart {
-    pub(crate) child: Child,
+    child: Child,
     pub(crate) cmd: Cmd,
     log: PathBuf,
+    /// Where the exit code is written, when `ray start` runs in a step that outlives it.
+    code_file: Option<PathBuf>,
 }
+
+/// Runs `ray start` (its words after the file's path), writes its exit code to the file, and
+/// stays, as long as it succeeded, until it is stopped: the daemons it started are its step's.
+const RAY_START_IN_STEP: &str = r#"f=$1; shift; "$@"; rc=$?; echo "$rc" > "$f"; [ "$rc" -eq 0 ] || exit "$rc"; while sleep 3600; do :; done"#;
 
 impl RayStart {
     /// Starts `ray start`, marked so that teardown finds every process it leaves behind.
@@ -148,7 +162,15 @@ impl RayStart {
         mark: &str,
         env: &[(&str, String)],
     ) -> Result<Self> {
-        let mut cmd = Cmd::new("ray")
+        let code_file = in_image::in_steps().then(|| temp.start_code());
+        let program = match &code_file {
+            Some(file) => Cmd::new("sh")
+                .args(["-c", RAY_START_IN_STEP, "sh"])
+                .arg(file)
+                .arg("ray"),
+            None => Cmd::new("ray"),
+        };
+        let mut cmd = program
             .args(spec.args(&temp.path))
             .env(job_env::RUN_MARK, mark)
             .env(job_env::RAY_TMPDIR, &temp.path)
@@ -169,7 +191,26 @@ impl RayStart {
             .process_group(0)
             .spawn()
             .map_err(|e| cmd.spawn_error(e))?;
-        Ok(Self { child, cmd, log })
+        Ok(Self {
+            child,
+            cmd,
+            log,
+            code_file,
+        })
+    }
+
+    /// `ray start`'s exit status once it has ended (in a step that outlives it: once its code
+    /// is written, or the step ended without one, as when the image could not start).
+    pub(crate) fn try_wait(&mut self) -> std::io::Result<Option<std::process::ExitStatus>> {
+        use std::os::unix::process::ExitStatusExt;
+        let Some(file) = &self.code_file else {
+            return self.child.try_wait();
+        };
+        let written = std::fs::read_to_string(file).ok();
+        match written.as_deref().map(str::trim).map(str::parse::<i32>) {
+            Some(Ok(code)) => Ok(Some(std::process::ExitStatus::from_raw(code << 8))),
+            _ => self.child.try_wait(),
+        }
     }
 
     /// The last lines `ray start` printed, for an error message.

@@ -190,6 +190,19 @@ pub(crate) struct Inside {
     pub(crate) gpus: bool,
     /// The program's `TMPDIR`: Charliecloud mounts it as the image's /tmp and unsets it.
     pub(crate) tmpdir: Option<PathBuf>,
+    /// The node's own `PATH`, whose directories under a mount of the user's are put before
+    /// the image's `PATH` by pyxis (which starts from the image's).
+    pub(crate) path: Option<OsString>,
+}
+
+/// Where pyxis runs a program: a step of its own on this node (`srun --overlap`), in the
+/// run's one container on the node (`--container-name`, made from the image by the node's
+/// first step, started afresh by each step: `no_exec`, so that every program has its own
+/// environment and not that of Ray's running daemons).
+#[derive(Debug, Clone)]
+pub(crate) struct PyxisStep<'a> {
+    pub(crate) node: &'a str,
+    pub(crate) name: &'a str,
 }
 
 impl Container<'_> {
@@ -211,6 +224,67 @@ impl Container<'_> {
             .container_workdir
             .as_deref()
             .unwrap_or(&inside.workdir)
+    }
+
+    /// `argv` run inside the image by pyxis, as a step of its own on `step.node`: the node's
+    /// /tmp (Ray's temp root and sockets, shared by every step's container) and the run's own
+    /// paths mounted at their paths, then the user's mounts; the image's `PATH` with the
+    /// directories of the node's `PATH` that a user's mount brings in put first (a venv).
+    pub(crate) fn srun_step(
+        &self,
+        inside: &Inside,
+        step: &PyxisStep<'_>,
+        argv: &[OsString],
+    ) -> Vec<OsString> {
+        let mut mounts = vec![Mount::same_path(Path::new("/tmp")).to_string()];
+        mounts.extend(self.mounts(inside).iter().map(Mount::to_string));
+        let mut words: Vec<OsString> = [
+            "srun",
+            "--overlap",
+            "--nodes=1",
+            "--ntasks=1",
+            "--ntasks-per-node=1",
+            "--export=ALL",
+            "--quiet",
+            "--cpu-bind=none",
+            "--kill-on-bad-exit=1",
+            "--job-name=rayslurm-in-image",
+        ]
+        .map(OsString::from)
+        .to_vec();
+        words.push(format!("--nodelist={}", step.node).into());
+        words.push(format!("--container-image={}", self.image).into());
+        words.push(format!("--container-name={}:no_exec", step.name).into());
+        words.push(format!("--container-mounts={}", mounts.join(",")).into());
+        let mut workdir = OsString::from("--container-workdir=");
+        workdir.push(self.workdir(inside));
+        words.push(workdir);
+        let front = self.path_front(inside.path.as_deref());
+        if !front.is_empty() {
+            // The directories go as an argument, never into the shell's text.
+            let set_path = r#"PATH="$1${PATH:+:$PATH}"; export PATH; shift; exec "$@""#;
+            words.extend(["sh", "-c", set_path, "sh", &front].map(OsString::from));
+        }
+        words.extend(argv.iter().cloned());
+        words
+    }
+
+    /// The directories of the node's `PATH` that a user's mount brings into the image, as
+    /// they are seen inside, in their order.
+    fn path_front(&self, path: Option<&std::ffi::OsStr>) -> String {
+        let Some(path) = path else {
+            return String::new();
+        };
+        let inside: Vec<String> = std::env::split_paths(path)
+            .filter_map(|dir| {
+                self.options.container_mounts.iter().find_map(|m| {
+                    let rest = dir.strip_prefix(&m.src).ok()?;
+                    Some(m.dst.join(rest).display().to_string())
+                })
+            })
+            .filter(|dir| !dir.contains(':'))
+            .collect();
+        inside.join(":")
     }
 
     /// `argv` run inside the image with a wrapping runtime; `None` for pyxis, whose image is
@@ -291,6 +365,7 @@ mod tests {
             workdir: PathBuf::from("/home/u/proj"),
             gpus: true,
             tmpdir: Some(PathBuf::from("/tmp/rs0-7.0")),
+            path: Some("/opt/venv/bin:/usr/bin:/data/tools/bin".into()),
         }
     }
 
@@ -358,6 +433,38 @@ mod tests {
             words(o.container().unwrap().wrap(&inside(), &argv)),
             "ch-run -b /tmp:/tmp --set-env=TMPDIR=/tmp/rs0-7.0 -b /tmp/rs0-7.0:/tmp/rs0-7.0 -b /home/u/proj:/home/u/proj \
              -b /opt/venv:/opt/venv -b /data:/mnt/data -c /work /images/debian.sqsh -- bash -c echo hi"
+        );
+    }
+
+    #[test]
+    fn pyxis_runs_a_step_of_its_own_on_the_node_in_the_runs_container() {
+        let o = options(ContainerRuntime::Pyxis);
+        let step = PyxisStep {
+            node: "node3",
+            name: "rayslurm-42.0",
+        };
+        let argv = ["ray".into(), "start".into()];
+        assert_eq!(
+            words(Some(o.container().unwrap().srun_step(
+                &inside(),
+                &step,
+                &argv
+            ))),
+            "srun --overlap --nodes=1 --ntasks=1 --ntasks-per-node=1 --export=ALL --quiet \
+             --cpu-bind=none --kill-on-bad-exit=1 --job-name=rayslurm-in-image --nodelist=node3 \
+             --container-image=/images/debian.sqsh --container-name=rayslurm-42.0:no_exec \
+             --container-mounts=/tmp:/tmp,/tmp/rs0-7.0:/tmp/rs0-7.0,/home/u/proj:/home/u/proj,/opt/venv:/opt/venv,/data:/mnt/data:ro \
+             --container-workdir=/home/u/proj \
+             sh -c PATH=\"$1${PATH:+:$PATH}\"; export PATH; shift; exec \"$@\" sh /opt/venv/bin:/mnt/data/tools/bin ray start"
+        );
+        // Nothing of the node's PATH mounted: the image's PATH as it is.
+        let plain = Inside {
+            path: Some("/usr/bin".into()),
+            ..inside()
+        };
+        assert!(
+            words(Some(o.container().unwrap().srun_step(&plain, &step, &argv)))
+                .ends_with("--container-workdir=/home/u/proj ray start")
         );
     }
 

@@ -17,6 +17,9 @@ pub(crate) const RUN_DIR: &str = "RAYSLURM_RUN_DIR";
 pub(crate) const PYTHONUNBUFFERED: &str = "PYTHONUNBUFFERED";
 /// Marks every process a bootstrap starts, so that it stops exactly those and no others.
 pub(crate) const RUN_MARK: &str = "RAYSLURM_RUN_MARK";
+/// Marks every program run in the run's pyxis container on a node (and the `srun` that runs
+/// it): the node's last task out removes the container.
+pub(crate) const IN_CONTAINER: &str = "RAYSLURM_IN_CONTAINER";
 /// Ray's temp root (Ray reads it in place of /tmp).
 pub(crate) const RAY_TMPDIR: &str = "RAY_TMPDIR";
 /// The temp dir of Ray's processes too: what they leave there (Python multiprocessing's

@@ -1,19 +1,14 @@
 #!/usr/bin/env bash
 # Builds enroot and pyxis (Slurm's container plugin) from the vendored release tarballs in
 # ../shared/vendor (see its README) and installs them: enroot under /usr/local, pyxis's
-# spank_pyxis.so under /usr/local/lib/slurm-pyxis. It does not load pyxis into the test cluster
-# unless asked (`--load`: a line in /etc/slurm/plugstack.conf.d/, which Debian's plugstack.conf
-# includes; then `cluster.sh down` and `up` restart every slurmd with it); it is the groundwork of
-# the container tests' pyxis runtime, which the bootstrap does not run yet (docs/containers.md).
-# enroot's runtime, cache and data paths are set to each node's own /tmp (the test nodes share
-# /root and /run). Idempotent: a built release is kept. Must run as root.
+# spank_pyxis.so under /usr/local/lib/slurm-pyxis, with a plugstack.conf beside it that
+# cluster.sh loads (Debian's Slurm only: the plugin is built against Debian's libslurm-dev; a
+# cluster that runs without it is restarted with it). enroot's runtime, cache and data paths are
+# set to each node's own /tmp, one directory per user (the test nodes share /root and /run).
+# Idempotent: a built release is kept. Must run as root.
 #
-#   build-pyxis.sh [--load]     RAYSLURM_VENDOR names the vendor folder (default: ../shared/vendor
+#   build-pyxis.sh              RAYSLURM_VENDOR names the vendor folder (default: ../shared/vendor
 #                               beside the checkout, as for build-slurm.sh)
-#
-# Checked on the test cluster with pyxis loaded (session 31): `srun -N2
-# --container-image=/srv/rayslurm-lab/images/debian12.sqsh --container-mounts=/tmp:/tmp,VENV:VENV
-# CMD` ran CMD inside the image on both nodes, the lab's Ray venv importing Ray there.
 #
 # How they build on Debian 12 (the vendor README's recipe): enroot's git submodules are not in
 # its tarball, so with FORCE_GLIBC=1 (no musl) Debian's makeself stands in for its makeself, a
@@ -23,8 +18,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-LOAD=0
-if [[ ${1:-} == --load ]]; then LOAD=1; shift; fi
 VENDOR=${RAYSLURM_VENDOR:-$(cd .. && pwd)/shared/vendor}
 readonly VENDOR
 readonly ENROOT=4.1.2
@@ -82,22 +75,25 @@ build_pyxis() {
   log "pyxis $PYXIS built in $((SECONDS - t0)) s: $PYXIS_DIR/spank_pyxis.so"
 }
 
-# enroot's paths on each node's own /tmp, once.
+# enroot's paths in each node's own /tmp (cluster.sh makes /tmp/enroot there, mode 1777), one
+# directory per user: enroot makes its directories 0700, so a shared parent of its own would
+# keep every other user out. Rewritten when this block changes.
 configure_enroot() {
   local conf=/usr/local/etc/enroot/enroot.conf
-  grep -q '^# rayslurm test cluster' "$conf" && return 0
+  grep -q '^# rayslurm test cluster v2' "$conf" && return 0
+  sed -i '/^# rayslurm test cluster/,$d' "$conf"
   cat >>"$conf" <<'CONF'
-# rayslurm test cluster: every node's own /tmp (the nodes share /root and /run)
-ENROOT_RUNTIME_PATH /tmp/enroot/runtime/user-$(id -u)
-ENROOT_CACHE_PATH /tmp/enroot/cache/group-$(id -g)
-ENROOT_DATA_PATH /tmp/enroot/data/user-$(id -u)
+# rayslurm test cluster v2: every node's own /tmp (the nodes share /root and /run)
+ENROOT_RUNTIME_PATH /tmp/enroot/user-$(id -u)/runtime
+ENROOT_CACHE_PATH /tmp/enroot/user-$(id -u)/cache
+ENROOT_DATA_PATH /tmp/enroot/user-$(id -u)/data
 CONF
 }
 
 build_enroot
 configure_enroot
 build_pyxis
-if ((LOAD)); then
-  printf 'required %s/spank_pyxis.so\n' "$PYXIS_DIR" >/etc/slurm/plugstack.conf.d/pyxis.conf
-  log "pyxis is in /etc/slurm/plugstack.conf.d/pyxis.conf: restart the cluster (cluster.sh down; cluster.sh up)"
-fi
+# cluster.sh loads the plugstack file beside the plugin (Debian's Slurm only), restarting a
+# cluster that runs without it. An earlier version's line in Debian's plugstack.conf.d goes.
+printf 'required %s/spank_pyxis.so\n' "$PYXIS_DIR" >"$PYXIS_DIR/plugstack.conf"
+rm -f /etc/slurm/plugstack.conf.d/pyxis.conf

@@ -204,6 +204,7 @@ ensure_users() {
 
 # render_slurm_conf N: the slurm.conf for N nodes, on stdout
 # render_slurm_conf T C: T nodes, the last C of them in the crash partition
+readonly PYXIS_PLUGSTACK=/usr/local/lib/slurm-pyxis/plugstack.conf
 render_slurm_conf() {
   local n=$1 c=${2:-0} i lab=() crash=()
   # TaskPlugin=task/affinity (not LAB.md's task/none): steps are confined to the job's CPUs, as
@@ -243,6 +244,11 @@ SlurmdLogFile=${LOGDIR}/slurmd.%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
 EOF
+    # pyxis, when tests/cluster/build-pyxis.sh has built it (for Debian's Slurm only: a SPANK
+    # plugin is built for one Slurm release), in a plugstack file of its own.
+    if [[ $SLURM == debian && -f $PYXIS_PLUGSTACK ]]; then
+      printf 'PlugStackConfig=%s\n' "$PYXIS_PLUGSTACK"
+    fi
     for ((i = 1; i <= n; i++)); do
       printf 'NodeName=%s NodeAddr=%s CPUs=2 RealMemory=4000 State=UNKNOWN\n' "$(node_name "$i")" "$(node_ip4 "$i")"
       if ((i <= n - c)); then lab+=("$(node_name "$i")"); else crash+=("$(node_name "$i")"); fi
@@ -375,6 +381,10 @@ start_in_ns() {
   shift 4
   mkdir -p "$tmpdir"
   chmod 1777 "$tmpdir"
+  # enroot's directories (build-pyxis.sh), one per user below it, made before any job runs so
+  # that the tests' check of what a run leaves in /tmp sees it as the node's own.
+  mkdir -p "$tmpdir/enroot"
+  chmod 1777 "$tmpdir/enroot"
   # nsenter, not `ip netns exec`: the latter remounts /sys and slurmd then finds no cgroup fs
   # shellcheck disable=SC2016 # expanded by the inner bash, PID 1 of the new namespace
   local init='set -e; mount -t proc proc /proc; mount --bind "$2" /tmp; hostname "$1"; shift 2; exec tini -s -- "$@"'

@@ -63,14 +63,20 @@ build_image() {
   printf '%s\n' "$MARKER_TEXT" >"$tmp$MARKER"
   rm -f "${tmp}.log"
   mv "$tmp" "$IMAGE"
-  rm -f "${IMAGE}.sqsh"
+  rm -f "${IMAGE}.sqsh" "${IMAGE}.sqsh.version"
   log "test image built in $((SECONDS - t0)) s"
 }
 
+# The SquashFS image has an empty /dev, as images from a registry do (enroot mounts the node's
+# devices): debootstrap's device nodes cannot be unpacked by a user who is not root. Its version
+# (SQSH_VERSION, in a file beside it) makes an older one be made again.
+readonly SQSH_VERSION=2
 build_squashfs() {
-  [[ -f ${IMAGE}.sqsh ]] && return 0
-  mksquashfs "$IMAGE" "${IMAGE}.sqsh.tmp" -noappend -quiet -comp lzo >/dev/null || die "mksquashfs failed"
+  [[ -f ${IMAGE}.sqsh && $(cat "${IMAGE}.sqsh.version" 2>/dev/null) == "$SQSH_VERSION" ]] && return 0
+  mksquashfs "$IMAGE" "${IMAGE}.sqsh.tmp" -noappend -quiet -comp lzo -wildcards -e 'dev/*' >/dev/null ||
+    die "mksquashfs failed"
   mv "${IMAGE}.sqsh.tmp" "${IMAGE}.sqsh"
+  printf '%s\n' "$SQSH_VERSION" >"${IMAGE}.sqsh.version"
 }
 
 cmd_up() {

@@ -15,10 +15,10 @@ use crate::harness::{
 };
 
 /// The marker file's text in the lab's image (images.sh's `MARKER_TEXT`).
-const MARKER: &str = "rayslurm-test-image debian12";
+pub(crate) const MARKER: &str = "rayslurm-test-image debian12";
 
 /// The lab and the image, when the container tests are asked for.
-fn lab_with_image(test: &str) -> Option<(&'static Lab, Turn, PathBuf)> {
+pub(crate) fn lab_with_image(test: &str) -> Option<(&'static Lab, Turn, PathBuf)> {
     if std::env::var("RAYSLURM_TEST_CONTAINERS").as_deref() != Ok("1") {
         eprintln!(
             "SKIPPED {test}: the container tests run in their own step (RAYSLURM_TEST_CONTAINERS=1 bash tests/run.sh)"
@@ -60,13 +60,13 @@ fn in_image(lab: &Lab, image: &Path) -> Vec<String> {
 /// A test's working directory and run records, both in the lab's shared directory, which the
 /// image has a directory for (Charliecloud mounts only there; the harness's own run records are
 /// in the checkout, which the image does not know).
-struct Place {
-    dir: PathBuf,
+pub(crate) struct Place {
+    pub(crate) dir: PathBuf,
     state: PathBuf,
 }
 
 impl Place {
-    fn new(lab: &Lab, name: &str) -> Self {
+    pub(crate) fn new(lab: &Lab, name: &str) -> Self {
         Self {
             dir: lab.workdir(name),
             state: lab.workdir(&format!("{name}-state")),
@@ -74,7 +74,7 @@ impl Place {
     }
 
     /// rayslurm `args` here: exit code, stdout, stderr.
-    fn rs(&self, args: &[&str]) -> (Option<i32>, String, String) {
+    pub(crate) fn rs(&self, args: &[&str]) -> (Option<i32>, String, String) {
         let out = rayslurm(args.iter().copied())
             .cwd(&self.dir)
             .env("RAYSLURM_STATE_DIR", &self.state)
@@ -83,15 +83,15 @@ impl Place {
         (out.status.code(), stdout, stderr)
     }
 
-    /// `launch` (or `up`) with the lab's Ray, in the image, as the job it submitted.
-    fn submit(&self, lab: &Lab, image: &Path, args: &[&str]) -> Job {
+    /// `launch` (or `up`) with the lab's Ray, in the image (`image_flags`), as the job it
+    /// submitted.
+    pub(crate) fn submit(&self, lab: &Lab, image_flags: &[String], args: &[&str]) -> Job {
         let load_env = lab.load_env();
         let mut argv = vec!["--json", "--load-env", &load_env, "--time", "10"];
         if !args.contains(&"--per-node") {
             argv.extend(["--object-store-memory", "100000000"]);
         }
-        let image_args = in_image(lab, image);
-        argv.extend(image_args.iter().map(String::as_str));
+        argv.extend(image_flags.iter().map(String::as_str));
         let argv: Vec<&str> = args.iter().copied().chain(argv).collect();
         let tmp_before = node_tmp_entries();
         let (code, stdout, stderr) = self.rs(&argv);
@@ -101,7 +101,7 @@ impl Place {
 }
 
 /// Every Ray node runs a task that reports its host and the marker it sees.
-const PROBE: &str = r#"import os, socket, ray
+pub(crate) const PROBE: &str = r#"import os, socket, ray
 ray.init()
 marker = lambda: open("/etc/rayslurm-image-marker").read().strip()
 print("driver", marker(), flush=True)
@@ -113,25 +113,9 @@ for host, seen, tmp in sorted(ray.get([where.options(resources={f"node:{ip}": 0.
     print("task", host, seen, "tmpdir", tmp, flush=True)
 "#;
 
-#[test]
-fn a_ray_run_in_an_image_runs_its_setup_driver_and_tasks_inside_it_on_every_node() {
-    let Some((lab, _turn, image)) = lab_with_image("a_ray_run_in_an_image_runs_inside_it") else {
-        return;
-    };
-    let place = Place::new(lab, "cray");
-    std::fs::write(place.dir.join("probe.py"), PROBE).unwrap();
-    let args = [
-        "launch",
-        "--exp-name",
-        "cray",
-        "-n",
-        "2",
-        "--setup",
-        "echo setup $(cat /etc/rayslurm-image-marker)",
-        "--command",
-        "python probe.py",
-    ];
-    let job = place.submit(lab, &image, &args);
+/// The setup (`SETUP_PROBE`) and [`PROBE`] of a 2-node Ray run ran inside the image: the
+/// driver, a task on each node, and each node's setup saw the image's marker.
+pub(crate) fn assert_probed_inside(job: &Job) {
     let info = job.wait(Duration::from_secs(300));
     let log = job.log_text();
     assert_eq!(info["JobState"], "COMPLETED", "{log}");
@@ -149,6 +133,31 @@ fn a_ray_run_in_an_image_runs_its_setup_driver_and_tasks_inside_it_on_every_node
             "{log}"
         );
     }
+}
+
+/// A setup that says the marker it sees.
+pub(crate) const SETUP_PROBE: &str = "echo setup $(cat /etc/rayslurm-image-marker)";
+
+#[test]
+fn a_ray_run_in_an_image_runs_its_setup_driver_and_tasks_inside_it_on_every_node() {
+    let Some((lab, _turn, image)) = lab_with_image("a_ray_run_in_an_image_runs_inside_it") else {
+        return;
+    };
+    let place = Place::new(lab, "cray");
+    std::fs::write(place.dir.join("probe.py"), PROBE).unwrap();
+    let args = [
+        "launch",
+        "--exp-name",
+        "cray",
+        "-n",
+        "2",
+        "--setup",
+        SETUP_PROBE,
+        "--command",
+        "python probe.py",
+    ];
+    let job = place.submit(lab, &in_image(lab, &image), &args);
+    assert_probed_inside(&job);
     assert_clean(&job);
 }
 
@@ -168,7 +177,7 @@ fn a_per_node_run_in_an_image_runs_every_rank_inside_it() {
         "--command",
         "echo rank=$RAYSLURM_NODE_RANK $(cat /etc/rayslurm-image-marker) in=$(pwd)",
     ];
-    let job = place.submit(lab, &image, &args);
+    let job = place.submit(lab, &in_image(lab, &image), &args);
     let dir = &place.dir;
     let info = job.wait(Duration::from_secs(300));
     let log = job.log_text();
@@ -199,7 +208,7 @@ fn an_image_that_cannot_start_fails_the_run_at_start_up_with_the_runtimes_words(
         "--command",
         "echo should-not-run",
     ];
-    let job = place.submit(lab, &missing, &args);
+    let job = place.submit(lab, &in_image(lab, &missing), &args);
     let (info, log) = job.expect_startup_failure(Duration::from_secs(120));
     let head = &expand_nodes(&info["NodeList"])[0];
     assert!(
@@ -222,7 +231,7 @@ fn a_cluster_in_an_image_runs_its_exec_jobs_inside_it() {
     };
     let place = Place::new(lab, "ccluster");
     let name = format!("cimage{}", std::process::id());
-    let cluster = place.submit(lab, &image, &["up", &name, "-n", "1"]);
+    let cluster = place.submit(lab, &in_image(lab, &image), &["up", &name, "-n", "1"]);
     let (code, stdout, stderr) = place.rs(&[
         "exec",
         &name,
@@ -257,7 +266,7 @@ fn a_killed_bootstrap_of_a_run_in_an_image_leaves_nothing() {
         "--command",
         &command,
     ];
-    let job = place.submit(lab, &image, &args);
+    let job = place.submit(lab, &in_image(lab, &image), &args);
     job.wait_for_log("command-started", Duration::from_secs(300));
     let state = job.log.with_extension("state.json");
     let state = state.to_string_lossy();

@@ -25,7 +25,7 @@ fn uid(user: &str) -> u32 {
 }
 
 /// A copy of the binary under test that every user can run (the build may sit under /root).
-fn user_bin() -> PathBuf {
+pub(crate) fn user_bin() -> PathBuf {
     static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BIN.get_or_init(|| {
         let dir = PathBuf::from("/srv/rayslurm-lab/test-bin");
@@ -56,7 +56,7 @@ fn users_slurm() -> Vec<String> {
     vars
 }
 
-fn sh_as(user: &str, cwd: &Path, script: &str) -> Output {
+pub(crate) fn sh_as(user: &str, cwd: &Path, script: &str) -> Output {
     Command::new("runuser")
         .args(["-u", user, "--", "env", "-i"])
         .arg(format!("HOME=/home/{user}"))
@@ -74,7 +74,7 @@ fn sh_as(user: &str, cwd: &Path, script: &str) -> Output {
 
 /// A fresh directory of the group's project, made by the victim (2775, as the parent's setgid
 /// bit and umask 002 give).
-fn project_dir(name: &str) -> PathBuf {
+pub(crate) fn project_dir(name: &str) -> PathBuf {
     let dir = project_root().join(unique_name(name));
     let out = sh_as(VICTIM, &project_root(), &format!("mkdir {}", dir.display()));
     assert!(out.status.success(), "{}", text(&out).1);

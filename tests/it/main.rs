@@ -31,6 +31,7 @@ mod e2e_auth;
 mod e2e_bootstrap;
 mod e2e_clusters;
 mod e2e_containers;
+mod e2e_containers_pyxis;
 mod e2e_crash;
 mod e2e_doc_examples;
 mod e2e_elastic;

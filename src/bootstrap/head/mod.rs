@@ -34,6 +34,7 @@ use start::StartUp;
 use teardown::Started;
 
 use crate::bootstrap::allocation::Allocation;
+use crate::bootstrap::in_image;
 use crate::bootstrap::node::{memory_note, say};
 use crate::bootstrap::workdir::NodeWorkdir;
 use crate::handoff::bootstrap_args::BootstrapArgs;
@@ -111,6 +112,7 @@ fn finish(
     // copies are bounded in size (kept_logs::MAX_BYTES_PER_NODE), and the workers' by the
     // worker step's own patience too.
     started.keep_logs_and_finish(stopping, keep_logs, args, alloc);
+    in_image::remove_container(&alloc.node);
     say(
         &alloc.node,
         format!(

@@ -118,7 +118,7 @@ impl StartUp<'_> {
     /// Whether the head's `ray start` has ended well; its failure ends the wait.
     fn head_started(&mut self, start: &mut RayStart, head: &mut RayHead) -> Result<bool, Outcome> {
         let node = &self.alloc.node;
-        match start.child.try_wait() {
+        match start.try_wait() {
             Ok(Some(status)) if status.success() => {
                 say(
                     node,

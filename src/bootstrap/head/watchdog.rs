@@ -21,6 +21,7 @@ use nix::unistd::{ForkResult, Pid, fork, setsid};
 
 use super::lease::{self, Holder};
 use crate::bootstrap::allocation::Allocation;
+use crate::bootstrap::in_image;
 use crate::bootstrap::marked::{self, RunMark};
 use crate::bootstrap::node::{RAY_STOP_GRACE, say};
 use crate::bootstrap::ray_node::TempRoot;
@@ -206,6 +207,7 @@ fn stop_the_run(args: &BootstrapArgs, alloc: &Allocation, heard: &Heard) {
     };
     cancel_worker_jobs(args, alloc);
     let stopped = marked::stop_all(&run, RAY_STOP_GRACE);
+    in_image::remove_container(node);
     if let Some(temp) = temp.filter(|t| t.path.exists()) {
         let root = kept_logs::root(args.ray_logs_dir.as_deref(), args.state_file.as_deref());
         kept_logs::keep_saying(&temp, root.as_deref(), alloc.restart_count, node);

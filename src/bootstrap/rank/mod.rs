@@ -54,6 +54,8 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
         None => None,
     };
     let code = run_rank(args, alloc, ranks, first_on_node);
+    // The node's last task out removes the run's container there.
+    in_image::remove_container(&node);
     if let Some(workdir) = workdir {
         workdir.leave();
     }

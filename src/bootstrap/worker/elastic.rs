@@ -9,6 +9,7 @@
 use std::sync::atomic::AtomicBool;
 
 use crate::bootstrap::allocation::Allocation;
+use crate::bootstrap::in_image;
 use crate::bootstrap::marked::{self, RunMark};
 use crate::bootstrap::node::{RAY_STOP_GRACE, memory_note, node_ip, say};
 use crate::bootstrap::ray_auth::RayAuth;
@@ -63,6 +64,7 @@ pub(in crate::bootstrap) fn run(args: &BootstrapArgs, alloc: &Allocation, head: 
         }
     };
     marked::stop_all(&run, RAY_STOP_GRACE);
+    in_image::remove_container(&node);
     if let Some(temp) = temp {
         temp.remove();
     }

@@ -72,6 +72,7 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
         }
     };
     marked::stop_all(&run, RAY_STOP_GRACE);
+    in_image::remove_container(&node);
     if let Some(temp) = temp {
         // This node failed, or the head says the run did.
         if code != 0 || head.keep_logs.load(Ordering::SeqCst) {
@@ -149,7 +150,7 @@ fn start(
             {
                 return Err("stopped while Ray was starting".to_owned());
             }
-            match start.child.try_wait() {
+            match start.try_wait() {
                 Ok(Some(status)) => break status,
                 Ok(None) => std::thread::sleep(TICK),
                 Err(e) => return Err(format!("cannot wait for `{}`: {e}", start.cmd)),

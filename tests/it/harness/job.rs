@@ -338,10 +338,13 @@ fn new_tmp_entries(before: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
         .into_iter()
         .filter(|p| !before.contains(p))
         // Other jobs' Ray temp roots, and what tests make on the nodes themselves (named
-        // `rstest-`), which the tests running beside this one may not have removed yet.
+        // `rstest-`), which the tests running beside this one may not have removed yet; pyxis's
+        // file for each container it starts, there while it starts one (for any test's step).
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy();
-            !is_ray_temp_root(&name) && !name.starts_with(TEST_MADE)
+            !is_ray_temp_root(&name)
+                && !name.starts_with(TEST_MADE)
+                && !name.starts_with(".enroot_config_")
         })
         .collect()
 }
