@@ -105,10 +105,12 @@ fn scancel_during_the_run_leaves_no_ray_process() {
     let Some((lab, _turn)) = lab("scancel_during_the_run_leaves_no_ray_process") else {
         return;
     };
+    // A head and a worker: each node's Ray must go (a third node would only be another
+    // worker, a Ray start more on the lab's 2 cores, and a wait for 3 free nodes).
     let job = launch(
         lab,
         "cancel",
-        &["-n", "3", "--command", "echo command-started; sleep 300"],
+        &["-n", "2", "--command", "echo command-started; sleep 300"],
     );
     job.wait_for_log("command-started", Duration::from_secs(180));
     assert!(
@@ -423,15 +425,18 @@ fn the_time_limit_stops_the_run_cleanly() {
         return;
     };
     // A 2-minute limit with the warning asked for 50 s early: Slurm sends it 40 to 70 s in (it
-    // looks every 30 s and sends it up to 30 s early), after Ray started on both nodes (about
-    // 10 s, 30 on a loaded machine); the command gets SIGTERM (the default --signal).
+    // looks every 30 s and sends it up to 30 s early), after Ray started (about 10 s, 30 on a
+    // loaded machine); the command gets SIGTERM (the default --signal). One node: Slurm's
+    // warning goes to the batch step alone, on the head; what the warning does to worker nodes
+    // (Ray's drain, their teardown) is `the_time_limit_warning_drains_the_worker_nodes_in_ray_
+    // with_the_deadline`'s, on 2 nodes.
     let cmd = "trap 'echo got-sigterm; exit 143' TERM; echo command-started; sleep 300 & wait";
     let job = launch(
         lab,
         "timelimit",
         &[
             "-n",
-            "2",
+            "1",
             "--time",
             "2",
             "--stop-grace",
@@ -500,13 +505,15 @@ fn a_ready_timeout_fails_the_job_and_stops_starting_workers() {
     let Some((lab, _turn)) = lab("a_ready_timeout_fails_the_job_and_stops_starting_workers") else {
         return;
     };
-    // Ray needs several seconds to start here: 2 s is never enough.
+    // Ray needs several seconds to start here: 2 s is never enough. One worker, still in
+    // `ray start` when the head gives up, is what must be stopped (a second would only be
+    // more of the same).
     let job = launch(
         lab,
         "readytimeout",
         &[
             "-n",
-            "3",
+            "2",
             "--ready-timeout",
             "2",
             "--command",
