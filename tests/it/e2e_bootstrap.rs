@@ -69,9 +69,15 @@ fn three_nodes_form_a_cluster_and_the_command_sees_them() {
     assert_clean(&job);
 }
 
+/// A Ray run's command (on the head, its output inherited): its exit code is the job's, and the
+/// bytes it prints reach the log unchanged, UTF-8 or not (a regression of the per-node runs:
+/// `e2e_per_node::output_that_is_not_utf8_passes_through_unchanged`). One run checks both: a
+/// Ray start of 2 nodes is seconds of the lab's 2 cores.
 #[test]
-fn exit_code_of_the_command_is_the_jobs() {
-    let Some((lab, _turn)) = lab("exit_code_of_the_command_is_the_jobs") else {
+fn a_ray_commands_exit_code_is_the_jobs_and_its_output_passes_through_unchanged() {
+    let Some((lab, _turn)) =
+        lab("a_ray_commands_exit_code_is_the_jobs_and_its_output_passes_through_unchanged")
+    else {
         return;
     };
     // Also: a head-only flag reaches the head alone (a worker would refuse it), and without a
@@ -84,12 +90,19 @@ fn exit_code_of_the_command_is_the_jobs() {
             "2",
             "--ray-head-args=--include-dashboard=false",
             "--command",
-            "echo about to fail; exit 3",
+            r"printf 'caf\351 ray\n'; echo about to fail; exit 3",
         ],
     );
     let info = job.wait(Duration::from_secs(180));
     assert_eq!(info["JobState"], "FAILED", "log:\n{}", job.log_text());
     assert_eq!(info["ExitCode"], "3:0");
+    let bytes = std::fs::read(&job.log).unwrap();
+    let want = b"caf\xe9 ray\n";
+    assert!(
+        bytes.windows(want.len()).any(|w| w == want),
+        "caf\\xe9 in the log:\n{}",
+        job.log_text()
+    );
     let state = job.state();
     assert_eq!(state["exit_code"], 3);
     assert_eq!(state["ending"], "failed");

@@ -503,27 +503,3 @@ fn output_that_is_not_utf8_passes_through_unchanged() {
     }
     assert_clean(&job);
 }
-
-/// The same bytes from a Ray run's command (on the head, its output inherited).
-#[test]
-fn ray_command_output_that_is_not_utf8_passes_through_unchanged() {
-    let Some((lab, _turn)) = lab("ray_command_output_that_is_not_utf8_passes_through_unchanged")
-    else {
-        return;
-    };
-    let job = launch(
-        lab,
-        "bytes-ray",
-        &["-n", "2", "--command", r"printf 'caf\351 ray\n'"],
-    );
-    let info = job.wait(Duration::from_secs(300));
-    let log = std::fs::read(&job.log).unwrap();
-    let shown = String::from_utf8_lossy(&log);
-    assert_eq!(info["JobState"], "COMPLETED", "{shown}");
-    let want = b"caf\xe9 ray\n";
-    assert!(
-        log.windows(want.len()).any(|w| w == want),
-        "caf\\xe9 in the log:\n{shown}"
-    );
-    assert_clean(&job);
-}
