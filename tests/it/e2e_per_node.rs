@@ -198,32 +198,6 @@ fn a_setup_that_fails_on_one_node_fails_the_run_naming_it() {
 }
 
 #[test]
-fn ray_jobs_run_the_setup_on_every_node_before_ray_starts() {
-    let Some((lab, _turn)) = lab("ray_jobs_run_the_setup_on_every_node_before_ray_starts") else {
-        return;
-    };
-    let dir = lab.workdir("raysetup");
-    let job = launch_in(
-        lab,
-        &dir,
-        "raysetup",
-        &[
-            "-n",
-            "2",
-            "--setup",
-            "touch setup-done-$(hostname)",
-            "--command",
-            "echo nodes-set-up $(ls setup-done-* | wc -l)",
-        ],
-    );
-    let info = job.wait(Duration::from_secs(300));
-    let log = job.log_text();
-    assert_eq!(info["JobState"], "COMPLETED", "{log}");
-    assert!(log.contains("nodes-set-up 2"), "{log}");
-    assert_clean(&job);
-}
-
-#[test]
 fn a_workers_failed_setup_ends_a_ray_job_while_the_heads_setup_still_runs() {
     let Some((lab, _turn)) =
         lab("a_workers_failed_setup_ends_a_ray_job_while_the_heads_setup_still_runs")
