@@ -135,22 +135,32 @@ fn scancel_during_the_run_leaves_no_ray_process() {
     assert_clean(&job);
 }
 
+/// Two Ray runs share one node, each told only what its allocation holds: its one CPU and its
+/// memory (less the object store), not the machine's. (Ray's share of memory was a test of its
+/// own, one Ray start more on the lab's 2 cores.)
 #[test]
-fn two_jobs_share_a_node() {
-    let Some((lab, _turn)) = lab("two_jobs_share_a_node") else {
+fn two_jobs_share_a_node_and_ray_is_told_each_ones_cpu_and_memory() {
+    let Some((lab, _turn)) = lab("two_jobs_share_a_node_and_ray_is_told_each_ones_cpu_and_memory")
+    else {
         return;
     };
     let node = lab.node_of_its_own(0);
-    let cmd = "python -c 'import ray, time; ray.init(); print(\"cpus\", ray.cluster_resources()[\"CPU\"]); time.sleep(8)'";
+    let cmd = "python -c 'import ray, time; ray.init(); r = ray.cluster_resources(); \
+               print(\"cpus\", r[\"CPU\"]); \
+               print(\"ray-memory\", int(r[\"memory\"]), int(r[\"object_store_memory\"])); \
+               time.sleep(8)'";
     // Both held at submission and released together, so that the scheduler starts them in one
     // pass: else a whole-node job of another test, queued before the second, has the node
-    // between the two (seen: the second started after the first had ended).
+    // between the two (seen: the second started after the first had ended). 1500 MB each: both
+    // fit in the node's 4000.
     let args = [
         "-n",
         "1",
         "--no-exclusive",
         "--cpus-per-task",
         "1",
+        "--mem",
+        "1500M",
         "-w",
         &node,
         "--sbatch-arg=--hold",
@@ -173,6 +183,7 @@ fn two_jobs_share_a_node() {
             log.contains("cpus 1.0"),
             "Ray is told the job's one CPU: {log}"
         );
+        ray_is_told_the_allocations_memory(&log);
         assert_clean(job);
     }
     // They really ran at the same time on the same node.
@@ -180,6 +191,32 @@ fn two_jobs_share_a_node() {
     assert!(
         ia["StartTime"] <= ib["EndTime"] && ib["StartTime"] <= ia["EndTime"],
         "{ia:?} {ib:?}"
+    );
+}
+
+/// The `ray-memory MEMORY OBJECT_STORE` line of a run of 1500 MB (`--mem 1500M`) with the
+/// tests' 100 MB object store: Ray's memory is the allocation's, less the store, not the
+/// machine's, and the log says so.
+fn ray_is_told_the_allocations_memory(log: &str) {
+    let line = log
+        .lines()
+        .find(|l| l.starts_with("ray-memory "))
+        .unwrap_or_else(|| panic!("no ray-memory line:\n{log}"));
+    let numbers: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|n| n.parse().unwrap())
+        .collect();
+    // 1500 MiB allocated, less the 100 MB object store the tests ask for.
+    let expected = (1500u64 << 20) - 100_000_000;
+    assert!(
+        numbers[0].abs_diff(expected) < expected / 100,
+        "Ray's memory {} is the allocation's {expected}\n{log}",
+        numbers[0]
+    );
+    assert!(
+        log.contains("Ray gets 1404 MB of memory and a 95 MB object store"),
+        "{log}"
     );
 }
 
