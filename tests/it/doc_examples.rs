@@ -288,6 +288,36 @@ fn the_readme_runs_an_example_of_every_command() {
     }
 }
 
+/// The README's first example is not run (its marker says why): it is the launch of "A first
+/// run there", which is run, but for the experiment's name. So that it stays one that works,
+/// it must stay that launch.
+#[test]
+fn the_readmes_first_example_is_the_launch_of_a_first_run_there() {
+    let readme = doc_files().remove(0);
+    let (found, _) = examples(&readme, &std::fs::read_to_string(&readme).unwrap());
+    let first = &found[0];
+    assert!(
+        first.not_run.is_some(),
+        "{}: run it, or drop this test",
+        first.place()
+    );
+    let one_line = first.body.replace("\\\n", " ");
+    let first_launch = one_line.split_whitespace().collect::<Vec<_>>().join(" ");
+    let there = found
+        .iter()
+        .find(|e| e.not_run.is_none() && e.body.contains("--exp-name hello"))
+        .expect("A first run there's example is run");
+    let launch = &steps(&there.body)[0].command;
+    assert_eq!(
+        first_launch.replace("--exp-name sweep", "--exp-name hello"),
+        launch.split_whitespace().collect::<Vec<_>>().join(" "),
+        "{}: the README's first example is not run, as it was the launch of {} under another \
+         name; run it (a part of README_PARTS in e2e_doc_examples.rs), or keep it that launch",
+        first.place(),
+        there.place()
+    );
+}
+
 #[test]
 fn markers_blocks_and_tables_are_found() {
     let text = "<!-- doc-test -->\n```console\n$ rayslurm a \\\n  b\nout 1\n...\n```\n\

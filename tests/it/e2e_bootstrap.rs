@@ -69,9 +69,15 @@ fn three_nodes_form_a_cluster_and_the_command_sees_them() {
     assert_clean(&job);
 }
 
+/// A Ray run's command (on the head, its output inherited): its exit code is the job's, and the
+/// bytes it prints reach the log unchanged, UTF-8 or not (a regression of the per-node runs:
+/// `e2e_per_node::output_that_is_not_utf8_passes_through_unchanged`). One run checks both: a
+/// Ray start of 2 nodes is seconds of the lab's 2 cores.
 #[test]
-fn exit_code_of_the_command_is_the_jobs() {
-    let Some((lab, _turn)) = lab("exit_code_of_the_command_is_the_jobs") else {
+fn a_ray_commands_exit_code_is_the_jobs_and_its_output_passes_through_unchanged() {
+    let Some((lab, _turn)) =
+        lab("a_ray_commands_exit_code_is_the_jobs_and_its_output_passes_through_unchanged")
+    else {
         return;
     };
     // Also: a head-only flag reaches the head alone (a worker would refuse it), and without a
@@ -84,12 +90,19 @@ fn exit_code_of_the_command_is_the_jobs() {
             "2",
             "--ray-head-args=--include-dashboard=false",
             "--command",
-            "echo about to fail; exit 3",
+            r"printf 'caf\351 ray\n'; echo about to fail; exit 3",
         ],
     );
     let info = job.wait(Duration::from_secs(180));
     assert_eq!(info["JobState"], "FAILED", "log:\n{}", job.log_text());
     assert_eq!(info["ExitCode"], "3:0");
+    let bytes = std::fs::read(&job.log).unwrap();
+    let want = b"caf\xe9 ray\n";
+    assert!(
+        bytes.windows(want.len()).any(|w| w == want),
+        "caf\\xe9 in the log:\n{}",
+        job.log_text()
+    );
     let state = job.state();
     assert_eq!(state["exit_code"], 3);
     assert_eq!(state["ending"], "failed");
@@ -105,10 +118,12 @@ fn scancel_during_the_run_leaves_no_ray_process() {
     let Some((lab, _turn)) = lab("scancel_during_the_run_leaves_no_ray_process") else {
         return;
     };
+    // A head and a worker: each node's Ray must go (a third node would only be another
+    // worker, a Ray start more on the lab's 2 cores, and a wait for 3 free nodes).
     let job = launch(
         lab,
         "cancel",
-        &["-n", "3", "--command", "echo command-started; sleep 300"],
+        &["-n", "2", "--command", "echo command-started; sleep 300"],
     );
     job.wait_for_log("command-started", Duration::from_secs(180));
     assert!(
@@ -120,22 +135,32 @@ fn scancel_during_the_run_leaves_no_ray_process() {
     assert_clean(&job);
 }
 
+/// Two Ray runs share one node, each told only what its allocation holds: its one CPU and its
+/// memory (less the object store), not the machine's. (Ray's share of memory was a test of its
+/// own, one Ray start more on the lab's 2 cores.)
 #[test]
-fn two_jobs_share_a_node() {
-    let Some((lab, _turn)) = lab("two_jobs_share_a_node") else {
+fn two_jobs_share_a_node_and_ray_is_told_each_ones_cpu_and_memory() {
+    let Some((lab, _turn)) = lab("two_jobs_share_a_node_and_ray_is_told_each_ones_cpu_and_memory")
+    else {
         return;
     };
     let node = lab.node_of_its_own(0);
-    let cmd = "python -c 'import ray, time; ray.init(); print(\"cpus\", ray.cluster_resources()[\"CPU\"]); time.sleep(8)'";
+    let cmd = "python -c 'import ray, time; ray.init(); r = ray.cluster_resources(); \
+               print(\"cpus\", r[\"CPU\"]); \
+               print(\"ray-memory\", int(r[\"memory\"]), int(r[\"object_store_memory\"])); \
+               time.sleep(8)'";
     // Both held at submission and released together, so that the scheduler starts them in one
     // pass: else a whole-node job of another test, queued before the second, has the node
-    // between the two (seen: the second started after the first had ended).
+    // between the two (seen: the second started after the first had ended). 1500 MB each: both
+    // fit in the node's 4000.
     let args = [
         "-n",
         "1",
         "--no-exclusive",
         "--cpus-per-task",
         "1",
+        "--mem",
+        "1500M",
         "-w",
         &node,
         "--sbatch-arg=--hold",
@@ -158,6 +183,7 @@ fn two_jobs_share_a_node() {
             log.contains("cpus 1.0"),
             "Ray is told the job's one CPU: {log}"
         );
+        ray_is_told_the_allocations_memory(&log);
         assert_clean(job);
     }
     // They really ran at the same time on the same node.
@@ -165,6 +191,32 @@ fn two_jobs_share_a_node() {
     assert!(
         ia["StartTime"] <= ib["EndTime"] && ib["StartTime"] <= ia["EndTime"],
         "{ia:?} {ib:?}"
+    );
+}
+
+/// The `ray-memory MEMORY OBJECT_STORE` line of a run of 1500 MB (`--mem 1500M`) with the
+/// tests' 100 MB object store: Ray's memory is the allocation's, less the store, not the
+/// machine's, and the log says so.
+fn ray_is_told_the_allocations_memory(log: &str) {
+    let line = log
+        .lines()
+        .find(|l| l.starts_with("ray-memory "))
+        .unwrap_or_else(|| panic!("no ray-memory line:\n{log}"));
+    let numbers: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|n| n.parse().unwrap())
+        .collect();
+    // 1500 MiB allocated, less the 100 MB object store the tests ask for.
+    let expected = (1500u64 << 20) - 100_000_000;
+    assert!(
+        numbers[0].abs_diff(expected) < expected / 100,
+        "Ray's memory {} is the allocation's {expected}\n{log}",
+        numbers[0]
+    );
+    assert!(
+        log.contains("Ray gets 1404 MB of memory and a 95 MB object store"),
+        "{log}"
     );
 }
 
@@ -423,15 +475,18 @@ fn the_time_limit_stops_the_run_cleanly() {
         return;
     };
     // A 2-minute limit with the warning asked for 50 s early: Slurm sends it 40 to 70 s in (it
-    // looks every 30 s and sends it up to 30 s early), after Ray started on both nodes (about
-    // 10 s, 30 on a loaded machine); the command gets SIGTERM (the default --signal).
+    // looks every 30 s and sends it up to 30 s early), after Ray started (about 10 s, 30 on a
+    // loaded machine); the command gets SIGTERM (the default --signal). One node: Slurm's
+    // warning goes to the batch step alone, on the head; what the warning does to worker nodes
+    // (Ray's drain, their teardown) is `the_time_limit_warning_drains_the_worker_nodes_in_ray_
+    // with_the_deadline`'s, on 2 nodes.
     let cmd = "trap 'echo got-sigterm; exit 143' TERM; echo command-started; sleep 300 & wait";
     let job = launch(
         lab,
         "timelimit",
         &[
             "-n",
-            "2",
+            "1",
             "--time",
             "2",
             "--stop-grace",
@@ -500,13 +555,15 @@ fn a_ready_timeout_fails_the_job_and_stops_starting_workers() {
     let Some((lab, _turn)) = lab("a_ready_timeout_fails_the_job_and_stops_starting_workers") else {
         return;
     };
-    // Ray needs several seconds to start here: 2 s is never enough.
+    // Ray needs several seconds to start here: 2 s is never enough. One worker, still in
+    // `ray start` when the head gives up, is what must be stopped (a second would only be
+    // more of the same).
     let job = launch(
         lab,
         "readytimeout",
         &[
             "-n",
-            "3",
+            "2",
             "--ready-timeout",
             "2",
             "--command",

@@ -377,7 +377,9 @@ fn an_idle_cluster_releases_its_allocation() {
     };
     let dir = lab.workdir("idle");
     let name = format!("idle{}", std::process::id());
-    let cluster = up(lab, &dir, &name, &["--idle-timeout", "8s"]);
+    // One node: idling is the head's to notice, and its release ends the run as `down` does
+    // (the workers' teardown is `a_cluster_runs_many_jobs_through_rays_queue`'s).
+    let cluster = up_nodes(lab, &dir, &name, "1", &["--idle-timeout", "8s"]);
     // Busy for longer than the idle timeout: a cluster that took a running job for idle would
     // be released before it ends.
     let id = exec_detached(&dir, &name, &["--", "bash", "-c", "sleep 10; echo slept"]);

@@ -69,21 +69,24 @@ fn the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resum
     copy_example(&dir, COUNTER);
     // The test gives the warning 3 s into the first attempt (a 10-minute limit: Slurm's own
     // never comes), so 20 one-second steps never fit in it, and the second attempt resumes.
+    // Without Ray (the counter does not use it; two Ray starts saved on the lab's 2 cores): the
+    // warning, the checkpoint, the requeue and the resume are the bootstrap's, the same with
+    // Ray or without. A Ray run's next attempt after a requeue is
+    // `a_job_slurm_requeues_as_preemption_does_resumes_on_its_next_attempt`'s, a Ray run
+    // stopped by the time limit `the_time_limit_stops_the_run_cleanly`'s.
     let follow = rayslurm([
         "launch",
         "--exp-name",
         "timelimit",
         "--load-env",
         &lab.load_env(),
-        "--object-store-memory",
-        "100000000",
+        "--no-ray",
         "--time",
         "10",
         "--stop-grace",
         "45",
         "--requeue",
         "--follow",
-        crate::harness::NO_DASHBOARD,
         "--json",
         "--command",
         &counter(20),

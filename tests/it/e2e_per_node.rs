@@ -198,32 +198,6 @@ fn a_setup_that_fails_on_one_node_fails_the_run_naming_it() {
 }
 
 #[test]
-fn ray_jobs_run_the_setup_on_every_node_before_ray_starts() {
-    let Some((lab, _turn)) = lab("ray_jobs_run_the_setup_on_every_node_before_ray_starts") else {
-        return;
-    };
-    let dir = lab.workdir("raysetup");
-    let job = launch_in(
-        lab,
-        &dir,
-        "raysetup",
-        &[
-            "-n",
-            "2",
-            "--setup",
-            "touch setup-done-$(hostname)",
-            "--command",
-            "echo nodes-set-up $(ls setup-done-* | wc -l)",
-        ],
-    );
-    let info = job.wait(Duration::from_secs(300));
-    let log = job.log_text();
-    assert_eq!(info["JobState"], "COMPLETED", "{log}");
-    assert!(log.contains("nodes-set-up 2"), "{log}");
-    assert_clean(&job);
-}
-
-#[test]
 fn a_workers_failed_setup_ends_a_ray_job_while_the_heads_setup_still_runs() {
     let Some((lab, _turn)) =
         lab("a_workers_failed_setup_ends_a_ray_job_while_the_heads_setup_still_runs")
@@ -501,29 +475,5 @@ fn output_that_is_not_utf8_passes_through_unchanged() {
             );
         }
     }
-    assert_clean(&job);
-}
-
-/// The same bytes from a Ray run's command (on the head, its output inherited).
-#[test]
-fn ray_command_output_that_is_not_utf8_passes_through_unchanged() {
-    let Some((lab, _turn)) = lab("ray_command_output_that_is_not_utf8_passes_through_unchanged")
-    else {
-        return;
-    };
-    let job = launch(
-        lab,
-        "bytes-ray",
-        &["-n", "2", "--command", r"printf 'caf\351 ray\n'"],
-    );
-    let info = job.wait(Duration::from_secs(300));
-    let log = std::fs::read(&job.log).unwrap();
-    let shown = String::from_utf8_lossy(&log);
-    assert_eq!(info["JobState"], "COMPLETED", "{shown}");
-    let want = b"caf\xe9 ray\n";
-    assert!(
-        log.windows(want.len()).any(|w| w == want),
-        "caf\\xe9 in the log:\n{shown}"
-    );
     assert_clean(&job);
 }

@@ -1,7 +1,7 @@
-//! End-to-end tests of `--setup` apart from the start-up: a setup longer than
-//! `--ready-timeout` does not fail the run (the ready clock starts when the last setup ends),
-//! `--setup-timeout` fails a run whose setup takes too long with its own message, and every
-//! node says when its setup ended.
+//! End-to-end tests of `--setup` apart from the start-up: a Ray run's setup runs on every node
+//! before its command, a setup longer than `--ready-timeout` does not fail the run (the ready
+//! clock starts when the last setup ends), `--setup-timeout` fails a run whose setup takes too
+//! long with its own message, and every node says when its setup ended.
 
 use std::time::Duration;
 
@@ -42,14 +42,21 @@ fn a_setup_longer_than_the_ready_timeout_does_not_fail_a_per_node_run() {
     assert_clean(&job);
 }
 
+/// A Ray run's setup runs on every node, and every node's has ended before the command starts
+/// (each leaves a mark in the shared workdir when done; the command counts them); a setup that
+/// takes longer than `--ready-timeout` does not fail the run, as Ray's start is counted from
+/// the last setup's end. One run for both: a Ray start of 2 nodes is seconds of the lab's 2
+/// cores.
 #[test]
-fn a_setup_longer_than_the_ready_timeout_does_not_fail_a_ray_run() {
-    let Some((lab, _turn)) = lab("a_setup_longer_than_the_ready_timeout_does_not_fail_a_ray_run")
-    else {
+fn ray_jobs_set_up_every_node_first_and_a_setup_longer_than_the_ready_timeout_does_not_fail_them() {
+    let Some((lab, _turn)) = lab(
+        "ray_jobs_set_up_every_node_first_and_a_setup_longer_than_the_ready_timeout_does_not_fail_them",
+    ) else {
         return;
     };
     // The worker's setup ends last: Ray's start counts from there.
-    let setup = "if [ \"$RAYSLURM_NODE_RANK\" = 1 ]; then sleep 40; else sleep 5; fi";
+    let setup = "if [ \"$RAYSLURM_NODE_RANK\" = 1 ]; then sleep 40; else sleep 5; fi; \
+                 touch setup-done-$(hostname)";
     let job = launch(
         lab,
         "raysetuplong",
@@ -61,13 +68,13 @@ fn a_setup_longer_than_the_ready_timeout_does_not_fail_a_ray_run() {
             "--setup",
             setup,
             "--command",
-            "echo ray-ran-after-setup",
+            "echo ray-ran-after-setup nodes-set-up $(ls setup-done-* | wc -l)",
         ],
     );
     let info = job.wait(Duration::from_secs(300));
     let log = job.log_text();
     assert_eq!(info["JobState"], "COMPLETED", "{log}");
-    assert!(log.contains("ray-ran-after-setup"), "{log}");
+    assert!(log.contains("ray-ran-after-setup nodes-set-up 2"), "{log}");
     let nodes = expand_nodes(&info["NodeList"]);
     assert!(
         log.contains(&format!("setup done on {} after 5.", nodes[0])),

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use crate::harness::{Lab, bin, connect_probe, first_line, lab, text, unique_name, wait_job_end};
+use crate::harness::{
+    Job, Lab, bin, connect_probe, first_line, lab, text, unique_name, wait_job_end,
+};
 
 const VICTIM: &str = "rsalice";
 const ATTACKER: &str = "rsbob";
@@ -159,7 +161,10 @@ done
 }
 
 /// Binary, log, script, run directory and token: nothing the attacker plants in the shared
-/// directory is run or written through, and nothing of the run's is readable by them.
+/// directory is run or written through, and nothing of the run's is readable by them. Ray's
+/// temp directories are planted too (see [`plant_temp_roots`]): the run completes without
+/// using them. One victim's run of 2 nodes for both (a Ray start is seconds of the lab's 2
+/// cores).
 #[test]
 fn a_group_member_can_neither_run_code_as_the_victim_nor_read_or_destroy_their_files() {
     let Some((lab, _turn)) = lab("a_group_member_can_neither_run_code_as_the_victim") else {
@@ -176,6 +181,7 @@ fn a_group_member_can_neither_run_code_as_the_victim_nor_read_or_destroy_their_f
     );
     assert!(out.status.success());
     let digest = sha256_of(&results);
+    let temp_roots = plant_temp_roots(&dir);
     plant(&dir, &results, &marker);
 
     let secret = format!("s3cr3t-{}", std::process::id());
@@ -188,11 +194,13 @@ fn a_group_member_can_neither_run_code_as_the_victim_nor_read_or_destroy_their_f
         lab,
         &dir,
         &format!(
-            "--env API_KEY={secret} --command 'python -c \"import ray; ray.init(); print(\\\"ray-ok\\\")\"'"
+            "-n 2 --env API_KEY={secret} --command 'python -c \"import ray; ray.init(); print(\\\"ray-ok\\\")\"'"
         ),
     );
     assert_eq!(info["JobState"], "COMPLETED", "{log_text}");
     assert!(log_text.contains("ray-ok"), "{log_text}");
+    temp_roots.were_neither_used_nor_written_through(&job, &log_text);
+    drop(temp_roots);
     assert!(!marker.exists(), "the planted binary ran as the victim");
     assert_eq!(sha256_of(&results), digest, "the victim's results changed");
 
@@ -319,17 +327,10 @@ fn another_members_project_file_cannot_run_code_as_the_victim() {
 }
 
 /// Ray's temp directory names are predictable (`/tmp/rs{uid}-{job}.{restart}`, job ids are
-/// sequential): another member pre-creates them on every node for the victim's next jobs, as
-/// open directories and as links to a directory of theirs. The victim's run still completes,
-/// in a fresh directory of its own, and writes nothing into what the attacker made.
-#[test]
-fn temp_directories_planted_for_the_victims_next_jobs_neither_fail_nor_capture_the_run() {
-    let Some((lab, _turn)) =
-        lab("temp_directories_planted_for_the_victims_next_jobs_neither_fail_nor_capture_the_run")
-    else {
-        return;
-    };
-    let dir = project_dir("tmp");
+/// sequential): another member pre-creates them on every node for the victim's next 21 jobs,
+/// as open directories and as links to a directory of theirs (`trap`, in `dir`). Removed when
+/// dropped (as root: the nodes' /tmp is the test's to clean).
+fn plant_temp_roots(dir: &Path) -> PlantedTempRoots {
     let out = Command::new("scontrol")
         .args(["show", "config"])
         .output()
@@ -341,10 +342,9 @@ fn temp_directories_planted_for_the_victims_next_jobs_neither_fail_nor_capture_t
         .expect("scontrol shows NEXT_JOB_ID");
     let victim = uid(VICTIM);
     let trap = dir.join("trap");
-    let nodes_tmp = "/var/lib/rayslurm-lab/tmp";
     let plant = format!(
         r#"mkdir -m 777 {trap}
-for node in {nodes_tmp}/node*; do
+for node in {NODES_TMP}/node*; do
   for id in $(seq {next} {last}); do
     if [ $((id % 2)) = 0 ]; then mkdir -m 777 "$node/rs{victim}-$id.0"; else ln -s {trap} "$node/rs{victim}-$id.0"; fi
   done
@@ -352,104 +352,65 @@ done"#,
         trap = trap.display(),
         last = next + 20,
     );
-    let out = sh_as(ATTACKER, &dir, &plant);
+    let out = sh_as(ATTACKER, dir, &plant);
+    let planted = PlantedTempRoots {
+        ids: next..=next + 20,
+        victim,
+        trap,
+    };
     assert!(out.status.success(), "{}", text(&out).1);
-    let VictimRun {
-        job,
-        log: _,
-        info,
-        log_text,
-    } = victim_runs(
-        lab,
-        &dir,
-        "-n 2 --command 'python -c \"import ray; ray.init(); print(\\\"ray-ok\\\")\"'",
-    );
-    assert_eq!(info["JobState"], "COMPLETED", "{log_text}");
-    assert!(log_text.contains("ray-ok"), "{log_text}");
-    assert!(
-        log_text.contains(&format!("/tmp/rs{victim}-{job}.0` was there already")),
-        "{log_text}"
-    );
-    // Nothing of the victim's went into the attacker's directories or through their links.
-    assert_eq!(
-        std::fs::read_dir(&trap).unwrap().count(),
-        0,
-        "written through a link"
-    );
-    for node in std::fs::read_dir(nodes_tmp).unwrap() {
-        let planted = node.unwrap().path().join(format!("rs{victim}-{job}.0"));
-        if planted.is_dir() && !planted.is_symlink() {
-            assert_eq!(
-                std::fs::read_dir(&planted).unwrap().count(),
-                0,
-                "{} was used",
-                planted.display()
-            );
-        }
-    }
-    // What the attacker planted goes (as root: the nodes' /tmp is the test's to clean).
-    for node in std::fs::read_dir(nodes_tmp).unwrap() {
-        for id in next..=next + 20 {
-            let p = node
-                .as_ref()
-                .unwrap()
-                .path()
-                .join(format!("rs{victim}-{id}.0"));
-            let _ = std::fs::remove_file(&p).or_else(|_| std::fs::remove_dir(&p));
+    planted
+}
+
+/// Where the lab keeps each node's /tmp.
+const NODES_TMP: &str = "/var/lib/rayslurm-lab/tmp";
+
+/// The temp directories [`plant_temp_roots`] planted.
+struct PlantedTempRoots {
+    ids: std::ops::RangeInclusive<u64>,
+    victim: u32,
+    trap: PathBuf,
+}
+
+impl PlantedTempRoots {
+    /// The victim's run `job` (whose log is `log`) completed in fresh directories of its own:
+    /// its log says the name was taken, and nothing of the victim's went into the attacker's
+    /// directories or through their links.
+    fn were_neither_used_nor_written_through(&self, job: &str, log: &str) {
+        let victim = self.victim;
+        assert!(
+            log.contains(&format!("/tmp/rs{victim}-{job}.0` was there already")),
+            "{log}"
+        );
+        assert_eq!(
+            std::fs::read_dir(&self.trap).unwrap().count(),
+            0,
+            "written through a link"
+        );
+        for node in std::fs::read_dir(NODES_TMP).unwrap() {
+            let planted = node.unwrap().path().join(format!("rs{victim}-{job}.0"));
+            if planted.is_dir() && !planted.is_symlink() {
+                assert_eq!(
+                    std::fs::read_dir(&planted).unwrap().count(),
+                    0,
+                    "{} was used",
+                    planted.display()
+                );
+            }
         }
     }
 }
 
-/// The victim's cluster forwards its dashboard to the login node's 127.0.0.1, where every
-/// user can connect and each connection would be an `srun` step run as the victim: another
-/// member's connection is closed unanswered, the victim's own is served.
-#[test]
-fn another_member_cannot_use_the_victims_dashboard_forward() {
-    let Some((lab, _turn)) = lab("another_member_cannot_use_the_victims_dashboard_forward") else {
-        return;
-    };
-    let dir = project_dir("forward");
-    let name = format!("fwd{}", std::process::id());
-    let out = sh_as(
-        VICTIM,
-        &dir,
-        &format!(
-            "\"$RAYSLURM\" up {name} -n 1 --time 5 --object-store-memory 100000000 --load-env 'source {}/bin/activate'",
-            lab.venv.display()
-        ),
-    );
-    assert!(out.status.success(), "up as {VICTIM}: {}", text(&out).1);
-    let local = 30000 + (std::process::id() % 500) as u16;
-    // The victim's forward, for 30 s (then Ctrl-C, as its user would).
-    let mut forward = Command::new("runuser")
-        .args(["-u", VICTIM, "--", "env", "-i"])
-        .arg(format!("HOME=/home/{VICTIM}"))
-        .args(users_slurm())
-        .args(["timeout", "-s", "INT", "30"])
-        .arg(user_bin())
-        .args(["dashboard", &name, "--port", &local.to_string()])
-        .current_dir(&dir)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let url = first_line(&mut forward);
-    assert_eq!(url.trim(), format!("http://localhost:{local}"));
-    // Readable by both members, as the project's files are.
-    std::fs::write(dir.join("probe.py"), connect_probe(local)).unwrap();
-    let connect = "python3 probe.py";
-    let theirs = sh_as(ATTACKER, &dir, connect);
-    let mine = sh_as(VICTIM, &dir, connect);
-    let forwarded = forward.wait_with_output().unwrap();
-    let down = sh_as(VICTIM, &dir, &format!("\"$RAYSLURM\" down {name}"));
-    assert!(down.status.success(), "{}", text(&down).1);
-    assert_eq!(text(&theirs).0.trim(), "closed", "{}", text(&theirs).1);
-    assert_eq!(text(&mine).0.trim(), "answered", "{}", text(&mine).1);
-    let said = String::from_utf8_lossy(&forwarded.stderr);
-    assert!(
-        said.contains("it is not yours (1 refused so far)"),
-        "{said}"
-    );
+impl Drop for PlantedTempRoots {
+    fn drop(&mut self) {
+        for node in std::fs::read_dir(NODES_TMP).into_iter().flatten() {
+            let Ok(node) = node else { continue };
+            for id in self.ids.clone() {
+                let p = node.path().join(format!("rs{}-{id}.0", self.victim));
+                let _ = std::fs::remove_file(&p).or_else(|_| std::fs::remove_dir(&p));
+            }
+        }
+    }
 }
 
 /// A Python program, run as the attacker on the head node, that holds 127.0.0.1:`port` for
@@ -529,17 +490,22 @@ fn listeners_on(node: &str, port: u64) -> Vec<String> {
         .collect()
 }
 
-/// Ray's dashboard dies on the victim's cluster and another member with a shell on the head
-/// node takes its predictable port on 127.0.0.1: the head's poll of its Jobs API, which
-/// carries the token, is never sent there, and the head's log says who holds the port.
+/// The victim's cluster, tried twice by another member. Its dashboard forwarded to the login
+/// node's 127.0.0.1, where every user can connect and each connection would be an `srun` step
+/// run as the victim: another member's connection is closed unanswered, the victim's own is
+/// served. Then Ray's dashboard dies and the other member, with a shell on the head node, takes
+/// its predictable port on 127.0.0.1: the head's poll of its Jobs API, which carries the token,
+/// is never sent there, and the head's log says who holds the port. One cluster for both (a
+/// Ray start is seconds of the lab's 2 cores).
 #[test]
-fn a_squatter_on_a_dead_dashboards_port_is_never_sent_the_token() {
-    let Some((lab, _turn)) = lab("a_squatter_on_a_dead_dashboards_port_is_never_sent_the_token")
-    else {
+fn another_member_can_neither_use_the_victims_dashboard_forward_nor_get_the_token_on_its_port() {
+    let Some((lab, _turn)) = lab(
+        "another_member_can_neither_use_the_victims_dashboard_forward_nor_get_the_token_on_its_port",
+    ) else {
         return;
     };
-    let dir = project_dir("squat");
-    let name = format!("sq{}", std::process::id());
+    let dir = project_dir("forward");
+    let name = format!("fwd{}", std::process::id());
     let out = sh_as(
         VICTIM,
         &dir,
@@ -550,9 +516,58 @@ fn a_squatter_on_a_dead_dashboards_port_is_never_sent_the_token() {
     );
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "up as {VICTIM}: {stderr}");
-    let launched: serde_json::Value =
-        serde_json::from_str(stdout.lines().next().unwrap_or_default()).unwrap();
-    let log = PathBuf::from(launched["log"].as_str().unwrap());
+    // Cancelled if the test fails before its `down`, so that its node is not held until the
+    // time limit.
+    let cluster = Job::launched(
+        stdout.lines().next().unwrap_or_default().as_bytes(),
+        dir.clone(),
+        Default::default(),
+    );
+    the_victims_dashboard_forward_serves_the_victim_alone(&dir, &name);
+    a_squatter_on_the_dead_dashboards_port_is_never_sent_the_token(&dir, &name, &cluster.log);
+}
+
+/// The victim's forward of cluster `name`'s dashboard, for 30 s (then Ctrl-C, as its user
+/// would): the other member's connection is closed unanswered, the victim's own answered.
+fn the_victims_dashboard_forward_serves_the_victim_alone(dir: &Path, name: &str) {
+    let local = 30000 + (std::process::id() % 500) as u16;
+    let mut forward = Command::new("runuser")
+        .args(["-u", VICTIM, "--", "env", "-i"])
+        .arg(format!("HOME=/home/{VICTIM}"))
+        .args(users_slurm())
+        .args(["timeout", "-s", "INT", "30"])
+        .arg(user_bin())
+        .args(["dashboard", name, "--port", &local.to_string()])
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = first_line(&mut forward);
+    assert_eq!(url.trim(), format!("http://localhost:{local}"));
+    // Readable by both members, as the project's files are.
+    std::fs::write(dir.join("probe.py"), connect_probe(local)).unwrap();
+    let connect = "python3 probe.py";
+    let theirs = sh_as(ATTACKER, dir, connect);
+    let mine = sh_as(VICTIM, dir, connect);
+    let forwarded = forward.wait_with_output().unwrap();
+    assert_eq!(text(&theirs).0.trim(), "closed", "{}", text(&theirs).1);
+    assert_eq!(text(&mine).0.trim(), "answered", "{}", text(&mine).1);
+    let said = String::from_utf8_lossy(&forwarded.stderr);
+    assert!(
+        said.contains("it is not yours (1 refused so far)"),
+        "{said}"
+    );
+}
+
+/// Ray's dashboard of the victim's cluster `name` (whose log is `log`) dies, and the other
+/// member takes its port on the head node: no request reaches them, the head's log names the
+/// port and their uid, and `down` still releases the cluster.
+fn a_squatter_on_the_dead_dashboards_port_is_never_sent_the_token(
+    dir: &Path,
+    name: &str,
+    log: &Path,
+) {
     let info: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(log.with_extension("d").join("cluster.json")).unwrap(),
     )
@@ -574,7 +589,7 @@ fn a_squatter_on_a_dead_dashboards_port_is_never_sent_the_token() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    let mut squat = attacker_runs_on(&head, &dir, &squatter(port as u16, 20));
+    let mut squat = attacker_runs_on(&head, dir, &squatter(port as u16, 20));
     let mut said = std::io::BufReader::new(squat.stdout.take().unwrap());
     let mut line = String::new();
     std::io::BufRead::read_line(&mut said, &mut line).unwrap();
@@ -583,13 +598,13 @@ fn a_squatter_on_a_dead_dashboards_port_is_never_sent_the_token() {
     std::io::Read::read_to_string(&mut said, &mut counted).unwrap();
     let squatted = squat.wait_with_output().unwrap();
     // Ray's Jobs API is gone with the dashboard: `down` says so and still releases the cluster.
-    let down = sh_as(VICTIM, &dir, &format!("\"$RAYSLURM\" down {name}"));
+    let down = sh_as(VICTIM, dir, &format!("\"$RAYSLURM\" down {name}"));
     let said = text(&down).1;
     assert!(down.status.success(), "{said}");
     assert!(said.contains("cancelling its allocation"), "{said}");
 
     assert_eq!(counted.trim(), "0 no-token", "{}", text(&squatted).1);
-    let log_text = std::fs::read_to_string(&log).unwrap();
+    let log_text = std::fs::read_to_string(log).unwrap();
     assert!(
         log_text.contains(&format!(
             "port {port} on 127.0.0.1 is held by user id {}, not by you",

@@ -407,7 +407,7 @@ pub const LONG_FIRST: &[&str] = &[
     "a_job_slurm_requeues_as_preemption_does_resumes_on_its_next_attempt",
     "an_idle_cluster_releases_its_allocation",
     "a_client_without_the_token_is_refused_on_every_port",
-    "two_jobs_share_a_node",
+    "two_jobs_share_a_node_and_ray_is_told_each_ones_cpu_and_memory",
     "the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resumes",
     "a_temp_root_name_taken_on_the_nodes_does_not_fail_the_run",
     "the_time_limit_stops_the_run_cleanly",
