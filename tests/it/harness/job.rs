@@ -30,8 +30,9 @@ impl Job {
         }
     }
 
+    /// The job's log as text; bytes that are not UTF-8 (a command may print any) as U+FFFD.
     pub(crate) fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        String::from_utf8_lossy(&std::fs::read(&self.log).unwrap_or_default()).into_owned()
     }
 
     /// Where the nodes keep Ray's logs when the run fails.
