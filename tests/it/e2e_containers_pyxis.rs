@@ -13,7 +13,7 @@ use crate::e2e_containers::{
     MARKER, PROBE, Place, SETUP_PROBE, assert_probed_inside, lab_with_image,
 };
 use crate::e2e_shared::{project_dir, sh_as};
-use crate::harness::{Lab, NODE_TMP, Turn, assert_clean, expand_nodes, launch_in};
+use crate::harness::{Lab, NODE_TMP, Turn, assert_clean, expand_nodes, launch_in, two_at_once_on};
 
 /// The lab, and the image as pyxis takes it, when pyxis is loaded.
 fn lab_with_pyxis(test: &str) -> Option<(&'static Lab, Turn, PathBuf)> {
@@ -234,40 +234,11 @@ fn two_runs_in_a_pyxis_image_on_one_node_share_neither_container_nor_temp_root()
     let dir = lab.workdir("ptwo");
     // The container's name, and the temp root that Ray's task sees.
     let command = r#"echo in $RAYSLURM_IN_CONTAINER $(cat /etc/rayslurm-image-marker); python -c 'import os, ray; ray.init(); print("tmp", ray.get(ray.remote(lambda: os.environ["TMPDIR"]).remote()))'; sleep 3"#;
-    // Held at submission and released together, so that they run at the same time.
-    let args = with(
-        in_pyxis(lab, &image),
-        &[
-            "-n",
-            "1",
-            "--no-exclusive",
-            "--cpus-per-task",
-            "1",
-            "-w",
-            &node,
-            "--sbatch-arg=--hold",
-            "--command",
-            command,
-        ],
-    );
+    let args = with(in_pyxis(lab, &image), &["--command", command]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let a = launch_in(lab, &dir, "ptwo-a", &args);
-    let b = launch_in(lab, &dir, "ptwo-b", &args);
-    let released = std::process::Command::new("scontrol")
-        .args(["release", &format!("{},{}", a.id, b.id)])
-        .output()
-        .unwrap();
-    assert!(released.status.success(), "{released:?}");
-    let ia = a.wait(Duration::from_secs(240));
-    let ib = b.wait(Duration::from_secs(240));
-    assert!(
-        ia["StartTime"] <= ib["EndTime"] && ib["StartTime"] <= ia["EndTime"],
-        "at the same time: {ia:?} {ib:?}"
-    );
-    for (job, info) in [(&a, &ia), (&b, &ib)] {
+    for (job, info) in two_at_once_on(lab, &dir, &node, ["ptwo-a", "ptwo-b"], &args) {
         let log = job.log_text();
         assert_eq!(info["JobState"], "COMPLETED", "{log}");
-        assert_eq!(info["NodeList"], node);
         let id = &job.id;
         for own in [
             format!("in rayslurm-{id}.0 {MARKER}\n"),
@@ -275,7 +246,7 @@ fn two_runs_in_a_pyxis_image_on_one_node_share_neither_container_nor_temp_root()
         ] {
             assert!(log.contains(&own), "{own} in:\n{log}");
         }
-        assert_clean(job);
+        assert_clean(&job);
         assert_no_container(&job.id);
     }
 }

@@ -200,6 +200,48 @@ pub(crate) fn launch_from(dir: &Path, name: &str, load_env: &str, args: &[&str])
     launch_argv(dir, name, load_env, args, Dashboard::Off)
 }
 
+/// Two runs of `args` on `node` at the same time, sharing it (`--no-exclusive`, one CPU each),
+/// launched from `dir` as `names`: both held at submission and released together, so that the
+/// scheduler starts them in one pass (else a whole-node job of another test, queued before the
+/// second, has the node between the two; seen: the second started after the first had ended).
+/// Each with Slurm's last view of it, once both have ended; that they overlapped on `node` is
+/// checked.
+pub(crate) fn two_at_once_on(
+    lab: &crate::harness::Lab,
+    dir: &Path,
+    node: &str,
+    names: [&str; 2],
+    args: &[&str],
+) -> [(Job, HashMap<String, String>); 2] {
+    let mut argv = vec![
+        "-n",
+        "1",
+        "--no-exclusive",
+        "--cpus-per-task",
+        "1",
+        "-w",
+        node,
+    ];
+    argv.push("--sbatch-arg=--hold");
+    argv.extend_from_slice(args);
+    let [a, b] = names.map(|name| launch_from(dir, name, &lab.load_env(), &argv));
+    let released = std::process::Command::new("scontrol")
+        .args(["release", &format!("{},{}", a.id, b.id)])
+        .output()
+        .unwrap();
+    assert!(released.status.success(), "{released:?}");
+    let ia = a.wait(Duration::from_secs(240));
+    let ib = b.wait(Duration::from_secs(240));
+    for info in [&ia, &ib] {
+        assert_eq!(info["NodeList"], node, "{info:?}");
+    }
+    assert!(
+        ia["StartTime"] <= ib["EndTime"] && ib["StartTime"] <= ia["EndTime"],
+        "at the same time: {ia:?} {ib:?}"
+    );
+    [(a, ia), (b, ib)]
+}
+
 /// What a test's Ray run without a use for Ray's dashboard passes (see [`Dashboard::Off`]).
 pub(crate) const NO_DASHBOARD: &str = "--ray-head-args=--include-dashboard=false";
 
