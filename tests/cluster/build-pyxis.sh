@@ -40,7 +40,7 @@ for p in "${PACKAGES[@]}"; do
 done
 if ((${#missing[@]})); then
   log "installing Debian packages: ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; } ||
     die "apt-get failed for: ${missing[*]}"
 fi
 
