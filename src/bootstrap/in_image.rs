@@ -87,24 +87,12 @@ pub(crate) fn wrap(cmd: Command) -> Command {
         .map(Path::to_owned)
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("/"));
-    let tmpdir = cmd
-        .get_envs()
-        .find(|(k, _)| *k == "TMPDIR")
-        .map_or_else(
-            || std::env::var_os("TMPDIR"),
-            |(_, v)| v.map(OsStr::to_owned),
-        )
-        .map(PathBuf::from);
-    let path = cmd
-        .get_envs()
-        .find(|(k, _)| *k == "PATH")
-        .map_or_else(|| std::env::var_os("PATH"), |(_, v)| v.map(OsStr::to_owned));
     let inside = Inside {
         own: own_mounts(container.runtime, container.image, image, &workdir),
         workdir,
         gpus: image.gpus,
-        tmpdir,
-        path,
+        tmpdir: env_of(&cmd, "TMPDIR").map(PathBuf::from),
+        path: env_of(&cmd, "PATH"),
     };
     let mut program: Vec<OsString> = vec![cmd.get_program().to_owned()];
     program.extend(cmd.get_args().map(OsStr::to_owned));
@@ -138,6 +126,14 @@ pub(crate) fn wrap(cmd: Command) -> Command {
         wrapped.env(job_env::IN_CONTAINER, &image.name);
     }
     wrapped
+}
+
+/// The value `cmd` runs with of the variable `key`: its own (`None` when it removes it), else
+/// this process's.
+fn env_of(cmd: &Command, key: &str) -> Option<OsString> {
+    cmd.get_envs()
+        .find(|(k, _)| *k == key)
+        .map_or_else(|| std::env::var_os(key), |(_, v)| v.map(OsStr::to_owned))
 }
 
 /// `$USER` for Charliecloud, which refuses to start without it, when the job's environment

@@ -135,6 +135,19 @@ pub(crate) fn assert_probed_inside(job: &Job) {
     }
 }
 
+/// The run failed at start-up, saying that `image` cannot run with `runtime` on its head node;
+/// the log, for the runtime's own words.
+pub(crate) fn assert_image_failed_at_start_up(job: &Job, image: &Path, runtime: &str) -> String {
+    let (info, log) = job.expect_startup_failure(Duration::from_secs(120));
+    let head = &expand_nodes(&info["NodeList"])[0];
+    let said = format!(
+        "the image `{}` ({runtime}) cannot run on {head}: ",
+        image.display()
+    );
+    assert!(log.contains(&said), "{said} in:\n{log}");
+    log
+}
+
 /// A setup that says the marker it sees.
 pub(crate) const SETUP_PROBE: &str = "echo setup $(cat /etc/rayslurm-image-marker)";
 
@@ -209,15 +222,7 @@ fn an_image_that_cannot_start_fails_the_run_at_start_up_with_the_runtimes_words(
         "echo should-not-run",
     ];
     let job = place.submit(lab, &in_image(lab, &missing), &args);
-    let (info, log) = job.expect_startup_failure(Duration::from_secs(120));
-    let head = &expand_nodes(&info["NodeList"])[0];
-    assert!(
-        log.contains(&format!(
-            "the image `{}` (charliecloud) cannot run on {head}: ",
-            missing.display()
-        )),
-        "{log}"
-    );
+    let log = assert_image_failed_at_start_up(&job, &missing, "charliecloud");
     // Charliecloud's own words.
     assert!(log.contains("ch-run"), "{log}");
     assert!(log.contains("can't bind"), "{log}");

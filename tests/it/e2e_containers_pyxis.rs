@@ -10,10 +10,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::e2e_containers::{
-    MARKER, PROBE, Place, SETUP_PROBE, assert_probed_inside, lab_with_image,
+    MARKER, PROBE, Place, SETUP_PROBE, assert_image_failed_at_start_up, assert_probed_inside,
+    lab_with_image,
 };
 use crate::e2e_shared::{project_dir, sh_as};
-use crate::harness::{Lab, NODE_TMP, Turn, assert_clean, expand_nodes, launch_in, two_at_once_on};
+use crate::harness::{
+    Job, Lab, NODE_TMP, Turn, assert_clean, expand_nodes, launch_in, two_at_once_on,
+};
 
 /// The lab, and the image as pyxis takes it, when pyxis is loaded.
 fn lab_with_pyxis(test: &str) -> Option<(&'static Lab, Turn, PathBuf)> {
@@ -62,8 +65,17 @@ fn assert_no_container(job_id: &str) {
     assert_eq!(containers_left(job_id), Vec::<PathBuf>::new());
 }
 
-fn with(flags: Vec<String>, args: &[&str]) -> Vec<String> {
+/// `args` and the flags that put the run in `image` with pyxis.
+fn with_pyxis(lab: &Lab, image: &Path, args: &[&str]) -> Vec<String> {
+    let flags = in_pyxis(lab, image);
     args.iter().map(|a| (*a).to_owned()).chain(flags).collect()
+}
+
+/// [`launch_in`] `dir` with `args`, in `image` with pyxis.
+fn launch_in_pyxis(lab: &Lab, image: &Path, dir: &Path, name: &str, args: &[&str]) -> Job {
+    let argv = with_pyxis(lab, image, args);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    launch_in(lab, dir, name, &argv)
 }
 
 #[test]
@@ -73,8 +85,11 @@ fn a_ray_run_in_a_pyxis_image_runs_its_setup_driver_and_tasks_inside_it_on_every
     };
     let dir = lab.workdir("pray");
     std::fs::write(dir.join("probe.py"), PROBE).unwrap();
-    let args = with(
-        in_pyxis(lab, &image),
+    let job = launch_in_pyxis(
+        lab,
+        &image,
+        &dir,
+        "pray",
         &[
             "-n",
             "2",
@@ -84,8 +99,6 @@ fn a_ray_run_in_a_pyxis_image_runs_its_setup_driver_and_tasks_inside_it_on_every
             "python probe.py",
         ],
     );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let job = launch_in(lab, &dir, "pray", &args);
     assert_probed_inside(&job);
     assert_clean(&job);
     assert_no_container(&job.id);
@@ -102,8 +115,11 @@ fn a_per_node_run_in_a_pyxis_image_runs_every_rank_inside_it_and_leaves_no_conta
     // The ranks end one after another, the last a second after the first.
     let command =
         "sleep $((RANK % 2)); echo rank=$RANK $(cat /etc/rayslurm-image-marker) in=$(pwd)";
-    let args = with(
-        in_pyxis(lab, &image),
+    let job = launch_in_pyxis(
+        lab,
+        &image,
+        &dir,
+        "ppernode",
         &[
             "--per-node",
             "-n",
@@ -114,8 +130,6 @@ fn a_per_node_run_in_a_pyxis_image_runs_every_rank_inside_it_and_leaves_no_conta
             command,
         ],
     );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let job = launch_in(lab, &dir, "ppernode", &args);
     let info = job.wait(Duration::from_secs(300));
     let log = job.log_text();
     assert_eq!(info["JobState"], "COMPLETED", "{log}");
@@ -137,21 +151,14 @@ fn an_image_pyxis_cannot_start_fails_the_run_at_start_up_with_its_words() {
     let dir = lab.workdir("pbad");
     let bad = dir.join("not-an-image.sqsh");
     std::fs::write(&bad, "not squashfs\n").unwrap();
-    let args = with(
-        in_pyxis(lab, &bad),
+    let job = launch_in_pyxis(
+        lab,
+        &bad,
+        &dir,
+        "pbad",
         &["-n", "2", "--command", "echo should-not-run"],
     );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let job = launch_in(lab, &dir, "pbad", &args);
-    let (info, log) = job.expect_startup_failure(Duration::from_secs(120));
-    let head = &expand_nodes(&info["NodeList"])[0];
-    assert!(
-        log.contains(&format!(
-            "the image `{}` (pyxis) cannot run on {head}: ",
-            bad.display()
-        )),
-        "{log}"
-    );
+    let log = assert_image_failed_at_start_up(&job, &bad, "pyxis");
     // pyxis's and enroot's own words.
     assert!(log.contains("Invalid image format"), "{log}");
     assert!(!log.contains("should-not-run\n"), "{log}");
@@ -234,7 +241,7 @@ fn two_runs_in_a_pyxis_image_on_one_node_share_neither_container_nor_temp_root()
     let dir = lab.workdir("ptwo");
     // The container's name, and the temp root that Ray's task sees.
     let command = r#"echo in $RAYSLURM_IN_CONTAINER $(cat /etc/rayslurm-image-marker); python -c 'import os, ray; ray.init(); print("tmp", ray.get(ray.remote(lambda: os.environ["TMPDIR"]).remote()))'; sleep 3"#;
-    let args = with(in_pyxis(lab, &image), &["--command", command]);
+    let args = with_pyxis(lab, &image, &["--command", command]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     for (job, info) in two_at_once_on(lab, &dir, &node, ["ptwo-a", "ptwo-b"], &args) {
         let log = job.log_text();
