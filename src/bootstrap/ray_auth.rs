@@ -156,13 +156,14 @@ pub(crate) fn check(
     }
 }
 
-/// The dashboard's port on this node is held by the user's own socket, or by none: the token
-/// is never sent to a port another user bound first (the ports are predictable, and anyone
-/// with a shell on the node may bind 127.0.0.1). The error is a message for the job's log,
-/// and stops the run: someone else holds the run's port.
+/// The dashboard's port on this node is held by the user's own sockets, or by none, on every
+/// address of the node (127.0.0.1, its IPs, `::`): the token is never sent to a port another
+/// user bound first (anyone with a shell on the node may bind it, before Ray's dashboard does
+/// or after it died), and a port held on the node's IP, where the login node would connect,
+/// counts as held. The error is a message for the job's log, and stops the run: someone else
+/// holds the run's port.
 pub(crate) fn ensure_dashboard_is_ours(dashboard_port: u16) -> Result<(), String> {
-    let to = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, dashboard_port));
-    socket_owner::ensure_own_listener(to).map(|_| ())
+    socket_owner::ensure_port_is_ours(dashboard_port).map_err(|e| e.to_string())
 }
 
 /// The ports of `ports` (name, port) on `host` that answer a request without the token with

@@ -62,8 +62,10 @@ pub(crate) struct Cli {
 
     /// Reach a cluster's head through the allocation (an srun step), not directly
     ///
-    /// For login nodes that cannot reach compute nodes' ports; without it the head is tried
-    /// directly first (`RAYSLURM_RELAY=always` or `never` decides instead, where set).
+    /// Requests that carry a cluster's token always go this way unless the head is this host
+    /// (whose listeners rayslurm can check); the flag also sends an open cluster's
+    /// (`--no-ray-auth`) requests this way (`RAYSLURM_RELAY=always` is the same; `never`
+    /// forbids the relay, and is refused where the token would go unchecked).
     #[arg(long, global = true, help_heading = view::GLOBAL_HEADING)]
     pub(crate) via_allocation: bool,
 

@@ -9,6 +9,7 @@ use super::relay;
 use crate::error::{UsageError, show};
 use crate::handoff::cluster_info::ClusterInfo;
 use crate::handoff::jobs_api::JobsApi;
+use crate::handoff::port_held::PortHeld;
 use crate::printer::Printer;
 use crate::runs::select::close_matches;
 use crate::runs::status::{self, JobStatus};
@@ -125,6 +126,14 @@ impl Cluster {
     /// The cluster's Jobs API, if it is up; a clear error otherwise.
     pub(crate) fn api(&self, status: &JobStatus) -> Result<(ClusterInfo, JobsApi)> {
         let info = self.up_info(status)?;
+        if let Some(held) = PortHeld::read(&self.run_dir).filter(|h| h.attempt == info.attempt) {
+            anyhow::bail!(
+                "cluster {} cannot be reached safely: its head found that {}; nothing was sent to the cluster (rayslurm sends the token only to a port it has checked is yours); `rayslurm down {}` still releases it",
+                show(self.name()),
+                held.message,
+                self.name()
+            );
+        }
         let address = relay::address(&info, info.dashboard_port)?;
         let api = JobsApi::new(&address, info.token_file.as_deref())
             .map_err(|e| anyhow::anyhow!("cannot read the cluster's token: {e}"))?;

@@ -1,7 +1,8 @@
-//! Reaching a port on a cluster's head from the login node. Directly where the login node can
-//! connect to it; otherwise (or when `RAYSLURM_RELAY=always`) through the allocation: a local
+//! Reaching a port on a cluster's head from the login node: through the allocation, a local
 //! listener on 127.0.0.1 whose every connection becomes an `srun --overlap --jobid` step that
-//! runs the cluster's own rayslurm on the head as a byte relay (`rayslurm relay`).
+//! runs the cluster's own rayslurm on the head as a byte relay (`rayslurm relay`, which checks
+//! there who listens on the port before it connects). Directly only where nothing secret can
+//! reach a listener nobody checked (see [`address`]).
 //!
 //! Every user of the login node can connect to 127.0.0.1, and each connection is a step run
 //! as the user: the listener serves only connections whose other end is a socket of the
@@ -20,6 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use crate::env_vars;
+use crate::error::UsageError;
 use crate::handoff::cluster_info::ClusterInfo;
 use crate::sys::process::Cmd;
 use crate::sys::pump::pump;
@@ -62,23 +64,43 @@ pub(crate) fn wanted() -> Option<Route> {
 }
 
 /// The `host:port` to use for `port` on the cluster's head: the head's own, or a local port
-/// relayed through the allocation.
+/// relayed through the allocation. A request that carries the token (or `exec`'s `--env`
+/// values) goes straight to the head only where this host can see who listens there: the head
+/// is this host, or the cluster has no token (`--no-ray-auth`: open to anyone on the network
+/// anyway). Anywhere else it goes through the relay, whose step checks on the head, before it
+/// connects, that no other user holds the port on any of the node's addresses: the login node
+/// cannot see who owns a socket on another machine, and another user with a shell on the head
+/// could be listening on its IP at that port.
 pub(crate) fn address(info: &ClusterInfo, port: u16) -> Result<String> {
     let direct = match info.head_ip {
         std::net::IpAddr::V4(ip) => format!("{ip}:{port}"),
         std::net::IpAddr::V6(ip) => format!("[{ip}]:{port}"),
     };
-    let route = wanted().unwrap_or_else(|| {
+    let checkable = info.token_file.is_none() || socket_owner::is_local_address(info.head_ip);
+    match route(wanted(), checkable, || {
         let addr: SocketAddr = (info.head_ip, port).into();
-        if TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok() {
-            Route::Direct
-        } else {
-            Route::Relay
-        }
-    });
-    match route {
+        TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok()
+    })? {
         Route::Direct => Ok(direct),
         Route::Relay => Ok(format!("127.0.0.1:{}", listen(info, port)?)),
+    }
+}
+
+/// How to reach the head: as the user wants it, where that is safe; else directly only where
+/// the far end can be `checkable` from here and `reachable`.
+fn route(
+    wanted: Option<Route>,
+    checkable: bool,
+    reachable: impl FnOnce() -> bool,
+) -> Result<Route, UsageError> {
+    match wanted {
+        Some(Route::Direct) if !checkable => Err(UsageError::new(
+            "RAYSLURM_RELAY=never, but the cluster's head is another host and the requests carry the cluster's token: rayslurm sends it only where it has checked who listens, which the login node cannot do on another host",
+        )
+        .hint("unset RAYSLURM_RELAY (requests then go through the allocation, checked on the head)")),
+        Some(route) => Ok(route),
+        None if checkable && reachable() => Ok(Route::Direct),
+        None => Ok(Route::Relay),
     }
 }
 
@@ -205,6 +227,29 @@ fn relay_one(conn: TcpStream, info: &ClusterInfo, port: u16) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_token_goes_straight_to_the_head_only_where_its_listener_can_be_checked() {
+        let reachable = || true;
+        // Another host with a token: the relay, even when the head's port answers.
+        assert_eq!(route(None, false, reachable).unwrap(), Route::Relay);
+        assert!(route(Some(Route::Direct), false, reachable).is_err());
+        assert_eq!(
+            route(Some(Route::Relay), false, reachable).unwrap(),
+            Route::Relay
+        );
+        // This host, or no token: straight there where it answers.
+        assert_eq!(route(None, true, reachable).unwrap(), Route::Direct);
+        assert_eq!(route(None, true, || false).unwrap(), Route::Relay);
+        assert_eq!(
+            route(Some(Route::Direct), true, || false).unwrap(),
+            Route::Direct
+        );
+        assert_eq!(
+            route(Some(Route::Relay), true, reachable).unwrap(),
+            Route::Relay
+        );
+    }
 
     #[test]
     fn at_most_max_steps_run_at_once() {

@@ -20,11 +20,12 @@ pub(crate) fn run(args: &DownSettings, printer: &Printer) -> Result<ExitCode> {
     let warn = |m: &str| printer.warn(m);
     let status = cluster.status(printer)?;
     if let State::Up(_) = cluster.state(&status)?
-        && let Ok((_, api)) = cluster.api(&status)
-        && let Err(e) = stop_jobs(&api, &name, printer)
+        && let Err(e) = cluster
+            .api(&status)
+            .and_then(|(_, api)| stop_jobs(&api, &name, printer))
     {
-        // Ray's dashboard may have died, or be too slow: the allocation goes all the same, and
-        // the bootstrap stops Ray, the jobs' commands with it.
+        // Ray's dashboard may have died, be too slow, or its port be another user's: the
+        // allocation goes all the same, and the bootstrap stops Ray, the jobs' commands with it.
         printer.warn(&format!(
             "could not stop the jobs of cluster {name} through Ray's Jobs API ({e:#}): cancelling its allocation, which stops them with Ray"
         ));

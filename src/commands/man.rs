@@ -42,7 +42,7 @@ const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         env_vars::RELAY,
-        "How a cluster's head is reached: `always` through the allocation (as --via-allocation), `never` only directly; unset: directly where it can, else relayed.",
+        "How a cluster's head is reached: `always` through the allocation (as --via-allocation), `never` only directly (refused where the token would go to a listener rayslurm cannot check: a head on another host); unset: through the allocation, directly only to a head on this host or to an open cluster's.",
     ),
     (
         env_vars::TRUST_UNVERIFIED_OWNER,

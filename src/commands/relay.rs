@@ -15,10 +15,12 @@ use crate::sys::socket_owner;
 
 pub(crate) fn run(args: &RelayArgs) -> Result<ExitCode> {
     // On the head, where the port is: never connect the user's forward (or their token) to a
-    // port another user bound first.
-    if let Ok(to) = args.to.parse::<std::net::SocketAddr>() {
-        socket_owner::ensure_own_listener(to).map_err(anyhow::Error::msg)?;
-    }
+    // port another user holds, on any address of the node.
+    let to: std::net::SocketAddr = args
+        .to
+        .parse()
+        .with_context(|| format!("`--to {}` is no IP:PORT address", args.to))?;
+    socket_owner::ensure_port_is_ours(to.port())?;
     let stream = TcpStream::connect(&args.to)
         .with_context(|| format!("the relay cannot connect to {}", args.to))?;
     let to_socket = stream.try_clone()?;

@@ -1,10 +1,11 @@
 //! A small client of Ray's Jobs API (the REST API on the head's dashboard port), used by the
 //! login node to run jobs on a persistent cluster and by the head itself (autostop, stopping
-//! jobs at the end of the allocation). Every call carries the run's token, and none goes to a
-//! port on this host that another user listens on (checked before every call: the dashboard's
-//! port is predictable and anyone with a shell on the node may bind it first). A head on
-//! another host cannot be checked from here; its own poller checks its listener every 5 s,
-//! and the login node refuses a `cluster.json` of an earlier attempt.
+//! jobs at the end of the allocation). Every call carries the run's token, and the token goes
+//! only to an address of this host whose port no other user listens on, on any of the host's
+//! addresses (checked before every call: anyone with a shell on the node may bind a port of
+//! the run first). A head on another host cannot be checked from here, so the token is never
+//! sent there: the login node reaches it through the allocation (`clusters::relay`), whose
+//! step makes the same check on the head.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -19,7 +20,8 @@ use crate::sys::socket_owner;
 #[derive(Debug, Clone)]
 pub(crate) struct JobsApi {
     base: String,
-    /// The address, where it is one (`host:port` with an IP), to check the listener of.
+    /// The address, where it is one (`host:port` with an IP), to check the listener of: a call
+    /// with the token goes only to an address of this host.
     to: Option<SocketAddr>,
     token: Option<String>,
     agent: ureq::Agent,
@@ -90,7 +92,13 @@ pub(crate) enum ApiError {
     Unreachable { url: String, message: String },
     /// Another user listens on the port: nothing was sent.
     #[error("{0}")]
-    NotYours(String),
+    NotYours(socket_owner::PortCheck),
+    /// The address is not this host's, so who listens there cannot be seen: the token was
+    /// not sent.
+    #[error(
+        "the token of the run goes only to a port whose listener rayslurm has checked, and {url} is not on this host: reach the head through the allocation (`--via-allocation`, or unset RAYSLURM_RELAY=never)"
+    )]
+    Unchecked { url: String },
 }
 
 impl JobsApi {
@@ -113,6 +121,20 @@ impl JobsApi {
         })
     }
 
+    /// Whether this call may go: to a port of this host that no other user holds; to another
+    /// host only without a token (an open cluster, which anyone may use anyway).
+    fn guard(&self, url: &str) -> Result<(), ApiError> {
+        match self.to {
+            Some(to) if socket_owner::is_local_address(to.ip()) => {
+                socket_owner::ensure_port_is_ours(to.port()).map_err(ApiError::NotYours)
+            }
+            _ if self.token.is_none() => Ok(()),
+            _ => Err(ApiError::Unchecked {
+                url: url.to_owned(),
+            }),
+        }
+    }
+
     fn call(
         &self,
         method: &str,
@@ -120,9 +142,7 @@ impl JobsApi {
         body: Option<&serde_json::Value>,
     ) -> Result<String, ApiError> {
         let url = format!("{}{path}", self.base);
-        if let Some(to) = self.to {
-            socket_owner::ensure_own_listener(to).map_err(ApiError::NotYours)?;
-        }
+        self.guard(&url)?;
         let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
         let result = match (method, body) {
             ("GET", _) => {

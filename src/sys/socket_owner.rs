@@ -1,8 +1,8 @@
 //! Who owns a TCP socket on this host, from the kernel's tables `/proc/net/tcp` and
 //! `/proc/net/tcp6` (of the caller's network namespace; uids as the caller's user namespace
-//! sees them). Two questions, both asked before trusting a loopback port that any local user
-//! could have bound or connected to: who listens on an address (before sending Ray's token
-//! there), and who is at the other end of a connection one of our listeners accepted (the
+//! sees them). Two questions, both asked before trusting a port that any local user could have
+//! bound or connected to: whether another user listens on a port, on any address of the host
+//! (before sending Ray's token there), and who is at the other end of a connection one of our listeners accepted (the
 //! relay and the dashboard forward serve only their own user).
 //!
 //! The tables give each address as hex digits: an IPv4 address as one 32-bit word and an IPv6
@@ -23,15 +23,6 @@ pub(crate) struct Row {
     pub(crate) remote: SocketAddr,
     pub(crate) state: u8,
     pub(crate) uid: u32,
-}
-
-/// Who may receive a connection to an address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Listener {
-    /// No socket of this host listens there (or the address is another host's).
-    None,
-    /// Every listener there belongs to this uid.
-    Uid(u32),
 }
 
 /// `0100007F` → 127.0.0.1; 32 hex digits → an IPv6 address (four host-order words).
@@ -97,38 +88,6 @@ fn canonical(addr: SocketAddr) -> SocketAddr {
     }
 }
 
-/// Whether a socket listening on `bound` receives connections to `to`: the same address, or a
-/// wildcard of its family (`::` also takes IPv4, unless the socket is IPv6-only, which the
-/// table does not say: counted as taking it).
-fn receives(bound: SocketAddr, to: SocketAddr) -> bool {
-    let (bound, to) = (canonical(bound), canonical(to));
-    if bound.port() != to.port() {
-        return false;
-    }
-    match bound.ip() {
-        IpAddr::V4(ip) if ip.is_unspecified() => to.is_ipv4(),
-        IpAddr::V6(ip) if ip.is_unspecified() => true,
-        ip => ip == to.ip(),
-    }
-}
-
-/// Who listens where a connection to `to` would go. Several sockets may (a specific address
-/// and a wildcard, or `SO_REUSEPORT`): if any is not `me`'s, that one is answered, so one
-/// foreign listener among ours is never missed.
-pub(crate) fn listener_of(rows: &[Row], to: SocketAddr, me: u32) -> Listener {
-    let mut found = Listener::None;
-    for row in rows
-        .iter()
-        .filter(|r| r.state == LISTEN && receives(r.local, to))
-    {
-        if row.uid != me {
-            return Listener::Uid(row.uid);
-        }
-        found = Listener::Uid(row.uid);
-    }
-    found
-}
-
 /// The uid of the client of a connection our listener on `ours` accepted from `peer` (both
 /// ends on this host): the client's row has the peer's address as its local one and ours as
 /// its remote one. `None` when there is no such row (the client is gone, or on another host).
@@ -163,21 +122,74 @@ pub(crate) fn me() -> u32 {
     nix::unistd::geteuid().as_raw()
 }
 
-/// Whether `to` may be sent the user's secrets: no socket of this host listens there, or only
-/// the user's do. An error names the port, the other uid and what it means.
-pub(crate) fn ensure_own_listener(to: SocketAddr) -> Result<Listener, String> {
-    let rows = read_tables()
-        .map_err(|e| format!("cannot read /proc/net/tcp to see who listens on {to}: {e}"))?;
-    let me = me();
-    match listener_of(&rows, to, me) {
-        Listener::Uid(uid) if uid != me => Err(format!(
-            "port {} on {} is held by user id {uid}, not by you (user id {me}): someone else listens where Ray's dashboard should be, so the token was not sent; check who with `ss -ltnpe 'sport = :{}'`, and stop the run or cluster if it is not yours",
-            to.port(),
-            to.ip(),
-            to.port()
-        )),
-        found => Ok(found),
+/// A listening socket of another user on a port the run counts as its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Foreign {
+    /// Where it listens (`0.0.0.0`, `::`, 127.0.0.1 or one of the node's addresses).
+    pub(crate) at: SocketAddr,
+    pub(crate) uid: u32,
+    /// The user's own uid.
+    pub(crate) me: u32,
+}
+
+impl std::fmt::Display for Foreign {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (port, ip) = (self.at.port(), self.at.ip());
+        write!(
+            f,
+            "port {port} on {ip} is held by user id {}, not by you (user id {}): someone else listens on a port of your run, so the token is sent nowhere on that port; check who with `ss -ltnpe 'sport = :{port}'`, and stop the run or cluster if it is not yours",
+            self.uid, self.me
+        )
     }
+}
+
+/// A listener of a uid other than `me` on `port`, on any address of this host: a port of the
+/// run held on the node's IP, on `::` or on 127.0.0.1 by someone else is theirs alike (a
+/// request to one address may be answered on another, and the login node connects to the
+/// node's IP where the head connects to 127.0.0.1).
+pub(crate) fn foreign_on_port(rows: &[Row], port: u16, me: u32) -> Option<Foreign> {
+    rows.iter()
+        .find(|r| r.state == LISTEN && r.local.port() == port && r.uid != me)
+        .map(|r| Foreign {
+            at: canonical(r.local),
+            uid: r.uid,
+            me,
+        })
+}
+
+/// Whether `port` may be sent the user's secrets: no socket of another user listens on it, on
+/// any address of this host. The error names the port, the address, the other uid and what to
+/// do.
+pub(crate) fn ensure_port_is_ours(port: u16) -> Result<(), PortCheck> {
+    let rows = read_tables().map_err(|e| PortCheck::Unreadable(port, e.to_string()))?;
+    match foreign_on_port(&rows, port, me()) {
+        Some(foreign) => Err(PortCheck::Foreign(foreign)),
+        None => Ok(()),
+    }
+}
+
+/// Why a port may not be sent the user's secrets.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PortCheck {
+    #[error("{0}")]
+    Foreign(Foreign),
+    #[error("cannot read /proc/net/tcp to see who listens on port {0}: {1}")]
+    Unreadable(u16, String),
+}
+
+/// Whether `ip` is an address of this host (its owner can then be read here), from the
+/// interfaces' list, not from a bind that `ip_nonlocal_bind` would let succeed.
+pub(crate) fn is_local_address(ip: IpAddr) -> bool {
+    let ip = canonical(SocketAddr::new(ip, 0)).ip();
+    ip.is_loopback()
+        || nix::ifaddrs::getifaddrs().is_ok_and(|mut addrs| {
+            addrs.any(|ifa| {
+                ifa.address.is_some_and(|a| {
+                    a.as_sockaddr_in().map(|v4| IpAddr::V4(v4.ip())) == Some(ip)
+                        || a.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())) == Some(ip)
+                })
+            })
+        })
 }
 
 /// The uid of the local client at `peer` of a connection accepted on `ours`; `None` when it
@@ -332,50 +344,51 @@ mod tests {
     }
 
     #[test]
-    fn the_listener_of_an_address_is_found_by_address_or_wildcard() {
+    fn a_foreign_listener_on_any_address_of_the_port_is_found() {
         let mut rows = parse_table(TCP);
         rows.extend(parse_table(TCP6));
-        assert_eq!(
-            listener_of(&rows, at("127.0.0.1:8265"), 1000),
-            Listener::Uid(1000)
-        );
-        assert_eq!(
-            listener_of(&rows, at("[::1]:8265"), 1000),
-            Listener::Uid(1002)
-        );
-        // 0.0.0.0:22 takes 127.0.0.1:22 and 10.0.0.5:22, not [::1]:22.
-        assert_eq!(
-            listener_of(&rows, at("10.0.0.5:22"), 1000),
-            Listener::Uid(0)
-        );
-        assert_eq!(listener_of(&rows, at("[::1]:22"), 1000), Listener::None);
-        // [::]:9000 takes IPv4 too.
-        assert_eq!(
-            listener_of(&rows, at("127.0.0.1:9000"), 1000),
-            Listener::Uid(0)
-        );
-        assert_eq!(listener_of(&rows, at("127.0.0.1:1"), 1000), Listener::None);
+        let foreign = |port, me| foreign_on_port(&rows, port, me).map(|f| (f.at, f.uid));
+        // 127.0.0.1:8265 is uid 1000's own, [::1]:8265 uid 1002's.
+        assert_eq!(foreign(8265, 1000), Some((at("[::1]:8265"), 1002)));
+        assert_eq!(foreign(8265, 1002), Some((at("127.0.0.1:8265"), 1000)));
+        // Wildcards of either family, and root's too.
+        assert_eq!(foreign(22, 1000), Some((at("0.0.0.0:22"), 0)));
+        assert_eq!(foreign(9000, 1000), Some((at("[::]:9000"), 0)));
+        assert_eq!(foreign(9000, 0), None, "root's own");
+        // A connection's rows are no listeners.
+        assert_eq!(foreign(51432, 1000), None);
+        assert_eq!(foreign(1, 1000), None);
     }
 
     #[test]
-    fn a_foreign_listener_beside_ours_is_never_missed() {
+    fn a_foreign_listener_on_the_nodes_ip_beside_ours_is_never_missed() {
         let ours = Row {
             local: at("127.0.0.1:8265"),
             remote: at("0.0.0.0:0"),
             state: LISTEN,
             uid: 1000,
         };
+        // Bound on the node's own address, where the login node connects.
         let squatter = Row {
-            local: at("0.0.0.0:8265"),
+            local: at("10.0.0.5:8265"),
             uid: 65534,
             ..ours
         };
         for rows in [[ours, squatter], [squatter, ours]] {
+            let found = foreign_on_port(&rows, 8265, 1000).unwrap();
             assert_eq!(
-                listener_of(&rows, at("127.0.0.1:8265"), 1000),
-                Listener::Uid(65534)
+                (found.at, found.uid, found.me),
+                (at("10.0.0.5:8265"), 65534, 1000)
+            );
+            let said = found.to_string();
+            assert!(
+                said.starts_with(
+                    "port 8265 on 10.0.0.5 is held by user id 65534, not by you (user id 1000)"
+                ),
+                "{said}"
             );
         }
+        assert_eq!(foreign_on_port(&[ours], 8265, 1000), None);
     }
 
     #[test]
@@ -398,11 +411,15 @@ mod tests {
     fn this_processes_own_listener_and_connection_are_its_own() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let ours = listener.local_addr().unwrap();
-        assert_eq!(ensure_own_listener(ours), Ok(Listener::Uid(me())));
+        assert_eq!(ensure_port_is_ours(ours.port()), Ok(()));
         let _client = std::net::TcpStream::connect(ours).unwrap();
         let (_conn, peer) = listener.accept().unwrap();
         assert_eq!(peer_uid(ours, peer), Some(me()));
         drop(listener);
-        assert_eq!(ensure_own_listener(ours), Ok(Listener::None));
+        assert_eq!(ensure_port_is_ours(ours.port()), Ok(()));
+        assert!(is_local_address(ours.ip()));
+        assert!(is_local_address("::ffff:127.0.0.1".parse().unwrap()));
+        // TEST-NET-3 (RFC 5737) is no address of any host.
+        assert!(!is_local_address("203.0.113.7".parse().unwrap()));
     }
 }

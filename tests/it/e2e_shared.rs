@@ -9,19 +9,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use crate::harness::{
-    Job, Lab, bin, connect_probe, first_line, lab, text, unique_name, wait_job_end,
-};
+use crate::harness::{Lab, bin, lab, text, unique_name, wait_job_end};
 
-const VICTIM: &str = "rsalice";
-const ATTACKER: &str = "rsbob";
+pub(crate) const VICTIM: &str = "rsalice";
+pub(crate) const ATTACKER: &str = "rsbob";
 
 /// The project directory shared by the group, as `cluster.sh up` makes it.
 fn project_root() -> PathBuf {
     PathBuf::from("/srv/rayslurm-lab/project")
 }
 
-fn uid(user: &str) -> u32 {
+pub(crate) fn uid(user: &str) -> u32 {
     let out = Command::new("id").args(["-u", user]).output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }
@@ -46,7 +44,7 @@ pub(crate) fn user_bin() -> PathBuf {
 /// The users' PATH and SLURM_CONF: the Slurm clients the tests run (a vendored release's, by
 /// tests/run.sh), first. With Debian's clients instead, a newer controller refuses them
 /// ("Zero Bytes were transmitted or received": Slurm serves clients of 2 releases back).
-fn users_slurm() -> Vec<String> {
+pub(crate) fn users_slurm() -> Vec<String> {
     let slurm = which::which("sbatch")
         .ok()
         .and_then(|p| p.parent().map(|d| format!("{}:", d.display())))
@@ -114,16 +112,16 @@ fn victim_launches(lab: &Lab, dir: &Path, args: &str) -> (String, PathBuf) {
 }
 
 /// A run of the victim's, followed to its end.
-struct VictimRun {
-    job: String,
-    log: PathBuf,
+pub(crate) struct VictimRun {
+    pub(crate) job: String,
+    pub(crate) log: PathBuf,
     /// Slurm's last view of the job.
-    info: std::collections::HashMap<String, String>,
-    log_text: String,
+    pub(crate) info: std::collections::HashMap<String, String>,
+    pub(crate) log_text: String,
 }
 
 /// The victim launches from the project directory, and the run ends.
-fn victim_runs(lab: &Lab, dir: &Path, args: &str) -> VictimRun {
+pub(crate) fn victim_runs(lab: &Lab, dir: &Path, args: &str) -> VictimRun {
     let (job, log) = victim_launches(lab, dir, args);
     let info = wait_job_end(&job, Duration::from_secs(240));
     let log_text = std::fs::read_to_string(&log).unwrap();
@@ -411,283 +409,4 @@ impl Drop for PlantedTempRoots {
             }
         }
     }
-}
-
-/// A Python program, run as the attacker on the head node, that holds 127.0.0.1:`port` for
-/// `secs` seconds, answers every request as Ray's Jobs API would, and then prints how many
-/// requests came and whether any carried a token.
-fn squatter(port: u16, secs: u32) -> String {
-    format!(
-        "import os, socket, sys, time\n{}",
-        hold_port(port, secs, None, false)
-    )
-}
-
-/// The Python lines that bind 127.0.0.1:`port`, print `bound`, answer every request for
-/// `secs` seconds or until `stop` exists (with 401 when `challenge` and the request carries no
-/// token, as Ray's dashboard does; else with 200), then print how many requests came and
-/// whether any carried a token.
-fn hold_port(port: u16, secs: u32, stop: Option<&Path>, challenge: bool) -> String {
-    let stopped = stop.map_or("False".to_owned(), |p| {
-        format!("os.path.exists(\"{}\")", p.display())
-    });
-    let challenge = if challenge { "True" } else { "False" };
-    format!(
-        r#"s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", {port}))
-s.listen(16)
-s.settimeout(0.5)
-print("bound", flush=True)
-got = []
-end = time.time() + {secs}
-while time.time() < end and not {stopped}:
-    try:
-        c, _ = s.accept()
-    except socket.timeout:
-        continue
-    c.settimeout(2)
-    try:
-        req = c.recv(65536)
-        got.append(req)
-        if {challenge} and b"uthorization" not in req:
-            c.sendall(b"HTTP/1.0 401 Unauthorized\r\n\r\n")
-        else:
-            c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n[]")
-    except OSError:
-        pass
-    c.close()
-print(len(got), "token" if any(b"Bearer" in g or b"uthorization" in g for g in got) else "no-token", flush=True)
-"#
-    )
-}
-
-/// The Python program `program`, written to `dir/squat.py`, run as the attacker in node
-/// `node`'s network namespace (a shell of theirs on that node), its output piped.
-fn attacker_runs_on(node: &str, dir: &Path, program: &str) -> std::process::Child {
-    std::fs::write(dir.join("squat.py"), program).unwrap();
-    Command::new("nsenter")
-        .arg(format!("--net=/run/netns/rsl-{node}"))
-        .args(["runuser", "-u", ATTACKER, "--", "python3"])
-        .arg(dir.join("squat.py"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-/// The pids listening on `port` in node `node`'s network namespace.
-fn listeners_on(node: &str, port: u64) -> Vec<String> {
-    let out = Command::new("nsenter")
-        .arg(format!("--net=/run/netns/rsl-{node}"))
-        .args(["ss", "-Htlnp"])
-        .arg(format!("sport = :{port}"))
-        .output()
-        .unwrap();
-    let re = regex::Regex::new(r"pid=(\d+)").unwrap();
-    re.captures_iter(&String::from_utf8_lossy(&out.stdout))
-        .map(|c| c[1].to_owned())
-        .collect()
-}
-
-/// The victim's cluster, tried twice by another member. Its dashboard forwarded to the login
-/// node's 127.0.0.1, where every user can connect and each connection would be an `srun` step
-/// run as the victim: another member's connection is closed unanswered, the victim's own is
-/// served. Then Ray's dashboard dies and the other member, with a shell on the head node, takes
-/// its predictable port on 127.0.0.1: the head's poll of its Jobs API, which carries the token,
-/// is never sent there, and the head's log says who holds the port. One cluster for both (a
-/// Ray start is seconds of the lab's 2 cores).
-#[test]
-fn another_member_can_neither_use_the_victims_dashboard_forward_nor_get_the_token_on_its_port() {
-    let Some((lab, _turn)) = lab(
-        "another_member_can_neither_use_the_victims_dashboard_forward_nor_get_the_token_on_its_port",
-    ) else {
-        return;
-    };
-    let dir = project_dir("forward");
-    let name = format!("fwd{}", std::process::id());
-    let out = sh_as(
-        VICTIM,
-        &dir,
-        &format!(
-            "\"$RAYSLURM\" up {name} -n 1 --time 5 --json --object-store-memory 100000000 --load-env 'source {}/bin/activate'",
-            lab.venv.display()
-        ),
-    );
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "up as {VICTIM}: {stderr}");
-    // Cancelled if the test fails before its `down`, so that its node is not held until the
-    // time limit.
-    let cluster = Job::launched(
-        stdout.lines().next().unwrap_or_default().as_bytes(),
-        dir.clone(),
-        Default::default(),
-    );
-    the_victims_dashboard_forward_serves_the_victim_alone(&dir, &name);
-    a_squatter_on_the_dead_dashboards_port_is_never_sent_the_token(&dir, &name, &cluster.log);
-}
-
-/// The victim's forward of cluster `name`'s dashboard, for 30 s (then Ctrl-C, as its user
-/// would): the other member's connection is closed unanswered, the victim's own answered.
-fn the_victims_dashboard_forward_serves_the_victim_alone(dir: &Path, name: &str) {
-    let local = 30000 + (std::process::id() % 500) as u16;
-    let mut forward = Command::new("runuser")
-        .args(["-u", VICTIM, "--", "env", "-i"])
-        .arg(format!("HOME=/home/{VICTIM}"))
-        .args(users_slurm())
-        .args(["timeout", "-s", "INT", "30"])
-        .arg(user_bin())
-        .args(["dashboard", name, "--port", &local.to_string()])
-        .current_dir(dir)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let url = first_line(&mut forward);
-    assert_eq!(url.trim(), format!("http://localhost:{local}"));
-    // Readable by both members, as the project's files are.
-    std::fs::write(dir.join("probe.py"), connect_probe(local)).unwrap();
-    let connect = "python3 probe.py";
-    let theirs = sh_as(ATTACKER, dir, connect);
-    let mine = sh_as(VICTIM, dir, connect);
-    let forwarded = forward.wait_with_output().unwrap();
-    assert_eq!(text(&theirs).0.trim(), "closed", "{}", text(&theirs).1);
-    assert_eq!(text(&mine).0.trim(), "answered", "{}", text(&mine).1);
-    let said = String::from_utf8_lossy(&forwarded.stderr);
-    assert!(
-        said.contains("it is not yours (1 refused so far)"),
-        "{said}"
-    );
-}
-
-/// Ray's dashboard of the victim's cluster `name` (whose log is `log`) dies, and the other
-/// member takes its port on the head node: no request reaches them, the head's log names the
-/// port and their uid, and `down` still releases the cluster.
-fn a_squatter_on_the_dead_dashboards_port_is_never_sent_the_token(
-    dir: &Path,
-    name: &str,
-    log: &Path,
-) {
-    let info: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(log.with_extension("d").join("cluster.json")).unwrap(),
-    )
-    .unwrap();
-    let head = info["head_node"].as_str().unwrap().to_owned();
-    let port = info["dashboard_port"].as_u64().unwrap();
-
-    // The dashboard dies (as it may, of memory); its port is free for anyone on the node.
-    let dashboard = listeners_on(&head, port);
-    assert!(!dashboard.is_empty(), "Ray's dashboard listens on {port}");
-    for pid in &dashboard {
-        let _ = Command::new("kill").args(["-KILL", pid]).status();
-    }
-    let t0 = std::time::Instant::now();
-    while !listeners_on(&head, port).is_empty() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "port {port} stays held"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let mut squat = attacker_runs_on(&head, dir, &squatter(port as u16, 20));
-    let mut said = std::io::BufReader::new(squat.stdout.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut said, &mut line).unwrap();
-    assert_eq!(line.trim(), "bound");
-    let mut counted = String::new();
-    std::io::Read::read_to_string(&mut said, &mut counted).unwrap();
-    let squatted = squat.wait_with_output().unwrap();
-    // Ray's Jobs API is gone with the dashboard: `down` says so and still releases the cluster.
-    let down = sh_as(VICTIM, dir, &format!("\"$RAYSLURM\" down {name}"));
-    let said = text(&down).1;
-    assert!(down.status.success(), "{said}");
-    assert!(said.contains("cancelling its allocation"), "{said}");
-
-    assert_eq!(counted.trim(), "0 no-token", "{}", text(&squatted).1);
-    let log_text = std::fs::read_to_string(log).unwrap();
-    assert!(
-        log_text.contains(&format!(
-            "port {port} on 127.0.0.1 is held by user id {}, not by you",
-            uid(ATTACKER)
-        )),
-        "{log_text}"
-    );
-}
-
-/// A Python program, run as the attacker on a node, that waits until the victim's Ray holds
-/// `base` (the GCS port: the run has chosen its block, which a squat made earlier would only
-/// move), then binds the dashboard's port `base + 1` on 127.0.0.1 and answers as Ray's
-/// dashboard does (401 without a token, 200 with one) until `stop` exists; then prints how many
-/// requests came and whether any carried a token.
-fn late_squatter(base: u16, victim_uid: u32, stop: &Path) -> String {
-    format!(
-        r#"import os, socket, sys, time
-def ray_holds_base():
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for row in open(table).read().splitlines()[1:]:
-            f = row.split()
-            if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == {base} and int(f[7]) == {victim_uid}:
-                return True
-    return False
-end = time.time() + 240
-while not ray_holds_base():
-    if time.time() > end:
-        print("no-ray", flush=True)
-        sys.exit(1)
-    time.sleep(0.005)
-{hold}"#,
-        hold = hold_port(base + 1, 240, Some(stop), true),
-    )
-}
-
-/// Another member with a shell on the head node binds a launch run's dashboard port on
-/// 127.0.0.1 after the run chose its ports (the block is predictable): the start-up check,
-/// which would send the token there, finds the port held by someone else, never sends it, and
-/// stops the run (fail closed) naming the holder. Ray's own dashboard is off here, so the
-/// squatter always gets the port and the check itself is what is tried, with no race.
-#[test]
-fn a_squatter_on_a_launch_runs_dashboard_port_is_never_sent_the_token() {
-    let Some((lab, _turn)) = lab("a_squatter_on_a_launch_runs_dashboard_port_is_never_sent") else {
-        return;
-    };
-    let dir = project_dir("latesquat");
-    let node = lab.nodes[0].clone();
-    // Outside the blocks rayslurm picks by itself (12000-31999), so no other test's run is near.
-    let base = 41_000 + (std::process::id() % 50) as u16 * 100;
-    let stop = dir.join("stop");
-    let squat = attacker_runs_on(&node, &dir, &late_squatter(base, uid(VICTIM), &stop));
-    let VictimRun {
-        job: _,
-        log,
-        info,
-        log_text,
-    } = victim_runs(
-        lab,
-        &dir,
-        &format!(
-            "-n 1 -w {node} --port-base {base} --ray-head-args=--include-dashboard=false --command 'sleep 60; echo command-done'"
-        ),
-    );
-    std::fs::write(&stop, "").unwrap();
-    let squatted = squat.wait_with_output().unwrap();
-    let (said, err) = text(&squatted);
-    assert!(said.starts_with("bound"), "{said}{err}\n{log_text}");
-    assert!(
-        said.contains("no-token"),
-        "the squatter got the token: {said}"
-    );
-    assert_ne!(info["JobState"], "COMPLETED", "{log_text}");
-    assert!(
-        log_text.contains(&format!(
-            "port {} on 127.0.0.1 is held by user id {}, not by you",
-            base + 1,
-            uid(ATTACKER)
-        )),
-        "{log_text}"
-    );
-    assert!(!log_text.contains("command-done"), "{log_text}");
-    let state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(log.with_extension("state.json")).unwrap())
-            .unwrap();
-    assert_eq!(state["ending"], "auth-not-enforced", "{state}");
 }

@@ -3,10 +3,11 @@
 //! the jobs `rayslurm exec` submits, watching the nodes as a command's run does. It ends when
 //! asked to stop (`down`, scancel, the time limit: running jobs are stopped first, with the
 //! stop grace), when a node fails, or, with `--idle-timeout`, after that long without a running
-//! or pending job: it then releases the allocation itself. Every poll first checks that the
-//! dashboard's port is still held by the user's own socket (`JobsApi` does): if another user
-//! took it, the token is not sent and the log says so.
+//! or pending job: it then releases the allocation itself. Every poll first checks that no other
+//! user holds the dashboard's port on any address of the node (`JobsApi` does): if another user
+//! took it, the token is not sent, the log says so, and `port-held` tells the login node.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -20,6 +21,7 @@ use crate::bootstrap::node::{TICK, say};
 use crate::bootstrap::signals;
 use crate::handoff::final_state::Ending;
 use crate::handoff::jobs_api::{ApiError, JobsApi};
+use crate::handoff::port_held::PortHeld;
 
 /// How often the head asks Ray whether any job runs or waits.
 const IDLE_CHECK_EVERY: Duration = Duration::from_secs(5);
@@ -35,6 +37,9 @@ struct Idle {
     last_asked: Option<Instant>,
     /// Another user holds the dashboard's port (said once until it is the user's again).
     squatted: bool,
+    /// Where the login node is told that a port is held (`port-held`), and by which attempt.
+    run_dir: PathBuf,
+    attempt: u32,
 }
 
 impl Idle {
@@ -50,15 +55,27 @@ impl Idle {
         self.last_asked = Some(Instant::now());
         // A cluster whose API does not answer counts as busy: never released by mistake.
         let jobs = api.jobs();
-        // Another user on the dashboard's port (Ray's dashboard died and the port was
-        // taken): the token is not sent, and the log says so once.
+        // Another user on the dashboard's port, on any address of the node (Ray's dashboard
+        // died and the port was taken): the token is not sent, the log says so once, and the
+        // login node is told, so that `exec`, `queue` and `down` say why they send nothing.
         match &jobs {
             Err(ApiError::NotYours(why)) if !self.squatted => {
                 self.squatted = true;
                 say(node, format!("warning: {why}"));
+                let held = PortHeld {
+                    attempt: self.attempt,
+                    message: why.to_string(),
+                };
+                if let Err(e) = held.write(&self.run_dir) {
+                    say(node, format!("warning: {e:#}"));
+                }
             }
             Err(ApiError::NotYours(_)) => {}
-            _ => self.squatted = false,
+            _ if self.squatted => {
+                self.squatted = false;
+                PortHeld::clear(&self.run_dir);
+            }
+            _ => {}
         }
         if jobs.map_or(true, |jobs| jobs.iter().any(|j| j.active())) {
             self.last_busy = Instant::now();
@@ -109,10 +126,15 @@ impl Head<'_> {
         };
         let ray_mark = Some(self.started.run_mark());
         let mut last_check = Instant::now();
+        let Some(run_dir) = self.args.run_dir.clone() else {
+            return Outcome::startup_failed("a persistent cluster needs a run directory");
+        };
         let mut idle = Idle {
             last_busy: Instant::now(),
             last_asked: None,
             squatted: false,
+            run_dir,
+            attempt: self.alloc.restart_count,
         };
         let outcome = loop {
             if let Some(signal) = signals::take().into_iter().find(|s| signals::stops(*s)) {

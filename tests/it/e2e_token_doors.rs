@@ -1,0 +1,417 @@
+//! End-to-end: the run's token goes only through doors rayslurm has checked. Another member of
+//! the victim's group (`rsbob`) with a shell on the head node binds a port of the victim's run,
+//! on the head node's own IP (where the login node connects) or on 127.0.0.1 (where the head
+//! connects), before Ray's dashboard binds it or after it died: no request with the token ever
+//! reaches them, the head names the port and their uid, and the victim's `exec`, `queue` and
+//! `down` say why they send the cluster nothing. And no process of the run carries the token on
+//! its command line, which every user of a node can read. docs/security.md lists each attack
+//! with its test here.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::e2e_shared::{
+    ATTACKER, VICTIM, VictimRun, project_dir, sh_as, uid, user_bin, users_slurm, victim_runs,
+};
+use crate::harness::{Job, connect_probe, first_line, lab, text};
+
+/// The head node's address as the nodes resolve its name (the lab's /etc/hosts).
+fn ip_of(node: &str) -> String {
+    let out = Command::new("getent")
+        .args(["hosts", node])
+        .output()
+        .unwrap();
+    let line = String::from_utf8_lossy(&out.stdout).into_owned();
+    let ip = line
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!ip.is_empty(), "{node} resolves: {line}");
+    ip
+}
+
+/// The Python lines that bind `ip`:`port`, print `bound`, answer every request until `stop`
+/// exists or `secs` have passed (with 401 when `challenge` and the request carries no token,
+/// as Ray's dashboard does; else with 200 and an empty list, as the Jobs API would), then print
+/// how many requests came and whether any carried a token.
+fn hold_port(ip: &str, port: u16, secs: u32, stop: &Path, challenge: bool) -> String {
+    let challenge = if challenge { "True" } else { "False" };
+    format!(
+        r#"s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("{ip}", {port}))
+s.listen(16)
+s.settimeout(0.5)
+print("bound", flush=True)
+got = []
+end = time.time() + {secs}
+while time.time() < end and not os.path.exists("{stop}"):
+    try:
+        c, _ = s.accept()
+    except socket.timeout:
+        continue
+    c.settimeout(2)
+    try:
+        req = c.recv(65536)
+        got.append(req)
+        if {challenge} and b"uthorization" not in req:
+            c.sendall(b"HTTP/1.0 401 Unauthorized\r\n\r\n")
+        else:
+            c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n[]")
+    except OSError:
+        pass
+    c.close()
+print(len(got), "token" if any(b"Bearer" in g or b"uthorization" in g for g in got) else "no-token", flush=True)
+"#,
+        stop = stop.display()
+    )
+}
+
+/// The Python program `program`, written to `dir/squat.py`, run as the attacker in node
+/// `node`'s network namespace (a shell of theirs on that node), its output piped.
+fn attacker_runs_on(node: &str, dir: &Path, program: &str) -> std::process::Child {
+    std::fs::write(dir.join("squat.py"), program).unwrap();
+    Command::new("nsenter")
+        .arg(format!("--net=/run/netns/rsl-{node}"))
+        .args(["runuser", "-u", ATTACKER, "--", "python3"])
+        .arg(dir.join("squat.py"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The pids listening on `port` in node `node`'s network namespace.
+fn listeners_on(node: &str, port: u64) -> Vec<String> {
+    let out = Command::new("nsenter")
+        .arg(format!("--net=/run/netns/rsl-{node}"))
+        .args(["ss", "-Htlnp"])
+        .arg(format!("sport = :{port}"))
+        .output()
+        .unwrap();
+    let re = regex::Regex::new(r"pid=(\d+)").unwrap();
+    re.captures_iter(&String::from_utf8_lossy(&out.stdout))
+        .map(|c| c[1].to_owned())
+        .collect()
+}
+
+/// Every process's command line on this machine, which sees the processes of every lab node
+/// (each node's PID namespace is a child of this one) and of the login node: (pid, argv joined
+/// by spaces). /proc/PID/cmdline is readable by every user.
+fn command_lines() -> Vec<(String, String)> {
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(raw) = std::fs::read(entry.path().join("cmdline")) {
+            let argv = String::from_utf8_lossy(&raw).replace('\0', " ");
+            lines.push((pid, argv));
+        }
+    }
+    lines
+}
+
+/// No command line holds `token`; and the look saw the run's own programs (Ray's GCS, a raylet
+/// and rayslurm's bootstrap), so a look that found nothing at all cannot pass.
+fn no_command_line_holds(token: &str, when: &str) {
+    assert!(token.len() >= 16, "a real token: {token:?}");
+    let lines = command_lines();
+    let holding: Vec<_> = lines.iter().filter(|(_, l)| l.contains(token)).collect();
+    assert!(
+        holding.is_empty(),
+        "{when}: the token is on these command lines: {holding:?}"
+    );
+    for program in ["gcs_server", "raylet", "rayslurm"] {
+        assert!(
+            lines.iter().any(|(_, l)| l.contains(program)),
+            "{when}: no {program} among {} processes: the look saw no run",
+            lines.len()
+        );
+    }
+}
+
+/// The victim's cluster, tried by another member three ways. Its dashboard forwarded to the
+/// login node's 127.0.0.1, where every user can connect and each connection would be an `srun`
+/// step run as the victim: another member's connection is closed unanswered, the victim's own
+/// is served. While the victim's `exec` runs a job, no process anywhere carries the token on
+/// its command line. Then Ray's dashboard dies and the other member, with a shell on the head
+/// node, takes its port on the head node's IP: neither the head's poll of its Jobs API nor the
+/// victim's `exec` and `queue` send a request there, each says who holds the port, and `down`
+/// still releases the cluster. One cluster for all three (a Ray start is seconds of the lab's 2
+/// cores).
+#[test]
+fn another_member_can_neither_use_the_victims_dashboard_forward_nor_get_the_token_on_its_port() {
+    let Some((lab, _turn)) = lab(
+        "another_member_can_neither_use_the_victims_dashboard_forward_nor_get_the_token_on_its_port",
+    ) else {
+        return;
+    };
+    let dir = project_dir("forward");
+    let name = format!("fwd{}", std::process::id());
+    let out = sh_as(
+        VICTIM,
+        &dir,
+        &format!(
+            "\"$RAYSLURM\" up {name} -n 1 --time 5 --json --object-store-memory 100000000 --load-env 'source {}/bin/activate'",
+            lab.venv.display()
+        ),
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "up as {VICTIM}: {stderr}");
+    // Cancelled if the test fails before its `down`, so that its node is not held until the
+    // time limit.
+    let cluster = Job::launched(
+        stdout.lines().next().unwrap_or_default().as_bytes(),
+        dir.clone(),
+        Default::default(),
+    );
+    the_victims_dashboard_forward_serves_the_victim_alone(&dir, &name);
+    no_command_line_holds_the_token_while_a_job_runs(&dir, &name, &cluster.log);
+    a_squatter_on_the_dead_dashboards_ip_and_port_is_never_sent_the_token(
+        &dir,
+        &name,
+        &cluster.log,
+    );
+}
+
+/// The victim's forward of cluster `name`'s dashboard, for 30 s (then Ctrl-C, as its user
+/// would): the other member's connection is closed unanswered, the victim's own answered.
+fn the_victims_dashboard_forward_serves_the_victim_alone(dir: &Path, name: &str) {
+    let local = 30000 + (std::process::id() % 500) as u16;
+    let mut forward = Command::new("runuser")
+        .args(["-u", VICTIM, "--", "env", "-i"])
+        .arg(format!("HOME=/home/{VICTIM}"))
+        .args(users_slurm())
+        .args(["timeout", "-s", "INT", "30"])
+        .arg(user_bin())
+        .args(["dashboard", name, "--port", &local.to_string()])
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = first_line(&mut forward);
+    assert_eq!(url.trim(), format!("http://localhost:{local}"));
+    // Readable by both members, as the project's files are.
+    std::fs::write(dir.join("probe.py"), connect_probe(local)).unwrap();
+    let connect = "python3 probe.py";
+    let theirs = sh_as(ATTACKER, dir, connect);
+    let mine = sh_as(VICTIM, dir, connect);
+    let forwarded = forward.wait_with_output().unwrap();
+    assert_eq!(text(&theirs).0.trim(), "closed", "{}", text(&theirs).1);
+    assert_eq!(text(&mine).0.trim(), "answered", "{}", text(&mine).1);
+    let said = String::from_utf8_lossy(&forwarded.stderr);
+    assert!(
+        said.contains("it is not yours (1 refused so far)"),
+        "{said}"
+    );
+}
+
+fn cluster_info(log: &Path) -> serde_json::Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(log.with_extension("d").join("cluster.json")).unwrap(),
+    )
+    .unwrap()
+}
+
+/// The victim `exec`s a job into cluster `name` that runs for a while and looks, while it
+/// runs, at every command line on this machine (the head's Ray, the job's driver and its
+/// supervisor, the bootstrap, the login node's relay step): none holds the token.
+fn no_command_line_holds_the_token_while_a_job_runs(dir: &Path, name: &str, log: &Path) {
+    let info = cluster_info(log);
+    let token = std::fs::read_to_string(info["token_file"].as_str().unwrap()).unwrap();
+    let started = dir.join("job-started");
+    let mut exec = Command::new("runuser")
+        .args(["-u", VICTIM, "--", "env", "-i"])
+        .arg(format!("HOME=/home/{VICTIM}"))
+        .args(users_slurm())
+        .arg(user_bin())
+        .args(["exec", name, "--"])
+        .arg(format!("touch {}; sleep 15", started.display()))
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !started.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the exec'd job never started"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    no_command_line_holds(token.trim(), "while an exec'd job runs");
+    let out = exec.wait().unwrap();
+    assert!(out.success(), "exec as {VICTIM}");
+}
+
+/// Ray's dashboard of the victim's cluster `name` (whose log is `log`) dies, and the other
+/// member takes its port on the head node's IP, where the login node would connect: no
+/// request reaches them, the head's log names the port and their uid, the victim's `exec` and
+/// `queue` refuse and say the same, and `down` still releases the cluster.
+fn a_squatter_on_the_dead_dashboards_ip_and_port_is_never_sent_the_token(
+    dir: &Path,
+    name: &str,
+    log: &Path,
+) {
+    let info = cluster_info(log);
+    let head = info["head_node"].as_str().unwrap().to_owned();
+    let head_ip = info["head_ip"].as_str().unwrap().to_owned();
+    assert_eq!(head_ip, ip_of(&head), "the head's address is its node's");
+    let port = info["dashboard_port"].as_u64().unwrap();
+
+    // The dashboard dies (as it may, of memory); its port is free for anyone on the node.
+    let dashboard = listeners_on(&head, port);
+    assert!(!dashboard.is_empty(), "Ray's dashboard listens on {port}");
+    for pid in &dashboard {
+        let _ = Command::new("kill").args(["-KILL", pid]).status();
+    }
+    let t0 = Instant::now();
+    while !listeners_on(&head, port).is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "port {port} stays held"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let stop = dir.join("stop-squat");
+    let program = format!(
+        "import os, socket, sys, time\n{}",
+        hold_port(&head_ip, port as u16, 180, &stop, false)
+    );
+    let mut squat = attacker_runs_on(&head, dir, &program);
+    let mut said = std::io::BufReader::new(squat.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut said, &mut line).unwrap();
+    assert_eq!(line.trim(), "bound");
+    let held = format!(
+        "port {port} on {head_ip} is held by user id {}, not by you",
+        uid(ATTACKER)
+    );
+    // The head's poll (every 5 s) finds the port taken and says so.
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(log).unwrap().contains(&held) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the head never named the squatter: {}",
+            std::fs::read_to_string(log).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // The victim's own commands send the cluster nothing, and say why.
+    for command in [
+        format!("\"$RAYSLURM\" exec {name} -- echo never-run"),
+        format!("\"$RAYSLURM\" queue {name}"),
+    ] {
+        let out = sh_as(VICTIM, dir, &command);
+        let (stdout, stderr) = text(&out);
+        assert!(!out.status.success(), "{command}: {stdout}{stderr}");
+        assert!(stderr.contains(&held), "{command}: {stderr}");
+    }
+    // Ray's Jobs API is out of reach: `down` says so and still releases the cluster.
+    let down = sh_as(VICTIM, dir, &format!("\"$RAYSLURM\" down {name}"));
+    let said_down = text(&down).1;
+    assert!(down.status.success(), "{said_down}");
+    assert!(
+        said_down.contains("cancelling its allocation"),
+        "{said_down}"
+    );
+    assert!(said_down.contains(&held), "{said_down}");
+
+    std::fs::write(&stop, "").unwrap();
+    let mut counted = String::new();
+    std::io::Read::read_to_string(&mut said, &mut counted).unwrap();
+    let squatted = squat.wait_with_output().unwrap();
+    assert_eq!(counted.trim(), "0 no-token", "{}", text(&squatted).1);
+}
+
+/// A Python program, run as the attacker on a node, that waits until the victim's Ray holds
+/// `gcs` (the run has chosen its ports; a squat made earlier would only move them), then binds
+/// the dashboard's port `gcs + 1` on `ip` (the node's own address, or 127.0.0.1) and answers as
+/// Ray's dashboard does (401 without a token, 200 with one) until `stop` exists; then prints
+/// how many requests came and whether any carried a token.
+fn late_squatter(ip: &str, gcs: u16, victim_uid: u32, stop: &Path) -> String {
+    format!(
+        r#"import os, socket, sys, time
+def ray_holds_gcs():
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in open(table).read().splitlines()[1:]:
+            f = row.split()
+            if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == {gcs} and int(f[7]) == {victim_uid}:
+                return True
+    return False
+end = time.time() + 240
+while not ray_holds_gcs():
+    if time.time() > end:
+        print("no-ray", flush=True)
+        sys.exit(1)
+    time.sleep(0.005)
+{hold}"#,
+        hold = hold_port(ip, gcs + 1, 240, stop, true),
+    )
+}
+
+/// Another member with a shell on the head node binds a launch run's dashboard port after the
+/// run chose its ports and before Ray's dashboard binds it, on the node's own IP (the login
+/// node's way in) or on 127.0.0.1 (the head's): the start-up check, which would send the token
+/// there, finds the port held by someone else on either address, never sends it, and stops the
+/// run (fail closed) naming the port, the address and the holder. Ray's own dashboard is off
+/// here, so the squatter always gets the port and the check itself is what is tried, with no
+/// race.
+#[test]
+fn a_squatter_on_a_launch_runs_dashboard_port_is_never_sent_the_token() {
+    let Some((lab, _turn)) = lab("a_squatter_on_a_launch_runs_dashboard_port_is_never_sent") else {
+        return;
+    };
+    let node = lab.nodes[0].clone();
+    for (n, ip) in [ip_of(&node), "127.0.0.1".to_owned()]
+        .into_iter()
+        .enumerate()
+    {
+        let dir = project_dir("latesquat");
+        // Outside the ports rayslurm picks by itself, so no other test's run is near.
+        let base = 41_000 + (std::process::id() % 50) as u16 * 100 + n as u16 * 20;
+        let stop = dir.join("stop");
+        let squat = attacker_runs_on(&node, &dir, &late_squatter(&ip, base, uid(VICTIM), &stop));
+        let VictimRun {
+            job: _,
+            log,
+            info,
+            log_text,
+        } = victim_runs(
+            lab,
+            &dir,
+            &format!(
+                "-n 1 -w {node} --port-base {base} --ray-head-args=--include-dashboard=false --command 'sleep 60; echo command-done'"
+            ),
+        );
+        std::fs::write(&stop, "").unwrap();
+        let squatted = squat.wait_with_output().unwrap();
+        let (said, err) = text(&squatted);
+        assert!(said.starts_with("bound"), "{ip}: {said}{err}\n{log_text}");
+        assert!(
+            said.contains("no-token"),
+            "{ip}: the squatter got the token: {said}"
+        );
+        assert_ne!(info["JobState"], "COMPLETED", "{ip}: {log_text}");
+        assert!(
+            log_text.contains(&format!(
+                "port {} on {ip} is held by user id {}, not by you",
+                base + 1,
+                uid(ATTACKER)
+            )),
+            "{log_text}"
+        );
+        assert!(!log_text.contains("command-done"), "{ip}: {log_text}");
+        let state: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(log.with_extension("state.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(state["ending"], "auth-not-enforced", "{ip}: {state}");
+    }
+}
