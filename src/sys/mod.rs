@@ -1,10 +1,11 @@
 //! Small system helpers every layer uses: the one wrapper for external commands ([`process`]),
 //! quoting for bash ([`quote`]), who owns a local TCP socket ([`socket_owner`]), files that appear whole or not at all ([`staged_file`]) and
-//! whole results on stdout ([`stdout`]), the user's private tree ([`private_tree`]) and
+//! whole results on stdout ([`stdout`]), ports kept from changing hands ([`port_keeper`]), the user's private tree ([`private_tree`]) and
 //! SHA-256 digests ([`digest`]), and what root looks like inside a user namespace
 //! ([`user_namespace`]).
 
 pub(crate) mod digest;
+pub(crate) mod port_keeper;
 pub(crate) mod private_tree;
 pub(crate) mod process;
 pub(crate) mod pump;

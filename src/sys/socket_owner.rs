@@ -12,7 +12,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// `st` of a listening socket.
-const LISTEN: u8 = 0x0A;
+pub(crate) const LISTEN: u8 = 0x0A;
 /// `st` of a socket in TIME_WAIT: it belongs to no one any more (its uid reads 0).
 const TIME_WAIT: u8 = 0x06;
 
@@ -23,6 +23,8 @@ pub(crate) struct Row {
     pub(crate) remote: SocketAddr,
     pub(crate) state: u8,
     pub(crate) uid: u32,
+    /// The socket's inode (`socket:[INODE]` among its holders' `/proc/PID/fd`).
+    pub(crate) inode: u64,
 }
 
 /// `0100007F` → 127.0.0.1; 32 hex digits → an IPv6 address (four host-order words).
@@ -61,13 +63,15 @@ pub(crate) fn parse_row(line: &str) -> Option<Row> {
     let local = parse_addr(fields.next()?)?;
     let remote = parse_addr(fields.next()?)?;
     let state = u8::from_str_radix(fields.next()?, 16).ok()?;
-    // tx_queue:rx_queue, tr:tm->when, retrnsmt, then the uid.
+    // tx_queue:rx_queue, tr:tm->when, retrnsmt, then the uid; the timeout, then the inode.
     let uid = fields.nth(3)?.parse().ok()?;
+    let inode = fields.nth(1)?.parse().ok()?;
     Some(Row {
         local,
         remote,
         state,
         uid,
+        inode,
     })
 }
 
@@ -337,6 +341,7 @@ mod tests {
                 remote: at("127.0.0.1:8265"),
                 state: 0x01,
                 uid: 1001,
+                inode: 18001,
             }
         );
         assert_eq!(parse_table(TCP6)[0].uid, 1002);
@@ -367,6 +372,7 @@ mod tests {
             remote: at("0.0.0.0:0"),
             state: LISTEN,
             uid: 1000,
+            inode: 1,
         };
         // Bound on the node's own address, where the login node connects.
         let squatter = Row {

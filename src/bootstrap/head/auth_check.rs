@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
+use super::kept_ports;
 use crate::bootstrap::node::say;
 use crate::bootstrap::ray_auth::{self, Checked};
 
@@ -32,6 +33,8 @@ pub(super) struct AuthCheck {
 /// Where the check asks: the dashboard's port on this node, and the other HTTP ports of the
 /// run's block on the node's address.
 pub(super) struct Ports {
+    /// The node, for the log.
+    pub(super) node: String,
     pub(super) dashboard: u16,
     pub(super) host: String,
     pub(super) others: Vec<(&'static str, u16)>,
@@ -56,6 +59,11 @@ impl AuthCheck {
         let metrics_asked = ports.metrics_asked;
         std::thread::spawn(move || {
             let checked = ray_auth::check(&path, ports.dashboard, patience);
+            // A dashboard that answered and enforces the token is kept from changing hands:
+            // Ray's programs send it the token on the node's IP for as long as they live.
+            if matches!(checked, Ok(Checked::Refused | Checked::OwnTokenRefused(_))) {
+                kept_ports::keep_dashboard(&ports.node, ports.dashboard);
+            }
             // Asked once the dashboard has answered (or not): by then every service is up.
             let open = ray_auth::open_without_token(&ports.host, &ports.others);
             let _ = tx.send((checked, open));
@@ -167,6 +175,7 @@ mod tests {
 
     fn ports(dashboard: u16) -> Ports {
         Ports {
+            node: "n1".into(),
             dashboard,
             host: "127.0.0.1".into(),
             others: Vec::new(),

@@ -47,6 +47,9 @@ pub(super) struct RayHead {
     /// Whether the log has named the dashboard: it listens, and Ray was found to enforce the
     /// token (when there is one).
     pub(super) dashboard_announced: bool,
+    /// The GCS's and Ray Client server's listening sockets, kept from changing hands for as
+    /// long as the head lives (`kept_ports`).
+    pub(super) kept: Vec<crate::sys::port_keeper::Kept>,
 }
 
 impl Head<'_> {

@@ -10,6 +10,7 @@ mod cluster;
 mod command;
 mod drain;
 mod elastic;
+mod kept_ports;
 mod lease;
 mod outcome;
 mod per_node;

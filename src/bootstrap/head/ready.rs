@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::auth_check::{self, AuthCheck, Verdict};
 use super::cluster::RayHead;
+use super::kept_ports;
 use super::outcome::Outcome;
 use super::srun_workers::{Joined, StepEvent};
 use super::start::StartUp;
@@ -127,6 +128,7 @@ impl StartUp<'_> {
                         self.t0.elapsed().as_secs_f64()
                     ),
                 );
+                head.kept = kept_ports::keep_services(node, &head.ports);
                 self.check_auth(head)?;
                 if head.auth_check.is_none() {
                     head.dashboard_announced = say_dashboard(node, head.ports.dashboard());
@@ -153,6 +155,7 @@ impl StartUp<'_> {
             return Ok(());
         };
         let ports = auth_check::Ports {
+            node: self.alloc.node.clone(),
             dashboard: head.ports.dashboard(),
             host: match self.ip {
                 IpAddr::V4(v4) => v4.to_string(),

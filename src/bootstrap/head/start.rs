@@ -251,6 +251,7 @@ impl<'a> StartUp<'a> {
             ports,
             auth,
             auth_check: None,
+            kept: Vec::new(),
             dashboard_announced: false,
         };
         Ok((start, head))
