@@ -120,6 +120,33 @@ impl EnrootDirs {
     }
 }
 
+/// Removes those of the attempt's containers (`containers`, as enroot names them) that are in
+/// enroot's data directory. enroot is run only when one is there, and once the directories
+/// are checked: every enroot command makes its directories first (`mkdir -p`), which in a
+/// directory another user made would put the user's files in it.
+pub(crate) fn remove(node: &str, containers: &[String]) -> Result<(), String> {
+    let dirs = EnrootDirs::find()?;
+    let there: Vec<&String> = containers
+        .iter()
+        .filter(|name| std::fs::symlink_metadata(dirs.data.join(name)).is_ok())
+        .collect();
+    if there.is_empty() {
+        return Ok(());
+    }
+    dirs.check(node, &[])?;
+    let script = format!("{AS_PYXIS_RUNS_IT}enroot remove --force \"$@\" >/dev/null");
+    let out = Cmd::new("sh")
+        .args(["-c", &script, "sh"])
+        .args(there)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+    }
+}
+
 /// The message for an enroot directory that is not safe: what is wrong (the path, its owner
 /// and mode), and what to do, which depends on whose it is.
 fn unsafe_dir(what: &str, path: &Path, node: &str, e: &TreeError) -> String {

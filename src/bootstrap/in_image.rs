@@ -43,6 +43,13 @@ impl Image {
     fn name(&self) -> &str {
         self.name.as_ref().map_or("", PyxisName::as_str)
     }
+
+    /// The names enroot may know the container by (none without pyxis).
+    fn in_enroot(&self) -> Vec<String> {
+        self.name
+            .as_ref()
+            .map_or_else(Vec::new, |n| n.in_enroot(&self.job_id).to_vec())
+    }
 }
 
 /// Sets the run's image for every program this process starts; without `--container-image`
@@ -212,8 +219,7 @@ pub(crate) fn check(node: &str, ray: bool) -> Result<(), String> {
     };
     if container.runtime == ContainerRuntime::Pyxis {
         // Before the node's first step, which makes the container.
-        let names = image.name.as_ref().map(|n| n.in_enroot(&image.job_id));
-        EnrootDirs::find().and_then(|dirs| dirs.check(node, names.as_ref().map_or(&[], |n| n)))?;
+        EnrootDirs::find().and_then(|dirs| dirs.check(node, &image.in_enroot()))?;
     }
     let probe = if ray {
         "command -v ray >/dev/null || { echo \"ray was not found on PATH inside the image; mount a venv that has it (--container-mounts) or use an image with Ray\" >&2; exit 127; }"
@@ -287,18 +293,8 @@ pub(crate) fn remove_container(node: &str) {
     if !crate::bootstrap::marked::with_env(job_env::IN_CONTAINER, image.name()).is_empty() {
         return;
     }
-    const REMOVE: &str = r#"for c in "pyxis_$1" "pyxis_$2_$1"; do
-  enroot list | grep -qxF "$c" || continue
-  enroot remove --force "$c" >/dev/null || exit 1
-done"#;
-    let out = Cmd::new("sh")
-        .args(["-c", &format!("{}{REMOVE}", enroot::AS_PYXIS_RUNS_IT), "sh"])
-        .args([image.name(), &image.job_id])
-        .output();
-    let why = match out {
-        Ok(out) if out.status.success() => return,
-        Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        Err(e) => e.to_string(),
+    let Err(why) = enroot::remove(node, &image.in_enroot()) else {
+        return;
     };
     crate::bootstrap::node::say(
         node,
