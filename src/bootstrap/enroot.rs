@@ -121,14 +121,19 @@ impl EnrootDirs {
 }
 
 /// Removes those of the attempt's containers (`containers`, as enroot names them) that are in
-/// enroot's data directory. enroot is run only when one is there, and once the directories
-/// are checked: every enroot command makes its directories first (`mkdir -p`), which in a
-/// directory another user made would put the user's files in it.
+/// enroot's data directory and are the user's (one of another owner was not made by the run,
+/// which refused to start in it). enroot is run only when one is there, and once the
+/// directories are checked: every enroot command makes its directories first (`mkdir -p`),
+/// which in a directory another user made would put the user's files in it.
 pub(crate) fn remove(node: &str, containers: &[String]) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
     let dirs = EnrootDirs::find()?;
     let there: Vec<&String> = containers
         .iter()
-        .filter(|name| std::fs::symlink_metadata(dirs.data.join(name)).is_ok())
+        .filter(|name| {
+            std::fs::symlink_metadata(dirs.data.join(name))
+                .is_ok_and(|m| m.is_dir() && private_tree::is_mine(m.uid()))
+        })
         .collect();
     if there.is_empty() {
         return Ok(());

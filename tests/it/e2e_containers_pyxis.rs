@@ -337,7 +337,8 @@ fn release(job: &Job) {
 /// before her first pyxis run on it (the lab keeps enroot's directories in the node's sticky
 /// /tmp/enroot, one a user, as sites do), open to all, with a container of his in it under the
 /// name her run's container had before it had a random part (`rayslurm-JOB.0`): a real one,
-/// made by his enroot from the image, whose marker says it is his. Her run fails at start-up,
+/// made by his enroot from the image, whose marker says it is his, open for her enroot to start
+/// (`chmod -R a+rwX`). Her run fails at start-up,
 /// naming the directory, its owner and mode; it makes nothing in his directory, and his root
 /// filesystem never runs as her.
 #[test]
@@ -355,7 +356,8 @@ mkdir -m 777 {user} {data}
 own=$(mktemp -d)
 ENROOT_DATA_PATH={data} ENROOT_RUNTIME_PATH=$own/run ENROOT_CACHE_PATH=$own/cache enroot create -n pyxis_rayslurm-{id}.0 {image} >/dev/null
 rm -rf \"$own\"
-echo \"rsbob's root filesystem\" > {data}/pyxis_rayslurm-{id}.0/etc/rayslurm-image-marker",
+echo \"rsbob's root filesystem\" > {data}/pyxis_rayslurm-{id}.0/etc/rayslurm-image-marker
+chmod -R a+rwX {data}/pyxis_rayslurm-{id}.0",
         user = planted.0.display(),
         data = data.display(),
         id = job.id,
