@@ -3,6 +3,8 @@
 //! Debian 12 image as SquashFS: every program of the run is a Slurm step of its own in the run's
 //! one container on each node, which is gone from every node after the run, however it ended.
 //! The lab's Ray venv is mounted at its own path, and its `bin` put first on the image's PATH.
+//! The container's name has a random part; and tried as `rsbob` against runs of `rsalice`
+//! (docs/security.md), enroot's directories that are not hers alone fail her run at start-up.
 //!
 //! The container tests' own step (`RAYSLURM_TEST_CONTAINERS=1`), as e2e_containers.
 
