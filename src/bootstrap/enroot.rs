@@ -58,14 +58,12 @@ impl EnrootDirs {
     /// [`SHOW_DIRS`] run by `bash`, after pyxis's environment is made and then `then`.
     fn ask(bash: Cmd, then: &str) -> Result<Self, String> {
         let script = format!("{AS_PYXIS_RUNS_IT}{then}{SHOW_DIRS}");
-        let out = bash
-            .args(["-c", &script])
-            .output()
+        let out = run(bash.args(["-c", &script]))
             .map_err(|e| format!("cannot ask enroot where its directories are: {e}"))?;
         if !out.status.success() {
             return Err(format!(
                 "cannot ask enroot where its directories are: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
+                said(&out)
             ));
         }
         Self::parse(&out.stdout)
@@ -140,16 +138,36 @@ pub(crate) fn remove(node: &str, containers: &[String]) -> Result<(), String> {
     }
     dirs.check(node, &[])?;
     let script = format!("{AS_PYXIS_RUNS_IT}enroot remove --force \"$@\" >/dev/null");
-    let out = Cmd::new("sh")
-        .args(["-c", &script, "sh"])
-        .args(there)
-        .output()
-        .map_err(|e| e.to_string())?;
+    let out = run(Cmd::new("sh").args(["-c", &script, "sh"]).args(&there))
+        .map_err(|e| format!("cannot run enroot: {e}"))?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+        Err(format!(
+            "`enroot remove --force {}`: {}",
+            there
+                .iter()
+                .map(|n| n.as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+            said(&out)
+        ))
     }
+}
+
+/// Runs `cmd` to its end, its output captured, whatever its exit status.
+fn run(cmd: Cmd) -> std::io::Result<std::process::Output> {
+    cmd.command().stdin(std::process::Stdio::null()).output()
+}
+
+/// What a failed command said: its stderr, else its stdout (enroot prints a configuration
+/// file it cannot read there), else its exit status.
+fn said(out: &std::process::Output) -> String {
+    [&out.stderr, &out.stdout]
+        .map(|b| String::from_utf8_lossy(b).trim().to_owned())
+        .into_iter()
+        .find(|s| !s.is_empty())
+        .unwrap_or_else(|| crate::sys::process::describe_status(out.status))
 }
 
 /// The message for an enroot directory that is not safe: what is wrong (the path, its owner
@@ -241,6 +259,11 @@ exit 1
         std::fs::write(bin.join("enroot"), "#!/bin/sh\n").unwrap();
         let err = EnrootDirs::ask(Cmd::new("bash"), &then).unwrap_err();
         assert!(err.contains("has no configuration block"), "{err}");
+        // A site's configuration it cannot read: enroot's words (on its stdout).
+        let bad = "# ---- BEGIN CONFIG ----\nprintf 'Invalid configuration file: /x\\n'; exit 1\n# ----- END CONFIG -----\n";
+        std::fs::write(bin.join("enroot"), bad).unwrap();
+        let err = EnrootDirs::ask(Cmd::new("bash"), &then).unwrap_err();
+        assert!(err.ends_with("Invalid configuration file: /x"), "{err}");
     }
 
     #[test]
