@@ -211,7 +211,8 @@ pub(crate) fn ray_python(args: &[OsString], on_node: PathBuf) -> Cmd {
 
 /// Checks that the image starts on this node (and, for a Ray run, has `ray` on its PATH), so
 /// that a wrong image fails the run at start-up with the runtime's own words and the node
-/// named, rather than as a command that exits 1.
+/// named, rather than as a command that exits 1. With pyxis, enroot's directories for the
+/// user are checked first (see [`enroot`]): this is the node's first step of the attempt.
 pub(crate) fn check(node: &str, ray: bool) -> Result<(), String> {
     let Some((image, container)) = IMAGE.get().and_then(|i| Some((i, i.options.container()?)))
     else {
