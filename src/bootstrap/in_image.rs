@@ -14,8 +14,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
+use anyhow::{Context, Result};
+
+use crate::bootstrap::enroot::{self, EnrootDirs};
+use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::container::{ContainerOptions, ContainerRuntime, Inside, PyxisStep};
 use crate::handoff::job_env;
+use crate::handoff::pyxis_name::PyxisName;
 use crate::sys::process::Cmd;
 
 static IMAGE: OnceLock<Image> = OnceLock::new();
@@ -27,20 +32,35 @@ struct Image {
     gpus: bool,
     /// This node's Slurm name, where pyxis's steps run.
     node: String,
-    /// The run's container on each node, for pyxis (`container_name`).
-    name: String,
+    /// The attempt's container on each node, for pyxis ([`named`]).
+    name: Option<PyxisName>,
     /// The job's id: pyxis names a container it keeps for the job only `pyxis_JOB_NAME`.
     job_id: String,
 }
 
+impl Image {
+    /// The attempt's pyxis container's name (none without pyxis).
+    fn name(&self) -> &str {
+        self.name.as_ref().map_or("", PyxisName::as_str)
+    }
+
+    /// The names enroot may know the container by (none without pyxis).
+    fn in_enroot(&self) -> Vec<String> {
+        self.name
+            .as_ref()
+            .map_or_else(Vec::new, |n| n.in_enroot(&self.job_id).to_vec())
+    }
+}
+
 /// Sets the run's image for every program this process starts; without `--container-image`
-/// they run on the node as they are.
+/// they run on the node as they are. `name` is the attempt's pyxis container ([`named`]).
 pub(crate) fn init(
     options: &ContainerOptions,
     run_dir: Option<&Path>,
     gpus: bool,
     node: &str,
-    attempt: (&str, u32),
+    job_id: &str,
+    name: Option<&PyxisName>,
 ) {
     if options.container_image.is_some() {
         let _ = IMAGE.set(Image {
@@ -48,15 +68,42 @@ pub(crate) fn init(
             run_dir: run_dir.map(Path::to_owned),
             gpus,
             node: node.to_owned(),
-            name: container_name(attempt.0, attempt.1),
-            job_id: attempt.0.to_owned(),
+            name: name.cloned(),
+            job_id: job_id.to_owned(),
         });
     }
 }
 
-/// The name of the run's container on each node with pyxis: one per attempt of the job.
-pub(crate) fn container_name(job_id: &str, restart: u32) -> String {
-    format!("rayslurm-{job_id}.{restart}")
+/// `args` with the attempt's pyxis container named: where an attempt starts (the head, or an
+/// elastic worker job, a job of its own), a fresh name with a random part; every other role
+/// (a worker, a rank's task, the watchdog) is given the head's in its arguments. Unchanged
+/// without pyxis.
+pub(crate) fn named(args: &BootstrapArgs, job_id: &str, restart: u32) -> Result<BootstrapArgs> {
+    let pyxis = args
+        .cluster
+        .container
+        .container()
+        .is_some_and(|c| c.runtime == ContainerRuntime::Pyxis);
+    if !pyxis || args.pyxis_container.is_some() {
+        return Ok(args.clone());
+    }
+    if args.worker || args.watchdog {
+        anyhow::bail!("the head named no pyxis container for this node (--pyxis-container)");
+    }
+    Ok(BootstrapArgs {
+        pyxis_container: Some(PyxisName::new(job_id, restart, &random_hex()?)),
+        ..args.clone()
+    })
+}
+
+/// 16 hex digits from the kernel: the part of the container's name no one can know before.
+fn random_hex() -> Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 8];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context("cannot read /dev/urandom for the name of the run's container")?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Whether each program is a Slurm step of its own (pyxis): one that leaves daemons behind
@@ -99,7 +146,7 @@ pub(crate) fn wrap(cmd: Command) -> Command {
     let words = if container.runtime == ContainerRuntime::Pyxis {
         let step = PyxisStep {
             node: &image.node,
-            name: &image.name,
+            name: image.name(),
         };
         container.srun_step(&inside, &step, &program)
     } else {
@@ -123,7 +170,7 @@ pub(crate) fn wrap(cmd: Command) -> Command {
         wrapped.env("USER", user);
     }
     if container.runtime == ContainerRuntime::Pyxis {
-        wrapped.env(job_env::IN_CONTAINER, &image.name);
+        wrapped.env(job_env::IN_CONTAINER, image.name());
     }
     wrapped
 }
@@ -164,11 +211,17 @@ pub(crate) fn ray_python(args: &[OsString], on_node: PathBuf) -> Cmd {
 
 /// Checks that the image starts on this node (and, for a Ray run, has `ray` on its PATH), so
 /// that a wrong image fails the run at start-up with the runtime's own words and the node
-/// named, rather than as a command that exits 1.
+/// named, rather than as a command that exits 1. With pyxis, enroot's directories for the
+/// user are checked first (see [`enroot`]): this is the node's first step of the attempt.
 pub(crate) fn check(node: &str, ray: bool) -> Result<(), String> {
-    let Some(container) = IMAGE.get().and_then(|i| i.options.container()) else {
+    let Some((image, container)) = IMAGE.get().and_then(|i| Some((i, i.options.container()?)))
+    else {
         return Ok(());
     };
+    if container.runtime == ContainerRuntime::Pyxis {
+        // Before the node's first step, which makes the container.
+        EnrootDirs::find().and_then(|dirs| dirs.check(node, &image.in_enroot()))?;
+    }
     let probe = if ray {
         "command -v ray >/dev/null || { echo \"ray was not found on PATH inside the image; mount a venv that has it (--container-mounts) or use an image with Ray\" >&2; exit 127; }"
     } else {
@@ -238,27 +291,17 @@ pub(crate) fn remove_container(node: &str) {
         return;
     };
     // Every program in the container, and the `srun` on the node that runs it, has the mark.
-    if !crate::bootstrap::marked::with_env(job_env::IN_CONTAINER, &image.name).is_empty() {
+    if !crate::bootstrap::marked::with_env(job_env::IN_CONTAINER, image.name()).is_empty() {
         return;
     }
-    const REMOVE: &str = r#"for c in "pyxis_$1" "pyxis_$2_$1"; do
-  enroot list | grep -qxF "$c" || continue
-  enroot remove --force "$c" >/dev/null || exit 1
-done"#;
-    let out = Cmd::new("sh")
-        .args(["-c", REMOVE, "sh"])
-        .args([&image.name, &image.job_id])
-        .output();
-    let why = match out {
-        Ok(out) if out.status.success() => return,
-        Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        Err(e) => e.to_string(),
+    let Err(why) = enroot::remove(node, &image.in_enroot()) else {
+        return;
     };
     crate::bootstrap::node::say(
         node,
         format!(
             "warning: the run's container `{}` may be left on this node: {why}",
-            image.name
+            image.name()
         ),
     );
 }
@@ -297,6 +340,40 @@ mod tests {
         );
     }
 
+    /// The head (and an elastic worker job) name the attempt's container afresh, with 16
+    /// random hex digits; every other role keeps the head's, and has to be given one.
+    #[test]
+    fn the_head_names_a_fresh_container_every_attempt_and_the_other_roles_keep_it() {
+        use crate::handoff::cluster::ClusterOptions;
+        let mut cluster = ClusterOptions::default();
+        cluster.container.container_image = Some("/i.sqsh".into());
+        cluster.container.container_runtime = Some(ContainerRuntime::Pyxis);
+        let head = BootstrapArgs::head("/s.json".into(), "/r.d".into(), 0, cluster);
+        let name = |a: &BootstrapArgs| a.pyxis_container.clone().unwrap().to_string();
+        let first = name(&named(&head, "42", 0).unwrap());
+        let again = name(&named(&head, "42", 0).unwrap());
+        let random = first.strip_prefix("rayslurm-42.0-").unwrap();
+        assert_eq!(random.len(), 16);
+        assert!(random.chars().all(|c| c.is_ascii_hexdigit()), "{first}");
+        assert_ne!(first, again, "a fresh name every time");
+        let worker = BootstrapArgs {
+            worker: true,
+            pyxis_container: Some(first.parse().unwrap()),
+            ..head.clone()
+        };
+        assert_eq!(name(&named(&worker, "42", 0).unwrap()), first);
+        let untold = BootstrapArgs {
+            pyxis_container: None,
+            ..worker
+        };
+        let err = named(&untold, "42", 0).unwrap_err().to_string();
+        assert!(err.contains("the head named no pyxis container"), "{err}");
+        // Without pyxis: no name.
+        let mut plain = head;
+        plain.cluster.container.container_runtime = Some(ContainerRuntime::Charliecloud);
+        assert!(named(&plain, "42", 0).unwrap().pyxis_container.is_none());
+    }
+
     #[test]
     fn own_mounts_skip_tmp_and_paths_inside_another() {
         let image = tempfile::tempdir().unwrap();
@@ -306,7 +383,7 @@ mod tests {
             run_dir: Some(PathBuf::from("/home/u/.local/state/rayslurm/jobs/x.d")),
             gpus: false,
             node: "node1".to_owned(),
-            name: container_name("7", 0),
+            name: Some(PyxisName::new("7", 0, "ab")),
             job_id: "7".to_owned(),
         };
         let path = image.path().to_str().unwrap();

@@ -17,6 +17,7 @@
 
 mod allocation;
 mod byte_lines;
+mod enroot;
 mod head;
 mod heartbeat;
 mod in_image;
@@ -51,12 +52,14 @@ pub(crate) fn run(args: &BootstrapArgs) -> Result<ExitCode> {
     }
     let env: HashMap<String, String> = std::env::vars().collect();
     let alloc = Allocation::from_env(&env, args.requested_gpus)?;
+    let args = &in_image::named(args, &alloc.job_id, alloc.restart_count)?;
     in_image::init(
         &args.cluster.container,
         args.run_dir.as_deref(),
         alloc.gpus_on_node > 0,
         &alloc.node,
-        (&alloc.job_id, alloc.restart_count),
+        &alloc.job_id,
+        args.pyxis_container.as_ref(),
     );
     if args.watchdog {
         return Ok(exit_code(head::watchdog(args, &alloc)));

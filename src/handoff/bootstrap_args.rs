@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::cluster::ClusterOptions;
+use super::pyxis_name::PyxisName;
 
 /// Arguments of the bootstrap, head or worker.
 #[derive(Debug, Clone, PartialEq, Eq, Args)]
@@ -64,6 +65,10 @@ pub(crate) struct BootstrapArgs {
     #[arg(long)]
     pub(crate) trust_unverified_owner: Option<String>,
 
+    /// The run's pyxis container on every node of this attempt, named by the head.
+    #[arg(long)]
+    pub(crate) pyxis_container: Option<PyxisName>,
+
     #[command(flatten)]
     pub(crate) cluster: ClusterOptions,
 }
@@ -89,6 +94,7 @@ impl BootstrapArgs {
             snapshot: None,
             ray_logs_dir: None,
             trust_unverified_owner: None,
+            pyxis_container: None,
             cluster,
         }
     }
@@ -119,6 +125,7 @@ impl BootstrapArgs {
             snapshot,
             ray_logs_dir,
             trust_unverified_owner,
+            pyxis_container,
             cluster,
         } = self;
         let mut flags = Vec::new();
@@ -138,6 +145,10 @@ impl BootstrapArgs {
             ("--snapshot", path(snapshot)),
             ("--ray-logs-dir", path(ray_logs_dir)),
             ("--trust-unverified-owner", trust_unverified_owner.clone()),
+            (
+                "--pyxis-container",
+                pyxis_container.as_ref().map(PyxisName::to_string),
+            ),
             (
                 "--requested-gpus",
                 (*requested_gpus > 0).then(|| requested_gpus.to_string()),
@@ -180,6 +191,7 @@ mod tests {
             snapshot: Some("/shared/x.d/snapshot".into()),
             ray_logs_dir: Some("/shared/x.ray-logs".into()),
             trust_unverified_owner: Some("65534".into()),
+            pyxis_container: Some(PyxisName::new("42", 0, "00ff")),
             cluster: ClusterOptions {
                 ip_family: IpFamily::V4,
                 ray_args: Some("--x=1".into()),

@@ -3,6 +3,8 @@
 //! Debian 12 image as SquashFS: every program of the run is a Slurm step of its own in the run's
 //! one container on each node, which is gone from every node after the run, however it ended.
 //! The lab's Ray venv is mounted at its own path, and its `bin` put first on the image's PATH.
+//! The container's name has a random part; and tried as `rsbob` against runs of `rsalice`
+//! (docs/security.md), enroot's directories that are not hers alone fail her run at start-up.
 //!
 //! The container tests' own step (`RAYSLURM_TEST_CONTAINERS=1`), as e2e_containers.
 
@@ -230,8 +232,8 @@ exit $code",
     assert_no_container(&job);
 }
 
-/// Two runs in the image on one node at once: each has a container and a temp root of its own,
-/// both end well, and neither leaves anything.
+/// Two runs in the image on one node at once: each has a container (its name with a random
+/// part of its own) and a temp root of its own, both end well, and neither leaves anything.
 #[test]
 fn two_runs_in_a_pyxis_image_on_one_node_share_neither_container_nor_temp_root() {
     let Some((lab, _turn, image)) = lab_with_pyxis("two_runs_in_a_pyxis_image_on_one_node") else {
@@ -243,17 +245,187 @@ fn two_runs_in_a_pyxis_image_on_one_node_share_neither_container_nor_temp_root()
     let command = r#"echo in $RAYSLURM_IN_CONTAINER $(cat /etc/rayslurm-image-marker); python -c 'import os, ray; ray.init(); print("tmp", ray.get(ray.remote(lambda: os.environ["TMPDIR"]).remote()))'; sleep 3"#;
     let args = with_pyxis(lab, &image, &["--command", command]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut randoms = Vec::new();
     for (job, info) in two_at_once_on(lab, &dir, &node, ["ptwo-a", "ptwo-b"], &args) {
         let log = job.log_text();
         assert_eq!(info["JobState"], "COMPLETED", "{log}");
         let id = &job.id;
-        for own in [
-            format!("in rayslurm-{id}.0 {MARKER}\n"),
-            format!("tmp /tmp/rs0-{id}.0\n"),
-        ] {
-            assert!(log.contains(&own), "{own} in:\n{log}");
-        }
+        let name = format!(r"in rayslurm-{id}\.0-([0-9a-f]{{16}}) {MARKER}\n");
+        let found = regex::Regex::new(&name).unwrap().captures(&log);
+        let found = found.unwrap_or_else(|| panic!("{name} in:\n{log}"));
+        randoms.push(found[1].to_owned());
+        let tmp = format!("tmp /tmp/rs0-{id}.0\n");
+        assert!(log.contains(&tmp), "{tmp} in:\n{log}");
         assert_clean(&job);
         assert_no_container(&job.id);
     }
+    assert_ne!(randoms[0], randoms[1]);
+}
+
+/// rsalice's uid, whose enroot directories on a node are `/tmp/enroot/user-UID`.
+fn rsalice_uid() -> u32 {
+    let out = std::process::Command::new("id")
+        .args(["-u", "rsalice"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// A node's enroot directory of rsalice's, as the host sees it (the node's /tmp is
+/// `NODE_TMP/NODE`); removed (as root) when dropped, so that her later runs there start afresh.
+struct EnrootUserDir(PathBuf);
+
+impl EnrootUserDir {
+    /// The directory on `node`, gone first: the node as before rsalice's first run there.
+    fn fresh(node: &str) -> Self {
+        let dir = Path::new(NODE_TMP)
+            .join(node)
+            .join(format!("enroot/user-{}", rsalice_uid()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Self(dir)
+    }
+
+    /// Every path below the directory (itself included) whose owner is not `uid`.
+    fn not_owned_by(&self, uid: u32) -> Vec<String> {
+        use std::os::unix::fs::MetadataExt;
+        let mut found = Vec::new();
+        let mut todo = vec![self.0.clone()];
+        while let Some(p) = todo.pop() {
+            let Ok(meta) = std::fs::symlink_metadata(&p) else {
+                continue;
+            };
+            if meta.uid() != uid {
+                found.push(format!("{} (uid {})", p.display(), meta.uid()));
+            }
+            if meta.is_dir() {
+                todo.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+            }
+        }
+        found
+    }
+}
+
+impl Drop for EnrootUserDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// rsalice launches a run of one node in the image on `node` from a project directory, held
+/// (released by [`release`]), so that its job id is known before it starts: the job. Without
+/// Ray, the command prints the image's marker as the run's root filesystem has it.
+fn rsalice_launches_held(lab: &Lab, image: &Path, node: &str, name: &str) -> Job {
+    let dir = project_dir(name);
+    let script = format!(
+        "\"$RAYSLURM\" launch --json --exp-name {name} -n 1 -w {node} --no-ray --time 5 --sbatch-arg=--hold --load-env 'source {venv}/bin/activate' {flags} --command 'echo marker $(cat /etc/rayslurm-image-marker); echo should-not-run'",
+        venv = lab.venv.display(),
+        flags = in_pyxis(lab, image).join(" ")
+    );
+    let out = sh_as("rsalice", &dir, &script);
+    let (stdout, stderr) = crate::harness::text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    Job::launched(stdout.as_bytes(), dir, crate::harness::node_tmp_entries())
+}
+
+fn release(job: &Job) {
+    let out = std::process::Command::new("scontrol")
+        .args(["release", &job.id])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// rsbob, a member of rsalice's group with a shell on a node, makes her enroot directory there
+/// before her first pyxis run on it (the lab keeps enroot's directories in the node's sticky
+/// /tmp/enroot, one a user, as sites do), open to all, with a container of his in it under the
+/// name her run's container had before it had a random part (`rayslurm-JOB.0`): a real one,
+/// made by his enroot from the image, whose marker says it is his, open for her enroot to start
+/// (`chmod -R a+rwX`). Her run fails at start-up,
+/// naming the directory, its owner and mode; it makes nothing in his directory, and his root
+/// filesystem never runs as her.
+#[test]
+fn rsbobs_enroot_directory_made_for_rsalice_on_a_node_fails_her_pyxis_run_at_start_up() {
+    let Some((lab, _turn, image)) = lab_with_pyxis("rsbobs_enroot_directory_for_rsalice") else {
+        return;
+    };
+    let node = lab.node_of_its_own(0);
+    let planted = EnrootUserDir::fresh(&node);
+    let job = rsalice_launches_held(lab, &image, &node, "pplanted");
+    let data = planted.0.join("data");
+    let plant = format!(
+        "set -e
+mkdir -m 777 {user} {data}
+own=$(mktemp -d)
+ENROOT_DATA_PATH={data} ENROOT_RUNTIME_PATH=$own/run ENROOT_CACHE_PATH=$own/cache enroot create -n pyxis_rayslurm-{id}.0 {image} >/dev/null
+rm -rf \"$own\"
+echo \"rsbob's root filesystem\" > {data}/pyxis_rayslurm-{id}.0/etc/rayslurm-image-marker
+chmod -R a+rwX {data}/pyxis_rayslurm-{id}.0",
+        user = planted.0.display(),
+        data = data.display(),
+        id = job.id,
+        image = image.display()
+    );
+    let out = sh_as("rsbob", Path::new("/tmp"), &plant);
+    assert!(out.status.success(), "{:?}", crate::harness::text(&out));
+    release(&job);
+    let (_, log) = job.expect_startup_failure(Duration::from_secs(120));
+    let uid = rsalice_uid();
+    for said in [
+        format!("enroot's data directory for you on {node}, `/tmp/enroot/user-{uid}/data`"),
+        format!(
+            "`/tmp/enroot/user-{uid}` (owner uid 1002 (rsbob), mode 0777) belongs to another user"
+        ),
+        "ask uid 1002 (rsbob) or the node's administrator to remove it".to_owned(),
+    ] {
+        assert!(log.contains(&said), "{said} in:\n{log}");
+    }
+    assert!(!log.contains("rsbob's root filesystem"), "{log}");
+    let bob = 1002;
+    assert_eq!(planted.not_owned_by(bob), Vec::<String>::new());
+}
+
+/// rsalice's own enroot data directory on a node, left open to all (`chmod 777`, below her 0755 directory): rsbob puts a
+/// container in it under the name her run's container had before it had a random part. Her
+/// run fails at start-up, naming the directory, its owner and mode, and `chmod 700`; nothing
+/// of the run is put there.
+#[test]
+fn a_container_rsbob_puts_in_rsalices_open_enroot_directory_fails_her_pyxis_run_at_start_up() {
+    let Some((lab, _turn, image)) = lab_with_pyxis("a_container_in_rsalices_open_enroot_dir")
+    else {
+        return;
+    };
+    let node = lab.node_of_its_own(1);
+    let mine = EnrootUserDir::fresh(&node);
+    let data = mine.0.join("data");
+    let open = format!(
+        "mkdir -m 755 {} && mkdir -m 777 {}",
+        mine.0.display(),
+        data.display()
+    );
+    let out = sh_as("rsalice", Path::new("/tmp"), &open);
+    assert!(out.status.success(), "{:?}", crate::harness::text(&out));
+    let job = rsalice_launches_held(lab, &image, &node, "popen");
+    let plant = format!(
+        "mkdir -m 755 {data}/pyxis_rayslurm-{id}.0 && touch {data}/pyxis_rayslurm-{id}.0/rsbobs",
+        data = data.display(),
+        id = job.id
+    );
+    let out = sh_as("rsbob", Path::new("/tmp"), &plant);
+    assert!(out.status.success(), "{:?}", crate::harness::text(&out));
+    release(&job);
+    let (_, log) = job.expect_startup_failure(Duration::from_secs(120));
+    let uid = rsalice_uid();
+    for said in [
+        format!(
+            "`/tmp/enroot/user-{uid}/data` (owner uid {uid} (rsalice), mode 0777) can be written by others"
+        ),
+        format!("make it private: `chmod 700 /tmp/enroot/user-{uid}/data` on {node}"),
+    ] {
+        assert!(log.contains(&said), "{said} in:\n{log}");
+    }
+    let left: Vec<_> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, [format!("pyxis_rayslurm-{}.0", job.id)]);
 }

@@ -123,6 +123,7 @@ impl WorkerStep {
             snapshot: args.snapshot.clone(),
             ray_logs_dir: kept_logs::root(args.ray_logs_dir.as_deref(), args.state_file.as_deref()),
             trust_unverified_owner: args.trust_unverified_owner.clone(),
+            pyxis_container: args.pyxis_container.clone(),
             cluster: args.cluster.clone(),
         }
     }
