@@ -7,7 +7,7 @@
 //! its command line, which every user of a node can read. docs/security.md lists each attack
 //! with its test here.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -15,6 +15,16 @@ use crate::e2e_shared::{
     ATTACKER, VICTIM, VictimRun, project_dir, sh_as, uid, user_bin, users_slurm, victim_runs,
 };
 use crate::harness::{Job, connect_probe, first_line, lab, text};
+
+/// The file whose existence stops an attacker's program: made when dropped, so that a test
+/// that fails leaves no program of theirs behind.
+struct Stop(PathBuf);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.0, "");
+    }
+}
 
 /// The head node's address as the nodes resolve its name (the lab's /etc/hosts).
 fn ip_of(node: &str) -> String {
@@ -318,8 +328,8 @@ fn the_dead_dashboards_port_stays_the_victims_on_every_address(dir: &Path, name:
     let head_ip = info["head_ip"].as_str().unwrap().to_owned();
     assert_eq!(head_ip, ip_of(&head), "the head's address is its node's");
     let port = info["dashboard_port"].as_u64().unwrap();
-    let stop = dir.join("stop-grab");
-    let grab = attacker_runs_on(&head, dir, &grabber(&head_ip, port as u16, &stop));
+    let stop = Stop(dir.join("stop-grab"));
+    let grab = attacker_runs_on(&head, dir, &grabber(&head_ip, port as u16, &stop.0));
 
     // The dashboard dies (as it may, of memory), the attacker already trying for its port.
     let dashboard = dashboard_pids(port);
@@ -366,7 +376,7 @@ fn the_dead_dashboards_port_stays_the_victims_on_every_address(dir: &Path, name:
         "{said_down}"
     );
 
-    std::fs::write(&stop, "").unwrap();
+    drop(stop);
     let grabbed = grab.wait_with_output().unwrap();
     let (said, err) = text(&grabbed);
     assert!(
@@ -421,8 +431,8 @@ fn a_squatter_on_a_launch_runs_dashboard_port_is_never_sent_the_token() {
         let dir = project_dir("latesquat");
         // Outside the ports rayslurm picks by itself, so no other test's run is near.
         let base = 41_000 + (std::process::id() % 50) as u16 * 100 + n as u16 * 20;
-        let stop = dir.join("stop");
-        let squat = attacker_runs_on(&node, &dir, &late_squatter(&ip, base, uid(VICTIM), &stop));
+        let stop = Stop(dir.join("stop"));
+        let squat = attacker_runs_on(&node, &dir, &late_squatter(&ip, base, uid(VICTIM), &stop.0));
         let VictimRun {
             job: _,
             log,
@@ -435,7 +445,7 @@ fn a_squatter_on_a_launch_runs_dashboard_port_is_never_sent_the_token() {
                 "-n 1 -w {node} --port-base {base} --ray-head-args=--include-dashboard=false --command 'sleep 60; echo command-done'"
             ),
         );
-        std::fs::write(&stop, "").unwrap();
+        drop(stop);
         let squatted = squat.wait_with_output().unwrap();
         let (said, err) = text(&squatted);
         assert!(said.starts_with("bound"), "{ip}: {said}{err}\n{log_text}");

@@ -71,9 +71,22 @@ fn kept_or_said(node: &str, port: u16) -> Option<Kept> {
     }
 }
 
-/// Answers every connection with HTTP 503 and [`DASHBOARD_GONE`].
+/// Answers every connection with HTTP 503 and [`DASHBOARD_GONE`], for as long as the head
+/// lives: the socket is never closed here, whatever `accept` says.
 fn answer_gone(listener: TcpListener) {
-    for mut conn in listener.incoming().map_while(Result::ok) {
+    // The dashboard's socket was non-blocking (asyncio), and the flag belongs to the socket,
+    // not to a descriptor: an `accept` with nothing pending would fail at once.
+    if let Err(e) = listener.set_nonblocking(false) {
+        eprintln!("warning: cannot wait for connections on the dashboard's kept port: {e}");
+    }
+    loop {
+        let mut conn = match listener.accept() {
+            Ok((conn, _)) => conn,
+            Err(_) => {
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+        };
         let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
         // The request is read, never kept or looked at: whatever it carries goes nowhere.
         let mut request = [0u8; 8192];
