@@ -4,7 +4,7 @@
 //! bytes read, and that digest is what is recorded, after a yes or a `--digest` that matches:
 //! what is trusted is what the user saw, never a later version of the file.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -157,11 +157,13 @@ fn ask(path: &Path, sha256: &str) -> Result<(), UsageError> {
     );
     let mut answer = String::new();
     let _ = std::io::stdin().read_line(&mut answer);
-    if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
-        return Ok(());
+    let yes = matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes");
+    if !std::io::stdin().is_terminal() {
+        // What was read, where a terminal would have echoed it.
+        eprintln!("{}", answer.trim_end().escape_debug());
     }
-    if answer.is_empty() {
-        eprintln!();
+    if yes {
+        return Ok(());
     }
     Err(
         UsageError::new(format!("`{}` was not trusted: no yes was given", path.display())).hint(
