@@ -43,9 +43,11 @@ pub(crate) fn with_prelude(script: &str, bin: &Path, sha256: &str) -> String {
 
 fn prelude(bin: &Path, sha256: &str) -> String {
     let bin = shell_quote(&bin.display().to_string());
-    let accepted: Vec<String> = crate::sys::private_tree::accepted_owners()
+    // The ids the user accepted as theirs (RAYSLURM_TRUST_UNVERIFIED_OWNER), as the tree's
+    // check at the launch did.
+    let accepted: String = crate::sys::private_tree::accepted_owners()
         .iter()
-        .map(u32::to_string)
+        .map(|id| format!(" {id}"))
         .collect();
     format!(
         r#"# Added by rayslurm to every script: run only the binary launch copied (by its SHA-256), from
@@ -56,7 +58,7 @@ if [ -r /proc/self/uid_map ]; then
   rayslurm_root=$(awk '$2 == 0 && $3 > 0 {{ print $1; exit }}' /proc/self/uid_map)
   [ -n "$rayslurm_root" ] || rayslurm_root=$(cat /proc/sys/kernel/overflowuid 2>/dev/null || echo 65534)
 fi
-rayslurm_mine=" $(id -u) {accepted} "
+rayslurm_mine=" $(id -u){accepted} "
 rayslurm_path={bin}
 while :; do
   rayslurm_stat=$(stat -L -c '%u %a' -- "${{rayslurm_path:-/}}" 2>&1) || {{ echo "rayslurm: cannot check ${{rayslurm_path:-/}} on $(hostname): $rayslurm_stat" >&2; exit 1; }}
@@ -81,7 +83,6 @@ if [ "${{rayslurm_sha256%% *}}" != {sha256} ]; then
 fi
 unset rayslurm_sha256 rayslurm_root rayslurm_mine rayslurm_path rayslurm_stat rayslurm_uid rayslurm_mode rayslurm_why
 "#,
-        accepted = accepted.join(" ")
     )
 }
 
