@@ -45,4 +45,5 @@ mod e2e_setup;
 mod e2e_shared;
 mod e2e_slurm_calls;
 mod e2e_snapshot;
+mod e2e_state_path;
 mod e2e_task_file;
