@@ -44,6 +44,69 @@ impl Drop for Home {
     }
 }
 
+/// `RAYSLURM_STATE_DIR=/proj/grp/alice/state`, `alice` a link in the group's directory, where
+/// any member may replace it: refused before anything is written or submitted.
+fn the_link_in_the_groups_directory_is_refused(dir: &Path, home: &Home, exp: &str) {
+    let out = sh_as(
+        VICTIM,
+        dir,
+        &format!(
+            "RAYSLURM_STATE_DIR=$PWD/alice/state \"$RAYSLURM\" launch --exp-name {exp} --no-ray --command true"
+        ),
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stdout, "");
+    assert!(stderr.contains("mode 2775"), "{stderr}");
+    assert!(stderr.contains("can be written by others"), "{stderr}");
+    assert!(stderr.contains("RAYSLURM_STATE_DIR"), "{stderr}");
+    assert!(
+        !home.0.join("state").exists(),
+        "nothing written through the link"
+    );
+    let queued = Command::new("squeue")
+        .args(["-h", "-n", exp, "-o", "%i"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&queued.stdout).trim(),
+        "",
+        "nothing submitted"
+    );
+}
+
+/// While the victim's run waits: the attacker plants a tree of his own (a binary under the
+/// name of the victim's copy, directories anyone can write) and swaps what he can. The link in
+/// the group's directory is his to replace (the run never used it); the victim's own link is
+/// not, so it is changed as the victim (or root) could: to lead to the attacker's tree.
+fn the_attacker_swaps_what_he_can(dir: &Path, home: &Home, bin: &std::ffi::OsStr, marker: &Path) {
+    let home_dir = home.0.display().to_string();
+    let out = sh_as(
+        ATTACKER,
+        dir,
+        &format!(
+            "mkdir -p bobtree/state/bin bobtree/state/jobs && chmod 0777 bobtree/state bobtree/state/bin bobtree/state/jobs \
+             && printf '#!/bin/sh\\ntouch {marker}\\n' > bobtree/state/bin/{bin} && chmod 0777 bobtree/state/bin/{bin} \
+             && rm alice && ln -s $PWD/bobtree alice",
+            marker = marker.display(),
+            bin = bin.to_string_lossy()
+        ),
+    );
+    assert!(out.status.success(), "{}", text(&out).1);
+    let out = sh_as(
+        ATTACKER,
+        dir,
+        &format!("ln -sfn {} {home_dir}.link", dir.join("bobtree").display()),
+    );
+    assert!(
+        !out.status.success(),
+        "{ATTACKER} replaced the victim's own link"
+    );
+    // The victim (or root) changes their own link to lead elsewhere: to the attacker's tree.
+    std::fs::remove_file(home.0.with_extension("link")).unwrap();
+    std::os::unix::fs::symlink(dir.join("bobtree"), home.0.with_extension("link")).unwrap();
+}
+
 #[test]
 fn a_state_path_link_another_member_can_swap_is_refused_and_a_safe_one_is_resolved() {
     let Some((_lab, _turn)) = lab("a_state_path_link_another_member_can_swap_is_refused") else {
@@ -62,35 +125,8 @@ fn a_state_path_link_another_member_can_swap_is_refused_and_a_safe_one_is_resolv
     );
     assert!(out.status.success(), "{}", text(&out).1);
 
-    // The link in the group's directory: `/proj/grp/alice/state`, where any member may
-    // replace `alice`. Refused before anything is written or submitted.
     let exp = format!("sp{}", std::process::id());
-    let out = sh_as(
-        VICTIM,
-        &dir,
-        &format!(
-            "RAYSLURM_STATE_DIR=$PWD/alice/state \"$RAYSLURM\" launch --exp-name {exp} --no-ray --command true"
-        ),
-    );
-    let (stdout, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert_eq!(stdout, "");
-    assert!(stderr.contains("mode 2775"), "{stderr}");
-    assert!(stderr.contains("can be written by others"), "{stderr}");
-    assert!(stderr.contains("RAYSLURM_STATE_DIR"), "{stderr}");
-    assert!(
-        !home.0.join("state").exists(),
-        "nothing written through the link"
-    );
-    let queued = Command::new("squeue")
-        .args(["-h", "-n", &exp, "-o", "%i"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&queued.stdout).trim(),
-        "",
-        "nothing submitted"
-    );
+    the_link_in_the_groups_directory_is_refused(&dir, &home, &exp);
 
     // The link in the victim's own directory is followed; the run, held in the queue, names
     // the resolved path.
@@ -113,33 +149,8 @@ fn a_state_path_link_another_member_can_swap_is_refused_and_a_safe_one_is_resolv
         .unwrap()
         .file_name();
 
-    // While it waits: the attacker swaps what they can. The link in the group's directory is
-    // theirs to replace (the run never used it); the victim's own link is not.
     let marker = dir.join("planted-ran");
-    let out = sh_as(
-        ATTACKER,
-        &dir,
-        &format!(
-            "mkdir -p bobtree/state/bin bobtree/state/jobs && chmod 0777 bobtree/state bobtree/state/bin bobtree/state/jobs \
-             && printf '#!/bin/sh\\ntouch {marker}\\n' > bobtree/state/bin/{bin} && chmod 0777 bobtree/state/bin/{bin} \
-             && rm alice && ln -s $PWD/bobtree alice",
-            marker = marker.display(),
-            bin = bin.to_string_lossy()
-        ),
-    );
-    assert!(out.status.success(), "{}", text(&out).1);
-    let out = sh_as(
-        ATTACKER,
-        &dir,
-        &format!("ln -sfn {} {home_dir}.link", dir.join("bobtree").display()),
-    );
-    assert!(
-        !out.status.success(),
-        "{ATTACKER} replaced the victim's own link"
-    );
-    // The victim (or root) changes their own link to lead elsewhere: to the attacker's tree.
-    std::fs::remove_file(home.0.with_extension("link")).unwrap();
-    std::os::unix::fs::symlink(dir.join("bobtree"), home.0.with_extension("link")).unwrap();
+    the_attacker_swaps_what_he_can(&dir, &home, &bin, &marker);
     let before = files_below(&dir.join("bobtree"));
 
     let released = Command::new("scontrol")
