@@ -45,7 +45,8 @@ pub(crate) const STATE_DIR: &str = "RAYSLURM_STATE_DIR";
 /// show owners (NFS's `nobody`, an `all_squash` id): the escape hatch of the private tree,
 /// named for its risk (anyone mapped to such an id may write there).
 pub(crate) const TRUST_UNVERIFIED_OWNER: &str = crate::sys::private_tree::TRUST_UNVERIFIED_OWNER;
-/// A user config file to read instead of `$XDG_CONFIG_HOME/rayslurm/config.toml`.
+/// A user config file to read instead of `$XDG_CONFIG_HOME/rayslurm/config.toml`; an absolute
+/// path.
 pub(crate) const CONFIG: &str = "RAYSLURM_CONFIG";
 pub(crate) const XDG_STATE_HOME: &str = "XDG_STATE_HOME";
 pub(crate) const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";

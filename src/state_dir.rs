@@ -9,7 +9,9 @@ use crate::env_vars;
 use crate::error::UsageError;
 use crate::sys::private_tree::{PrivateDir, TreeError};
 
-/// The user's private tree (the state directory), opened and checked; made if missing.
+/// The user's private tree (the state directory), opened and checked; made if missing. Its
+/// path is the resolved one (a link on the way followed only from a directory no one else can
+/// write): what every caller records or hands to a job.
 pub(crate) fn private_root() -> Result<PrivateDir, UsageError> {
     let dir = state_dir(|k| std::env::var_os(k))?;
     let dir = std::path::absolute(&dir).unwrap_or(dir);

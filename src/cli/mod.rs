@@ -115,8 +115,11 @@ pub(crate) enum Command {
     /// code as you or weaken a run's security (`load_env`, `template`, `ray_args`,
     /// `ray_head_args`, `ray_auth`, `log_dir`, `container_image`, `container_mounts`,
     /// `container_workdir`) are used only when no one else could have
-    /// written the file, or once you trusted it with this command. The file's path and SHA-256
-    /// are recorded in your state directory: a file changed since needs trusting again.
+    /// written the file, or once you trusted it with this command. It shows each of those
+    /// settings with its value and the file's SHA-256, and asks; what is recorded (in your
+    /// state directory) is the SHA-256 of exactly what it showed: a file changed since, even
+    /// while you read, needs trusting again. `--digest` trusts without asking, only the file
+    /// whose SHA-256 is the one given.
     Trust(TrustArgs),
     /// Print a shell completion script (bash, zsh, fish, ...).
     Completions(CompletionsArgs),

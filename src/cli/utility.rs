@@ -16,6 +16,16 @@ pub(crate) struct TrustArgs {
     #[arg(long, requires = "file")]
     pub(crate) revoke: bool,
 
+    /// Trust FILE without asking, only if its SHA-256 is SHA256 (as `trust FILE` or
+    /// `sha256sum FILE` shows it, once you read it); otherwise nothing is trusted.
+    #[arg(
+        long,
+        value_name = "SHA256",
+        requires = "file",
+        conflicts_with = "revoke"
+    )]
+    pub(crate) digest: Option<String>,
+
     /// List the trusted files.
     #[arg(long, conflicts_with_all = ["file", "revoke"])]
     pub(crate) list: bool,

@@ -78,8 +78,8 @@ pub(crate) const EXAMPLES: &[(&str, &[&str])] = &[
     (
         "trust",
         &[
-            "less ./rayslurm.toml             # read what it runs first",
-            "rayslurm trust ./rayslurm.toml",
+            "rayslurm trust ./rayslurm.toml   # shows what it runs and its SHA-256, asks",
+            "rayslurm trust ./rayslurm.toml --digest SHA256   # no question: that content only",
             "rayslurm trust --list",
         ],
     ),

@@ -1,5 +1,7 @@
 //! `rayslurm launch --again RUN`: a new recorded run from RUN's script and binary. The script
-//! is written again under a new name, its files' paths renamed (a new log, final state and run
+//! is read from the private tree alone (opened without following links, the user's own, its
+//! SHA-256 the one RUN's record holds; a script elsewhere is never submitted), written again
+//! under a new name, its files' paths renamed (a new log, final state and run
 //! directory; RUN's own are left as they are), and submitted, recorded and followed as a launch
 //! is. What the script runs is what RUN ran: its options, command, environment and the very
 //! copy of rayslurm (checked by its SHA-256, as every script checks it).
@@ -23,7 +25,7 @@ use crate::runs::log_tail::Start;
 use crate::runs::select;
 use crate::runs::store::{self, RunRecord, RunStore, StoredRun};
 use crate::state_dir::{private_root, tree_error};
-use crate::sys::digest::sha256_file;
+use crate::sys::digest::{sha256_file, sha256_hex};
 
 pub(crate) fn run(settings: &AgainSettings, printer: &Printer) -> Result<ExitCode> {
     let store = RunStore::from_env()?;
@@ -93,6 +95,7 @@ fn submitted(
         binary: Some(binary),
         // The same script: the same image.
         container_image: old.container_image.clone(),
+        script_sha256: sha256_file(&files.script).ok(),
         ..RunRecord::new(
             &old.exp_name,
             &job_id,
@@ -135,12 +138,43 @@ fn script_of(run: &StoredRun) -> Result<(RunFiles, String), UsageError> {
             record.state_file.display()
         ))
     })?;
-    let text = std::fs::read_to_string(&record.script).map_err(|e| {
-        UsageError::new(format!(
-            "the script of {name}, `{}`, cannot be read ({e}), so it cannot be run again",
-            record.script.display()
+    let jobs = private_root()?.dir("jobs").map_err(tree_error)?;
+    let script = record.script.display();
+    let anew = "launch it anew with `rayslurm launch`";
+    // Only a script in the private tree: one elsewhere (an older rayslurm kept them beside
+    // the logs) may have been changed by anyone who can write there.
+    let in_tree = record
+        .script
+        .parent()
+        .and_then(|p| p.canonicalize().ok())
+        .is_some_and(|p| p == jobs.path());
+    let Some(file_name) = record.script.file_name().filter(|_| in_tree) else {
+        return Err(UsageError::new(format!(
+            "the script of {name}, `{script}`, lies outside your private directory `{}`, where another user may have changed it, so it is not submitted again",
+            jobs.path().display()
         ))
-        .hint("launch it anew with `rayslurm launch`")
+        .hint(anew));
+    };
+    let bytes = jobs.read_own_file(file_name).map_err(|e| {
+        UsageError::new(format!(
+            "the script of {name} cannot be read from your private directory ({e}), so it cannot be run again"
+        ))
+        .hint(anew)
+    })?;
+    let digest = sha256_hex(&bytes);
+    if let Some(want) = &record.script_sha256
+        && *want != digest
+    {
+        return Err(UsageError::new(format!(
+            "the script of {name}, `{script}`, is not the one submitted (SHA-256 {want} recorded, {digest} now), so it is not submitted again"
+        ))
+        .hint(anew));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| {
+        UsageError::new(format!(
+            "the script of {name}, `{script}`, is not UTF-8 text"
+        ))
+        .hint(anew)
     })?;
     Ok((files, text))
 }

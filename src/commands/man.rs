@@ -34,11 +34,11 @@ const EXIT_STATUS: &[(&str, &str)] = &[
 const VARIABLES: &[(&str, &str)] = &[
     (
         env_vars::CONFIG,
-        "The user config file to read instead of $XDG_CONFIG_HOME/rayslurm/config.toml (else ~/.config/rayslurm/config.toml). It must exist; /dev/null reads none.",
+        "The user config file to read instead of $XDG_CONFIG_HOME/rayslurm/config.toml (else ~/.config/rayslurm/config.toml): an absolute path, of a file that exists; /dev/null reads none.",
     ),
     (
         env_vars::STATE_DIR,
-        "rayslurm's private directory (run records, scripts, logs, tokens, the binary the nodes run); default $XDG_STATE_HOME/rayslurm, else ~/.local/state/rayslurm. The compute nodes must see it.",
+        "rayslurm's private directory (run records, scripts, logs, tokens, the binary the nodes run); default $XDG_STATE_HOME/rayslurm, else ~/.local/state/rayslurm. The compute nodes must see it; a symbolic link on the way is followed only from a directory no one else can write, and runs use the resolved path.",
     ),
     (
         env_vars::RELAY,

@@ -28,6 +28,7 @@ use crate::runs::chain;
 use crate::runs::store::{RunRecord, RunStore, StoredRun};
 use crate::slurm::sbatch as slurm;
 use crate::state_dir::{private_root, tree_error};
+use crate::sys::digest::sha256_file;
 
 /// What a launch produced, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -238,6 +239,7 @@ fn sbatch(
         run_dir: link.run_dir,
         binary: Some(bin.path.clone()),
         snapshot,
+        script_sha256: sha256_file(&files.script).ok(),
         ..RunRecord::new(
             &config.job.exp_name,
             &job_id,

@@ -1,9 +1,10 @@
-//! Small system helpers every layer uses: the one wrapper for external commands ([`process`]),
+//! Small system helpers every layer uses: the checked walk to the private tree ([`checked_walk`]), the one wrapper for external commands ([`process`]),
 //! quoting for bash ([`quote`]), who owns a local TCP socket ([`socket_owner`]), files that appear whole or not at all ([`staged_file`]) and
 //! whole results on stdout ([`stdout`]), ports kept from changing hands ([`port_keeper`]), the user's private tree ([`private_tree`]) and
 //! SHA-256 digests ([`digest`]), and what root looks like inside a user namespace
 //! ([`user_namespace`]).
 
+pub(crate) mod checked_walk;
 pub(crate) mod digest;
 pub(crate) mod port_keeper;
 pub(crate) mod private_tree;

@@ -20,7 +20,7 @@
 
 use std::fmt;
 use std::os::fd::OwnedFd;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use nix::errno::Errno;
@@ -222,61 +222,16 @@ const DIR_FLAGS: OFlag = OFlag::O_RDONLY
 
 impl PrivateDir {
     /// Opens (making what is missing, 0700) the tree's root at `path`, an absolute path, after
-    /// checking every directory on the way as StrictModes does. Symbolic links on the way are
-    /// resolved first (a site's `/home` is often one), and each directory they lead to is
-    /// checked.
+    /// checking every directory on the way as StrictModes does. A symbolic link on the way (a
+    /// site's `/home` often is one) is followed only from a directory that passed, and the
+    /// tree's path is the resolved one ([`super::checked_walk`]): what a launch records and a
+    /// job uses names no link another user could swap.
     pub(crate) fn open_root(path: &Path) -> Result<Self, TreeError> {
-        if !path.is_absolute() {
-            return Err(TreeError::Io {
-                path: path.to_owned(),
-                errno: Errno::EINVAL,
-            });
-        }
-        // The longest existing prefix, resolved; the rest is made below it.
-        let mut existing = path.to_owned();
-        let mut missing = Vec::new();
-        let resolved = loop {
-            match existing.canonicalize() {
-                Ok(r) => break r,
-                Err(_) => {
-                    let Some(name) = existing.file_name() else {
-                        return Err(TreeError::Io {
-                            path: path.to_owned(),
-                            errno: Errno::ENOENT,
-                        });
-                    };
-                    missing.push(name.to_owned());
-                    existing.pop();
-                }
-            }
-        };
-        let root = Path::new("/");
-        let mut fd = nix::fcntl::open(root, DIR_FLAGS, Mode::empty()).map_err(io(root))?;
-        let mut at = root.to_owned();
-        check_ancestor(&at, &fstat(&fd).map_err(io(&at))?)?;
-        let names: Vec<_> = resolved
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(n.to_owned()),
-                _ => None,
-            })
-            .collect();
-        for (i, name) in names.iter().chain(missing.iter().rev()).enumerate() {
-            let is_new = i >= names.len();
-            at.push(name);
-            if is_new {
-                match mkdirat(&fd, name.as_os_str(), Mode::from_bits_truncate(0o700)) {
-                    Ok(()) | Err(Errno::EEXIST) => {}
-                    Err(e) => return Err(io(&at)(e)),
-                }
-            }
-            fd = openat(&fd, name.as_os_str(), DIR_FLAGS, Mode::empty()).map_err(io(&at))?;
-            check_ancestor(&at, &fstat(&fd).map_err(io(&at))?)?;
-        }
-        check_own_dir(&at, &fstat(&fd).map_err(io(&at))?)?;
+        let walked = super::checked_walk::walk(path, true, check_ancestor)?;
+        check_own_dir(&walked.path, &fstat(&walked.fd).map_err(io(&walked.path))?)?;
         Ok(Self {
-            fd,
-            path: path.to_owned(),
+            fd: walked.fd,
+            path: walked.path,
         })
     }
 
@@ -318,6 +273,32 @@ impl PrivateDir {
 
     pub(crate) fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The bytes of the file `name` in this directory, opened without following a link; a
+    /// file that is not the user's, or that others can write, is refused.
+    pub(crate) fn read_own_file(&self, name: &std::ffi::OsStr) -> Result<Vec<u8>, TreeError> {
+        use std::io::Read;
+        let path = self.path.join(name);
+        let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let fd = openat(&self.fd, name, flags, Mode::empty()).map_err(io(&path))?;
+        let st = fstat(&fd).map_err(io(&path))?;
+        if SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) != SFlag::S_IFREG
+            || !is_mine(st.st_uid)
+            || st.st_mode & 0o022 != 0
+        {
+            return Err(insecure(
+                &path,
+                &st,
+                "is not a file of yours that no one else can write",
+            )
+            .into());
+        }
+        let mut bytes = Vec::new();
+        std::fs::File::from(fd)
+            .read_to_end(&mut bytes)
+            .map_err(|e| io(&path)(Errno::from_raw(e.raw_os_error().unwrap_or(0))))?;
+        Ok(bytes)
     }
 }
 
@@ -371,6 +352,34 @@ mod tests {
         assert!(err.contains("mode 2775"), "{err}");
         assert!(err.contains("can be written by others"), "{err}");
         assert!(!shared.join("state").exists(), "nothing made below it");
+    }
+
+    /// `RAYSLURM_STATE_DIR=/proj/grp/alice/state` with `alice` a link in the group's 2775
+    /// directory: any member could swap it, so it is never followed; one in a safe directory
+    /// is, and the tree's path is where it led.
+    #[test]
+    fn a_link_on_the_way_is_followed_only_from_a_safe_directory_and_the_path_resolved() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        std::fs::create_dir_all(base.join("home/alice")).unwrap();
+        std::fs::create_dir(base.join("grp")).unwrap();
+        chmod(&base.join("grp"), 0o2775);
+        std::os::unix::fs::symlink(base.join("home/alice"), base.join("grp/alice")).unwrap();
+        let err = PrivateDir::open_root(&base.join("grp/alice/state"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("`{}`", base.join("grp").display())),
+            "{err}"
+        );
+        assert!(!base.join("home/alice/state").exists(), "nothing made");
+        std::os::unix::fs::symlink(base.join("home/alice"), base.join("mine")).unwrap();
+        let tree = PrivateDir::open_root(&base.join("mine/state")).unwrap();
+        assert_eq!(tree.path(), base.join("home/alice/state"));
+        assert_eq!(
+            tree.dir("jobs").unwrap().path(),
+            base.join("home/alice/state/jobs")
+        );
     }
 
     #[test]

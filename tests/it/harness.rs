@@ -15,6 +15,15 @@ mod expect;
 pub use expect::Ran;
 
 /// The rayslurm binary under test.
+/// The SHA-256 of `bytes`, lowercase hex, as rayslurm writes digests.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rayslurm"))
 }
@@ -27,6 +36,8 @@ pub struct Run {
     env_removed: Vec<OsString>,
     cwd: Option<PathBuf>,
     shims: Option<PathBuf>,
+    /// What the command reads on stdin (none: the end of input at once).
+    stdin: Option<Vec<u8>>,
     expect: expect::Expect,
 }
 
@@ -41,6 +52,7 @@ where
         env_removed: Vec::new(),
         cwd: None,
         shims: None,
+        stdin: None,
         expect: expect::Expect::default(),
     }
 }
@@ -62,6 +74,12 @@ impl Run {
     pub fn env_remove(mut self, k: &str) -> Self {
         self.env.remove(&OsString::from(k));
         self.env_removed.push(k.into());
+        self
+    }
+
+    /// What the command reads on stdin, as a user would type it.
+    pub fn stdin(mut self, input: &str) -> Self {
+        self.stdin = Some(input.as_bytes().to_vec());
         self
     }
 
@@ -115,7 +133,26 @@ impl Run {
     }
 
     pub fn output(self) -> Output {
-        self.command().output().expect("rayslurm runs")
+        self.produce()
+    }
+
+    /// Runs the command to its end, with its stdin if one was given.
+    pub(crate) fn produce(&self) -> Output {
+        let Some(input) = &self.stdin else {
+            return self.command().output().expect("rayslurm runs");
+        };
+        let mut child = self
+            .command()
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("rayslurm starts");
+        let mut pipe = child.stdin.take().expect("piped");
+        // The command may end before it reads (a refusal): a closed pipe is its answer.
+        let _ = std::io::Write::write_all(&mut pipe, input);
+        drop(pipe);
+        child.wait_with_output().expect("rayslurm runs")
     }
 }
 

@@ -45,5 +45,6 @@ mod e2e_setup;
 mod e2e_shared;
 mod e2e_slurm_calls;
 mod e2e_snapshot;
+mod e2e_state_path;
 mod e2e_task_file;
 mod e2e_token_doors;

@@ -213,24 +213,28 @@ impl Sources {
         let env: HashMap<String, String> = std::env::vars().collect();
         let cwd = std::env::current_dir()
             .map_err(|e| UsageError::new(format!("cannot read the current directory: {e}")))?;
+        let named = env.get(env_vars::CONFIG).filter(|p| !p.is_empty());
+        if let Some(named) = named {
+            check_named_config(named)?;
+        }
+        let named = named.is_some();
         let user_path = user_config_path(&env);
-        let named = env.get(env_vars::CONFIG).is_some_and(|p| !p.is_empty());
         let user = match &user_path {
             Some(path) => read_config(path, named)?,
             None => FileDefaults::default(),
         };
-        // `RAYSLURM_CONFIG=./rayslurm.toml` names the project file: the user chose it, so it
-        // is read once, as their own.
+        // `RAYSLURM_CONFIG=$PWD/rayslurm.toml` names the project file: the user chose it, so
+        // it is read once, as their own.
         let same = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
         let named = user_path
             .as_deref()
             .is_some_and(|u| same(u, &cwd.join(project_file::NAME)));
-        let store = TrustStore::from_env()?;
         let euid = nix::unistd::geteuid().as_raw();
         let project = if named {
             None
         } else {
-            project_file::load(&cwd, euid, &|p| store.lookup(p))?
+            // The store is opened (the private tree checked) only for a file that needs it.
+            project_file::load(&cwd, euid, &|p| TrustStore::from_env()?.lookup(p))?
         };
         let project = match project {
             Some(file) => {
@@ -247,6 +251,24 @@ impl Sources {
             runtimes: None,
         })
     }
+}
+
+/// `RAYSLURM_CONFIG` names a file the user chose, used whole: an absolute path, since a
+/// relative one would name another file in each directory a launch starts from (a group's
+/// project directory among them, where any member may put one).
+fn check_named_config(named: &str) -> Result<(), UsageError> {
+    if Path::new(named).is_absolute() {
+        return Ok(());
+    }
+    Err(UsageError::new(format!(
+        "{}=`{named}` is a relative path: it would name a different file in each directory you launch from, one another user may have put there, and the file it names is used whole, as yours",
+        env_vars::CONFIG
+    ))
+    .hint(format!(
+        "set it to an absolute path (`export {0}=\"$PWD/{1}\"` names the file in this directory), or unset it",
+        env_vars::CONFIG,
+        named.trim_start_matches("./")
+    )))
 }
 
 /// The user file: `$RAYSLURM_CONFIG`, else `$XDG_CONFIG_HOME/rayslurm/config.toml`, else

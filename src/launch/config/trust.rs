@@ -38,10 +38,13 @@ pub(crate) struct TrustStore {
 }
 
 impl TrustStore {
-    /// The store of the state directory the environment names (as the run records').
+    /// The store of the private tree the environment names (as the run records'), by its
+    /// resolved path.
     pub(crate) fn from_env() -> Result<Self, UsageError> {
-        let state = state_dir::state_dir(|k| std::env::var_os(k))?;
-        Ok(Self::at(state.join("trust")))
+        let trust = state_dir::private_root()?
+            .dir("trust")
+            .map_err(state_dir::tree_error)?;
+        Ok(Self::at(trust.path().to_owned()))
     }
 
     pub(crate) fn at(dir: PathBuf) -> Self {

@@ -51,6 +51,10 @@ pub(crate) struct RunRecord {
     /// The image its programs run in (`--container-image`), as the script names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) container_image: Option<String>,
+    /// The SHA-256 of the script as submitted: `launch --again` makes the new run from this
+    /// very script, read from the private tree, or from none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) script_sha256: Option<String>,
 }
 
 fn format_one() -> u32 {
@@ -85,6 +89,7 @@ impl RunRecord {
             snapshot: None,
             max_nodes: None,
             container_image: None,
+            script_sha256: None,
         }
     }
 

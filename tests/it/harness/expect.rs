@@ -160,7 +160,7 @@ impl Run {
     /// Runs rayslurm to its end and checks every expectation.
     #[track_caller]
     pub fn run(self) -> Ran {
-        let output = self.command().output().expect("rayslurm runs");
+        let output = self.produce();
         self.check(output)
     }
 

@@ -220,3 +220,84 @@ fn a_run_whose_binary_is_gone_is_refused_and_nothing_written() {
     assert!(Path::new(first["script"].as_str().unwrap()).exists());
     assert!(!other.exists());
 }
+
+/// The run's record, as JSON, and where it is.
+fn the_record(dir: &Path) -> (std::path::PathBuf, serde_json::Value) {
+    let path = std::fs::read_dir(state(dir).join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .next()
+        .unwrap();
+    let v = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (path, v)
+}
+
+/// A record naming a script outside the private tree (an older rayslurm kept scripts beside
+/// the logs, in a directory the group can write): `--again` never submits it, nor a script in
+/// the tree that is not the one the record's digest names; sbatch is not called.
+#[test]
+fn a_script_outside_the_private_tree_or_changed_is_never_submitted_again() {
+    let dir = with_sbatch("800");
+    let first = launch(
+        dir.path(),
+        "800",
+        &["--json", "--exp-name", "o", "--command", "true"],
+    );
+    assert_eq!(first.output.status.code(), Some(0), "{first}");
+    let script = std::path::PathBuf::from(first.json()["script"].as_str().unwrap());
+    let (record, v) = the_record(dir.path());
+    assert_eq!(
+        v["script_sha256"],
+        crate::harness::sha256_hex(&std::fs::read(&script).unwrap())
+    );
+    // From here on, any sbatch call leaves a mark.
+    let called = dir.path().join("sbatch-called");
+    shim(
+        &dir.path().join(".shims"),
+        "sbatch",
+        &format!("touch {}; echo '801;lab'", called.display()),
+    );
+    let again = |what: &str| {
+        launch_in(dir.path(), &["--again", "o"])
+            .shims(&dir.path().join(".shims"))
+            .case(what)
+            .expect_status(2)
+            .expect_stdout("")
+            .run()
+    };
+
+    let planted = dir.path().join("o_planted.sh");
+    std::fs::copy(&script, &planted).unwrap();
+    let mut outside = v.clone();
+    outside["script"] = serde_json::json!(planted);
+    std::fs::write(&record, outside.to_string()).unwrap();
+    let ran = again("outside");
+    assert!(
+        ran.stderr.contains(&format!(
+            "`{}`, lies outside your private directory",
+            planted.display()
+        )),
+        "{ran}"
+    );
+    assert!(!called.exists(), "sbatch ran");
+
+    // In the tree, but not what was submitted.
+    std::fs::write(&record, v.to_string()).unwrap();
+    let text = std::fs::read_to_string(&script).unwrap();
+    std::fs::write(&script, format!("{text}id\n")).unwrap();
+    let ran = again("changed");
+    assert!(ran.stderr.contains("is not the one submitted"), "{ran}");
+    assert!(
+        ran.stderr.contains(v["script_sha256"].as_str().unwrap()),
+        "{ran}"
+    );
+    assert!(!called.exists(), "sbatch ran");
+
+    // As it was: run again.
+    std::fs::write(&script, text).unwrap();
+    launch_in(dir.path(), &["--again", "o"])
+        .shims(&dir.path().join(".shims"))
+        .expect_status(0)
+        .run();
+    assert!(called.exists());
+}

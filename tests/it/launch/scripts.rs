@@ -163,7 +163,7 @@ fn hostile_text_survives_bash() {
 /// The script without the check rayslurm adds before every command (it would find no binary
 /// after a dry run).
 fn without_prelude(script: &str) -> String {
-    regex::Regex::new(r"(?s)# Added by rayslurm to every script:.*?unset rayslurm_sha256\n")
+    regex::Regex::new(r"(?s)# Added by rayslurm to every script:.*?unset rayslurm_sha256[^\n]*\n")
         .unwrap()
         .replace(script, "")
         .into_owned()
