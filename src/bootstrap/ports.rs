@@ -1,24 +1,55 @@
-//! Ray's ports, chosen per job so that two jobs sharing a node never collide.
+//! Ray's ports, chosen per run on each node, so that runs sharing a node never collide and no
+//! other user can use the choice up.
 //!
-//! Ports come in blocks of [`STRIDE`] below Linux's ephemeral range: the block is picked from
-//! the job id and checked free on this node (the next block is tried if not). Within a block,
-//! the first ports are Ray's fixed services and the rest its worker port range. Each node
-//! picks its own block; only the head's GCS port travels to the others.
+//! Each of Ray's fixed services (and the rendezvous port, `MASTER_PORT`) gets a port of its
+//! own, found free at random in [`Range`] (from 10000 up to the kernel's ephemeral range, read
+//! from `/proc/sys/net/ipv4/ip_local_port_range`): outgoing connections take their local ports
+//! from the ephemeral range only, so a port there stays free until something binds it on
+//! purpose. Where every port of the range is taken, the kernel's own choice (a bind to port 0)
+//! is taken instead. A port is held, by listening sockets of this process on every address
+//! (IPv4 and IPv6), from its choice until just before the service that uses it starts
+//! ([`Held`]): two runs choosing at once never pick the same one, however many runs share the
+//! node. Ray's workers bind the ports the kernel gives them (`--min-worker-port=0
+//! --max-worker-port=0`), so they need no range either. Each node chooses its own; only the
+//! head's GCS port travels to the others (in the workers' `--head-address`).
+//!
+//! `--port-base P` keeps the old fixed layout for sites whose firewall opens one range: Ray's
+//! services on P..P+8, the rendezvous port P+9, workers P+10..P+999. Those ports must be free;
+//! a busy one is an error that names it.
 
+use std::io::{ErrorKind, Read};
 use std::net::{Ipv4Addr, Ipv6Addr, TcpListener};
 
-/// First port of the first block.
-const FIRST: u16 = 12000;
-/// Ports per block.
-const STRIDE: u16 = 1000;
-/// Blocks between [`FIRST`] and the ephemeral range (32768).
-const BLOCKS: u16 = 20;
-/// Fixed services at the start of a block; worker ports follow.
-const FIXED: u16 = 10;
+/// The first port of the range the ports are chosen from.
+const RANGE_START: u16 = 10_000;
+/// Ports of a `--port-base` layout: its fixed services, then its workers up to base + 999.
+const BASE_FIXED: u16 = 10;
+const BASE_SPAN: u16 = 1000;
+/// Random tries before the range is walked port by port.
+const RANDOM_TRIES: usize = 64;
 
+/// The ports of the head-only services.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HeadPorts {
+    pub(crate) gcs: u16,
+    pub(crate) dashboard: u16,
+    pub(crate) client_server: u16,
+}
+
+/// The ports one Ray node is started with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RayPorts {
-    pub(crate) base: u16,
+    /// The head's own services; none on a worker node.
+    pub(crate) head: Option<HeadPorts>,
+    pub(crate) node_manager: u16,
+    pub(crate) object_manager: u16,
+    pub(crate) metrics_export: u16,
+    pub(crate) agent_listen: u16,
+    pub(crate) agent_grpc: u16,
+    pub(crate) runtime_env_agent: u16,
+    /// The workers' range (a `--port-base` layout), or none: each worker binds the port the
+    /// kernel gives it.
+    pub(crate) workers: Option<(u16, u16)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -32,125 +63,250 @@ pub(crate) enum PortError {
         last: u16,
         busy: u16,
     },
-    #[error("no free block of Ray ports on node {node} between {FIRST} and 32767")]
-    NoneFree { node: String },
+    #[error("no free TCP port on node {node}: the kernel gave none ({why})")]
+    NoneFree { node: String, why: String },
 }
 
 impl RayPorts {
-    pub(crate) fn gcs(&self) -> u16 {
-        self.base
-    }
-    pub(crate) fn dashboard(&self) -> u16 {
-        self.base + 1
-    }
-    pub(crate) fn client_server(&self) -> u16 {
-        self.base + 2
-    }
-    /// The port frameworks rendezvous on (`MASTER_PORT`): one of the block's fixed ports that
-    /// Ray does not use, so it is checked free with the others.
-    pub(crate) fn master(&self) -> u16 {
-        self.base + 9
-    }
-
-    /// The ports of the block where a Ray node serves HTTP besides the dashboard, by name: each
-    /// is asked without the token at start-up, and one that answers is reported.
+    /// The ports where a Ray node serves HTTP besides the dashboard, by name: each is asked
+    /// without the token at start-up, and one that answers is reported.
     pub(crate) fn other_http(&self) -> [(&'static str, u16); 3] {
-        let b = self.base;
         [
-            ("metrics", b + 5),
-            ("dashboard agent", b + 6),
-            ("runtime env agent", b + 8),
+            ("metrics", self.metrics_export),
+            ("dashboard agent", self.agent_listen),
+            ("runtime env agent", self.runtime_env_agent),
         ]
     }
 
-    /// `ray start` flags for every port; `head` adds the head-only services.
-    pub(crate) fn ray_flags(&self, head: bool) -> Vec<String> {
-        let b = self.base;
+    /// `ray start` flags for every port (the head's services where this is the head).
+    pub(crate) fn ray_flags(&self) -> Vec<String> {
         let mut flags = Vec::new();
-        if head {
+        if let Some(h) = self.head {
             flags.extend([
-                format!("--port={}", self.gcs()),
-                format!("--dashboard-port={}", self.dashboard()),
-                format!("--ray-client-server-port={}", self.client_server()),
+                format!("--port={}", h.gcs),
+                format!("--dashboard-port={}", h.dashboard),
+                format!("--ray-client-server-port={}", h.client_server),
             ]);
         }
+        let (min, max) = self.workers.unwrap_or((0, 0));
         flags.extend([
-            format!("--node-manager-port={}", b + 3),
-            format!("--object-manager-port={}", b + 4),
-            format!("--metrics-export-port={}", b + 5),
-            format!("--dashboard-agent-listen-port={}", b + 6),
-            format!("--dashboard-agent-grpc-port={}", b + 7),
-            format!("--runtime-env-agent-port={}", b + 8),
-            format!("--min-worker-port={}", b + FIXED),
-            format!("--max-worker-port={}", b + STRIDE - 1),
+            format!("--node-manager-port={}", self.node_manager),
+            format!("--object-manager-port={}", self.object_manager),
+            format!("--metrics-export-port={}", self.metrics_export),
+            format!("--dashboard-agent-listen-port={}", self.agent_listen),
+            format!("--dashboard-agent-grpc-port={}", self.agent_grpc),
+            format!("--runtime-env-agent-port={}", self.runtime_env_agent),
+            format!("--min-worker-port={min}"),
+            format!("--max-worker-port={max}"),
         ]);
         flags
     }
+}
 
-    fn fixed_ports(&self) -> impl Iterator<Item = u16> {
-        self.base..=self.base + FIXED
+/// A port held by this process (listening on every address) until this is dropped.
+#[derive(Debug)]
+pub(crate) struct Held {
+    pub(crate) port: u16,
+    _sockets: Vec<TcpListener>,
+}
+
+/// Ray's ports for one node, held until [`HeldRayPorts::release`].
+#[derive(Debug)]
+pub(crate) struct HeldRayPorts {
+    pub(crate) ports: RayPorts,
+    held: Vec<Held>,
+}
+
+impl HeldRayPorts {
+    /// Lets the ports go, for `ray start` to bind them: call it just before.
+    pub(crate) fn release(self) -> RayPorts {
+        self.ports
     }
 }
 
-/// Chooses the block: `base` if the user gave one (it must be free), else from the job number.
-pub(crate) fn choose(
-    node: &str,
-    job_number: u64,
-    base: Option<u16>,
-    is_free: impl Fn(u16) -> bool,
-) -> Result<RayPorts, PortError> {
-    if let Some(base) = base {
-        let ports = RayPorts { base };
-        return match ports.fixed_ports().find(|p| !is_free(*p)) {
-            None => Ok(ports),
-            Some(busy) => Err(PortError::BaseBusy {
-                node: node.to_owned(),
-                first: base,
-                last: base.saturating_add(STRIDE - 1),
-                busy,
-            }),
+/// Binds `port` (0: any the kernel gives) on every address, IPv6 and IPv4.
+pub(crate) fn hold(port: u16) -> std::io::Result<Held> {
+    // A dual-stack [::] socket also takes the port's IPv4 addresses, and cannot be bound while
+    // anything listens on the port on any address of either family.
+    let v6 = match TcpListener::bind((Ipv6Addr::UNSPECIFIED, port)) {
+        Ok(l) => Some(l),
+        Err(e) if no_ipv6(&e) => None,
+        Err(e) => return Err(e),
+    };
+    let port = match &v6 {
+        Some(l) => l.local_addr()?.port(),
+        None => port,
+    };
+    let mut sockets: Vec<TcpListener> = v6.into_iter().collect();
+    match TcpListener::bind((Ipv4Addr::UNSPECIFIED, port)) {
+        Ok(v4) => sockets.push(v4),
+        // Our own dual-stack socket holds it already.
+        Err(e) if e.kind() == ErrorKind::AddrInUse && !sockets.is_empty() && !v6_only() => {}
+        Err(e) => return Err(e),
+    }
+    let port = sockets[0].local_addr()?.port();
+    Ok(Held {
+        port,
+        _sockets: sockets,
+    })
+}
+
+fn no_ipv6(e: &std::io::Error) -> bool {
+    e.kind() == ErrorKind::AddrNotAvailable
+        || e.raw_os_error() == Some(nix::libc::EAFNOSUPPORT)
+        || e.raw_os_error() == Some(nix::libc::EADDRNOTAVAIL)
+}
+
+/// Whether an IPv6 socket leaves IPv4 alone here (`net.ipv6.bindv6only`, 0 by default).
+fn v6_only() -> bool {
+    std::fs::read_to_string("/proc/sys/net/ipv6/bindv6only").is_ok_and(|v| v.trim() == "1")
+}
+
+/// The ports chosen from: [`RANGE_START`] up to the start of the kernel's ephemeral range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Range {
+    first: u16,
+    /// One past the last.
+    end: u16,
+}
+
+impl Range {
+    /// This node's range.
+    pub(crate) fn of_node() -> Self {
+        let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range");
+        Self::below_ephemeral(text.ok().as_deref())
+    }
+
+    /// The range below the ephemeral range that `ip_local_port_range` (`LOW HIGH`) gives.
+    fn below_ephemeral(ip_local_port_range: Option<&str>) -> Self {
+        let low = ip_local_port_range
+            .and_then(|t| t.split_whitespace().next()?.parse::<u16>().ok())
+            .unwrap_or(32768);
+        Self {
+            first: RANGE_START,
+            end: low.max(RANGE_START),
+        }
+    }
+
+    fn len(&self) -> u16 {
+        self.end - self.first
+    }
+
+    /// The order the range is tried in: [`RANDOM_TRIES`] ports at random, then every port
+    /// from a random one on (an attacker who holds most of the range slows the walk, never
+    /// ends it).
+    fn tries(&self, random: &mut dyn FnMut() -> u32) -> impl Iterator<Item = u16> + use<> {
+        let (first, len) = (self.first, self.len());
+        let pick = move |r: u32| first + (r % u32::from(len.max(1))) as u16;
+        let randoms: Vec<u16> = if len == 0 {
+            Vec::new()
+        } else {
+            (0..RANDOM_TRIES).map(|_| pick(random())).collect()
         };
+        let start = random();
+        let walk =
+            (0..len).map(move |i| first + ((start % u32::from(len.max(1))) as u16 + i) % len);
+        randoms.into_iter().chain(walk)
     }
-    let start = (job_number % u64::from(BLOCKS)) as u16;
-    (0..BLOCKS)
-        .map(|i| RayPorts {
-            base: FIRST + ((start + i) % BLOCKS) * STRIDE,
-        })
-        .find(|ports| ports.fixed_ports().all(&is_free))
-        .ok_or_else(|| PortError::NoneFree {
-            node: node.to_owned(),
-        })
 }
 
-/// Chooses a block as [`choose`] does and holds it while the returned listener (on the block's
-/// first port) lives. A run that opens none of the block's ports itself (a per-node run, whose
-/// framework binds `MASTER_PORT` only later, if at all) would otherwise leave the block looking
-/// free to the next job on the node whose id picks the same block.
-pub(crate) fn choose_held(
-    node: &str,
-    job_number: u64,
-    base: Option<u16>,
-) -> Result<(RayPorts, TcpListener), PortError> {
-    let mut lost = Vec::new();
-    loop {
-        let ports = choose(node, job_number, base, |p| !lost.contains(&p) && is_free(p))?;
-        match TcpListener::bind((Ipv4Addr::UNSPECIFIED, ports.base)) {
-            Ok(held) => return Ok((ports, held)),
-            // Another job took it between the check and now.
-            Err(_) => lost.push(ports.base),
+/// Four random bytes from the kernel (the time and the process id if it cannot say).
+fn random_u32() -> u32 {
+    let mut bytes = [0u8; 4];
+    match std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)) {
+        Ok(()) => u32::from_le_bytes(bytes),
+        Err(_) => {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            nanos ^ std::process::id()
         }
     }
 }
 
-/// Whether nothing listens on `port` on this node (IPv4 and, where present, IPv6).
-pub(crate) fn is_free(port: u16) -> bool {
-    let v4 = TcpListener::bind((Ipv4Addr::UNSPECIFIED, port)).is_ok();
-    let v6 = match TcpListener::bind((Ipv6Addr::UNSPECIFIED, port)) {
-        Ok(_) => true,
-        // No IPv6 on this node: nothing can listen there either.
-        Err(e) => e.kind() == std::io::ErrorKind::AddrNotAvailable,
+/// One free port of `range` (or the kernel's choice where the range has none), held.
+fn choose_one(
+    node: &str,
+    range: Range,
+    random: &mut dyn FnMut() -> u32,
+) -> Result<Held, PortError> {
+    if let Some(held) = range.tries(random).find_map(|p| hold(p).ok()) {
+        return Ok(held);
+    }
+    hold(0).map_err(|e| PortError::NoneFree {
+        node: node.to_owned(),
+        why: e.to_string(),
+    })
+}
+
+/// Holds each of `ports` (a `--port-base` layout), or names the first that is busy.
+fn hold_base(node: &str, base: u16, ports: &[u16]) -> Result<Vec<Held>, PortError> {
+    ports
+        .iter()
+        .map(|p| {
+            hold(*p).map_err(|_| PortError::BaseBusy {
+                node: node.to_owned(),
+                first: base,
+                last: base.saturating_add(BASE_SPAN - 1),
+                busy: *p,
+            })
+        })
+        .collect()
+}
+
+/// Chooses and holds Ray's ports for this node (`head`: with the head's services), or takes
+/// the `--port-base` layout when `base` is given.
+pub(crate) fn choose_ray(
+    node: &str,
+    head: bool,
+    base: Option<u16>,
+) -> Result<HeldRayPorts, PortError> {
+    let count = if head { 9 } else { 6 };
+    let held = match base {
+        Some(b) => {
+            // GCS, dashboard and client server first, as before: b, b+1, b+2.
+            let offsets = if head { 0..9 } else { 3..9 };
+            let ports: Vec<u16> = offsets.map(|o| b + o).collect();
+            hold_base(node, b, &ports)?
+        }
+        None => {
+            let range = Range::of_node();
+            let mut random = random_u32;
+            (0..count)
+                .map(|_| choose_one(node, range, &mut random))
+                .collect::<Result<_, _>>()?
+        }
     };
-    v4 && v6
+    let p: Vec<u16> = held.iter().map(|h| h.port).collect();
+    let (head_ports, node_ports) = if head {
+        let h = HeadPorts {
+            gcs: p[0],
+            dashboard: p[1],
+            client_server: p[2],
+        };
+        (Some(h), &p[3..])
+    } else {
+        (None, &p[..])
+    };
+    let ports = RayPorts {
+        head: head_ports,
+        node_manager: node_ports[0],
+        object_manager: node_ports[1],
+        metrics_export: node_ports[2],
+        agent_listen: node_ports[3],
+        agent_grpc: node_ports[4],
+        runtime_env_agent: node_ports[5],
+        workers: base.map(|b| (b + BASE_FIXED, b.saturating_add(BASE_SPAN - 1))),
+    };
+    Ok(HeldRayPorts { ports, held })
+}
+
+/// Chooses and holds the rendezvous port (`MASTER_PORT`): base + 9 with `--port-base`.
+pub(crate) fn choose_master(node: &str, base: Option<u16>) -> Result<Held, PortError> {
+    match base {
+        Some(b) => Ok(hold_base(node, b, &[b + 9])?.remove(0)),
+        None => choose_one(node, Range::of_node(), &mut random_u32),
+    }
 }
 
 /// Whether something on this node accepts connections on `port` at 127.0.0.1.
@@ -159,20 +315,146 @@ pub(crate) fn listening_locally(port: u16) -> bool {
     std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_millis(200)).is_ok()
 }
 
+/// `rayslurm ports N` (hidden): chooses the ports of `runs` runs at once on this node, as many
+/// heads with their rendezvous port, holds them all, and prints one line a run. A test of the
+/// choice on a node shared with other users.
+pub(crate) fn print_choices(runs: u32) -> u8 {
+    let node = nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut all = Vec::new();
+    for run in 0..runs {
+        let chosen =
+            choose_ray(&node, true, None).and_then(|ray| Ok((ray, choose_master(&node, None)?)));
+        match chosen {
+            Ok(c) => all.push(c),
+            Err(e) => {
+                eprintln!("error: run {run} of {runs}: {e}");
+                return 1;
+            }
+        }
+    }
+    for (ray, master) in &all {
+        let ports: Vec<String> = ray
+            .held
+            .iter()
+            .chain([master])
+            .map(|h| h.port.to_string())
+            .collect();
+        println!("{}", ports.join(" "));
+    }
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_held_block_is_not_chosen_again_by_a_job_whose_id_picks_it() {
-        // Job ids 7 and 27 pick the same block first; the first run holds it.
-        let (first, _held) = choose_held("n1", 7, None).unwrap();
-        let (second, _held2) = choose_held("n1", 27, None).unwrap();
-        assert_ne!(first.base, second.base);
-        assert_ne!(first.master(), second.master());
-        // A base the user asked for that is held: refused, not moved.
-        let err = choose_held("n1", 99, Some(first.base)).unwrap_err();
-        assert!(matches!(err, PortError::BaseBusy { .. }), "{err}");
+    fn a_held_port_is_not_chosen_again_and_a_busy_base_is_refused() {
+        let first = choose_ray("n1", true, None).unwrap();
+        let second = choose_ray("n1", true, None).unwrap();
+        let master = choose_master("n1", None).unwrap();
+        let mut all: Vec<u16> = first
+            .held
+            .iter()
+            .chain(&second.held)
+            .map(|h| h.port)
+            .collect();
+        all.push(master.port);
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), n, "every port chosen once: {all:?}");
+        // A port held is busy for a base the user asked for: refused, naming it, not moved.
+        let gcs = first.ports.head.unwrap().gcs;
+        let err = choose_ray("node2", true, Some(gcs))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("port {gcs} is in use")) && err.contains("node2"),
+            "{err}"
+        );
+        // Released, it is free again for `ray start`.
+        let ports = first.release();
+        assert!(hold(ports.head.unwrap().gcs).is_ok());
+    }
+
+    #[test]
+    fn another_users_listener_on_any_address_makes_a_port_busy() {
+        for addr in ["127.0.0.1:0", "[::1]:0", "0.0.0.0:0"] {
+            let Ok(l) = TcpListener::bind(addr) else {
+                continue;
+            };
+            let port = l.local_addr().unwrap().port();
+            assert!(hold(port).is_err(), "{addr}");
+        }
+    }
+
+    #[test]
+    fn the_range_stops_below_the_ephemeral_ports_and_every_port_of_it_is_tried() {
+        let r = Range::below_ephemeral(Some("32768\t60999\n"));
+        assert_eq!((r.first, r.end), (10_000, 32_768));
+        assert_eq!(Range::below_ephemeral(None), r);
+        // A site whose ephemeral range starts low: nothing below it, only the kernel's choice.
+        let empty = Range::below_ephemeral(Some("1024 65535"));
+        assert_eq!(empty.tries(&mut random_u32).count(), 0);
+        let small = Range {
+            first: 20_000,
+            end: 20_010,
+        };
+        let mut n = 0;
+        let tries: Vec<u16> = small
+            .tries(&mut || {
+                n += 7;
+                n
+            })
+            .collect();
+        assert_eq!(tries.len(), RANDOM_TRIES + 10);
+        assert!(tries.iter().all(|p| (20_000..20_010).contains(p)));
+        let mut walk = tries[RANDOM_TRIES..].to_vec();
+        walk.sort_unstable();
+        assert_eq!(walk, (20_000..20_010).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_full_range_falls_back_to_the_kernels_choice() {
+        let busy = hold(0).unwrap();
+        let range = Range {
+            first: busy.port,
+            end: busy.port + 1,
+        };
+        let got = choose_one("n", range, &mut random_u32).unwrap();
+        assert_ne!(got.port, busy.port);
+    }
+
+    #[test]
+    fn flags_name_every_port_and_the_kernels_worker_ports() {
+        let held = choose_ray("n", true, None).unwrap();
+        let p = held.release();
+        let flags = p.ray_flags().join(" ");
+        assert!(
+            flags.contains(&format!("--port={}", p.head.unwrap().gcs)),
+            "{flags}"
+        );
+        assert!(
+            flags.contains("--min-worker-port=0 --max-worker-port=0"),
+            "{flags}"
+        );
+        let worker = choose_ray("n", false, None).unwrap().release();
+        assert!(!worker.ray_flags().join(" ").contains("--port="));
+        let base = 40_000 + (std::process::id() % 200) as u16 * 100;
+        let given = choose_ray("n", true, Some(base)).unwrap().release();
+        let flags = given.ray_flags().join(" ");
+        assert!(flags.contains(&format!("--port={base} ")), "{flags}");
+        assert!(
+            flags.contains(&format!("--runtime-env-agent-port={}", base + 8)),
+            "{flags}"
+        );
+        assert!(
+            flags.contains(&format!("--max-worker-port={}", base + 999)),
+            "{flags}"
+        );
     }
 
     #[test]
@@ -182,50 +464,5 @@ mod tests {
         assert!(listening_locally(port));
         drop(l);
         assert!(!listening_locally(port));
-    }
-
-    #[test]
-    fn block_follows_the_job_id() {
-        assert_eq!(choose("n", 0, None, |_| true).unwrap().base, 12000);
-        assert_eq!(choose("n", 7, None, |_| true).unwrap().base, 19000);
-        assert_eq!(choose("n", 27, None, |_| true).unwrap().base, 19000);
-        assert_eq!(choose("n", 19, None, |_| true).unwrap().base, 31000);
-    }
-
-    #[test]
-    fn busy_block_moves_to_the_next() {
-        let p = choose("n", 7, None, |p| !(19000..19011).contains(&p)).unwrap();
-        assert_eq!(p.base, 20000);
-        let p = choose("n", 19, None, |p| p != 31005).unwrap();
-        assert_eq!(p.base, 12000, "wraps around");
-    }
-
-    #[test]
-    fn everything_busy_is_an_error() {
-        assert!(choose("n", 1, None, |_| false).is_err());
-    }
-
-    #[test]
-    fn a_given_base_must_be_free() {
-        assert_eq!(choose("n", 1, Some(40000), |_| true).unwrap().base, 40000);
-        let err = choose("node2", 1, Some(40000), |p| p != 40003)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("40003") && err.contains("node2"), "{err}");
-    }
-
-    #[test]
-    fn ports_stay_inside_the_block_and_below_ephemeral() {
-        let p = RayPorts { base: 31000 };
-        let flags = p.ray_flags(true).join(" ");
-        assert!(flags.contains("--port=31000"));
-        assert!(flags.contains("--max-worker-port=31999"));
-        assert!(!p.ray_flags(false).join(" ").contains("--port="));
-    }
-
-    #[test]
-    fn a_listening_port_is_not_free() {
-        let l = TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0)).unwrap();
-        assert!(!is_free(l.local_addr().unwrap().port()));
     }
 }

@@ -17,7 +17,7 @@ use anyhow::{Context, Result};
 use crate::bootstrap::allocation::Allocation;
 use crate::bootstrap::in_image;
 use crate::bootstrap::node::{check_shm, say};
-use crate::bootstrap::ports::{self, RayPorts};
+use crate::bootstrap::ports::{self, HeldRayPorts, RayPorts};
 use crate::bootstrap::rank::env::node_env;
 use crate::bootstrap::ray_auth::RayAuth;
 use crate::handoff::cluster::ClusterOptions;
@@ -123,7 +123,7 @@ impl RayNodeSpec<'_> {
             Some(addr) => args.push(format!("--address={addr}")),
         }
         args.push(format!("--node-ip-address={}", self.ip));
-        args.extend(self.ports.ray_flags(self.head_address.is_none()));
+        args.extend(self.ports.ray_flags());
         if let Some(c) = self.num_cpus {
             args.push(format!("--num-cpus={c}"));
         }
@@ -278,7 +278,8 @@ impl MemorySplit {
 }
 
 /// Starts Ray on this node, head (`head_address` is `None`) or worker: checks that `ray` is on
-/// PATH, picks the ports, makes the temp root (kept in `temp_slot`, so that teardown removes it
+/// PATH, picks the ports (unless `chosen`, held since the head chose them) and lets them go
+/// just before `ray start` binds them, makes the temp root (kept in `temp_slot`, so that teardown removes it
 /// whatever happens next) and spawns `ray start`. The error is a message for the job's log.
 pub(crate) fn start_node(
     alloc: &Allocation,
@@ -288,6 +289,7 @@ pub(crate) fn start_node(
     mark: &str,
     auth: &RayAuth,
     temp_slot: &mut Option<TempRoot>,
+    chosen: Option<HeldRayPorts>,
 ) -> Result<(RayStart, RayPorts), String> {
     let node = &alloc.node;
     // Inside an image, `in_image::check` has found `ray` there.
@@ -301,8 +303,11 @@ pub(crate) fn start_node(
         say(node, memory.describe());
     }
     check_shm(node, memory.object_store);
-    let ports = ports::choose(node, alloc.job_number(), cluster.port_base, ports::is_free)
-        .map_err(|e| e.to_string())?;
+    let held = match chosen {
+        Some(held) => held,
+        None => ports::choose_ray(node, head_address.is_none(), cluster.port_base)
+            .map_err(|e| e.to_string())?,
+    };
     // Head-only flags (dashboard, autoscaler, ...) would make a worker's `ray start` fail.
     let head_args = if head_address.is_none() {
         &cluster.ray_head_args
@@ -357,6 +362,7 @@ pub(crate) fn start_node(
             ),
         );
     }
+    let ports = held.ports;
     let spec = RayNodeSpec {
         head_address,
         ip,
@@ -367,6 +373,8 @@ pub(crate) fn start_node(
         object_store_memory: memory.object_store,
         extra: &extra,
     };
+    // Held until now, so that nothing else took them; `ray start` binds them next.
+    held.release();
     let start = RayStart::spawn(&spec, temp, mark, &env).map_err(|e| format!("{e:#}"))?;
     Ok((start, ports))
 }
@@ -421,7 +429,16 @@ mod tests {
         let spec = RayNodeSpec {
             head_address: Some("[fd00::1]:12000"),
             ip: "fd00::2".parse().unwrap(),
-            ports: RayPorts { base: 13000 },
+            ports: RayPorts {
+                head: None,
+                node_manager: 13003,
+                object_manager: 13004,
+                metrics_export: 13005,
+                agent_listen: 13006,
+                agent_grpc: 13007,
+                runtime_env_agent: 13008,
+                workers: None,
+            },
             num_cpus: Some(2),
             num_gpus: 0,
             memory: Some(1 << 30),
@@ -439,7 +456,8 @@ mod tests {
             "--object-store-memory=100000000",
             "--memory=1073741824",
             "--temp-dir=/tmp/rs0-5",
-            "--min-worker-port=13010",
+            "--node-manager-port=13003",
+            "--min-worker-port=0",
         ] {
             assert!(args.contains(part), "{part} in {args}");
         }

@@ -173,6 +173,8 @@ impl Head<'_> {
         if let Some(ray) = &self.ray {
             env.extend(ray.auth.env().into_iter().map(|(k, v)| (k.to_owned(), v)));
         }
+        // The rendezvous port, held since its choice, is the command's from now on.
+        self.master_held = None;
         let mut command = match UserCommand::spawn(&command, &env, &Output::Inherit) {
             Ok(cmd) => cmd,
             Err(e) => {

@@ -129,7 +129,7 @@ impl StartUp<'_> {
                 );
                 self.check_auth(head)?;
                 if head.auth_check.is_none() {
-                    head.dashboard_announced = say_dashboard(node, head.ports.dashboard());
+                    head.dashboard_announced = say_dashboard(node, head.head_ports.dashboard);
                 }
                 Ok(true)
             }
@@ -153,7 +153,7 @@ impl StartUp<'_> {
             return Ok(());
         };
         let ports = auth_check::Ports {
-            dashboard: head.ports.dashboard(),
+            dashboard: head.head_ports.dashboard,
             host: match self.ip {
                 IpAddr::V4(v4) => v4.to_string(),
                 IpAddr::V6(v6) => format!("[{v6}]"),

@@ -141,7 +141,7 @@ fn start(
             .head_address
             .as_deref()
             .ok_or("no --head-address was given to the worker")?;
-        let (mut start, _) = start_node(alloc, c, Some(head), ip, mark, auth, temp_slot)?;
+        let (mut start, _) = start_node(alloc, c, Some(head), ip, mark, auth, temp_slot, None)?;
         let status = loop {
             // A head that gave up (its own start failed, or the ready timeout passed) says
             // stop; `ray start` would otherwise wait for a dead head for many minutes.
