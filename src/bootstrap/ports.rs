@@ -322,6 +322,11 @@ pub(crate) fn print_choices(runs: u32) -> u8 {
     let node = nix::unistd::gethostname()
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_default();
+    // One process holding what many runs' processes would: a descriptor a port.
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
     let mut all = Vec::new();
     for run in 0..runs {
         let chosen =

@@ -145,7 +145,11 @@ mod tests {
         );
         // Named by the user, it is only not a directory.
         let err = check(&file, false, true).unwrap_err();
-        assert!(err.message.contains("is not a directory"), "{}", err.message);
+        assert!(
+            err.message.contains("is not a directory"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

@@ -215,6 +215,14 @@ fn a_file_named_like_the_default_log_directory_is_refused_naming_its_owner() {
         .expect_no_file(&calls)
         .run();
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a directory\n");
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "wrote a script or log");
-    assert_eq!(std::fs::read_dir(state.path()).unwrap().count(), 0, "recorded a run");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "wrote a script or log"
+    );
+    assert_eq!(
+        std::fs::read_dir(state.path()).unwrap().count(),
+        0,
+        "recorded a run"
+    );
 }
