@@ -6,10 +6,11 @@
 //! from `/proc/sys/net/ipv4/ip_local_port_range`): outgoing connections take their local ports
 //! from the ephemeral range only, so a port there stays free until something binds it on
 //! purpose. Where every port of the range is taken, the kernel's own choice (a bind to port 0)
-//! is taken instead. A port is held, by listening sockets of this process on every address
+//! is taken instead. A port is held, by a listening socket of this process on every address
 //! (IPv4 and IPv6), from its choice until just before the service that uses it starts
 //! ([`Held`]): two runs choosing at once never pick the same one, however many runs share the
-//! node. Ray's workers bind the ports the kernel gives them (`--min-worker-port=0
+//! node. `MASTER_PORT` stays held after that, by a socket that lets its user bind it
+//! ([`Held::leave_to_its_user`]), until the run ends. Ray's workers bind the ports the kernel gives them (`--min-worker-port=0
 //! --max-worker-port=0`), so they need no range either. Each node chooses its own; only the
 //! head's GCS port travels to the others (in the workers' `--head-address`).
 //!
@@ -17,8 +18,15 @@
 //! services on P..P+8, the rendezvous port P+9, workers P+10..P+999. Those ports must be free;
 //! a busy one is an error that names it.
 
-use std::io::{ErrorKind, Read};
-use std::net::{Ipv4Addr, Ipv6Addr, TcpListener};
+use std::io::Read;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use nix::errno::Errno;
+use nix::sys::socket::{
+    AddressFamily, Backlog, SockFlag, SockType, SockaddrIn, SockaddrIn6, SockaddrStorage, bind,
+    getsockname, listen, setsockopt, socket, sockopt,
+};
 
 /// The first port of the range the ports are chosen from.
 const RANGE_START: u16 = 10_000;
@@ -103,11 +111,29 @@ impl RayPorts {
     }
 }
 
-/// A port held by this process (listening on every address) until this is dropped.
+/// A port held by this process until this is dropped: listening on every address (IPv6 and
+/// IPv4) without `SO_REUSEADDR`, so that nothing else can bind it, or, once its user has
+/// started, [`Held::leave_to_its_user`].
 #[derive(Debug)]
 pub(crate) struct Held {
     pub(crate) port: u16,
-    _sockets: Vec<TcpListener>,
+    _socket: OwnedFd,
+}
+
+impl Held {
+    /// Keeps the port from every other choice of rayslurm's while its user (the command, the
+    /// ranks) may bind it: a socket bound on every address with `SO_REUSEADDR` that does not
+    /// listen. A program that sets `SO_REUSEADDR` too (torch's TCPStore, libuv, gRPC, most
+    /// servers) binds and listens beside it; a bind without it, as each choice here is, fails.
+    pub(crate) fn leave_to_its_user(self) -> Option<Held> {
+        let port = self.port;
+        drop(self);
+        let socket = socket_on(port, true).ok()?;
+        Some(Held {
+            port,
+            _socket: socket,
+        })
+    }
 }
 
 /// Ray's ports for one node, held until [`HeldRayPorts::release`].
@@ -124,42 +150,43 @@ impl HeldRayPorts {
     }
 }
 
-/// Binds `port` (0: any the kernel gives) on every address, IPv6 and IPv4.
+/// Listens on `port` (0: any the kernel gives) on every address, IPv6 and IPv4, without
+/// `SO_REUSEADDR`: this fails while any socket is bound to the port on any address, listening
+/// or not, of any user.
 pub(crate) fn hold(port: u16) -> std::io::Result<Held> {
-    // A dual-stack [::] socket also takes the port's IPv4 addresses, and cannot be bound while
-    // anything listens on the port on any address of either family.
-    let v6 = match TcpListener::bind((Ipv6Addr::UNSPECIFIED, port)) {
-        Ok(l) => Some(l),
-        Err(e) if no_ipv6(&e) => None,
-        Err(e) => return Err(e),
+    let socket = socket_on(port, false)?;
+    listen(&socket, Backlog::new(1).map_err(std::io::Error::from)?)?;
+    let port = match getsockname::<SockaddrStorage>(socket.as_raw_fd())? {
+        a if a.as_sockaddr_in6().is_some() => a.as_sockaddr_in6().map_or(0, |a| a.port()),
+        a => a.as_sockaddr_in().map_or(0, |a| a.port()),
     };
-    let port = match &v6 {
-        Some(l) => l.local_addr()?.port(),
-        None => port,
-    };
-    let mut sockets: Vec<TcpListener> = v6.into_iter().collect();
-    match TcpListener::bind((Ipv4Addr::UNSPECIFIED, port)) {
-        Ok(v4) => sockets.push(v4),
-        // Our own dual-stack socket holds it already.
-        Err(e) if e.kind() == ErrorKind::AddrInUse && !sockets.is_empty() && !v6_only() => {}
-        Err(e) => return Err(e),
-    }
-    let port = sockets[0].local_addr()?.port();
     Ok(Held {
         port,
-        _sockets: sockets,
+        _socket: socket,
     })
 }
 
-fn no_ipv6(e: &std::io::Error) -> bool {
-    e.kind() == ErrorKind::AddrNotAvailable
-        || e.raw_os_error() == Some(nix::libc::EAFNOSUPPORT)
-        || e.raw_os_error() == Some(nix::libc::EADDRNOTAVAIL)
-}
-
-/// Whether an IPv6 socket leaves IPv4 alone here (`net.ipv6.bindv6only`, 0 by default).
-fn v6_only() -> bool {
-    std::fs::read_to_string("/proc/sys/net/ipv6/bindv6only").is_ok_and(|v| v.trim() == "1")
+/// A TCP socket bound to `port` on every address: a dual-stack IPv6 one (which also takes
+/// the port on IPv4's), or IPv4 alone where the node has no IPv6.
+fn socket_on(port: u16, reuse: bool) -> std::io::Result<OwnedFd> {
+    let stream = |family| socket(family, SockType::Stream, SockFlag::SOCK_CLOEXEC, None);
+    let v6 = stream(AddressFamily::Inet6).and_then(|fd| {
+        setsockopt(&fd, sockopt::Ipv6V6Only, &false)?;
+        setsockopt(&fd, sockopt::ReuseAddr, &reuse)?;
+        let any = SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, port, 0, 0);
+        bind(fd.as_raw_fd(), &SockaddrIn6::from(any)).map(|()| fd)
+    });
+    match v6 {
+        Ok(fd) => Ok(fd),
+        Err(Errno::EAFNOSUPPORT | Errno::EADDRNOTAVAIL) => {
+            let fd = stream(AddressFamily::Inet)?;
+            setsockopt(&fd, sockopt::ReuseAddr, &reuse)?;
+            let any = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port);
+            bind(fd.as_raw_fd(), &SockaddrIn::from(any))?;
+            Ok(fd)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The ports chosen from: [`RANGE_START`] up to the start of the kernel's ephemeral range.
@@ -354,6 +381,21 @@ pub(crate) fn print_choices(runs: u32) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::TcpListener;
+
+    #[test]
+    fn a_port_left_to_its_user_can_be_bound_by_it_and_by_no_choice() {
+        let held = hold(0).unwrap();
+        let port = held.port;
+        let kept = held.leave_to_its_user().unwrap();
+        // The framework (std sets SO_REUSEADDR, as torch's TCPStore and gRPC do) binds it.
+        let user = TcpListener::bind((Ipv4Addr::UNSPECIFIED, port)).unwrap();
+        assert!(hold(port).is_err(), "chosen again while its run lives");
+        drop(user);
+        assert!(hold(port).is_err(), "chosen again while its run lives");
+        drop(kept);
+        assert!(hold(port).is_ok());
+    }
 
     #[test]
     fn a_held_port_is_not_chosen_again_and_a_busy_base_is_refused() {

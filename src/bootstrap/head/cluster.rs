@@ -30,7 +30,8 @@ pub(super) struct Head<'a> {
     pub(super) nodes: Vec<String>,
     /// The port frameworks rendezvous on (`MASTER_PORT`), chosen on the head.
     pub(super) master_port: u16,
-    /// That port, held from its choice until the command starts (which may bind it).
+    /// That port, held from its choice until the command starts, then left for it to bind
+    /// and kept from every other run's choice.
     pub(super) master_held: Option<ports::Held>,
     /// Ray's head on this node; none with `--no-ray`.
     pub(super) ray: Option<RayHead>,

@@ -78,8 +78,9 @@ pub(super) fn run(
         .and_then(|v| v.trim().parse::<u32>().ok())
         .filter(|t| *t > 0)
         .unwrap_or(1);
-    // Held from its choice until the ranks start (rank 0's framework binds it then), so that
-    // no other run on this node, nor anything else, takes it meanwhile.
+    // Held from its choice until the ranks start, so that nothing else takes it meanwhile;
+    // then left to rank 0's framework to bind, and kept from every other run's choice until
+    // the run ends.
     let master = match ports::choose_master(&alloc.node, args.cluster.port_base) {
         Ok(held) => held,
         Err(e) => return Outcome::startup_failed(e.to_string()),
@@ -113,7 +114,7 @@ pub(super) fn run(
             t0.elapsed().as_secs_f64()
         ),
     );
-    drop(master);
+    let _kept = master.leave_to_its_user();
     ranks.step.tell(&Order::Run);
     ranks.watch_ranks(alloc.nodes.len() * tasks_per_node as usize)
 }
