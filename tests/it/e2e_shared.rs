@@ -618,20 +618,22 @@ fn a_squatter_on_the_dead_dashboards_port_is_never_sent_the_token(
 }
 
 /// A Python program, run as the attacker on a node, that waits until the victim's Ray holds
-/// `base` (the GCS port: the run has chosen its block, which a squat made earlier would only
-/// move), then binds the dashboard's port `base + 1` on 127.0.0.1 and answers as Ray's
+/// `base` (the GCS port) and nothing of the victim's listens on `base + 1` (the run holds its
+/// ports until `ray start`, and a squat made earlier would only fail its start), then binds the dashboard's port `base + 1` on 127.0.0.1 and answers as Ray's
 /// dashboard does (401 without a token, 200 with one) until `stop` exists; then prints how many
 /// requests came and whether any carried a token.
 fn late_squatter(base: u16, victim_uid: u32, stop: &Path) -> String {
     format!(
         r#"import os, socket, sys, time
-def ray_holds_base():
+def victim_listens(port):
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         for row in open(table).read().splitlines()[1:]:
             f = row.split()
-            if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == {base} and int(f[7]) == {victim_uid}:
+            if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port and int(f[7]) == {victim_uid}:
                 return True
     return False
+def ray_holds_base():
+    return victim_listens({base}) and not victim_listens({base} + 1)
 end = time.time() + 240
 while not ray_holds_base():
     if time.time() > end:
