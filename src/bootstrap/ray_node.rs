@@ -72,6 +72,24 @@ impl TempRoot {
         )
     }
 
+    /// [`TempRoot::create`] for this attempt, naming in the log a first name that was taken.
+    fn made_for(alloc: &Allocation) -> Result<Self, String> {
+        let made =
+            Self::create(&alloc.job_id, alloc.restart_count).map_err(|e| format!("{e:#}"))?;
+        let first = Self::first_name(&alloc.job_id, alloc.restart_count);
+        if made.path != first {
+            say(
+                &alloc.node,
+                format!(
+                    "`{}` was there already (another user's, a link, or left from an earlier job): Ray's temp root is `{}`",
+                    first.display(),
+                    made.path.display()
+                ),
+            );
+        }
+        Ok(made)
+    }
+
     pub(crate) fn remove(&self) {
         let _ = std::fs::remove_dir_all(&self.path);
     }
@@ -277,19 +295,25 @@ impl MemorySplit {
     }
 }
 
-/// Starts Ray on this node, head (`head_address` is `None`) or worker: checks that `ray` is on
-/// PATH, picks the ports (unless `chosen`, held since the head chose them) and lets them go
-/// just before `ray start` binds them, makes the temp root (kept in `temp_slot`, so that teardown removes it
-/// whatever happens next) and spawns `ray start`. The error is a message for the job's log.
+/// Which Ray node this is.
+pub(crate) enum NodeRole<'a> {
+    /// The head, with the ports it chose at the start of the run (held since).
+    Head(HeldRayPorts),
+    /// A worker, which joins the head at this address and chooses its own ports.
+    Worker(&'a str),
+}
+
+/// Starts Ray on this node: checks that `ray` is on PATH, picks a worker's ports and lets the
+/// ports go just before `ray start` binds them, makes the temp root (in `temp_slot`, which
+/// teardown removes whatever happens next) and spawns `ray start`. The error is for the log.
 pub(crate) fn start_node(
     alloc: &Allocation,
     cluster: &ClusterOptions,
-    head_address: Option<&str>,
+    role: NodeRole<'_>,
     ip: IpAddr,
     mark: &str,
     auth: &RayAuth,
     temp_slot: &mut Option<TempRoot>,
-    chosen: Option<HeldRayPorts>,
 ) -> Result<(RayStart, RayPorts), String> {
     let node = &alloc.node;
     // Inside an image, `in_image::check` has found `ray` there.
@@ -299,15 +323,17 @@ pub(crate) fn start_node(
         ));
     }
     let memory = MemorySplit::of(alloc.memory_on_node, cluster.object_store_memory);
-    if head_address.is_none() {
-        say(node, memory.describe());
-    }
-    check_shm(node, memory.object_store);
-    let held = match chosen {
-        Some(held) => held,
-        None => ports::choose_ray(node, head_address.is_none(), cluster.port_base)
-            .map_err(|e| e.to_string())?,
+    let (head_address, held) = match role {
+        NodeRole::Head(held) => {
+            say(node, memory.describe());
+            (None, held)
+        }
+        NodeRole::Worker(address) => (
+            Some(address),
+            ports::choose_ray(node, false, cluster.port_base).map_err(|e| e.to_string())?,
+        ),
     };
+    check_shm(node, memory.object_store);
     // Head-only flags (dashboard, autoscaler, ...) would make a worker's `ray start` fail.
     let head_args = if head_address.is_none() {
         &cluster.ray_head_args
@@ -348,20 +374,7 @@ pub(crate) fn start_node(
             extra.extend(parse_ray_args(flag, text).map_err(|e| e.to_string())?);
         }
     }
-    let temp = temp_slot.insert(
-        TempRoot::create(&alloc.job_id, alloc.restart_count).map_err(|e| format!("{e:#}"))?,
-    );
-    let first = TempRoot::first_name(&alloc.job_id, alloc.restart_count);
-    if temp.path != first {
-        say(
-            node,
-            format!(
-                "`{}` was there already (another user's, a link, or left from an earlier job): Ray's temp root is `{}`",
-                first.display(),
-                temp.path.display()
-            ),
-        );
-    }
+    let temp = temp_slot.insert(TempRoot::made_for(alloc)?);
     let ports = held.ports;
     let spec = RayNodeSpec {
         head_address,
@@ -429,16 +442,9 @@ mod tests {
         let spec = RayNodeSpec {
             head_address: Some("[fd00::1]:12000"),
             ip: "fd00::2".parse().unwrap(),
-            ports: RayPorts {
-                head: None,
-                node_manager: 13003,
-                object_manager: 13004,
-                metrics_export: 13005,
-                agent_listen: 13006,
-                agent_grpc: 13007,
-                runtime_env_agent: 13008,
-                workers: None,
-            },
+            ports: ports::choose_ray("n", false, Some(13_000))
+                .unwrap()
+                .release(),
             num_cpus: Some(2),
             num_gpus: 0,
             memory: Some(1 << 30),
@@ -457,7 +463,7 @@ mod tests {
             "--memory=1073741824",
             "--temp-dir=/tmp/rs0-5",
             "--node-manager-port=13003",
-            "--min-worker-port=0",
+            "--min-worker-port=13010",
         ] {
             assert!(args.contains(part), "{part} in {args}");
         }

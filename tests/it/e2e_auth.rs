@@ -59,7 +59,14 @@ fn a_client_without_the_token_is_refused_on_every_port() {
         lab,
         &dir,
         "auth",
-        &["-n", "2", "--port-base", &base, "--command", "python probe.py"],
+        &[
+            "-n",
+            "2",
+            "--port-base",
+            &base,
+            "--command",
+            "python probe.py",
+        ],
     );
     let info = job.wait(Duration::from_secs(300));
     let log = job.log_text();

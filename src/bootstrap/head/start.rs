@@ -23,7 +23,7 @@ use crate::bootstrap::rank::env::{attempt_env, setup_env_before_ray};
 use crate::bootstrap::rank::setup::{self, setup_failed};
 use crate::bootstrap::rank::user_command::Output;
 use crate::bootstrap::ray_auth::RayAuth;
-use crate::bootstrap::ray_node::{RayStart, start_node};
+use crate::bootstrap::ray_node::{NodeRole, RayStart, start_node};
 use crate::bootstrap::signals;
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::run_files::create_private_dir;
@@ -234,12 +234,11 @@ impl<'a> StartUp<'a> {
         let started = start_node(
             self.alloc,
             &self.args.cluster,
-            None,
+            NodeRole::Head(held),
             self.ip,
             &self.started.mark,
             &auth,
             &mut self.started.temp,
-            Some(held),
         );
         self.started.tell_watchdog_temp();
         let (start, ports) = started.map_err(Outcome::startup_failed)?;

@@ -18,23 +18,17 @@
 //! services on P..P+8, the rendezvous port P+9, workers P+10..P+999. Those ports must be free;
 //! a busy one is an error that names it.
 
-use std::io::Read;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
-use std::os::fd::{AsRawFd, OwnedFd};
+mod held;
+mod range;
 
-use nix::errno::Errno;
-use nix::sys::socket::{
-    AddressFamily, Backlog, SockFlag, SockType, SockaddrIn, SockaddrIn6, SockaddrStorage, bind,
-    getsockname, listen, setsockopt, socket, sockopt,
-};
+use std::net::Ipv4Addr;
 
-/// The first port of the range the ports are chosen from.
-const RANGE_START: u16 = 10_000;
+pub(crate) use held::{Held, hold};
+use range::{Range, random_u32};
+
 /// Ports of a `--port-base` layout: its fixed services, then its workers up to base + 999.
 const BASE_FIXED: u16 = 10;
 const BASE_SPAN: u16 = 1000;
-/// Random tries before the range is walked port by port.
-const RANDOM_TRIES: usize = 64;
 
 /// The ports of the head-only services.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,31 +105,6 @@ impl RayPorts {
     }
 }
 
-/// A port held by this process until this is dropped: listening on every address (IPv6 and
-/// IPv4) without `SO_REUSEADDR`, so that nothing else can bind it, or, once its user has
-/// started, [`Held::leave_to_its_user`].
-#[derive(Debug)]
-pub(crate) struct Held {
-    pub(crate) port: u16,
-    _socket: OwnedFd,
-}
-
-impl Held {
-    /// Keeps the port from every other choice of rayslurm's while its user (the command, the
-    /// ranks) may bind it: a socket bound on every address with `SO_REUSEADDR` that does not
-    /// listen. A program that sets `SO_REUSEADDR` too (torch's TCPStore, libuv, gRPC, most
-    /// servers) binds and listens beside it; a bind without it, as each choice here is, fails.
-    pub(crate) fn leave_to_its_user(self) -> Option<Held> {
-        let port = self.port;
-        drop(self);
-        let socket = socket_on(port, true).ok()?;
-        Some(Held {
-            port,
-            _socket: socket,
-        })
-    }
-}
-
 /// Ray's ports for one node, held until [`HeldRayPorts::release`].
 #[derive(Debug)]
 pub(crate) struct HeldRayPorts {
@@ -147,107 +116,6 @@ impl HeldRayPorts {
     /// Lets the ports go, for `ray start` to bind them: call it just before.
     pub(crate) fn release(self) -> RayPorts {
         self.ports
-    }
-}
-
-/// Listens on `port` (0: any the kernel gives) on every address, IPv6 and IPv4, without
-/// `SO_REUSEADDR`: this fails while any socket is bound to the port on any address, listening
-/// or not, of any user.
-pub(crate) fn hold(port: u16) -> std::io::Result<Held> {
-    let socket = socket_on(port, false)?;
-    listen(&socket, Backlog::new(1).map_err(std::io::Error::from)?)?;
-    let port = match getsockname::<SockaddrStorage>(socket.as_raw_fd())? {
-        a if a.as_sockaddr_in6().is_some() => a.as_sockaddr_in6().map_or(0, |a| a.port()),
-        a => a.as_sockaddr_in().map_or(0, |a| a.port()),
-    };
-    Ok(Held {
-        port,
-        _socket: socket,
-    })
-}
-
-/// A TCP socket bound to `port` on every address: a dual-stack IPv6 one (which also takes
-/// the port on IPv4's), or IPv4 alone where the node has no IPv6.
-fn socket_on(port: u16, reuse: bool) -> std::io::Result<OwnedFd> {
-    let stream = |family| socket(family, SockType::Stream, SockFlag::SOCK_CLOEXEC, None);
-    let v6 = stream(AddressFamily::Inet6).and_then(|fd| {
-        setsockopt(&fd, sockopt::Ipv6V6Only, &false)?;
-        setsockopt(&fd, sockopt::ReuseAddr, &reuse)?;
-        let any = SocketAddrV6::new(Ipv6Addr::UNSPECIFIED, port, 0, 0);
-        bind(fd.as_raw_fd(), &SockaddrIn6::from(any)).map(|()| fd)
-    });
-    match v6 {
-        Ok(fd) => Ok(fd),
-        Err(Errno::EAFNOSUPPORT | Errno::EADDRNOTAVAIL) => {
-            let fd = stream(AddressFamily::Inet)?;
-            setsockopt(&fd, sockopt::ReuseAddr, &reuse)?;
-            let any = SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port);
-            bind(fd.as_raw_fd(), &SockaddrIn::from(any))?;
-            Ok(fd)
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// The ports chosen from: [`RANGE_START`] up to the start of the kernel's ephemeral range.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Range {
-    first: u16,
-    /// One past the last.
-    end: u16,
-}
-
-impl Range {
-    /// This node's range.
-    pub(crate) fn of_node() -> Self {
-        let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range");
-        Self::below_ephemeral(text.ok().as_deref())
-    }
-
-    /// The range below the ephemeral range that `ip_local_port_range` (`LOW HIGH`) gives.
-    fn below_ephemeral(ip_local_port_range: Option<&str>) -> Self {
-        let low = ip_local_port_range
-            .and_then(|t| t.split_whitespace().next()?.parse::<u16>().ok())
-            .unwrap_or(32768);
-        Self {
-            first: RANGE_START,
-            end: low.max(RANGE_START),
-        }
-    }
-
-    fn len(&self) -> u16 {
-        self.end - self.first
-    }
-
-    /// The order the range is tried in: [`RANDOM_TRIES`] ports at random, then every port
-    /// from a random one on (an attacker who holds most of the range slows the walk, never
-    /// ends it).
-    fn tries(&self, random: &mut dyn FnMut() -> u32) -> impl Iterator<Item = u16> + use<> {
-        let (first, len) = (self.first, self.len());
-        let pick = move |r: u32| first + (r % u32::from(len.max(1))) as u16;
-        let randoms: Vec<u16> = if len == 0 {
-            Vec::new()
-        } else {
-            (0..RANDOM_TRIES).map(|_| pick(random())).collect()
-        };
-        let start = random();
-        let walk =
-            (0..len).map(move |i| first + ((start % u32::from(len.max(1))) as u16 + i) % len);
-        randoms.into_iter().chain(walk)
-    }
-}
-
-/// Four random bytes from the kernel (the time and the process id if it cannot say).
-fn random_u32() -> u32 {
-    let mut bytes = [0u8; 4];
-    match std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)) {
-        Ok(()) => u32::from_le_bytes(bytes),
-        Err(_) => {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos());
-            nanos ^ std::process::id()
-        }
     }
 }
 
@@ -384,20 +252,6 @@ mod tests {
     use std::net::TcpListener;
 
     #[test]
-    fn a_port_left_to_its_user_can_be_bound_by_it_and_by_no_choice() {
-        let held = hold(0).unwrap();
-        let port = held.port;
-        let kept = held.leave_to_its_user().unwrap();
-        // The framework (std sets SO_REUSEADDR, as torch's TCPStore and gRPC do) binds it.
-        let user = TcpListener::bind((Ipv4Addr::UNSPECIFIED, port)).unwrap();
-        assert!(hold(port).is_err(), "chosen again while its run lives");
-        drop(user);
-        assert!(hold(port).is_err(), "chosen again while its run lives");
-        drop(kept);
-        assert!(hold(port).is_ok());
-    }
-
-    #[test]
     fn a_held_port_is_not_chosen_again_and_a_busy_base_is_refused() {
         let first = choose_ray("n1", true, None).unwrap();
         let second = choose_ray("n1", true, None).unwrap();
@@ -425,43 +279,6 @@ mod tests {
         // Released, it is free again for `ray start`.
         let ports = first.release();
         assert!(hold(ports.head.unwrap().gcs).is_ok());
-    }
-
-    #[test]
-    fn another_users_listener_on_any_address_makes_a_port_busy() {
-        for addr in ["127.0.0.1:0", "[::1]:0", "0.0.0.0:0"] {
-            let Ok(l) = TcpListener::bind(addr) else {
-                continue;
-            };
-            let port = l.local_addr().unwrap().port();
-            assert!(hold(port).is_err(), "{addr}");
-        }
-    }
-
-    #[test]
-    fn the_range_stops_below_the_ephemeral_ports_and_every_port_of_it_is_tried() {
-        let r = Range::below_ephemeral(Some("32768\t60999\n"));
-        assert_eq!((r.first, r.end), (10_000, 32_768));
-        assert_eq!(Range::below_ephemeral(None), r);
-        // A site whose ephemeral range starts low: nothing below it, only the kernel's choice.
-        let empty = Range::below_ephemeral(Some("1024 65535"));
-        assert_eq!(empty.tries(&mut random_u32).count(), 0);
-        let small = Range {
-            first: 20_000,
-            end: 20_010,
-        };
-        let mut n = 0;
-        let tries: Vec<u16> = small
-            .tries(&mut || {
-                n += 7;
-                n
-            })
-            .collect();
-        assert_eq!(tries.len(), RANDOM_TRIES + 10);
-        assert!(tries.iter().all(|p| (20_000..20_010).contains(p)));
-        let mut walk = tries[RANDOM_TRIES..].to_vec();
-        walk.sort_unstable();
-        assert_eq!(walk, (20_000..20_010).collect::<Vec<_>>());
     }
 
     #[test]
