@@ -118,6 +118,7 @@ fn run(
             commands::dashboard::run(&DashboardSettings::resolve(&args), printer)
         }
         Command::Relay(args) => commands::relay::run(&args),
+        Command::Ports(args) => Ok(ExitCode::from(bootstrap::ports::print_choices(args.runs))),
         Command::Trust(args) => commands::trust::run(&args, printer),
         Command::Completions(args) => commands::completions::run(&args),
         Command::Man(args) => commands::man::run(&args),

@@ -64,11 +64,6 @@ impl Allocation {
             .cloned()
             .collect()
     }
-
-    /// A number for this job, to spread jobs over port blocks.
-    pub(crate) fn job_number(&self) -> u64 {
-        leading_number(&self.job_id).map_or(0, u64::from)
-    }
 }
 
 /// The job's memory on this node in bytes: `SLURM_MEM_PER_NODE` (MB), else
@@ -160,7 +155,6 @@ mod tests {
         assert_eq!(a.nodes, ["node1", "node2", "node3"]);
         assert_eq!(a.others(), ["node2", "node3"]);
         assert_eq!(a.cpus_on_node, Some(2));
-        assert_eq!(a.job_number(), 42);
     }
 
     #[test]

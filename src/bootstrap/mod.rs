@@ -25,7 +25,7 @@ mod kept_logs;
 mod marked;
 mod net;
 mod node;
-mod ports;
+pub(crate) mod ports;
 mod protocol;
 mod rank;
 mod ray_auth;

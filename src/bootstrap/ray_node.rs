@@ -17,7 +17,7 @@ use anyhow::{Context, Result};
 use crate::bootstrap::allocation::Allocation;
 use crate::bootstrap::in_image;
 use crate::bootstrap::node::{check_shm, say};
-use crate::bootstrap::ports::{self, RayPorts};
+use crate::bootstrap::ports::{self, HeldRayPorts, RayPorts};
 use crate::bootstrap::rank::env::node_env;
 use crate::bootstrap::ray_auth::RayAuth;
 use crate::handoff::cluster::ClusterOptions;
@@ -72,6 +72,24 @@ impl TempRoot {
         )
     }
 
+    /// [`TempRoot::create`] for this attempt, naming in the log a first name that was taken.
+    fn made_for(alloc: &Allocation) -> Result<Self, String> {
+        let made =
+            Self::create(&alloc.job_id, alloc.restart_count).map_err(|e| format!("{e:#}"))?;
+        let first = Self::first_name(&alloc.job_id, alloc.restart_count);
+        if made.path != first {
+            say(
+                &alloc.node,
+                format!(
+                    "`{}` was there already (another user's, a link, or left from an earlier job): Ray's temp root is `{}`",
+                    first.display(),
+                    made.path.display()
+                ),
+            );
+        }
+        Ok(made)
+    }
+
     pub(crate) fn remove(&self) {
         let _ = std::fs::remove_dir_all(&self.path);
     }
@@ -123,7 +141,7 @@ impl RayNodeSpec<'_> {
             Some(addr) => args.push(format!("--address={addr}")),
         }
         args.push(format!("--node-ip-address={}", self.ip));
-        args.extend(self.ports.ray_flags(self.head_address.is_none()));
+        args.extend(self.ports.ray_flags());
         if let Some(c) = self.num_cpus {
             args.push(format!("--num-cpus={c}"));
         }
@@ -277,13 +295,21 @@ impl MemorySplit {
     }
 }
 
-/// Starts Ray on this node, head (`head_address` is `None`) or worker: checks that `ray` is on
-/// PATH, picks the ports, makes the temp root (kept in `temp_slot`, so that teardown removes it
-/// whatever happens next) and spawns `ray start`. The error is a message for the job's log.
+/// Which Ray node this is.
+pub(crate) enum NodeRole<'a> {
+    /// The head, with the ports it chose at the start of the run (held since).
+    Head(HeldRayPorts),
+    /// A worker, which joins the head at this address and chooses its own ports.
+    Worker(&'a str),
+}
+
+/// Starts Ray on this node: checks that `ray` is on PATH, picks a worker's ports and lets the
+/// ports go just before `ray start` binds them, makes the temp root (in `temp_slot`, which
+/// teardown removes whatever happens next) and spawns `ray start`. The error is for the log.
 pub(crate) fn start_node(
     alloc: &Allocation,
     cluster: &ClusterOptions,
-    head_address: Option<&str>,
+    role: NodeRole<'_>,
     ip: IpAddr,
     mark: &str,
     auth: &RayAuth,
@@ -297,12 +323,17 @@ pub(crate) fn start_node(
         ));
     }
     let memory = MemorySplit::of(alloc.memory_on_node, cluster.object_store_memory);
-    if head_address.is_none() {
-        say(node, memory.describe());
-    }
+    let (head_address, held) = match role {
+        NodeRole::Head(held) => {
+            say(node, memory.describe());
+            (None, held)
+        }
+        NodeRole::Worker(address) => (
+            Some(address),
+            ports::choose_ray(node, false, cluster.port_base).map_err(|e| e.to_string())?,
+        ),
+    };
     check_shm(node, memory.object_store);
-    let ports = ports::choose(node, alloc.job_number(), cluster.port_base, ports::is_free)
-        .map_err(|e| e.to_string())?;
     // Head-only flags (dashboard, autoscaler, ...) would make a worker's `ray start` fail.
     let head_args = if head_address.is_none() {
         &cluster.ray_head_args
@@ -343,20 +374,8 @@ pub(crate) fn start_node(
             extra.extend(parse_ray_args(flag, text).map_err(|e| e.to_string())?);
         }
     }
-    let temp = temp_slot.insert(
-        TempRoot::create(&alloc.job_id, alloc.restart_count).map_err(|e| format!("{e:#}"))?,
-    );
-    let first = TempRoot::first_name(&alloc.job_id, alloc.restart_count);
-    if temp.path != first {
-        say(
-            node,
-            format!(
-                "`{}` was there already (another user's, a link, or left from an earlier job): Ray's temp root is `{}`",
-                first.display(),
-                temp.path.display()
-            ),
-        );
-    }
+    let temp = temp_slot.insert(TempRoot::made_for(alloc)?);
+    let ports = held.ports;
     let spec = RayNodeSpec {
         head_address,
         ip,
@@ -367,6 +386,8 @@ pub(crate) fn start_node(
         object_store_memory: memory.object_store,
         extra: &extra,
     };
+    // Held until now, so that nothing else took them; `ray start` binds them next.
+    held.release();
     let start = RayStart::spawn(&spec, temp, mark, &env).map_err(|e| format!("{e:#}"))?;
     Ok((start, ports))
 }
@@ -421,7 +442,9 @@ mod tests {
         let spec = RayNodeSpec {
             head_address: Some("[fd00::1]:12000"),
             ip: "fd00::2".parse().unwrap(),
-            ports: RayPorts { base: 13000 },
+            ports: ports::choose_ray("n", false, Some(13_000))
+                .unwrap()
+                .release(),
             num_cpus: Some(2),
             num_gpus: 0,
             memory: Some(1 << 30),
@@ -439,6 +462,7 @@ mod tests {
             "--object-store-memory=100000000",
             "--memory=1073741824",
             "--temp-dir=/tmp/rs0-5",
+            "--node-manager-port=13003",
             "--min-worker-port=13010",
         ] {
             assert!(args.contains(part), "{part} in {args}");

@@ -354,9 +354,11 @@ pub(crate) struct ClusterArgs {
     #[arg(value_name = "SECS", long, value_parser = count, allow_hyphen_values = true, env = env_vars::STOP_GRACE, help_heading = heading::INSIDE)]
     pub(crate) stop_grace: Option<u32>,
 
-    /// First port of the job's block of ports.
+    /// Put Ray's ports in one fixed block from PORT.
     ///
-    /// The block holds Ray's ports (default: chosen per job and checked free).
+    /// For a firewall that opens one range: Ray's services on PORT to PORT+8, the rendezvous
+    /// port (`MASTER_PORT`) PORT+9, workers PORT+10 to PORT+999, each checked free on every
+    /// node. Default: every port chosen free per run and node, no block.
     #[arg(value_name = "PORT", long, value_parser = clap::value_parser!(u16).range(1024..=65000), help_heading = heading::INSIDE)]
     pub(crate) port_base: Option<u16>,
 

@@ -27,7 +27,7 @@ pub(crate) use clusters::{
 pub(crate) use container::ContainerArgs;
 pub(crate) use launch::{ClusterArgs, JobArgs, LaunchArgs, LongRunArgs, SnapshotArgs};
 pub(crate) use runs::{CancelArgs, LogsArgs, StatusArgs};
-pub(crate) use utility::{CompletionsArgs, ManArgs, RelayArgs, TrustArgs};
+pub(crate) use utility::{CompletionsArgs, ManArgs, PortsArgs, RelayArgs, TrustArgs};
 
 /// `rayslurm --version`: the version, the commit and the target it was built for.
 const VERSION: &str = concat!(
@@ -128,12 +128,15 @@ pub(crate) enum Command {
     /// On a cluster's head: relay bytes between stdin/stdout and a local port.
     #[command(hide = true)]
     Relay(RelayArgs),
+    /// On a node: choose the ports of many runs at once, hold them all and print them (a test).
+    #[command(hide = true)]
+    Ports(PortsArgs),
     /// Inside the allocation: start Ray on every node, run the command, stop Ray.
     #[command(hide = true)]
     Bootstrap(Box<BootstrapArgs>),
 }
 
-/// The command line users see: without the hidden commands (`bootstrap`, `relay`), which
+/// The command line users see: without the hidden commands (`bootstrap`, `relay`, `ports`), which
 /// completion scripts would otherwise offer.
 pub(crate) fn public_command() -> clap::Command {
     let full = view::shaped(Cli::command());

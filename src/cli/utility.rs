@@ -45,6 +45,13 @@ pub(crate) struct ManArgs {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct PortsArgs {
+    /// How many runs' ports to choose at once.
+    #[arg(long)]
+    pub(crate) runs: u32,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct RelayArgs {
     /// `HOST:PORT` to connect to.
     #[arg(long)]

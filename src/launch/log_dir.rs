@@ -2,7 +2,8 @@
 //! link `{stem}.log` to each run's log, which lives in the private tree. A directory named by
 //! the user must exist; the default one is made by the launch that first needs it (never by a
 //! dry run, which writes no link). It may be shared with the group: rayslurm writes nothing
-//! but links there, never through a name found there.
+//! but links there, never through a name found there. A default one that another user made,
+//! or a file of that name, is refused before anything is submitted, naming its owner.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -29,6 +30,7 @@ pub(crate) fn check(dir: &Path, is_default: bool, probe: bool) -> Result<(), Usa
                 ))
                 .hint("remove the link, or pass --log-dir DIR"));
             }
+            Ok(meta) if !meta.file_type().is_symlink() => planted(&shown, &meta)?,
             Ok(_) => {}
         }
     }
@@ -57,6 +59,26 @@ pub(crate) fn check(dir: &Path, is_default: bool, probe: bool) -> Result<(), Usa
             UsageError::new(format!("the log directory {shown} is not writable: {e}"))
                 .hint("pass a --log-dir you can write to, on a filesystem the compute nodes share"),
         );
+    }
+    Ok(())
+}
+
+/// Refuses a default log directory that is not a directory, or that another user made: its
+/// owner could rename or replace the links rayslurm puts there, or had it made to fail the
+/// launch later. Both name the owner and say what to do.
+fn planted(shown: &str, meta: &std::fs::Metadata) -> Result<(), UsageError> {
+    let owner = private_tree::owner_name(meta.uid());
+    if !meta.is_dir() {
+        return Err(UsageError::new(format!(
+            "the default log directory {shown} is a file, not a directory (owner {owner})"
+        ))
+        .hint("remove or rename that file, or pass --log-dir DIR"));
+    }
+    if !private_tree::is_mine(meta.uid()) {
+        return Err(UsageError::new(format!(
+            "the default log directory {shown} belongs to {owner}, not to you: another user made it, and could rename or replace the links rayslurm puts there"
+        ))
+        .hint("pass --log-dir DIR (a directory of yours), or ask its owner to remove it"));
     }
     Ok(())
 }
@@ -114,6 +136,15 @@ mod tests {
         let file = tmp.path().join("rayslurm-logs");
         std::fs::write(&file, "").unwrap();
         let err = check(&file, true, true).unwrap_err();
+        let me = private_tree::owner_name(nix::unistd::geteuid().as_raw());
+        assert!(
+            err.message
+                .contains(&format!("is a file, not a directory (owner {me})")),
+            "{}",
+            err.message
+        );
+        // Named by the user, it is only not a directory.
+        let err = check(&file, false, true).unwrap_err();
         assert!(
             err.message.contains("is not a directory"),
             "{}",
@@ -134,6 +165,26 @@ mod tests {
         assert!(check(&dangling, true, true).is_err());
         assert!(make_default(&dangling, true).is_ok());
         assert!(!tmp.path().join("nowhere").exists());
+    }
+
+    #[test]
+    fn a_directory_another_user_made_at_the_default_is_refused_naming_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("rayslurm-logs");
+        std::fs::create_dir(&dir).unwrap();
+        // Only root can give a directory to another user (e2e_ports tries it as two users).
+        if std::os::unix::fs::lchown(&dir, Some(65534), None).is_err() {
+            eprintln!("skipped: a directory of another user needs root to make");
+            return;
+        }
+        let err = check(&dir, true, true).unwrap_err();
+        assert!(
+            err.message.contains("belongs to uid 65534"),
+            "{}",
+            err.message
+        );
+        // Named with --log-dir, it is the user's choice.
+        check(&dir, false, false).unwrap();
     }
 
     #[test]

@@ -30,7 +30,9 @@
 #   shared project directory ${SHARED%/*}/project (root:rslproj 2775), for the shared-cluster
 #   security tests; the venvs are made from Debian's python3 so that every user can run them.
 #   Partition "lab" (default), the nodes after the first N in partition "crash" (only the tests
-#   that kill a node use them, so that no other test's job is on a node they kill), CPUs=2 RealMemory=4000 DefMemPerCPU=1000 per node, MinJobAge=300,
+#   that kill a node use them, so that no other test's job is on a node they kill), partition
+#   "labshare" over the lab nodes with OverSubscribe=FORCE:4 (several runs on one node beyond its
+#   2 CPUs, as on a site's shared partition: e2e_ports), CPUs=2 RealMemory=4000 DefMemPerCPU=1000 per node, MinJobAge=300,
 #   AuthInfo=cred_expire=10 (a requeued job may start again after 11 s, not Slurm's 121 s),
 #   SchedulerParameters=bf_interval=2 (a small job waiting behind a big one starts within 2 s of
 #   room freeing up, not 30: the tests run side by side and queue behind each other) and
@@ -73,6 +75,7 @@ readonly CTLD_IP4=${NET4}.2
 readonly CTLD_IP6=${NET6}:2
 readonly PARTITION=lab
 readonly CRASH_PARTITION=crash
+readonly SHARE_PARTITION=labshare
 readonly CLUSTER_NAME=rayslurmlab
 readonly MAX_NODES=10
 readonly UP_TIMEOUT=${RAYSLURM_LAB_UP_TIMEOUT:-60}
@@ -255,6 +258,7 @@ EOF
     done
     local IFS=,
     printf 'PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP\n' "$PARTITION" "${lab[*]}"
+    printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP OverSubscribe=FORCE:4\n' "$SHARE_PARTITION" "${lab[*]}"
     if ((c > 0)); then
       printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP\n' "$CRASH_PARTITION" "${crash[*]}"
     fi
@@ -481,7 +485,8 @@ stop_daemons() {
 # ---------------------------------------------------------------- status helpers
 
 # lines "NODE STATE" from slurmctld (empty if it does not answer)
-node_states() { timeout 10 sinfo -h -N -o '%N %T' 2>/dev/null || true; }
+# (a node in two partitions is one line: sinfo -N prints it once for each)
+node_states() { timeout 10 sinfo -h -N -o '%N %T' 2>/dev/null | sort -u || true; }
 
 # every node (lab and crash), and how many of them are crash nodes
 recorded_n() { [[ -f ${RUN}/nodes ]] && cat "${RUN}/nodes"; }
@@ -690,6 +695,7 @@ RAYSLURM_LAB_HOST_IP6=${HOST_IP6}
 RAYSLURM_LAB_NUM_NODES=${#nodes[@]}
 RAYSLURM_LAB_NODES=${nodes[*]}
 RAYSLURM_LAB_CRASH_PARTITION=${CRASH_PARTITION}
+RAYSLURM_LAB_SHARE_PARTITION=${SHARE_PARTITION}
 RAYSLURM_LAB_CRASH_NODES=${crash[*]}
 RAYSLURM_LAB_NODE_IPS=${ips[*]}
 RAYSLURM_LAB_NODE_IPS6=${ips6[*]}

@@ -18,7 +18,7 @@ ray.init()
 print("own-driver-connected", int(ray.cluster_resources()["CPU"]))
 gcs_ip, gcs_port = os.environ["RAY_ADDRESS"].rsplit(":", 1)
 token = open(os.environ["RAY_AUTH_TOKEN_PATH"]).read().strip()
-# rayslurm's port block: GCS, dashboard, client server, ... (src/bootstrap/ports.rs).
+# The --port-base layout: GCS, dashboard, client server, ... (src/bootstrap/ports.rs).
 dashboard, client = int(gcs_port) + 1, int(gcs_port) + 2
 agents = [(n["NodeManagerAddress"], n["MetricsExportPort"] + 1) for n in ray.nodes() if n["Alive"]]
 
@@ -51,11 +51,22 @@ fn a_client_without_the_token_is_refused_on_every_port() {
     };
     let dir = lab.workdir("auth");
     std::fs::write(dir.join("probe.py"), PROBE).unwrap();
+    // A --port-base layout, so that the probe knows where Ray Client's server is (chosen
+    // ports are told to no one but Ray). Below the ephemeral range (32768 up), where outgoing
+    // connections of the node's other programs could hold one of its ports.
+    let base = (29_000 + (std::process::id() % 20) * 100).to_string();
     let job = crate::harness::launch_with_dashboard(
         lab,
         &dir,
         "auth",
-        &["-n", "2", "--command", "python probe.py"],
+        &[
+            "-n",
+            "2",
+            "--port-base",
+            &base,
+            "--command",
+            "python probe.py",
+        ],
     );
     let info = job.wait(Duration::from_secs(300));
     let log = job.log_text();

@@ -134,16 +134,16 @@ pub(crate) fn victim_runs(lab: &Lab, dir: &Path, args: &str) -> VictimRun {
 }
 
 /// What the attacker plants before the victim's launch: the names the victim's next files
-/// would have in the shared directory and in its default log directory (which the attacker
-/// makes, group-writable: links to the victim's results, for the next minute), and a binary
-/// tree of the kind older versions reused without a check.
+/// would have in the shared directory and in its default log directory (the victim's, made
+/// group-writable by an earlier launch: links to the victim's results, for the next minute),
+/// and a binary tree of the kind older versions reused without a check. (A default log
+/// directory the attacker makes is refused: `e2e_ports`.)
 fn plant(dir: &Path, results: &Path, marker: &Path) {
     let script = format!(
         r#"
 mkdir -p .rayslurm/bin
 printf '#!/bin/sh\ntouch {marker}\n' > .rayslurm/bin/rayslurm-0.1.0-planted
 chmod 755 .rayslurm/bin/rayslurm-0.1.0-planted
-mkdir rayslurm-logs
 for s in $(seq 0 90); do
   stem=shared_$(date -d "+$s seconds" +%m%d-%H%M%S)
   ln -s {results} "$stem.log"
@@ -180,6 +180,9 @@ fn a_group_member_can_neither_run_code_as_the_victim_nor_read_or_destroy_their_f
     assert!(out.status.success());
     let digest = sha256_of(&results);
     let temp_roots = plant_temp_roots(&dir);
+    // The default log directory, as the victim's first launch there makes it (group-writable).
+    let out = sh_as(VICTIM, &dir, "mkdir rayslurm-logs");
+    assert!(out.status.success(), "{}", text(&out).1);
     plant(&dir, &results, &marker);
 
     let secret = format!("s3cr3t-{}", std::process::id());

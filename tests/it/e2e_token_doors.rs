@@ -386,20 +386,23 @@ fn the_dead_dashboards_port_stays_the_victims_on_every_address(dir: &Path, name:
 }
 
 /// A Python program, run as the attacker on a node, that waits until the victim's Ray holds
-/// `gcs` (the run has chosen its ports; a squat made earlier would only move them), then binds
-/// the dashboard's port `gcs + 1` on `ip` (the node's own address, or 127.0.0.1) and answers as
-/// Ray's dashboard does (401 without a token, 200 with one) until `stop` exists; then prints
-/// how many requests came and whether any carried a token.
+/// `gcs` and nothing of the victim's listens on `gcs + 1` (the run holds its ports until `ray
+/// start`, and a squat made earlier would only fail its start), then binds the dashboard's port
+/// `gcs + 1` on `ip` (the node's own address, or 127.0.0.1) and answers as Ray's dashboard does
+/// (401 without a token, 200 with one) until `stop` exists; then prints how many requests came
+/// and whether any carried a token.
 fn late_squatter(ip: &str, gcs: u16, victim_uid: u32, stop: &Path) -> String {
     format!(
         r#"import os, socket, sys, time
-def ray_holds_gcs():
+def victim_listens(port):
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         for row in open(table).read().splitlines()[1:]:
             f = row.split()
-            if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == {gcs} and int(f[7]) == {victim_uid}:
+            if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port and int(f[7]) == {victim_uid}:
                 return True
     return False
+def ray_holds_gcs():
+    return victim_listens({gcs}) and not victim_listens({gcs} + 1)
 end = time.time() + 240
 while not ray_holds_gcs():
     if time.time() > end:

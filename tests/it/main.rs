@@ -39,6 +39,7 @@ mod e2e_exec_ranks;
 mod e2e_failures;
 mod e2e_long_runs;
 mod e2e_per_node;
+mod e2e_ports;
 mod e2e_python;
 mod e2e_runs;
 mod e2e_setup;

@@ -12,7 +12,7 @@ use super::ready::say_dashboard;
 use super::teardown::Started;
 use crate::bootstrap::allocation::Allocation;
 use crate::bootstrap::node::say;
-use crate::bootstrap::ports::RayPorts;
+use crate::bootstrap::ports::{self, HeadPorts, RayPorts};
 use crate::bootstrap::ray_auth::RayAuth;
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::cluster_info::ClusterInfo;
@@ -28,8 +28,11 @@ pub(super) struct Head<'a> {
     pub(super) ips: Vec<IpAddr>,
     /// The nodes that joined, the head first.
     pub(super) nodes: Vec<String>,
-    /// The port frameworks rendezvous on, from the run's block on the head.
+    /// The port frameworks rendezvous on (`MASTER_PORT`), chosen on the head.
     pub(super) master_port: u16,
+    /// That port, held from its choice until the command starts, then left for it to bind
+    /// and kept from every other run's choice.
+    pub(super) master_held: Option<ports::Held>,
     /// Ray's head on this node; none with `--no-ray`.
     pub(super) ray: Option<RayHead>,
 }
@@ -38,7 +41,9 @@ pub(super) struct Head<'a> {
 pub(super) struct RayHead {
     /// `IP:port` of its GCS, the address the command and the workers are given.
     pub(super) address: String,
-    /// The block of ports it was given.
+    /// The head's own services' ports (GCS, dashboard, client server).
+    pub(super) head_ports: HeadPorts,
+    /// Every port it was given.
     pub(super) ports: RayPorts,
     /// How this run's Ray authenticates.
     pub(super) auth: RayAuth,
@@ -72,7 +77,7 @@ impl Head<'_> {
             job_id: self.alloc.job_id.clone(),
             head_node: self.alloc.node.clone(),
             head_ip: self.ips[0],
-            dashboard_port: ray.ports.dashboard(),
+            dashboard_port: ray.head_ports.dashboard,
             dashboard: ray.dashboard_announced,
             nodes: self.nodes.clone(),
             cpus_per_node: self.alloc.cpus_on_node,
@@ -111,7 +116,7 @@ impl Head<'_> {
         let Some(ray) = &mut self.ray else {
             return;
         };
-        ray.dashboard_announced = say_dashboard(&node, ray.ports.dashboard());
+        ray.dashboard_announced = say_dashboard(&node, ray.head_ports.dashboard);
         if ray.dashboard_announced {
             self.publish_or_warn();
         }

@@ -16,6 +16,7 @@ use crate::bootstrap::allocation::Allocation;
 use crate::bootstrap::heartbeat;
 use crate::bootstrap::marked::{self, RunMark};
 use crate::bootstrap::node::{LIVENESS_EVERY, TICK, say};
+use crate::bootstrap::ports;
 use crate::bootstrap::rank::env::{Ranks, attempt_env, rank_env};
 use crate::bootstrap::rank::user_command::{Output, UserCommand};
 use crate::bootstrap::signals;
@@ -173,6 +174,11 @@ impl Head<'_> {
         if let Some(ray) = &self.ray {
             env.extend(ray.auth.env().into_iter().map(|(k, v)| (k.to_owned(), v)));
         }
+        // The rendezvous port, held since its choice, is the command's to bind from now on.
+        self.master_held = self
+            .master_held
+            .take()
+            .and_then(ports::Held::leave_to_its_user);
         let mut command = match UserCommand::spawn(&command, &env, &Output::Inherit) {
             Ok(cmd) => cmd,
             Err(e) => {

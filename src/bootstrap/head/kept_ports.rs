@@ -11,7 +11,7 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use crate::bootstrap::node::say;
-use crate::bootstrap::ports::RayPorts;
+use crate::bootstrap::ports::HeadPorts;
 use crate::sys::port_keeper::{self, KeepError, Kept};
 
 /// What the head's dashboard port answers once Ray's dashboard has ended.
@@ -19,8 +19,8 @@ const DASHBOARD_GONE: &str = "Ray's dashboard on the cluster's head has ended, s
 
 /// Keeps the GCS's and the Ray Client server's ports of a head that is up; what cannot be kept
 /// is said in the log (the run goes on: the owner checks before each request still hold).
-pub(super) fn keep_services(node: &str, ports: &RayPorts) -> Vec<Kept> {
-    [ports.gcs(), ports.client_server()]
+pub(super) fn keep_services(node: &str, ports: &HeadPorts) -> Vec<Kept> {
+    [ports.gcs, ports.client_server]
         .into_iter()
         .filter_map(|port| kept_or_said(node, port))
         .collect()

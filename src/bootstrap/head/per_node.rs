@@ -78,12 +78,14 @@ pub(super) fn run(
         .and_then(|v| v.trim().parse::<u32>().ok())
         .filter(|t| *t > 0)
         .unwrap_or(1);
-    // Held until the run ends, so that another run on this node cannot pick the block.
-    let (master_port, _held) =
-        match ports::choose_held(&alloc.node, alloc.job_number(), args.cluster.port_base) {
-            Ok((p, held)) => (p.master(), held),
-            Err(e) => return Outcome::startup_failed(e.to_string()),
-        };
+    // Held from its choice until the ranks start, so that nothing else takes it meanwhile;
+    // then left to rank 0's framework to bind, and kept from every other run's choice until
+    // the run ends.
+    let master = match ports::choose_master(&alloc.node, args.cluster.port_base) {
+        Ok(held) => held,
+        Err(e) => return Outcome::startup_failed(e.to_string()),
+    };
+    let master_port = master.port;
     let step = match WorkerStep::spawn_tasks(args, alloc, &started.mark, tasks_per_node) {
         Ok(step) => started.workers.insert(step),
         Err(e) => {
@@ -112,6 +114,7 @@ pub(super) fn run(
             t0.elapsed().as_secs_f64()
         ),
     );
+    let _kept = master.leave_to_its_user();
     ranks.step.tell(&Order::Run);
     ranks.watch_ranks(alloc.nodes.len() * tasks_per_node as usize)
 }

@@ -128,10 +128,10 @@ impl StartUp<'_> {
                         self.t0.elapsed().as_secs_f64()
                     ),
                 );
-                head.kept = kept_ports::keep_services(node, &head.ports);
+                head.kept = kept_ports::keep_services(node, &head.head_ports);
                 self.check_auth(head)?;
                 if head.auth_check.is_none() {
-                    head.dashboard_announced = say_dashboard(node, head.ports.dashboard());
+                    head.dashboard_announced = say_dashboard(node, head.head_ports.dashboard);
                 }
                 Ok(true)
             }
@@ -156,7 +156,7 @@ impl StartUp<'_> {
         };
         let ports = auth_check::Ports {
             node: self.alloc.node.clone(),
-            dashboard: head.ports.dashboard(),
+            dashboard: head.head_ports.dashboard,
             host: match self.ip {
                 IpAddr::V4(v4) => v4.to_string(),
                 IpAddr::V6(v6) => format!("[{v6}]"),

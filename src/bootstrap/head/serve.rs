@@ -94,6 +94,8 @@ impl Idle {
 impl Head<'_> {
     /// Serves jobs until the cluster is told to stop, fails or idles out.
     pub(super) fn serve(&mut self) -> Outcome {
+        // No command here to give the rendezvous port to: let it go.
+        self.master_held = None;
         let node = self.alloc.node.clone();
         let c = &self.args.cluster;
         let info = match self.publish() {

@@ -1,5 +1,5 @@
 //! The head's start-up: the checks that come before anything starts, the run directory taken,
-//! then the block of ports, Ray's token, the setups, Ray's head and the worker step (in the
+//! then the head's ports (held until Ray binds them), Ray's token, the setups, Ray's head and the worker step (in the
 //! order the setup asks), until enough nodes have joined ([`super::ready`]). It ends with the
 //! [`Head`] of a ready cluster, or with how the start failed.
 
@@ -18,15 +18,14 @@ use crate::bootstrap::allocation::Allocation;
 use crate::bootstrap::in_image;
 use crate::bootstrap::net::HostPort;
 use crate::bootstrap::node::{node_ip, say};
-use crate::bootstrap::ports::{self, RayPorts};
+use crate::bootstrap::ports::{self, HeadPorts, HeldRayPorts};
 use crate::bootstrap::rank::env::{attempt_env, setup_env_before_ray};
 use crate::bootstrap::rank::setup::{self, setup_failed};
 use crate::bootstrap::rank::user_command::Output;
 use crate::bootstrap::ray_auth::RayAuth;
-use crate::bootstrap::ray_node::{RayStart, start_node};
+use crate::bootstrap::ray_node::{NodeRole, RayStart, start_node};
 use crate::bootstrap::signals;
 use crate::handoff::bootstrap_args::BootstrapArgs;
-use crate::handoff::cluster::ClusterOptions;
 use crate::handoff::run_files::create_private_dir;
 use crate::slurm::env as slurm_env;
 
@@ -118,18 +117,18 @@ impl<'a> StartUp<'a> {
     /// Starts the cluster and waits until it is ready.
     pub(super) fn start(mut self) -> Result<Head<'a>, Outcome> {
         let c = &self.args.cluster.clone();
-        // The block of ports first: the workers learn the head's address from it, and the
-        // command its rendezvous port.
-        let ports = ports::choose(
-            &self.alloc.node,
-            self.alloc.job_number(),
-            c.port_base,
-            ports::is_free,
-        )
-        .map_err(|e| Outcome::startup_failed(e.to_string()))?;
-        let address = c
-            .with_ray()
-            .then(|| HostPort(self.ip, ports.gcs()).to_string());
+        // The ports first, held until their users start: the workers learn the head's address
+        // from them, the setups and the command their rendezvous port.
+        let node = &self.alloc.node;
+        let fail = |e: ports::PortError| Outcome::startup_failed(e.to_string());
+        let master = ports::choose_master(node, c.port_base).map_err(fail)?;
+        let ray_ports = if c.with_ray() {
+            Some(ports::choose_ray(node, true, c.port_base).map_err(fail)?)
+        } else {
+            None
+        };
+        let head_ports = ray_ports.as_ref().and_then(|p| p.ports.head);
+        let address = head_ports.map(|h| HostPort(self.ip, h.gcs).to_string());
         let auth = if c.with_ray() {
             RayAuth::prepare(self.args, self.alloc)
                 .map_err(|e| Outcome::startup_failed(format!("{e:#}")))?
@@ -143,22 +142,22 @@ impl<'a> StartUp<'a> {
         // without, Ray's head starts first, as the head's setup would otherwise.
         let spawn_first = c.setup.is_some();
         if spawn_first {
-            self.spawn_workers(&head_address, ports.master())?;
+            self.spawn_workers(&head_address, master.port)?;
         }
         if let Some(setup) = &c.setup {
-            self.run_setup(setup, ports.master())?;
+            self.run_setup(setup, master.port)?;
         }
         let (mut ray_start, mut ray) = (None, None);
-        if let Some(address) = address {
-            let (start, head) = self.start_ray(ports, address, auth)?;
+        if let Some(((address, held), head_ports)) = address.zip(ray_ports).zip(head_ports) {
+            let (start, head) = self.start_ray(held, head_ports, address, auth)?;
             (ray_start, ray) = (Some(start), Some(head));
         }
         if !spawn_first {
-            self.spawn_workers(&head_address, ports.master())?;
+            self.spawn_workers(&head_address, master.port)?;
         }
         self.say_starting(ray.as_ref());
         let joined = self.wait_ready(ray_start.zip(ray.as_mut()))?;
-        Ok(self.ready(&joined, ports.master(), ray))
+        Ok(self.ready(&joined, master, ray))
     }
 
     /// Starts the worker step, if there are other nodes.
@@ -223,22 +222,19 @@ impl<'a> StartUp<'a> {
         Ok(())
     }
 
-    /// Starts `ray start --head` on the block of ports chosen for the run; the head it will be
-    /// once it has started.
+    /// Starts `ray start --head` on the ports chosen (and held) for the run; the head it will
+    /// be once it has started.
     fn start_ray(
         &mut self,
-        ports: RayPorts,
+        held: HeldRayPorts,
+        head_ports: HeadPorts,
         address: String,
         auth: RayAuth,
     ) -> Result<(RayStart, RayHead), Outcome> {
-        let cluster = ClusterOptions {
-            port_base: Some(ports.base),
-            ..self.args.cluster.clone()
-        };
         let started = start_node(
             self.alloc,
-            &cluster,
-            None,
+            &self.args.cluster,
+            NodeRole::Head(held),
             self.ip,
             &self.started.mark,
             &auth,
@@ -248,6 +244,7 @@ impl<'a> StartUp<'a> {
         let (start, ports) = started.map_err(Outcome::startup_failed)?;
         let head = RayHead {
             address,
+            head_ports,
             ports,
             auth,
             auth_check: None,
@@ -278,7 +275,7 @@ impl<'a> StartUp<'a> {
     fn ready(
         self,
         joined: &std::collections::BTreeMap<u32, Joined>,
-        master_port: u16,
+        master: ports::Held,
         ray: Option<RayHead>,
     ) -> Head<'a> {
         let ips: Vec<IpAddr> = std::iter::once(self.ip)
@@ -301,7 +298,8 @@ impl<'a> StartUp<'a> {
             started: self.started,
             ips,
             nodes,
-            master_port,
+            master_port: master.port,
+            master_held: Some(master),
             ray,
         }
     }

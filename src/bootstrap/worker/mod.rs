@@ -24,7 +24,7 @@ use crate::bootstrap::rank::env::{attempt_env, setup_env_before_ray};
 use crate::bootstrap::rank::setup::{self, setup_failed};
 use crate::bootstrap::rank::user_command::Output;
 use crate::bootstrap::ray_auth::RayAuth;
-use crate::bootstrap::ray_node::{TempRoot, start_node};
+use crate::bootstrap::ray_node::{NodeRole, TempRoot, start_node};
 use crate::bootstrap::workdir::NodeWorkdir;
 use crate::bootstrap::{byte_lines, heartbeat, signals};
 use crate::handoff::bootstrap_args::BootstrapArgs;
@@ -141,7 +141,8 @@ fn start(
             .head_address
             .as_deref()
             .ok_or("no --head-address was given to the worker")?;
-        let (mut start, _) = start_node(alloc, c, Some(head), ip, mark, auth, temp_slot)?;
+        let (mut start, _) =
+            start_node(alloc, c, NodeRole::Worker(head), ip, mark, auth, temp_slot)?;
         let status = loop {
             // A head that gave up (its own start failed, or the ready timeout passed) says
             // stop; `ray start` would otherwise wait for a dead head for many minutes.

@@ -179,3 +179,50 @@ fn usage_error_messages() {
         insta::assert_snapshot!(format!("error_{name}"), ran.transcript());
     }
 }
+
+/// A plain file where the default log directory `./rayslurm-logs` would be (planted, or left
+/// by mistake): refused at once with its owner and what to do, exit 2, nothing submitted and
+/// the file untouched; not a failure deep in the launch.
+#[test]
+fn a_file_named_like_the_default_log_directory_is_refused_naming_its_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let shims = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let calls = shims.path().join("sbatch.calls");
+    shim(
+        shims.path(),
+        "sbatch",
+        &format!("echo \"$*\" >> {}; echo 4242", calls.display()),
+    );
+    let file = dir.path().join("rayslurm-logs");
+    std::fs::write(&file, "not a directory\n").unwrap();
+    let me = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .unwrap()
+        .unwrap()
+        .name;
+    rayslurm(["launch", "--exp-name", "x", "--command", "true"])
+        .cwd(dir.path())
+        .shims(shims.path())
+        .env("RAYSLURM_STATE_DIR", state.path())
+        .expect_status(2)
+        .expect_stdout("")
+        .expect_stderr_starts_with(&format!(
+            "error: the default log directory `{}` is a file, not a directory (owner uid ",
+            file.display()
+        ))
+        .expect_stderr_contains(&format!("({me}))"))
+        .expect_stderr_contains("hint: remove or rename that file, or pass --log-dir DIR")
+        .expect_no_file(&calls)
+        .run();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a directory\n");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "wrote a script or log"
+    );
+    assert_eq!(
+        std::fs::read_dir(state.path()).unwrap().count(),
+        0,
+        "recorded a run"
+    );
+}
