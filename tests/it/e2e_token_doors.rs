@@ -329,7 +329,21 @@ fn the_dead_dashboards_port_stays_the_victims_on_every_address(dir: &Path, name:
     assert_eq!(head_ip, ip_of(&head), "the head's address is its node's");
     let port = info["dashboard_port"].as_u64().unwrap();
     let stop = Stop(dir.join("stop-grab"));
-    let grab = attacker_runs_on(&head, dir, &grabber(&head_ip, port as u16, &stop.0));
+    let mut grab = attacker_runs_on(&head, dir, &grabber(&head_ip, port as u16, &stop.0));
+    // What it says, as it says it: a failure below shows whether it got the port.
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let said = std::sync::Arc::clone(&said);
+        let mut out = grab.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 256];
+            while let Ok(n @ 1..) = std::io::Read::read(&mut out, &mut chunk) {
+                said.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+        })
+    };
 
     // The dashboard dies (as it may, of memory), the attacker already trying for its port.
     let dashboard = dashboard_pids(port);
@@ -345,7 +359,8 @@ fn the_dead_dashboards_port_stays_the_victims_on_every_address(dir: &Path, name:
     while !std::fs::read_to_string(log).unwrap().contains(&ended) {
         assert!(
             t0.elapsed() < Duration::from_secs(30),
-            "the head never said the dashboard ended: {}",
+            "the head never said the dashboard ended (the other member said: {:?}): {}",
+            said.lock().unwrap(),
             std::fs::read_to_string(log).unwrap()
         );
         std::thread::sleep(Duration::from_millis(200));
@@ -376,10 +391,12 @@ fn the_dead_dashboards_port_stays_the_victims_on_every_address(dir: &Path, name:
 
     drop(stop);
     let grabbed = grab.wait_with_output().unwrap();
-    let (said, err) = text(&grabbed);
+    reader.join().unwrap();
+    let said = said.lock().unwrap().clone();
     assert!(
         said.starts_with("never-bound"),
-        "the other member got port {port} on {head_ip}: {said}{err}"
+        "the other member got port {port} on {head_ip}: {said}{}",
+        text(&grabbed).1
     );
 }
 
