@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::e2e_shared::{project_dir, sh_as, user_bin};
+use crate::e2e_shared::{project_dir, sh_as, user_bin, victim_launches_as};
 use crate::harness::{Lab, NO_DASHBOARD, first_line, lab, text, wait_job_end};
 
 const VICTIM: &str = "rsalice";
@@ -107,23 +107,10 @@ impl Drop for Held {
     }
 }
 
-/// `rsalice` launches from the project directory; the job id and the log.
+/// `rsalice` launches from the project directory, without Ray's dashboard; the job id and the
+/// log.
 fn alice_launches(lab: &Lab, dir: &Path, name: &str, args: &str) -> (String, PathBuf) {
-    let out = sh_as(
-        VICTIM,
-        dir,
-        &format!(
-            "\"$RAYSLURM\" launch --json --exp-name {name} --time 5 --object-store-memory 100000000 {NO_DASHBOARD} --load-env 'source {}/bin/activate' {args}",
-            lab.venv.display()
-        ),
-    );
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "launch as {VICTIM} failed: {stderr}");
-    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    (
-        v["job_id"].as_str().unwrap().to_owned(),
-        PathBuf::from(v["log"].as_str().unwrap()),
-    )
+    victim_launches_as(lab, dir, name, &format!("{NO_DASHBOARD} {args}"))
 }
 
 /// A Ray program that says it ran, with the number of nodes it saw.

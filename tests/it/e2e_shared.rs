@@ -92,13 +92,19 @@ fn sha256_of(path: &Path) -> String {
         .collect()
 }
 
-/// The victim launches from the project directory; returns the job id and the log path.
-fn victim_launches(lab: &Lab, dir: &Path, args: &str) -> (String, PathBuf) {
+/// The victim launches experiment `name` from the project directory; returns the job id and
+/// the log path.
+pub(crate) fn victim_launches_as(
+    lab: &Lab,
+    dir: &Path,
+    name: &str,
+    args: &str,
+) -> (String, PathBuf) {
     let out = sh_as(
         VICTIM,
         dir,
         &format!(
-            "\"$RAYSLURM\" launch --json --exp-name shared --time 5 --object-store-memory 100000000 --load-env 'source {}/bin/activate' {args}",
+            "\"$RAYSLURM\" launch --json --exp-name {name} --time 5 --object-store-memory 100000000 --load-env 'source {}/bin/activate' {args}",
             lab.venv.display()
         ),
     );
@@ -122,7 +128,7 @@ pub(crate) struct VictimRun {
 
 /// The victim launches from the project directory, and the run ends.
 pub(crate) fn victim_runs(lab: &Lab, dir: &Path, args: &str) -> VictimRun {
-    let (job, log) = victim_launches(lab, dir, args);
+    let (job, log) = victim_launches_as(lab, dir, "shared", args);
     let info = wait_job_end(&job, Duration::from_secs(240));
     let log_text = std::fs::read_to_string(&log).unwrap();
     VictimRun {

@@ -12,9 +12,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::e2e_shared::{
-    ATTACKER, VICTIM, VictimRun, project_dir, sh_as, uid, user_bin, users_slurm, victim_runs,
+    ATTACKER, VICTIM, project_dir, sh_as, uid, user_bin, users_slurm, victim_launches_as,
 };
-use crate::harness::{Job, connect_probe, first_line, lab, text};
+use crate::harness::{Job, connect_probe, first_line, lab, text, wait_job_end};
 
 /// The file whose existence stops an attacker's program: made when dropped, so that a test
 /// that fails leaves no program of theirs behind.
@@ -23,6 +23,17 @@ struct Stop(PathBuf);
 impl Drop for Stop {
     fn drop(&mut self) {
         let _ = std::fs::write(&self.0, "");
+    }
+}
+
+/// A job cancelled if the test fails (a held one would wait in the queue for ever).
+struct CancelOnPanic(String);
+
+impl Drop for CancelOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = Command::new("scancel").arg(&self.0).status();
+        }
     }
 }
 
@@ -42,19 +53,14 @@ fn ip_of(node: &str) -> String {
     ip
 }
 
-/// The Python lines that bind `ip`:`port`, print `bound`, answer every request until `stop`
-/// exists or `secs` have passed (with 401 when `challenge` and the request carries no token,
-/// as Ray's dashboard does; else with 200 and an empty list, as the Jobs API would), then print
-/// how many requests came and whether any carried a token.
-fn hold_port(ip: &str, port: u16, secs: u32, stop: &Path, challenge: bool) -> String {
+/// The Python lines that answer every request to the listening socket `s` until `stop` exists
+/// or `secs` have passed (with 401 when `challenge` and the request carries no token, as Ray's
+/// dashboard does; else with 200 and an empty list, as the Jobs API would), then print how
+/// many requests came and whether any carried a token.
+fn answer(secs: u32, stop: &Path, challenge: bool) -> String {
     let challenge = if challenge { "True" } else { "False" };
     format!(
-        r#"s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("{ip}", {port}))
-s.listen(16)
-s.settimeout(0.5)
-print("bound", flush=True)
+        r#"s.settimeout(0.5)
 got = []
 end = time.time() + {secs}
 while time.time() < end and not os.path.exists("{stop}"):
@@ -282,24 +288,8 @@ if s is None:
     print("never-bound", tries, flush=True)
     sys.exit(0)
 print("bound", flush=True)
-s.settimeout(0.5)
-got = []
-while not os.path.exists("{stop}"):
-    try:
-        c, _ = s.accept()
-    except socket.timeout:
-        continue
-    c.settimeout(2)
-    try:
-        req = c.recv(65536)
-        got.append(req)
-        print("request:", req[:300], file=sys.stderr, flush=True)
-        c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n[]")
-    except OSError:
-        pass
-    c.close()
-print(len(got), "token" if any(b"uthorization" in g for g in got) else "no-token", flush=True)
-"#,
+{}"#,
+        answer(240, stop, false),
         stop = stop.display()
     )
 }
@@ -400,73 +390,92 @@ fn the_dead_dashboards_port_stays_the_victims_on_every_address(dir: &Path, name:
     );
 }
 
-/// A Python program, run as the attacker on a node, that waits until the victim's Ray holds
-/// `gcs` and nothing of the victim's listens on `gcs + 1` (the run holds its ports until `ray
-/// start`, and a squat made earlier would only fail its start), then binds the dashboard's port
-/// `gcs + 1` on `ip` (the node's own address, or 127.0.0.1) and answers as Ray's dashboard does
-/// (401 without a token, 200 with one) until `stop` exists; then prints how many requests came
-/// and whether any carried a token.
-fn late_squatter(ip: &str, gcs: u16, victim_uid: u32, stop: &Path) -> String {
+/// A Python program, run as the attacker on a node, that watches the command lines of the
+/// victim's processes (world-readable) for a `ray start` of the victim's job (its temp root
+/// starts `/tmp/rs{uid}-{job}.`, given as `temp_root`) naming its dashboard's port, then binds
+/// that port on `ip` (the node's own address, or 127.0.0.1) and answers as
+/// Ray's dashboard does (401 without a token, 200 with one) until `stop` exists; it prints
+/// `bound PORT`, then how many requests came and whether any carried a token.
+fn late_squatter(ip: &str, temp_root: &str, victim_uid: u32, stop: &Path) -> String {
     format!(
-        r#"import os, socket, sys, time
-def victim_listens(port):
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for row in open(table).read().splitlines()[1:]:
-            f = row.split()
-            if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port and int(f[7]) == {victim_uid}:
-                return True
-    return False
-def ray_holds_gcs():
-    return victim_listens({gcs}) and not victim_listens({gcs} + 1)
+        r#"import os, re, socket, sys, time
+def dashboard_port():
+    for pid in os.listdir("/proc"):
+        try:
+            if not pid.isdigit() or os.stat("/proc/" + pid).st_uid != {victim_uid}:
+                continue
+            argv = open("/proc/%s/cmdline" % pid, "rb").read().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if any(a.startswith("--temp-dir={temp_root}") for a in argv):
+            for a in argv:
+                m = re.fullmatch(r"--dashboard-port=(\d+)", a)
+                if m:
+                    return int(m.group(1))
+    return None
 end = time.time() + 240
-while not ray_holds_gcs():
-    if time.time() > end:
+port = None
+while port is None:
+    if time.time() > end or os.path.exists("{stop}"):
         print("no-ray", flush=True)
         sys.exit(1)
+    port = dashboard_port()
     time.sleep(0.005)
-{hold}"#,
-        hold = hold_port(ip, gcs + 1, 240, stop, true),
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("{ip}", port))
+s.listen(16)
+print("bound", port, flush=True)
+{}"#,
+        answer(240, stop, true),
+        stop = stop.display()
     )
 }
 
-/// Another member with a shell on the head node binds a launch run's dashboard port after the
-/// run chose its ports and before Ray's dashboard binds it, on the node's own IP (the login
-/// node's way in) or on 127.0.0.1 (the head's): the start-up check, which would send the token
-/// there, finds the port held by someone else on either address, never sends it, and stops the
-/// run (fail closed) naming the port, the address and the holder. Ray's own dashboard is off
-/// here, so the squatter always gets the port and the check itself is what is tried, with no
-/// race.
+/// Another member with a shell on the head node reads a launch run's dashboard port off its
+/// `ray start` command line and binds it before Ray's dashboard does, on the node's own IP (the
+/// login node's way in) or on 127.0.0.1 (the head's): the start-up check, which would send the
+/// token there, finds the port held by someone else on either address, never sends it, and
+/// stops the run (fail closed) naming the port, the address and the holder. Ray's own dashboard
+/// is off here, so the squatter always gets the port and the check itself is what is tried,
+/// with no race.
 #[test]
 fn a_squatter_on_a_launch_runs_dashboard_port_is_never_sent_the_token() {
     let Some((lab, _turn)) = lab("a_squatter_on_a_launch_runs_dashboard_port_is_never_sent") else {
         return;
     };
     let node = lab.nodes[0].clone();
-    for (n, ip) in [ip_of(&node), "127.0.0.1".to_owned()]
-        .into_iter()
-        .enumerate()
-    {
+    for ip in [ip_of(&node), "127.0.0.1".to_owned()] {
         let dir = project_dir("latesquat");
-        // Outside the ports rayslurm picks by itself, so no other test's run is near.
-        let base = 41_000 + (std::process::id() % 50) as u16 * 100 + n as u16 * 20;
         let stop = Stop(dir.join("stop"));
-        let squat = attacker_runs_on(&node, &dir, &late_squatter(&ip, base, uid(VICTIM), &stop.0));
-        let VictimRun {
-            job: _,
-            log,
-            info,
-            log_text,
-        } = victim_runs(
+        // Held until the attacker watches for this job's `ray start` (another run of the victim
+        // may be starting on the same node).
+        let (job, log) = victim_launches_as(
             lab,
             &dir,
+            "latesquat",
             &format!(
-                "-n 1 -w {node} --port-base {base} --ray-head-args=--include-dashboard=false --command 'sleep 60; echo command-done'"
+                "--sbatch-arg=--hold -n 1 -w {node} --ray-head-args=--include-dashboard=false --command 'sleep 60; echo command-done'"
             ),
         );
+        let _cancel = CancelOnPanic(job.clone());
+        let temp_root = format!("/tmp/rs{}-{job}.", uid(VICTIM));
+        let program = late_squatter(&ip, &temp_root, uid(VICTIM), &stop.0);
+        let squat = attacker_runs_on(&node, &dir, &program);
+        let released = Command::new("scontrol")
+            .args(["release", &job])
+            .status()
+            .unwrap();
+        assert!(released.success(), "scontrol release {job}");
+        let info = wait_job_end(&job, Duration::from_secs(240));
+        let log_text = std::fs::read_to_string(&log).unwrap();
         drop(stop);
         let squatted = squat.wait_with_output().unwrap();
         let (said, err) = text(&squatted);
-        assert!(said.starts_with("bound"), "{ip}: {said}{err}\n{log_text}");
+        let port = said
+            .strip_prefix("bound ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("{ip}: {said}{err}\n{log_text}"));
         assert!(
             said.contains("no-token"),
             "{ip}: the squatter got the token: {said}"
@@ -474,8 +483,7 @@ fn a_squatter_on_a_launch_runs_dashboard_port_is_never_sent_the_token() {
         assert_ne!(info["JobState"], "COMPLETED", "{ip}: {log_text}");
         assert!(
             log_text.contains(&format!(
-                "port {} on {ip} is held by user id {}, not by you",
-                base + 1,
+                "port {port} on {ip} is held by user id {}, not by you",
                 uid(ATTACKER)
             )),
             "{log_text}"

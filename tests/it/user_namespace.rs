@@ -86,16 +86,20 @@ fn a_private_tree_is_safe_inside_a_container_that_remaps_ids_and_a_shared_one_is
 }
 
 /// A listener on 127.0.0.1 started as `user`, outside any user namespace, that closes the
-/// first connection at once; returns it and its port once it listens.
+/// first connection at once, and ends 30 s after it listens if none came; returns it and its
+/// port once it listens.
 fn listen_as(user: &str) -> (std::process::Child, u16) {
     let mut child = Command::new("runuser")
         .args(["-u", user, "--", "python3", "-c"])
         .arg(
+            // It ends by itself (a refused relay never connects, and killing `runuser`
+            // would leave it behind).
             "import socket, time\n\
              s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n\
              print(s.getsockname()[1], flush=True)\n\
-             c, _ = s.accept(); c.close()\n\
-             time.sleep(60)",
+             s.settimeout(30)\n\
+             try:\n    c, _ = s.accept(); c.close(); time.sleep(5)\n\
+             except OSError:\n    pass",
         )
         .stdout(std::process::Stdio::piped())
         .spawn()
