@@ -102,6 +102,14 @@ mod tests {
         assert!(out.ends_with("echo hi\n#SBATCH --late\n"));
     }
 
+    fn run_bash(script: &str) -> std::process::Output {
+        std::process::Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .output()
+            .unwrap()
+    }
+
     /// The check runs for real: a matching binary passes, a changed one stops the script.
     #[test]
     fn a_changed_binary_stops_the_script_before_it_runs() {
@@ -110,13 +118,7 @@ mod tests {
         std::fs::write(&bin, b"original").unwrap();
         let digest = crate::sys::digest::sha256_hex(b"original");
         let script = with_prelude("#!/bin/bash\necho ran\n", &bin, &digest);
-        let run = || {
-            std::process::Command::new("bash")
-                .arg("-c")
-                .arg(&script)
-                .output()
-                .unwrap()
-        };
+        let run = || run_bash(&script);
         let ok = run();
         assert!(ok.status.success());
         assert_eq!(String::from_utf8_lossy(&ok.stdout), "ran\n");
@@ -146,13 +148,7 @@ mod tests {
         std::fs::write(&bin, b"original").unwrap();
         let digest = crate::sys::digest::sha256_hex(b"original");
         let script = with_prelude("#!/bin/bash\necho ran\n", &bin, &digest);
-        let run = || {
-            std::process::Command::new("bash")
-                .arg("-c")
-                .arg(&script)
-                .output()
-                .unwrap()
-        };
+        let run = || run_bash(&script);
         let chmod = |p: &Path, mode: u32| {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
         };
