@@ -34,6 +34,19 @@ pub(crate) fn user_bin() -> PathBuf {
         let path = dir.join(format!("rayslurm-{}", std::process::id()));
         std::fs::copy(bin(), &path).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // A child another test's thread forked while the copy was open for writing holds it
+        // until that child execs: running the copy meanwhile fails "Text file busy". Wait for
+        // it here, once, rather than in whichever test runs the copy first.
+        let t0 = std::time::Instant::now();
+        while let Err(e) = Command::new(&path).arg("--version").output() {
+            assert!(
+                e.raw_os_error() == Some(nix::libc::ETXTBSY)
+                    && t0.elapsed() < Duration::from_secs(10),
+                "cannot run {}: {e}",
+                path.display()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
         path
     })
     .clone()
