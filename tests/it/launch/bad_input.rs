@@ -132,16 +132,7 @@ fn array_jobs_are_refused_however_sbatch_would_spell_them() {
             .expect_no_file(&calls)
             .run();
         assert!(!calls.exists(), "{args:?}: sbatch was called");
-        assert_eq!(
-            std::fs::read_dir(dir.path()).unwrap().count(),
-            0,
-            "{args:?}: wrote a script or log"
-        );
-        assert_eq!(
-            std::fs::read_dir(state.path()).unwrap().count(),
-            0,
-            "{args:?}: recorded a run"
-        );
+        nothing_written(dir.path(), 0, state.path(), &format!("{args:?}"));
     }
 }
 
@@ -215,14 +206,20 @@ fn a_file_named_like_the_default_log_directory_is_refused_naming_its_owner() {
         .expect_no_file(&calls)
         .run();
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a directory\n");
+    nothing_written(dir.path(), 1, state.path(), "the file");
+}
+
+/// Nothing was written for a refused launch: `dir` holds only its `before` entries and the
+/// state directory is empty (no script, log or record of a run).
+fn nothing_written(dir: &std::path::Path, before: usize, state: &std::path::Path, case: &str) {
     assert_eq!(
-        std::fs::read_dir(dir.path()).unwrap().count(),
-        1,
-        "wrote a script or log"
+        std::fs::read_dir(dir).unwrap().count(),
+        before,
+        "{case}: wrote a script or log"
     );
     assert_eq!(
-        std::fs::read_dir(state.path()).unwrap().count(),
+        std::fs::read_dir(state).unwrap().count(),
         0,
-        "recorded a run"
+        "{case}: recorded a run"
     );
 }
