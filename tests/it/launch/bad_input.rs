@@ -108,31 +108,20 @@ fn array_jobs_are_refused_however_sbatch_would_spell_them() {
         &["--sbatch-arg=--mail-type=END", "--sbatch-arg=--arr=0-3"],
     ];
     for args in cases {
-        let dir = tempfile::tempdir().unwrap();
-        let shims = tempfile::tempdir().unwrap();
-        let state = tempfile::tempdir().unwrap();
-        let calls = shims.path().join("sbatch.calls");
-        shim(
-            shims.path(),
-            "sbatch",
-            &format!("echo \"$*\" >> {}; echo 4242", calls.display()),
-        );
+        let places = Places::new();
         let mut argv = vec!["launch", "--exp-name", "sweep", "--command", "true"];
         argv.extend_from_slice(args);
-        rayslurm(argv)
-            .cwd(dir.path())
-            .shims(shims.path())
-            .env("RAYSLURM_STATE_DIR", state.path())
+        places
+            .launch(argv)
             .expect_status(2)
             .expect_stdout("")
             .expect_stderr_starts_with("error: --sbatch-arg ")
             .expect_stderr_contains(
                 "array jobs are not supported yet, since every task would share one log and one final state",
             )
-            .expect_no_file(&calls)
+            .expect_no_file(&places.calls)
             .run();
-        assert!(!calls.exists(), "{args:?}: sbatch was called");
-        nothing_written(dir.path(), 0, state.path(), &format!("{args:?}"));
+        places.nothing_written(0, &format!("{args:?}"));
     }
 }
 
@@ -176,25 +165,15 @@ fn usage_error_messages() {
 /// the file untouched; not a failure deep in the launch.
 #[test]
 fn a_file_named_like_the_default_log_directory_is_refused_naming_its_owner() {
-    let dir = tempfile::tempdir().unwrap();
-    let shims = tempfile::tempdir().unwrap();
-    let state = tempfile::tempdir().unwrap();
-    let calls = shims.path().join("sbatch.calls");
-    shim(
-        shims.path(),
-        "sbatch",
-        &format!("echo \"$*\" >> {}; echo 4242", calls.display()),
-    );
-    let file = dir.path().join("rayslurm-logs");
+    let places = Places::new();
+    let file = places.dir.path().join("rayslurm-logs");
     std::fs::write(&file, "not a directory\n").unwrap();
     let me = nix::unistd::User::from_uid(nix::unistd::geteuid())
         .unwrap()
         .unwrap()
         .name;
-    rayslurm(["launch", "--exp-name", "x", "--command", "true"])
-        .cwd(dir.path())
-        .shims(shims.path())
-        .env("RAYSLURM_STATE_DIR", state.path())
+    places
+        .launch(["launch", "--exp-name", "x", "--command", "true"])
         .expect_status(2)
         .expect_stdout("")
         .expect_stderr_starts_with(&format!(
@@ -203,23 +182,60 @@ fn a_file_named_like_the_default_log_directory_is_refused_naming_its_owner() {
         ))
         .expect_stderr_contains(&format!("({me}))"))
         .expect_stderr_contains("hint: remove or rename that file, or pass --log-dir DIR")
-        .expect_no_file(&calls)
+        .expect_no_file(&places.calls)
         .run();
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a directory\n");
-    nothing_written(dir.path(), 1, state.path(), "the file");
+    places.nothing_written(1, "the file");
 }
 
-/// Nothing was written for a refused launch: `dir` holds only its `before` entries and the
-/// state directory is empty (no script, log or record of a run).
-fn nothing_written(dir: &std::path::Path, before: usize, state: &std::path::Path, case: &str) {
-    assert_eq!(
-        std::fs::read_dir(dir).unwrap().count(),
-        before,
-        "{case}: wrote a script or log"
-    );
-    assert_eq!(
-        std::fs::read_dir(state).unwrap().count(),
-        0,
-        "{case}: recorded a run"
-    );
+/// Where a refused launch runs: a working directory, a state directory, and an `sbatch` that
+/// records any call in `calls`.
+struct Places {
+    dir: tempfile::TempDir,
+    shims: tempfile::TempDir,
+    state: tempfile::TempDir,
+    calls: std::path::PathBuf,
+}
+
+impl Places {
+    fn new() -> Self {
+        let shims = tempfile::tempdir().unwrap();
+        let calls = shims.path().join("sbatch.calls");
+        shim(
+            shims.path(),
+            "sbatch",
+            &format!("echo \"$*\" >> {}; echo 4242", calls.display()),
+        );
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+            shims,
+            state: tempfile::tempdir().unwrap(),
+            calls,
+        }
+    }
+
+    /// `rayslurm ARGV` there.
+    fn launch<'a>(&self, argv: impl IntoIterator<Item = &'a str>) -> crate::harness::Run {
+        rayslurm(argv)
+            .cwd(self.dir.path())
+            .shims(self.shims.path())
+            .env("RAYSLURM_STATE_DIR", self.state.path())
+    }
+
+    /// Nothing was submitted or written for the refused launch `case`: `sbatch` was not
+    /// called, the working directory holds only its `before` entries and the state directory
+    /// is empty (no script, log or record of a run).
+    fn nothing_written(&self, before: usize, case: &str) {
+        assert!(!self.calls.exists(), "{case}: sbatch was called");
+        assert_eq!(
+            std::fs::read_dir(self.dir.path()).unwrap().count(),
+            before,
+            "{case}: wrote a script or log"
+        );
+        assert_eq!(
+            std::fs::read_dir(self.state.path()).unwrap().count(),
+            0,
+            "{case}: recorded a run"
+        );
+    }
 }
