@@ -62,8 +62,12 @@ pub(crate) fn keep(port: u16) -> Result<Kept, KeepError> {
     for inode in inodes {
         // Each socket from a process that holds it.
         if let Some(h) = holders.iter().find(|h| h.inode == inode) {
-            let pidfd = pidfd_open(h.pid).map_err(failed(h.pid))?;
-            sockets.push(pidfd_getfd(&pidfd, h.fd).map_err(failed(h.pid))?);
+            let socket = if h.pid == first.pid {
+                pidfd_getfd(&owner, h.fd)
+            } else {
+                pidfd_open(h.pid).and_then(|pidfd| pidfd_getfd(&pidfd, h.fd))
+            };
+            sockets.push(socket.map_err(failed(h.pid))?);
         }
     }
     Ok(Kept {
