@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use crate::e2e_shared::{
     ATTACKER, VICTIM, project_dir, sh_as, uid, user_bin, users_slurm, victim_launches_as,
 };
-use crate::harness::{Job, connect_probe, first_line, lab, text, wait_job_end};
+use crate::harness::{
+    Job, Lab, connect_probe, first_line, lab, processes_with, text, wait_job_end,
+};
 
 /// The file whose existence stops an attacker's program: made when dropped, so that a test
 /// that fails leaves no program of theirs behind.
@@ -35,22 +37,6 @@ impl Drop for CancelOnPanic {
             let _ = Command::new("scancel").arg(&self.0).status();
         }
     }
-}
-
-/// The head node's address as the nodes resolve its name (the lab's /etc/hosts).
-fn ip_of(node: &str) -> String {
-    let out = Command::new("getent")
-        .args(["hosts", node])
-        .output()
-        .unwrap();
-    let line = String::from_utf8_lossy(&out.stdout).into_owned();
-    let ip = line
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_owned();
-    assert!(!ip.is_empty(), "{node} resolves: {line}");
-    ip
 }
 
 /// The Python lines that answer every request to the listening socket `s` until `stop` exists
@@ -114,39 +100,27 @@ fn listeners_on(node: &str, port: u64) -> Vec<String> {
         .collect()
 }
 
-/// Every process's command line on this machine, which sees the processes of every lab node
-/// (each node's PID namespace is a child of this one) and of the login node: (pid, argv joined
-/// by spaces). /proc/PID/cmdline is readable by every user.
-fn command_lines() -> Vec<(String, String)> {
-    let mut lines = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let pid = entry.file_name().to_string_lossy().into_owned();
-        if !pid.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        if let Ok(raw) = std::fs::read(entry.path().join("cmdline")) {
-            let argv = String::from_utf8_lossy(&raw).replace('\0', " ");
-            lines.push((pid, argv));
-        }
-    }
-    lines
-}
-
-/// No command line holds `token`; and the look saw the run's own programs (Ray's GCS, a raylet
-/// and rayslurm's bootstrap), so a look that found nothing at all cannot pass.
+/// No command line on this machine holds `token` (it sees the processes of every lab node,
+/// each node's PID namespace a child of this one, and of the login node; /proc/PID/cmdline is
+/// readable by every user); and the look saw the run's own programs (Ray's GCS, a raylet and
+/// rayslurm's bootstrap), so a look that found nothing at all cannot pass.
 fn no_command_line_holds(token: &str, when: &str) {
     assert!(token.len() >= 16, "a real token: {token:?}");
-    let lines = command_lines();
-    let holding: Vec<_> = lines.iter().filter(|(_, l)| l.contains(token)).collect();
+    let holding: Vec<_> = processes_with(&[token])
+        .into_iter()
+        .map(|pid| {
+            let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            (pid, String::from_utf8_lossy(&argv).replace('\0', " "))
+        })
+        .collect();
     assert!(
         holding.is_empty(),
         "{when}: the token is on these command lines: {holding:?}"
     );
     for program in ["gcs_server", "raylet", "rayslurm"] {
         assert!(
-            lines.iter().any(|(_, l)| l.contains(program)),
-            "{when}: no {program} among {} processes: the look saw no run",
-            lines.len()
+            !processes_with(&[program]).is_empty(),
+            "{when}: no {program} among the processes: the look saw no run"
         );
     }
 }
@@ -187,7 +161,7 @@ fn another_member_can_neither_use_the_victims_dashboard_forward_nor_get_the_toke
     );
     the_victims_dashboard_forward_serves_the_victim_alone(&dir, &name);
     no_command_line_holds_the_token_while_a_job_runs(&dir, &name, &cluster.log);
-    the_dead_dashboards_port_stays_the_victims_on_every_address(&dir, &name, &cluster.log);
+    the_dead_dashboards_port_stays_the_victims_on_every_address(lab, &dir, &name, &cluster.log);
 }
 
 /// The victim's forward of cluster `name`'s dashboard, for 30 s (then Ctrl-C, as its user
@@ -294,29 +268,26 @@ print("bound", flush=True)
     )
 }
 
-/// The pids of Ray's dashboard of the run whose dashboard port is `port` (its command line
-/// names it), among every process of this machine.
-fn dashboard_pids(port: u64) -> Vec<String> {
-    command_lines()
-        .into_iter()
-        .filter(|(_, l)| {
-            l.contains("dashboard/dashboard.py") && l.contains(&format!("--port={port} "))
-        })
-        .map(|(pid, _)| pid)
-        .collect()
-}
-
 /// Ray's dashboard of the victim's cluster `name` (whose log is `log`) dies while the other
 /// member, with a shell on the head node, tries every millisecond to bind its port on the head
 /// node's IP (where Ray's programs send the token, and the login node would connect): the port
 /// never becomes free (the head keeps the dashboard's listening socket), so no request reaches
 /// them; the head's log says the dashboard ended, the victim's `exec` and `queue` fail saying
 /// the same, and `down` still releases the cluster.
-fn the_dead_dashboards_port_stays_the_victims_on_every_address(dir: &Path, name: &str, log: &Path) {
+fn the_dead_dashboards_port_stays_the_victims_on_every_address(
+    lab: &Lab,
+    dir: &Path,
+    name: &str,
+    log: &Path,
+) {
     let info = cluster_info(log);
     let head = info["head_node"].as_str().unwrap().to_owned();
     let head_ip = info["head_ip"].as_str().unwrap().to_owned();
-    assert_eq!(head_ip, ip_of(&head), "the head's address is its node's");
+    assert_eq!(
+        head_ip,
+        lab.ip_of(&head),
+        "the head's address is its node's"
+    );
     let port = info["dashboard_port"].as_u64().unwrap();
     let stop = Stop(dir.join("stop-grab"));
     let mut grab = attacker_runs_on(&head, dir, &grabber(&head_ip, port as u16, &stop.0));
@@ -336,13 +307,15 @@ fn the_dead_dashboards_port_stays_the_victims_on_every_address(dir: &Path, name:
     };
 
     // The dashboard dies (as it may, of memory), the attacker already trying for its port.
-    let dashboard = dashboard_pids(port);
+    let dashboard = processes_with(&["dashboard/dashboard.py", &format!("--port={port} ")]);
     assert_eq!(
         dashboard.len(),
         1,
         "one dashboard on port {port}: {dashboard:?}"
     );
-    let _ = Command::new("kill").args(["-KILL", &dashboard[0]]).status();
+    let _ = Command::new("kill")
+        .args(["-KILL", &dashboard[0].to_string()])
+        .status();
     // (The head names the dashboard's pid in its node's PID namespace, not this one.)
     let ended = format!("has ended; rayslurm keeps its port {port}");
     let t0 = Instant::now();
@@ -445,7 +418,7 @@ fn a_squatter_on_a_launch_runs_dashboard_port_is_never_sent_the_token() {
         return;
     };
     let node = lab.nodes[0].clone();
-    for ip in [ip_of(&node), "127.0.0.1".to_owned()] {
+    for ip in [lab.ip_of(&node), "127.0.0.1".to_owned()] {
         let dir = project_dir("latesquat");
         let stop = Stop(dir.join("stop"));
         // Held until the attacker watches for this job's `ray start` (another run of the victim
