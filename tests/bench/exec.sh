@@ -11,24 +11,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 repeat=${1:-3}
 
-bash tests/cluster/cluster.sh up 3 >&2
-cargo build --release --quiet
-rayslurm=$(pwd)/target/release/rayslurm
-eval "$(bash tests/cluster/cluster.sh env | grep -E '^RAYSLURM_LAB_(VENV|SHARED)=')"
-bench=$RAYSLURM_LAB_SHARED/bench-exec-$(date +%Y%m%d-%H%M%S)
-mkdir -p "$bench"
-cd "$bench"
-export RAYSLURM_STATE_DIR=$bench/state
-load_env="source $RAYSLURM_LAB_VENV/bin/activate"
+source tests/bench/exec_lib.sh exec
 # Not exclusive: the launch must find room beside the cluster (2 CPUs a node, 1 each).
 common=(--load-env "$load_env" --object-store-memory 100000000 --time 20 --no-exclusive)
 name=benchexec$$
 "$rayslurm" up "$name" -n 2 "${common[@]}" >&2
 trap '"$rayslurm" down "$name" >&2 || true' EXIT
-
-first_line='echo BENCH_FIRST $(date +%s.%N)'
-# seconds from $1 (a time stamp) to the BENCH_FIRST stamp in the output $2
-elapsed() { awk -v t0="$1" '/BENCH_FIRST/ { printf "%.2f\n", $2 - t0; exit }' <<<"$2"; }
 
 exec_times=() launch_times=()
 for ((r = 1; r <= repeat; r++)); do
@@ -40,7 +28,6 @@ for ((r = 1; r <= repeat; r++)); do
   launch_times+=("$(elapsed "$t0" "$out")")
   echo "round $r: exec ${exec_times[-1]} s, launch ${launch_times[-1]} s" >&2
 done
-median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 me=$(median "${exec_times[@]}")
 ml=$(median "${launch_times[@]}")
 echo "exec to first line: median ${me} s (${exec_times[*]})"

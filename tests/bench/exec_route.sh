@@ -12,22 +12,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 repeat=${1:-5}
 
-bash tests/cluster/cluster.sh up 3 >&2
-cargo build --release --quiet
-rayslurm=$(pwd)/target/release/rayslurm
-eval "$(bash tests/cluster/cluster.sh env | grep -E '^RAYSLURM_LAB_(VENV|SHARED)=')"
-bench=$RAYSLURM_LAB_SHARED/bench-route-$(date +%Y%m%d-%H%M%S)
-mkdir -p "$bench"
-cd "$bench"
-export RAYSLURM_STATE_DIR=$bench/state
+source tests/bench/exec_lib.sh route
 name=benchroute$$
-"$rayslurm" up "$name" -n 1 --no-ray-auth --load-env "source $RAYSLURM_LAB_VENV/bin/activate" \
+"$rayslurm" up "$name" -n 1 --no-ray-auth --load-env "$load_env" \
   --object-store-memory 100000000 --time 20 >&2
 trap '"$rayslurm" down "$name" >&2 || true' EXIT
-
-first_line='echo BENCH_FIRST $(date +%s.%N)'
-# seconds from $1 (a time stamp) to the BENCH_FIRST stamp in the output $2
-elapsed() { awk -v t0="$1" '/BENCH_FIRST/ { printf "%.2f\n", $2 - t0; exit }' <<<"$2"; }
 
 direct=() relayed=()
 for ((r = 1; r <= repeat; r++)); do
@@ -39,7 +28,6 @@ for ((r = 1; r <= repeat; r++)); do
   relayed+=("$(elapsed "$t0" "$out")")
   echo "round $r: direct ${direct[-1]} s, relayed ${relayed[-1]} s" >&2
 done
-median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 md=$(median "${direct[@]}")
 mr=$(median "${relayed[@]}")
 echo "exec straight to the head: median ${md} s (${direct[*]})"
