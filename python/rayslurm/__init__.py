@@ -127,7 +127,7 @@ def launch(
         task: a task file (SkyPilot's YAML, ``rayslurm launch TASK.yaml``); the other
             parameters override what it says (docs/task-files.md).
         again: a recorded run (a :class:`Job`, job id or experiment name) to run again as a
-            new run, from its script and binary (``--again``); goes with ``dry_run`` and
+            new run, rendered from its record (``--again``); goes with ``dry_run`` and
             ``log_dir`` only.
         num_gpus: GPUs per node, a count or ``"TYPE:N"`` (``"a100:4"``).
         setup_timeout: seconds the ``setup`` may take on the nodes (default: no limit).

@@ -54,8 +54,9 @@ pub(crate) struct LaunchArgs {
 
     /// Run RUN (an experiment name or job id) again, as a new recorded run.
     ///
-    /// Its script and binary as they were, under a new name: a new job, record and log; RUN's
-    /// own files stay as they are. Goes with --follow, --cancel-on-interrupt, --json,
+    /// Rendered from RUN's record (its options, command, environment and template as they
+    /// were launched), under a new name: a new job, record and log; RUN's own files stay as
+    /// they are. Goes with --follow, --cancel-on-interrupt, --json,
     /// --dry-run and --log-dir only.
     #[arg(value_name = "RUN", long, help_heading = heading::JOB)]
     pub(crate) again: Option<String>,

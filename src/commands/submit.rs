@@ -14,6 +14,7 @@ use crate::handoff::elastic::worker_sbatch_args;
 use crate::handoff::job_env;
 use crate::handoff::run_files::{RunFiles, create_private_dir};
 use crate::launch::config::LaunchConfig;
+use crate::launch::config::recorded::RecordedLaunch;
 use crate::launch::job_spec::JobSpec;
 use crate::launch::job_spec::{Link, snapshot_dir};
 use crate::launch::log_dir;
@@ -28,7 +29,6 @@ use crate::runs::chain;
 use crate::runs::store::{RunRecord, RunStore, StoredRun};
 use crate::slurm::sbatch as slurm;
 use crate::state_dir::{private_root, tree_error};
-use crate::sys::digest::sha256_file;
 
 /// What a launch produced, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -57,7 +57,7 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
     // A dry run writes nothing there, so it need not be writable (nor, the default, made).
     log_dir::check(&config.log_dir, config.log_dir_is_default, !config.dry_run)?;
     let template = match &config.template {
-        Some(path) => Template::from_file(path).map_err(|e| {
+        Some(text) => Template::of_user(text).map_err(|e| {
             UsageError::new(e.to_string()).hint("start a custom template from `rayslurm template`")
         })?,
         None => Template::builtin(),
@@ -85,7 +85,10 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
         printer.info(EMPTY_WORKDIR);
     }
 
-    let link = chain::link(config.after.as_deref(), config.singleton, printer)?;
+    let link = match &config.link {
+        Some(link) => link.clone(),
+        None => chain::link(config.after.as_deref(), config.singleton, printer)?,
+    };
     if !config.dry_run {
         // The private tree first: a launch it refuses leaves nothing behind, not even the
         // default log directory.
@@ -232,6 +235,7 @@ fn sbatch(
     let submitted_at = Local::now().fixed_offset();
 
     let workdir = std::env::current_dir().unwrap_or_else(|_| config.log_dir.clone());
+    let launch = (!config.cluster.serve).then(|| Box::new(RecordedLaunch::of(config, &link)));
     let record = RunRecord {
         cluster: config.cluster.serve,
         max_nodes: config.cluster.max_nodes,
@@ -239,7 +243,7 @@ fn sbatch(
         run_dir: link.run_dir,
         binary: Some(bin.path.clone()),
         snapshot,
-        script_sha256: sha256_file(&files.script).ok(),
+        launch,
         ..RunRecord::new(
             &config.job.exp_name,
             &job_id,

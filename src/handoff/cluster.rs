@@ -195,6 +195,24 @@ impl ClusterOptions {
         gpus
     }
 
+    /// The options from their flags as words ([`joined_words`] of [`Self::to_flags`]); an
+    /// error is clap's first line (`unexpected argument '--x' found`).
+    pub(crate) fn from_words(words: &[String]) -> Result<Self, String> {
+        #[derive(clap::Parser)]
+        struct Words {
+            #[command(flatten)]
+            cluster: ClusterOptions,
+        }
+        let argv = std::iter::once("cluster-options").chain(words.iter().map(String::as_str));
+        <Words as clap::Parser>::try_parse_from(argv)
+            .map(|w| w.cluster)
+            .map_err(|e| {
+                let text = e.to_string();
+                let first = text.lines().next().unwrap_or_default();
+                first.trim_start_matches("error: ").to_owned()
+            })
+    }
+
     /// The flags that carry these options, as `(flag, value)`; `None` for a bare switch.
     pub(crate) fn to_flags(&self) -> Vec<(&'static str, Option<String>)> {
         let Self {
@@ -362,13 +380,6 @@ pub(crate) fn parse_ray_args(flag: &str, text: &str) -> Result<Vec<String>, Usag
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Parse {
-        #[command(flatten)]
-        cluster: ClusterOptions,
-    }
 
     fn every_option() -> ClusterOptions {
         ClusterOptions {
@@ -407,8 +418,13 @@ mod tests {
     }
 
     fn parse(words: Vec<String>) -> ClusterOptions {
-        let argv = std::iter::once("x".to_owned()).chain(words);
-        Parse::try_parse_from(argv).expect("parses").cluster
+        ClusterOptions::from_words(&words).expect("parses")
+    }
+
+    #[test]
+    fn words_it_does_not_know_are_refused_by_name() {
+        let err = ClusterOptions::from_words(&["--no-such-flag".to_owned()]).unwrap_err();
+        assert_eq!(err, "unexpected argument '--no-such-flag' found");
     }
 
     #[test]

@@ -217,6 +217,7 @@ mod tests {
             cluster: ClusterOptions::default(),
             after: None,
             singleton: false,
+            link: None,
             snapshot: None,
         }
     }

@@ -74,29 +74,6 @@ pub(crate) fn write_new(
     )
 }
 
-/// A run's script text given the names of another run's files (`launch --again`): every path
-/// of `old`'s files (`{dir}/{stem}.sh`, `.log`, `.state.json`, `.ray-logs`, `.d`) becomes the
-/// same of `new`'s, and the name of the old log's link (`/{stem}.log` elsewhere, in the header)
-/// the new one's. `None` if the text does not name the old log and final state as paths (a
-/// template of the user's own that writes them otherwise): then they cannot be renamed safely.
-pub(crate) fn renamed(text: &str, old: &RunFiles, new: &RunFiles) -> Option<String> {
-    let stem = |f: &RunFiles| Some(f.script.file_stem()?.to_str()?.to_owned());
-    let dir = |f: &RunFiles| Some(f.script.parent()?.to_str()?.to_owned());
-    let (old_stem, new_stem) = (stem(old)?, stem(new)?);
-    let names = [&old.log, &old.state];
-    if names
-        .iter()
-        .any(|p| !text.contains(p.to_string_lossy().as_ref()))
-    {
-        return None;
-    }
-    let text = text.replace(
-        &format!("{}/{old_stem}.", dir(old)?),
-        &format!("{}/{new_stem}.", dir(new)?),
-    );
-    Some(text.replace(&format!("/{old_stem}.log"), &format!("/{new_stem}.log")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,26 +81,6 @@ mod tests {
 
     fn at() -> DateTime<Local> {
         Local.with_ymd_and_hms(2026, 11, 22, 9, 30, 5).unwrap()
-    }
-
-    #[test]
-    fn a_script_run_again_names_the_new_runs_files_and_no_old_one() {
-        let old = RunFiles::for_stem(Path::new("/s/jobs"), "x_1122-093005");
-        let new = RunFiles::for_stem(Path::new("/s2/jobs"), "x_1124-101010");
-        let text = "# Its log: /s/jobs/x_1122-093005.log (linked from /w/rayslurm-logs/x_1122-093005.log)\n\
-            #SBATCH --output=/s/jobs/x_1122-093005.log\n\
-            exec bin --state-file '/s/jobs/x_1122-093005.state.json' --run-dir /s/jobs/x_1122-093005.d \\\n\
-              --command 'echo x_1122-093005-2.log /s/jobs/x_1122-093005-2.log'\n";
-        let out = renamed(text, &old, &new).unwrap();
-        assert_eq!(
-            out,
-            "# Its log: /s2/jobs/x_1124-101010.log (linked from /w/rayslurm-logs/x_1124-101010.log)\n\
-            #SBATCH --output=/s2/jobs/x_1124-101010.log\n\
-            exec bin --state-file '/s2/jobs/x_1124-101010.state.json' --run-dir /s2/jobs/x_1124-101010.d \\\n\
-              --command 'echo x_1122-093005-2.log /s/jobs/x_1122-093005-2.log'\n"
-        );
-        // A script that does not name its files as paths is not renamed by guess.
-        assert_eq!(renamed("#SBATCH --output=%x.log\n", &old, &new), None);
     }
 
     #[test]

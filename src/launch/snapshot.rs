@@ -25,7 +25,7 @@ use crate::sys::tree_copy::{all_files, copy_entry};
 pub(crate) const DEFAULT_MAX_SIZE: u64 = 1 << 30;
 
 /// The snapshot a launch asks for: of which directory, and how large it may be.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct SnapshotPlan {
     /// `None` for `--empty-workdir`: nothing is copied.
     pub(crate) workdir: Option<PathBuf>,

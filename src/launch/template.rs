@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tera::{Context, Tera, Value};
 
 use crate::sys::quote::shell_quote;
@@ -29,6 +29,28 @@ pub(crate) enum RenderError {
     Render { name: String, message: String },
 }
 
+/// A template of the user's own (`--template`), read once when the launch is resolved: the
+/// text rendered is the text a run's record keeps, so `launch --again` renders that text and
+/// never reads the file again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct UserTemplate {
+    pub(crate) path: PathBuf,
+    pub(crate) text: String,
+}
+
+impl UserTemplate {
+    pub(crate) fn read(path: &Path) -> Result<Self, RenderError> {
+        let text = std::fs::read_to_string(path).map_err(|source| RenderError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Ok(Self {
+            path: path.to_owned(),
+            text,
+        })
+    }
+}
+
 /// A parsed template, ready to render.
 pub(crate) struct Template {
     tera: Tera,
@@ -40,12 +62,9 @@ impl Template {
         Self::parse(BUILTIN_NAME, BUILTIN_SBATCH).expect("the built-in template parses")
     }
 
-    pub(crate) fn from_file(path: &Path) -> Result<Self, RenderError> {
-        let text = std::fs::read_to_string(path).map_err(|source| RenderError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        Self::parse(&path.display().to_string(), &text)
+    /// A template of the user's own, as read.
+    pub(crate) fn of_user(template: &UserTemplate) -> Result<Self, RenderError> {
+        Self::parse(&template.path.display().to_string(), &template.text)
     }
 
     fn parse(name: &str, text: &str) -> Result<Self, RenderError> {

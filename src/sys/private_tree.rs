@@ -274,32 +274,6 @@ impl PrivateDir {
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
-
-    /// The bytes of the file `name` in this directory, opened without following a link; a
-    /// file that is not the user's, or that others can write, is refused.
-    pub(crate) fn read_own_file(&self, name: &std::ffi::OsStr) -> Result<Vec<u8>, TreeError> {
-        use std::io::Read;
-        let path = self.path.join(name);
-        let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-        let fd = openat(&self.fd, name, flags, Mode::empty()).map_err(io(&path))?;
-        let st = fstat(&fd).map_err(io(&path))?;
-        if SFlag::from_bits_truncate(st.st_mode & SFlag::S_IFMT.bits()) != SFlag::S_IFREG
-            || !is_mine(st.st_uid)
-            || st.st_mode & 0o022 != 0
-        {
-            return Err(insecure(
-                &path,
-                &st,
-                "is not a file of yours that no one else can write",
-            )
-            .into());
-        }
-        let mut bytes = Vec::new();
-        std::fs::File::from(fd)
-            .read_to_end(&mut bytes)
-            .map_err(|e| io(&path)(Errno::from_raw(e.raw_os_error().unwrap_or(0))))?;
-        Ok(bytes)
-    }
 }
 
 /// Checks that `path` lies in a private tree (every directory from `/` to it as

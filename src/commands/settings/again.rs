@@ -1,10 +1,9 @@
 //! `launch --again RUN` resolved: the run to run again and what goes with it. Every other
-//! option of `launch` is refused when typed: the new run is RUN's script as it was.
-
-use std::path::PathBuf;
+//! option of `launch` is refused when typed: the new run is RUN's launch as its record keeps it.
 
 use crate::cli::LaunchArgs;
 use crate::error::{UsageError, show};
+use crate::launch::config::recorded::AgainChoices;
 use crate::launch::config::{Sources, check_log_dir_text};
 
 /// The options that go with `--again` (the global ones included); any other one typed is
@@ -26,12 +25,8 @@ const GOES_WITH: &[&str] = &[
 pub(crate) struct AgainSettings {
     /// The run to run again: an experiment name (its latest run) or a job id.
     pub(crate) run: String,
-    pub(crate) log_dir: PathBuf,
-    pub(crate) log_dir_is_default: bool,
-    pub(crate) dry_run: bool,
-    pub(crate) json: bool,
-    pub(crate) follow: bool,
-    pub(crate) cancel_on_interrupt: bool,
+    /// What the new run chooses for itself; the rest is the recorded run's.
+    pub(crate) choices: AgainChoices,
 }
 
 impl AgainSettings {
@@ -42,7 +37,7 @@ impl AgainSettings {
         };
         if let Some(other) = args.given.iter().find(|g| !GOES_WITH.contains(&g.as_str())) {
             return Err(UsageError::new(format!(
-                "{other} does not go with --again: the run is made again from {}'s script as it was (its options, command and binary)",
+                "{other} does not go with --again: the run is made again from {}'s record as it was launched (its options, command and environment)",
                 show(run)
             ))
             .hint(format!(
@@ -57,12 +52,14 @@ impl AgainSettings {
         check_log_dir_text(&log_dir)?;
         Ok(Some(Self {
             run: run.clone(),
-            log_dir,
-            log_dir_is_default,
-            dry_run: args.dry_run,
-            json: args.json,
-            follow: args.follow,
-            cancel_on_interrupt: args.cancel_on_interrupt,
+            choices: AgainChoices {
+                log_dir,
+                log_dir_is_default,
+                dry_run: args.dry_run,
+                json: args.json,
+                follow: args.follow,
+                cancel_on_interrupt: args.cancel_on_interrupt,
+            },
         }))
     }
 }

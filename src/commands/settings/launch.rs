@@ -14,6 +14,7 @@ use crate::launch::config::{
 };
 use crate::launch::gpu_directive::GpuDirective;
 use crate::launch::snapshot::SnapshotPlan;
+use crate::launch::template::UserTemplate;
 use crate::launch::{owned_directives, validate};
 use crate::slurm::duration;
 
@@ -86,6 +87,7 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
         cluster,
         after: after.clone(),
         singleton: *singleton,
+        link: None,
         snapshot: resolve_snapshot(snapshot, &src.cwd)?,
     })
 }
@@ -120,7 +122,7 @@ pub(super) struct ResolvedJob {
     pub(super) log_dir: PathBuf,
     /// No `--log-dir` anywhere: the default, made if missing.
     pub(super) log_dir_is_default: bool,
-    pub(super) template: Option<PathBuf>,
+    pub(super) template: Option<UserTemplate>,
 }
 
 /// The job flags (`launch`'s and `up`'s) with the files' values and the defaults, checked.
@@ -179,7 +181,7 @@ pub(super) fn resolve_job(
         layered(load_env.clone(), &p.load_env, &u.load_env).filter(|l| !l.trim().is_empty());
     let (log_dir, log_dir_is_default) = resolve_log_dir(log_dir, src);
     check_log_dir_text(&log_dir)?;
-    let template = layered(template.clone(), &p.template, &u.template).map(|t| src.cwd.join(t));
+    let template = user_template(layered(template.clone(), &p.template, &u.template), src)?;
     let request = JobRequest {
         exp_name: exp_name.to_owned(),
         command: command.to_owned(),
@@ -210,6 +212,17 @@ pub(super) fn resolve_job(
         log_dir_is_default,
         template,
     })
+}
+
+/// The user's own template (`--template`, relative to the working directory), read now: the
+/// text rendered is the text the run's record keeps.
+fn user_template(path: Option<PathBuf>, src: &Sources) -> Result<Option<UserTemplate>, UsageError> {
+    path.map(|t| {
+        UserTemplate::read(&src.cwd.join(t)).map_err(|e| {
+            UsageError::new(e.to_string()).hint("start a custom template from `rayslurm template`")
+        })
+    })
+    .transpose()
 }
 
 /// A memory size as the `#SBATCH` line writes it (`16GB` is `16G`).

@@ -78,6 +78,7 @@ impl UpSettings {
             cluster,
             after: None,
             singleton: false,
+            link: None,
             snapshot: None,
         };
         Ok(Self {

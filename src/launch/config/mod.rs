@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
 use crate::error::show;
@@ -22,6 +22,7 @@ pub(crate) mod env_file;
 mod files;
 mod idle_timeout;
 pub(crate) mod project_file;
+pub(crate) mod recorded;
 pub(crate) mod trust;
 
 pub(crate) use files::{FileDefaults, Sources, parse_config};
@@ -30,7 +31,7 @@ pub(crate) use idle_timeout::idle_duration;
 /// What the job asks of Slurm and runs. These are the job keys of the template context
 /// (README, "Custom templates"): `JobSpec` serializes this struct into it as it is, so a field
 /// added here is a key users' templates see.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct JobRequest {
     pub(crate) exp_name: String,
     pub(crate) command: String,
@@ -58,7 +59,7 @@ pub(crate) struct JobRequest {
 }
 
 /// One `--env KEY=VALUE`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct EnvVar {
     pub(crate) key: String,
     pub(crate) value: String,
@@ -73,7 +74,7 @@ pub(crate) struct LaunchConfig {
     /// The log directory is the default (`./rayslurm-logs`, [`DEFAULT_LOG_DIR`]): made by the
     /// launch if missing (never by a dry run), where one the user named must exist.
     pub(crate) log_dir_is_default: bool,
-    pub(crate) template: Option<PathBuf>,
+    pub(crate) template: Option<crate::launch::template::UserTemplate>,
     pub(crate) dry_run: bool,
     pub(crate) json: bool,
     pub(crate) follow: bool,
@@ -83,6 +84,9 @@ pub(crate) struct LaunchConfig {
     pub(crate) after: Option<String>,
     /// `--singleton`: one job of this experiment name at a time.
     pub(crate) singleton: bool,
+    /// The place among other runs already resolved (`launch --again`: the recorded run's),
+    /// instead of resolving `after` and `singleton` at submission.
+    pub(crate) link: Option<crate::launch::job_spec::Link>,
     /// `--snapshot`/`--workdir`: the workdir copied at submission.
     pub(crate) snapshot: Option<crate::launch::snapshot::SnapshotPlan>,
 }

@@ -7,6 +7,7 @@ use chrono::{DateTime, FixedOffset};
 use serde::{Deserialize, Serialize};
 
 use super::RecordedEnd;
+use crate::launch::config::recorded::RecordedLaunch;
 use crate::launch::snapshot::SnapshotInfo;
 
 /// The record format; bumped when a field changes meaning.
@@ -51,10 +52,10 @@ pub(crate) struct RunRecord {
     /// The image its programs run in (`--container-image`), as the script names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) container_image: Option<String>,
-    /// The SHA-256 of the script as submitted: `launch --again` makes the new run from this
-    /// very script, read from the private tree, or from none.
+    /// The launch's settings as resolved: `launch --again` renders the new run from these,
+    /// never from a script or file read again. Records of `up` and of older builds have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) script_sha256: Option<String>,
+    pub(crate) launch: Option<Box<RecordedLaunch>>,
 }
 
 fn format_one() -> u32 {
@@ -89,7 +90,7 @@ impl RunRecord {
             snapshot: None,
             max_nodes: None,
             container_image: None,
-            script_sha256: None,
+            launch: None,
         }
     }
 

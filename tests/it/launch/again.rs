@@ -1,6 +1,7 @@
-//! `launch --again RUN` (a fake `sbatch`): a new recorded run from RUN's script and binary,
-//! under new names, RUN's files untouched; the options that do not go with it refused before
-//! anything is written. The real run again is `e2e_runs::a_run_launched_again_*`.
+//! `launch --again RUN` (a fake `sbatch`): a new recorded run rendered from RUN's record, under
+//! new names, RUN's files untouched and nothing the first launch read read again; the options
+//! that do not go with it refused before anything is written. The real run again is
+//! `e2e_again`.
 
 use std::path::Path;
 
@@ -41,7 +42,7 @@ fn snapshot(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
 }
 
 #[test]
-fn a_run_again_is_a_new_recorded_run_of_the_same_script() {
+fn a_run_again_is_a_new_recorded_run_rendered_from_its_record() {
     let dir = with_sbatch("500");
     let first = launch(
         dir.path(),
@@ -54,6 +55,8 @@ fn a_run_again_is_a_new_recorded_run_of_the_same_script() {
             "2",
             "--env",
             "K=v 1",
+            "--setup",
+            "echo set up",
             "--command",
             "python t.py",
         ],
@@ -73,8 +76,8 @@ fn a_run_again_is_a_new_recorded_run_of_the_same_script() {
     assert_eq!(again["job_id"], "501");
     assert_eq!(again["exp_name"], "a");
     assert_ne!(again["script"], first["script"]);
-    // The first run's files are as they were; the new script is the old one with the new
-    // run's names.
+    // The first run's files are as they were; the new script is the first one rendered again
+    // with the new run's names.
     let after = snapshot(&jobs(dir.path()));
     for (path, bytes) in &before {
         assert_eq!(
@@ -92,8 +95,13 @@ fn a_run_again_is_a_new_recorded_run_of_the_same_script() {
             .into_owned()
     };
     assert!(!new.contains(&format!("{}.", stem(&first))), "{new}");
-    assert_eq!(old.replace(&stem(&first), &stem(&again)), new);
-    assert_eq!(normalise(&old, dir.path()), normalise(&new, dir.path()));
+    assert_eq!(
+        normalise(&old.replace(&stem(&first), &stem(&again)), dir.path()),
+        normalise(&new, dir.path())
+    );
+    for part in ["K='v 1'", "echo set up", "python t.py", "--nodes=2"] {
+        assert!(new.contains(part), "{part}: {new}");
+    }
     // Its log is linked from the default log directory, as a launch's is.
     let log = Path::new(again["log"].as_str().unwrap());
     let link = dir
@@ -101,7 +109,7 @@ fn a_run_again_is_a_new_recorded_run_of_the_same_script() {
         .join("rayslurm-logs")
         .join(log.file_name().unwrap());
     assert_eq!(std::fs::read_link(link).unwrap(), log);
-    // Both runs are recorded, each with its own files and the same binary.
+    // Both runs are recorded, each with its own files and the same launch.
     let records: Vec<serde_json::Value> = std::fs::read_dir(state(dir.path()).join("runs"))
         .unwrap()
         .map(|e| {
@@ -113,6 +121,7 @@ fn a_run_again_is_a_new_recorded_run_of_the_same_script() {
     assert_eq!(of("501")["script"], again["script"]);
     assert_eq!(of("501")["command"], "python t.py");
     assert_eq!(of("501")["num_nodes"], 2);
+    assert_eq!(of("501")["launch"], of("500")["launch"]);
     assert_eq!(of("501")["binary"], of("500")["binary"]);
 }
 
@@ -188,39 +197,6 @@ fn options_that_do_not_go_with_again_are_refused() {
         .run();
 }
 
-#[test]
-fn a_run_whose_binary_is_gone_is_refused_and_nothing_written() {
-    let dir = with_sbatch("700");
-    let first = launch(
-        dir.path(),
-        "700",
-        &["--json", "--exp-name", "g", "--command", "true"],
-    );
-    let first = first.json();
-    let record = std::fs::read_dir(state(dir.path()).join("runs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .next()
-        .unwrap();
-    // The record names a copy of another build, since removed.
-    let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
-    let other = state(dir.path()).join("bin/rayslurm-0.0.1-0123456789abcdef");
-    v["binary"] = serde_json::json!(other);
-    std::fs::write(&record, v.to_string()).unwrap();
-    let before = snapshot(&jobs(dir.path()));
-    let ran = launch(dir.path(), "701", &["--again", "g"]);
-    assert_eq!(ran.output.status.code(), Some(2), "{ran}");
-    assert!(ran.stderr.contains("is gone or changed"), "{ran}");
-    assert!(
-        ran.stderr.contains("rayslurm-0.0.1-0123456789abcdef"),
-        "{ran}"
-    );
-    assert_eq!(snapshot(&jobs(dir.path())), before);
-    assert!(Path::new(first["script"].as_str().unwrap()).exists());
-    assert!(!other.exists());
-}
-
 /// The run's record, as JSON, and where it is.
 fn the_record(dir: &Path) -> (std::path::PathBuf, serde_json::Value) {
     let path = std::fs::read_dir(state(dir).join("runs"))
@@ -232,72 +208,90 @@ fn the_record(dir: &Path) -> (std::path::PathBuf, serde_json::Value) {
     (path, v)
 }
 
-/// A record naming a script outside the private tree (an older rayslurm kept scripts beside
-/// the logs, in a directory the group can write): `--again` never submits it, nor a script in
-/// the tree that is not the one the record's digest names; sbatch is not called.
+/// What the first launch read (its template, its `--env-file`, both in a directory the
+/// group may write) and its script are not read again: changed since, none of it reaches the
+/// new run, which is rendered from the record alone.
 #[test]
-fn a_script_outside_the_private_tree_or_changed_is_never_submitted_again() {
+fn a_run_again_reads_nothing_the_first_launch_read() {
     let dir = with_sbatch("800");
+    let template = dir.path().join("mine.sh.tera");
+    let builtin = crate::harness::rayslurm(["template"])
+        .expect_status(0)
+        .run();
+    std::fs::write(&template, format!("{}# mine\n", builtin.stdout)).unwrap();
+    let env_file = dir.path().join("vars.env");
+    std::fs::write(&env_file, "FROM_FILE=first\n").unwrap();
     let first = launch(
         dir.path(),
         "800",
-        &["--json", "--exp-name", "o", "--command", "true"],
+        &[
+            "--json",
+            "--exp-name",
+            "o",
+            "--template",
+            "mine.sh.tera",
+            "--env-file",
+            "vars.env",
+            "--command",
+            "true",
+        ],
     );
     assert_eq!(first.output.status.code(), Some(0), "{first}");
     let script = std::path::PathBuf::from(first.json()["script"].as_str().unwrap());
-    let (record, v) = the_record(dir.path());
-    assert_eq!(
-        v["script_sha256"],
-        crate::harness::sha256_hex(&std::fs::read(&script).unwrap())
+    let text = std::fs::read_to_string(&script).unwrap();
+    assert!(
+        text.contains("# mine") && text.contains("FROM_FILE=first"),
+        "{text}"
     );
-    // From here on, any sbatch call leaves a mark.
+
+    // Changed since, by whoever could write there: the script in the tree too.
+    std::fs::write(&template, format!("{}# planted\n", builtin.stdout)).unwrap();
+    std::fs::write(&env_file, "FROM_FILE=planted\n").unwrap();
+    std::fs::write(&script, format!("{text}id # planted\n")).unwrap();
+    std::fs::remove_file(&template).unwrap();
+    std::fs::remove_file(&env_file).unwrap();
+    let again = launch(dir.path(), "801", &["--again", "o", "--json"]);
+    assert_eq!(again.output.status.code(), Some(0), "{again}");
+    let new = std::fs::read_to_string(again.json()["script"].as_str().unwrap()).unwrap();
+    assert!(!new.contains("planted"), "{new}");
+    assert!(
+        new.contains("# mine") && new.contains("FROM_FILE=first"),
+        "{new}"
+    );
+}
+
+/// A record that keeps no launch (an older rayslurm's, whose script may lie beside the logs
+/// where the group can write) is refused: its script is never submitted, sbatch never called.
+#[test]
+fn a_record_without_its_launch_is_refused_and_nothing_submitted() {
+    let dir = with_sbatch("900");
+    let first = launch(
+        dir.path(),
+        "900",
+        &["--json", "--exp-name", "g", "--command", "true"],
+    );
+    assert_eq!(first.output.status.code(), Some(0), "{first}");
+    let (record, mut v) = the_record(dir.path());
+    assert!(v["launch"].is_object(), "{v}");
+    v.as_object_mut().unwrap().remove("launch");
+    let planted = dir.path().join("g_planted.sh");
+    std::fs::write(&planted, "#!/bin/bash\nid\n").unwrap();
+    v["script"] = serde_json::json!(planted);
+    std::fs::write(&record, v.to_string()).unwrap();
     let called = dir.path().join("sbatch-called");
     shim(
         &dir.path().join(".shims"),
         "sbatch",
-        &format!("touch {}; echo '801;lab'", called.display()),
+        &format!("touch {}; echo '901;lab'", called.display()),
     );
-    let again = |what: &str| {
-        launch_in(dir.path(), &["--again", "o"])
-            .shims(&dir.path().join(".shims"))
-            .case(what)
-            .expect_status(2)
-            .expect_stdout("")
-            .run()
-    };
-
-    let planted = dir.path().join("o_planted.sh");
-    std::fs::copy(&script, &planted).unwrap();
-    let mut outside = v.clone();
-    outside["script"] = serde_json::json!(planted);
-    std::fs::write(&record, outside.to_string()).unwrap();
-    let ran = again("outside");
-    assert!(
-        ran.stderr.contains(&format!(
-            "`{}`, lies outside your private directory",
-            planted.display()
-        )),
-        "{ran}"
-    );
-    assert!(!called.exists(), "sbatch ran");
-
-    // In the tree, but not what was submitted.
-    std::fs::write(&record, v.to_string()).unwrap();
-    let text = std::fs::read_to_string(&script).unwrap();
-    std::fs::write(&script, format!("{text}id\n")).unwrap();
-    let ran = again("changed");
-    assert!(ran.stderr.contains("is not the one submitted"), "{ran}");
-    assert!(
-        ran.stderr.contains(v["script_sha256"].as_str().unwrap()),
-        "{ran}"
-    );
-    assert!(!called.exists(), "sbatch ran");
-
-    // As it was: run again.
-    std::fs::write(&script, text).unwrap();
-    launch_in(dir.path(), &["--again", "o"])
+    let before = snapshot(&jobs(dir.path()));
+    let ran = launch_in(dir.path(), &["--again", "g"])
         .shims(&dir.path().join(".shims"))
-        .expect_status(0)
+        .expect_status(2)
+        .expect_stdout("")
+        .expect_stderr_contains("keeps no launch settings to render it from")
         .run();
-    assert!(called.exists());
+    assert!(ran.stderr.contains(&planted.display().to_string()), "{ran}");
+    assert!(!called.exists(), "sbatch ran");
+    assert_eq!(snapshot(&jobs(dir.path())), before);
 }
