@@ -174,7 +174,7 @@ mod tests {
         std::fs::create_dir(&dir).unwrap();
         // Only root can give a directory to another user (e2e_ports tries it as two users).
         if std::os::unix::fs::lchown(&dir, Some(65534), None).is_err() {
-            eprintln!("skipped: a directory of another user needs root to make");
+            crate::sys::test_skip::needs_root("a directory of another user needs root to make");
             return;
         }
         let err = check(&dir, true, true).unwrap_err();
@@ -196,7 +196,7 @@ mod tests {
         std::os::unix::fs::symlink(&theirs, &dir).unwrap();
         // Only root can give a link to another user; as anyone else the case cannot be made.
         if std::os::unix::fs::lchown(&dir, Some(65534), None).is_err() {
-            eprintln!("skipped: a link of another user needs root to make");
+            crate::sys::test_skip::needs_root("a link of another user needs root to make");
             return;
         }
         let err = check(&dir, true, true).unwrap_err();

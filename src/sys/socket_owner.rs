@@ -210,6 +210,8 @@ pub(crate) mod squatter {
     use std::io::{BufRead, BufReader, Read};
     use std::process::{Child, Command, Stdio};
 
+    use crate::sys::test_skip;
+
     const SERVER: &str = r#"
 import http.server
 class H(http.server.BaseHTTPRequestHandler):
@@ -237,8 +239,8 @@ s.serve_forever()
             if !nix::unistd::geteuid().is_root()
                 || !std::path::Path::new("/usr/bin/python3").exists()
             {
-                eprintln!(
-                    "skipped: starting another user's listener needs root and /usr/bin/python3"
+                test_skip::needs_root(
+                    "starting another user's listener needs root and /usr/bin/python3",
                 );
                 return None;
             }
@@ -254,11 +256,16 @@ s.serve_forever()
                 .current_dir("/")
                 .stdout(Stdio::piped())
                 .spawn()
-                .ok()?;
-            let mut out = BufReader::new(child.stdout.take()?);
+                .expect("setpriv (util-linux) starts another user's listener");
+            let mut out = BufReader::new(child.stdout.take().expect("piped"));
             let mut line = String::new();
-            out.read_line(&mut line).ok()?;
-            let port = line.trim().strip_prefix("PORT ")?.parse().ok()?;
+            out.read_line(&mut line)
+                .expect("the listener says its port");
+            let port = line
+                .trim()
+                .strip_prefix("PORT ")
+                .and_then(|p| p.parse().ok())
+                .unwrap_or_else(|| panic!("the listener said {line:?}, not its port"));
             Some(Self { child, out, port })
         }
 

@@ -173,9 +173,10 @@ fn run_examples(test: &str, name: &str, chosen: impl Fn(&Example) -> bool) {
         .iter()
         .filter(|e| e.not_run.is_none() && chosen(e))
         .collect();
-    if to_run.is_empty() {
-        return;
-    }
+    assert!(
+        !to_run.is_empty(),
+        "{test}: no example of {name} marked to run is chosen"
+    );
     let project = Project::new(lab, &format!("doc-{}", name.trim_end_matches(".md")));
     for example in to_run {
         eprintln!("running {}", example.place());

@@ -142,6 +142,13 @@ package=$(cd "$scratch" && "$TEST_VENV/bin/python" -c 'import rayslurm; print(ra
 
 # ---------------------------------------------------------------- 5. one real launch
 e2e="skipped (set RAYSLURM_WHEEL_E2E=1, with the test cluster up)"
+# Under CI the launch runs unless RAYSLURM_WHEEL_E2E=0 skips it on purpose.
+if [[ ${CI:-} == true && -z ${RAYSLURM_WHEEL_E2E:-} ]]; then
+  fail "CI=true but RAYSLURM_WHEEL_E2E is unset: set it to 1 (with the test cluster up), or to 0 to skip the launch on purpose"
+fi
+if [[ ${RAYSLURM_WHEEL_E2E:-} == 0 && -n ${RAYSLURM_TEST_SKIPS:-} ]]; then
+  echo "SKIPPED wheel check's launch: RAYSLURM_WHEEL_E2E=0" >>"$RAYSLURM_TEST_SKIPS"
+fi
 if [[ ${RAYSLURM_WHEEL_E2E:-0} == 1 ]]; then
   eval "$(bash tests/cluster/cluster.sh env | grep -E '^RAYSLURM_LAB_(UP|VENV|SHARED)=')"
   [[ ${RAYSLURM_LAB_UP:-0} == 1 ]] || fail "RAYSLURM_WHEEL_E2E=1 but the test cluster is down: bash tests/cluster/cluster.sh up"
