@@ -11,8 +11,10 @@ use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 mod expect;
+mod no_real_slurm;
 
 pub use expect::Ran;
+pub use no_real_slurm::SLURM_CLIENTS;
 
 /// The rayslurm binary under test.
 /// The SHA-256 of `bytes`, lowercase hex, as rayslurm writes digests.
@@ -117,11 +119,17 @@ impl Run {
             cmd.current_dir(dir);
         }
         if let Some(shims) = &self.shims {
+            // The test's fakes, then a stub of every Slurm client it did not fake.
             let path = std::env::var_os("PATH").unwrap_or_default();
             let mut joined = OsString::from(shims.as_os_str());
             joined.push(":");
+            joined.push(no_real_slurm::stubs());
+            joined.push(":");
             joined.push(path);
-            cmd.env("PATH", joined);
+            cmd.env("PATH", joined).env(
+                no_real_slurm::UNFAKED_VAR,
+                shims.join(no_real_slurm::UNFAKED),
+            );
         }
         for k in &self.env_removed {
             cmd.env_remove(k);
@@ -136,8 +144,30 @@ impl Run {
         self.produce()
     }
 
-    /// Runs the command to its end, with its stdin if one was given.
+    /// Runs the command to its end, with its stdin if one was given. A call of a Slurm client
+    /// the test did not fake fails the test (see `harness/no_real_slurm.rs`).
     pub(crate) fn produce(&self) -> Output {
+        let output = self.produce_unchecked();
+        self.check_no_real_slurm(&output);
+        output
+    }
+
+    /// Fails the test if the invocation that gave `output` called a Slurm client that the
+    /// test did not fake.
+    pub(crate) fn check_no_real_slurm(&self, output: &Output) {
+        if let Some(calls) = self.shims.as_deref().and_then(no_real_slurm::unfaked_calls) {
+            let args: Vec<String> = (self.args.iter())
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            panic!(
+                "rayslurm called Slurm clients this test does not fake:\n{calls}\n{}",
+                transcript(&args, output)
+            );
+        }
+    }
+
+    fn produce_unchecked(&self) -> Output {
         let Some(input) = &self.stdin else {
             return self.command().output().expect("rayslurm runs");
         };
