@@ -682,16 +682,30 @@ pub fn wait_job_end(job_id: &str, limit: std::time::Duration) -> HashMap<String,
     }
 }
 
-/// Node names of a Slurm host list, as `scontrol show hostnames` prints them.
+/// Node names of a Slurm host list, as `scontrol show hostnames` prints them. A failed
+/// `scontrol` or an empty list fails the test: every caller loops over the nodes to check
+/// each, and no node would be no check at all.
 pub fn expand_nodes(list: &str) -> Vec<String> {
     let out = Command::new("scontrol")
         .args(["show", "hostnames", list])
         .output()
         .expect("scontrol runs");
-    String::from_utf8_lossy(&out.stdout)
+    assert!(
+        out.status.success(),
+        "scontrol show hostnames `{list}`: {out:?}"
+    );
+    let nodes: Vec<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
         .map(str::to_owned)
-        .collect()
+        .collect();
+    // Slurm shows a job without nodes as `(null)`, which scontrol echoes back as a name.
+    assert!(
+        !nodes.is_empty() && nodes.iter().all(|n| !n.contains('(')),
+        "no node in the host list `{list}`: {nodes:?}"
+    );
+    nodes
 }
 
 /// The first line a spawned child prints on its (piped) stdout.
@@ -714,8 +728,10 @@ pub fn connect_probe(port: u16) -> String {
 }
 
 mod job;
+mod node_tmp;
 
 pub(crate) use job::*;
+pub(crate) use node_tmp::*;
 
 /// The status line of an HTTP GET of `path` without any token, as an outsider on the network
 /// would send it (an answer that never comes fails after 30 s).
