@@ -14,7 +14,7 @@ mod expect;
 mod no_real_slurm;
 
 pub use expect::Ran;
-pub use no_real_slurm::SLURM_CLIENTS;
+pub use no_real_slurm::{SLURM_CLIENTS, UNFAKED_VAR};
 
 /// The rayslurm binary under test.
 /// The SHA-256 of `bytes`, lowercase hex, as rayslurm writes digests.

@@ -22,7 +22,7 @@ pub const SLURM_CLIENTS: &[&str] = &[
 pub const UNFAKED: &str = "unfaked-slurm.calls";
 
 /// The variable that tells the stubs where [`UNFAKED`] is.
-pub(super) const UNFAKED_VAR: &str = "RSTEST_UNFAKED_SLURM";
+pub const UNFAKED_VAR: &str = "RSTEST_UNFAKED_SLURM";
 
 /// The directory of the harness's stubs, made once for this test process.
 pub(super) fn stubs() -> &'static Path {

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::harness::{Run, SLURM_CLIENTS, rayslurm, shim};
+use crate::harness::{Run, SLURM_CLIENTS, UNFAKED_VAR, rayslurm, shim};
 
 /// Fake Slurm commands, a run store and a log directory, removed when the test ends.
 pub struct Fake {
@@ -30,11 +30,21 @@ impl Fake {
             logs,
         };
         // Anything a test does not fake must not reach a real cluster: every Slurm client is
-        // faked, and notes its calls.
+        // faked, notes its calls, and fails the test on a call until the test gives it an
+        // answer (as the harness's own stubs do); `srun --version`, which every launch asks,
+        // says a tested release.
         for name in SLURM_CLIENTS {
+            let answer = if *name == "srun" {
+                "if [ \"$*\" = --version ]; then echo 'slurm-wlm 22.05.8'; exit 0; fi\n"
+            } else {
+                ""
+            };
             fake.shim(
                 name,
-                &format!("echo '{name}: not faked in this test' >&2; exit 99"),
+                &format!(
+                    "{answer}echo \"{name} $*\" >> \"${{{UNFAKED_VAR}:-/dev/null}}\"\n\
+                     echo '{name}: not faked in this test' >&2; exit 99"
+                ),
             );
         }
         fake
