@@ -24,13 +24,15 @@ pub const UNFAKED: &str = "unfaked-slurm.calls";
 /// The variable that tells the stubs where [`UNFAKED`] is.
 pub const UNFAKED_VAR: &str = "RSTEST_UNFAKED_SLURM";
 
-/// The directory of the harness's stubs, made once for this test process.
+/// The directory of the harness's stubs, written once by each test process. Each stub is
+/// written beside its place and renamed into it, so that a test process writing them never
+/// changes a file that another one runs.
 pub(super) fn stubs() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("no-real-slurm-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-real-slurm");
+        let staging = dir.join(format!(".staging-{}", std::process::id()));
+        std::fs::create_dir_all(&staging).unwrap();
         for name in SLURM_CLIENTS {
             let answer = if *name == "srun" {
                 "if [ \"$*\" = --version ]; then echo 'slurm-wlm 22.05.8'; exit 0; fi\n"
@@ -38,7 +40,7 @@ pub(super) fn stubs() -> &'static Path {
                 ""
             };
             super::shim(
-                &dir,
+                &staging,
                 name,
                 &format!(
                     "{answer}echo \"{name} $*\" >> \"${{{UNFAKED_VAR}:-/dev/null}}\"\n\
@@ -46,7 +48,9 @@ pub(super) fn stubs() -> &'static Path {
                      give the test a fake {name}' >&2\nexit 99"
                 ),
             );
+            std::fs::rename(staging.join(name), dir.join(name)).unwrap();
         }
+        let _ = std::fs::remove_dir(&staging);
         dir
     })
 }
