@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::harness::{
     Job, NODE_TMP, TEST_MADE, assert_clean, copy_example, lab, launch, launch_with_env, leftovers,
-    node_tmp_entries, rayslurm, temp_root_prefix, text, two_at_once_on,
+    node_tmp_entries, rayslurm, temp_root_name, temp_root_prefix, text, two_at_once_on,
 };
 
 #[test]
@@ -576,7 +576,7 @@ fn a_temp_root_name_taken_on_the_nodes_does_not_fail_the_run() {
     for node in &lab.nodes {
         let name = Path::new(NODE_TMP)
             .join(node)
-            .join(format!("rs0-{}.0", job.id));
+            .join(temp_root_name(&job.id, 0));
         if node == named {
             std::os::unix::fs::symlink(&target, &name).unwrap();
         } else {
@@ -596,7 +596,7 @@ fn a_temp_root_name_taken_on_the_nodes_does_not_fail_the_run() {
     }
     assert_eq!(info["JobState"], "COMPLETED", "{log}");
     assert_eq!(job.state()["ending"], "completed", "{log}");
-    let said = format!("`/tmp/rs0-{}.0` was there already", job.id);
+    let said = format!("`/tmp/{}` was there already", temp_root_name(&job.id, 0));
     assert_eq!(log.matches(&said).count(), 2, "{log}");
     assert_eq!(
         std::fs::read_dir(&target).unwrap().count(),

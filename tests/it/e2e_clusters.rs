@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::harness::{Job, assert_clean, node_tmp_entries};
+use crate::harness::{Job, assert_clean, node_tmp_entries, processes_with};
 use crate::harness::{Lab, connect_probe, first_line, lab, rayslurm, status_without_token, text};
 
 /// `rayslurm ARGS` in `dir`; returns (exit code, stdout, stderr).
@@ -224,47 +224,117 @@ fn exec_follows_a_job_to_its_end(dir: &Path, name: &str) {
     assert_eq!(code, Some(0), "{stderr}");
 }
 
-/// Cancel a running job and a pending one, then all.
+/// The processes of a job started as `sleep SECONDS` whose SECONDS no other job has.
+fn sleeping(seconds: &str) -> Vec<u32> {
+    processes_with(&[&format!("sleep {seconds}")])
+}
+
+/// Waits until no process of the job started as `sleep SECONDS` is left (at most 30 s after
+/// Ray has said STOPPED: Ray stops a job's processes with SIGTERM, then SIGKILL).
+fn wait_none_left(seconds: &str) {
+    let t0 = Instant::now();
+    while !sleeping(seconds).is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the stopped job's processes are still alive: {:?}",
+            sleeping(seconds)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Cancel a pending job and a running one, then all: each stopped job is STOPPED to Ray, and
+/// none of its processes is left (checked here, before `down` would end them anyway); the
+/// job not cancelled runs on.
 fn cancel_stops_a_running_and_a_pending_job(dir: &Path, name: &str) {
-    let ids: Vec<u64> = (0..3)
-        .map(|_| exec_detached(dir, name, &["--num-cpus", "2", "--", "sleep", "300"]))
+    // Each job sleeps a length of its own, so that its processes can be told apart.
+    let lengths: Vec<String> = (0..3)
+        .map(|k| format!("{}.{}", 300 + k, std::process::id()))
+        .collect();
+    let ids: Vec<u64> = lengths
+        .iter()
+        .map(|s| exec_detached(dir, name, &["--num-cpus", "2", "--", "sleep", s]))
         .collect();
     wait_queue(dir, name, Duration::from_secs(60), |s| {
         status_of(s, ids[0]) == "RUNNING" && status_of(s, ids[1]) == "RUNNING"
     });
     assert_eq!(status_of(&statuses(dir, name), ids[2]), "PENDING");
-    for id in [ids[0], ids[2]] {
+    assert!(
+        !sleeping(&lengths[0]).is_empty(),
+        "the running job's processes are seen"
+    );
+    // The pending job first: cancelled after the running one, it would start in its place.
+    for id in [ids[2], ids[0]] {
         let (code, _, stderr) = rs(dir, &["cancel", name, &id.to_string()]);
         assert_eq!(code, Some(0), "{stderr}");
     }
     wait_queue(dir, name, Duration::from_secs(60), |s| {
         status_of(s, ids[0]) == "STOPPED" && status_of(s, ids[2]) == "STOPPED"
     });
+    wait_none_left(&lengths[0]);
+    assert_eq!(
+        sleeping(&lengths[2]),
+        Vec::<u32>::new(),
+        "the pending job never ran"
+    );
     assert_eq!(status_of(&statuses(dir, name), ids[1]), "RUNNING");
+    assert!(
+        !sleeping(&lengths[1]).is_empty(),
+        "the job not cancelled runs on"
+    );
     let (code, _, stderr) = rs(dir, &["cancel", name, "--all"]);
     assert_eq!(code, Some(0), "{stderr}");
     wait_queue(dir, name, Duration::from_secs(60), |s| {
         status_of(s, ids[1]) == "STOPPED"
     });
+    wait_none_left(&lengths[1]);
 }
 
-/// logs -f streams a running job to its end.
+/// logs -f streams a running job to its end: its first line arrives while the job runs. The
+/// job waits (up to 60 s) after its first line for a file the test writes only once `logs -f`
+/// has shown that line; then it says whether the file came before it ends.
 fn logs_follow_streams_a_running_job(dir: &Path, name: &str) {
-    let id = exec_detached(
-        dir,
-        name,
-        &[
-            "--",
-            "bash",
-            "-c",
-            "for i in 1 2 3; do echo tick-$i; sleep 1; done",
-        ],
+    let go = dir.join(format!("logs-follow-go-{}", std::process::id()));
+    let script = format!(
+        "echo tick-1; for i in $(seq 600); do [ -e {go} ] && break; sleep 0.1; done; \
+         if [ -e {go} ]; then echo tick-2 seen-while-running; else echo tick-2 not-seen; fi",
+        go = go.display()
     );
-    let (code, stdout, stderr) = rs(dir, &["logs", name, &id.to_string(), "-f"]);
-    assert_eq!(code, Some(0), "{stderr}");
+    let id = exec_detached(dir, name, &["--", "bash", "-c", &script]);
+    let mut follow = rayslurm(["logs", name, &id.to_string(), "-f"])
+        .cwd(dir)
+        .command()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = std::io::BufRead::lines(std::io::BufReader::new(follow.stdout.take().unwrap()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut shown = Vec::new();
+    let t0 = Instant::now();
+    while !shown.iter().any(|l: &String| l.contains("tick-1")) {
+        let left = Duration::from_secs(120).saturating_sub(t0.elapsed());
+        match rx.recv_timeout(left) {
+            Ok(line) => shown.push(line),
+            Err(e) => panic!("no tick-1 from logs -f ({e}): {shown:?}"),
+        }
+    }
+    std::fs::write(&go, "").unwrap();
+    let out = crate::harness::wait_within(follow, Duration::from_secs(120));
+    reader.join().unwrap();
+    shown.extend(rx.try_iter());
+    let _ = std::fs::remove_file(&go);
+    assert!(out.status.success(), "{}", text(&out).1);
     assert!(
-        stdout.contains("tick-1") && stdout.contains("tick-3"),
-        "{stdout}"
+        shown
+            .iter()
+            .any(|l| l.contains("tick-2 seen-while-running")),
+        "logs -f showed the first line only after the job had ended: {shown:?}"
     );
 }
 

@@ -7,7 +7,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::harness::{
-    Job, Lab, NODE_TMP, assert_clean, expand_nodes, lab_crash, launch, scontrol_job,
+    Job, Lab, NODE_TMP, assert_clean, expand_nodes, lab_crash, launch, leftover_temp_dirs,
+    scontrol_job,
 };
 
 /// `cluster.sh kill-node` / `revive-node` for a node named `nodeK`.
@@ -108,14 +109,12 @@ fn revive_and_check(job: &Job, mut dead: DeadNode) {
     dead.revive();
     let dead = dead.name.clone();
     job.wait(Duration::from_secs(120));
-    let prefix = format!("rs0-{}.", job.id);
-    for e in std::fs::read_dir(format!("{NODE_TMP}/{dead}"))
+    let on_dead = NODE_TMP.path().join(&dead);
+    for root in leftover_temp_dirs(&job.id)
         .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .filter(|p| p.starts_with(&on_dead))
     {
-        let _ = std::fs::remove_dir_all(e.path());
+        let _ = std::fs::remove_dir_all(root);
     }
     assert_clean(job);
 }
@@ -160,15 +159,38 @@ fn a_node_that_dies_fails_a_min_nodes_run_and_a_per_node_run_within_30_s() {
     else {
         return;
     };
-    let cases: [(&str, &[&str]); 2] = [
-        ("mindies", &["--min-nodes", "1"]),
-        ("pernodedies", &["--per-node"]),
+    // Every node has joined before one dies: with --min-nodes the command may start before
+    // the worker joins, so it waits until Ray counts both nodes alive and says so; per node,
+    // each rank says it started (`[RANK NODE] command-started`).
+    let joined = "python -c 'import ray, time\nray.init()\n\
+                  while sum(n[\"Alive\"] for n in ray.nodes()) < 2: time.sleep(0.2)\n\
+                  print(\"every-node-joined\", flush=True)'; sleep 120";
+    let cases: [(&str, &[&str], &str, &str); 2] = [
+        (
+            "mindies",
+            &["--min-nodes", "1"],
+            joined,
+            "\nevery-node-joined",
+        ),
+        (
+            "pernodedies",
+            &["--per-node"],
+            "echo command-started; sleep 120",
+            "] command-started",
+        ),
     ];
-    for (name, flags) in cases {
-        let job = launch_in_crash(lab, name, flags, "echo command-started; sleep 120");
-        job.wait_for_log("command-started", Duration::from_secs(300));
-        // Every node has joined (or, per node, started its rank) before one dies.
-        std::thread::sleep(Duration::from_secs(3));
+    for (name, flags, command, every_node) in cases {
+        let job = launch_in_crash(lab, name, flags, command);
+        let needed = if flags.contains(&"--per-node") { 2 } else { 1 };
+        let started = job.wait_started();
+        while job.log_text().matches(every_node).count() < needed {
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "{name}: not every node joined within 120 s\n{}",
+                job.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
         let (dead, log) = kill_a_worker_and_expect_the_end(&job, name);
         assert_eq!(job.state()["ending"], "node-failed", "{name}: {log}");
         revive_and_check(&job, dead);

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use crate::e2e_clusters::{exec_detached, rs, status_of, up_nodes, wait_queue};
 use crate::harness::{Job, assert_clean, lab, leftovers, processes_with};
 
-/// The cluster's worker jobs in Slurm's queue now: (job id, state).
+/// The cluster's worker jobs in Slurm's queue now: (job id, state). A failed `squeue`, or a
+/// line that is not `ID|STATE`, fails the test: read as an empty queue, it would pass every
+/// wait for "no worker job left".
 fn worker_jobs(name: &str) -> Vec<(String, String)> {
     let out = Command::new("squeue")
         .args([
@@ -22,10 +24,16 @@ fn worker_jobs(name: &str) -> Vec<(String, String)> {
         ])
         .output()
         .unwrap();
+    assert!(out.status.success(), "squeue: {out:?}");
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter_map(|l| l.split_once('|'))
-        .map(|(id, state)| (id.trim().to_owned(), state.trim().to_owned()))
+        .map(|l| {
+            let (id, state) = l
+                .split_once('|')
+                .filter(|(id, state)| !id.trim().is_empty() && !state.trim().is_empty())
+                .unwrap_or_else(|| panic!("squeue's line `{l}` is not ID|STATE"));
+            (id.trim().to_owned(), state.trim().to_owned())
+        })
         .collect()
 }
 
@@ -117,7 +125,7 @@ fn an_elastic_cluster_grows_with_demand_and_shrinks_when_idle() {
             stdout
                 .lines()
                 .find_map(|l| l.strip_prefix("ran on "))
-                .unwrap_or("?")
+                .unwrap_or_else(|| panic!("job {id} says where it ran: {stdout}"))
                 .to_owned()
         })
         .collect();

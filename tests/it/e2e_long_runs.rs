@@ -28,6 +28,24 @@ fn counter(steps: u32) -> String {
     format!("python {COUNTER} {steps}")
 }
 
+/// Asks the running counter for a checkpoint (`cancel --signal USR1`, which it saves on and
+/// goes on) and waits until it says it saved one; returns the step saved, past 0 (it saves
+/// after a step): a checkpoint a later attempt can resume from, whenever the run is stopped.
+fn checkpoint_now(job: &Job) -> u32 {
+    let out = rayslurm(["cancel", &job.id, "--signal", "USR1"]).output();
+    assert!(out.status.success(), "{}", text(&out).1);
+    job.wait_for_log("(asked); going on", Duration::from_secs(60));
+    let log = job.log_text();
+    let step = log
+        .lines()
+        .filter_map(|l| l.split_once("checkpoint at step ").map(|(_, rest)| rest))
+        .find_map(|rest| rest.trim_end().strip_suffix(" (asked); going on"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no `checkpoint at step N (asked)` line:\n{log}"));
+    assert!(step > 0, "{log}");
+    step
+}
+
 /// Spawns `launch --follow --json` (its `command`): the job its first line names, the child,
 /// and its stdout as it comes, whole once the child ends ([`wait_within`] it, then join).
 fn follow_launch(mut command: Command, dir: &Path) -> (Job, Child, JoinHandle<String>) {
@@ -67,8 +85,9 @@ fn the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resum
     };
     let dir = lab.workdir("timelimit");
     copy_example(&dir, COUNTER);
-    // The test gives the warning 3 s into the first attempt (a 10-minute limit: Slurm's own
-    // never comes), so 20 one-second steps never fit in it, and the second attempt resumes.
+    // The test gives the warning as soon as the counter has saved a checkpoint past step 0
+    // (seconds into the first attempt; a 10-minute limit: Slurm's own never comes), so 20
+    // one-second steps never fit in it, and the second attempt resumes.
     // Without Ray (the counter does not use it; two Ray starts saved on the lab's 2 cores): the
     // warning, the checkpoint, the requeue and the resume are the bootstrap's, the same with
     // Ray or without. A Ray run's next attempt after a requeue is
@@ -95,7 +114,7 @@ fn the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resum
     .command();
     let (job, child, followed) = follow_launch(follow, &dir);
     job.wait_for_log("attempt 1: starting at step 0", Duration::from_secs(300));
-    std::thread::sleep(Duration::from_secs(3));
+    let saved = checkpoint_now(&job);
     job.warn_time_limit();
     let out = wait_within(child, Duration::from_secs(900));
     let stdout = followed.join().unwrap();
@@ -111,8 +130,8 @@ fn the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resum
     assert!(stdout.contains("======== attempt 2 of job"), "{stdout}");
     let resumed = started_at_step(&stdout, 2).unwrap_or_else(|| panic!("{stdout}"));
     assert!(
-        resumed > 0,
-        "attempt 2 resumed from the checkpoint: {stdout}"
+        resumed >= saved,
+        "attempt 2 resumed from the checkpoint (at step {saved} or later): {stdout}"
     );
     assert!(stdout.contains("done at step 20"), "{stdout}");
     assert!(stdout.contains("the time limit is near"), "{stdout}");
@@ -147,7 +166,7 @@ fn a_job_slurm_requeues_as_preemption_does_resumes_on_its_next_attempt() {
     );
     job.wait_for_log("attempt 1: starting at step 0", Duration::from_secs(300));
     // A checkpoint past step 0 to resume from.
-    std::thread::sleep(Duration::from_secs(3));
+    let saved = checkpoint_now(&job);
     // What preemption with PreemptMode=REQUEUE does: SIGTERM to the job, then Slurm requeues
     // it by itself.
     let out = Command::new("scontrol")
@@ -164,7 +183,10 @@ fn a_job_slurm_requeues_as_preemption_does_resumes_on_its_next_attempt() {
     assert_eq!(info["JobState"], "COMPLETED", "{log}");
     assert_eq!(info["Restarts"], "1", "{log}");
     let resumed = started_at_step(&log, 2).unwrap_or_else(|| panic!("{log}"));
-    assert!(resumed > 0, "resumed from its checkpoint: {log}");
+    assert!(
+        resumed >= saved,
+        "resumed from its checkpoint (at step {saved} or later): {log}"
+    );
     assert!(log.contains("done at step 15"), "{log}");
     let state = job.state();
     assert_eq!(state["attempts"][0]["ending"], "preempted", "{state}");

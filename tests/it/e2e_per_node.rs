@@ -23,13 +23,15 @@ fn every_node_runs_the_command_with_its_ranks_after_its_setup() {
     else {
         return;
     };
-    // Setup writes a marker on each node's own /tmp; the command checks it is there.
-    let setup = "echo \"$RAYSLURM_NODE_RANK\" > /tmp/rstest-setup-marker-$SLURM_JOB_ID";
-    let cmd = "test -f /tmp/rstest-setup-marker-$SLURM_JOB_ID && rm -f /tmp/rstest-setup-marker-$SLURM_JOB_ID; \
+    // Setup writes its node's rank on the node's own /tmp at its very end (after a second: a
+    // command started beside the setup, not after it, finds nothing); the command reads it.
+    let setup = "sleep 1; echo \"$RAYSLURM_NODE_RANK\" > /tmp/rstest-setup-marker-$SLURM_JOB_ID";
+    let cmd = "marker=$(cat /tmp/rstest-setup-marker-$SLURM_JOB_ID 2>/dev/null || echo none); \
+               rm -f /tmp/rstest-setup-marker-$SLURM_JOB_ID; \
                echo \"ranks rank=$RANK node_rank=$RAYSLURM_NODE_RANK sky=$SKYPILOT_NODE_RANK \
                world=$WORLD_SIZE local=$LOCAL_RANK nodes=$RAYSLURM_NUM_NODES \
                master=$MASTER_ADDR:$MASTER_PORT head=$RAYSLURM_HEAD_IP \
-               ips=$(echo \"$RAYSLURM_NODE_IPS\" | paste -sd,) marker=$?\"";
+               ips=$(echo \"$RAYSLURM_NODE_IPS\" | paste -sd,) setup-wrote=$marker.\"";
     let job = launch(
         lab,
         "pernode",
@@ -57,7 +59,8 @@ fn every_node_runs_the_command_with_its_ranks_after_its_setup() {
             "nodes=3 ".to_owned(),
             format!("head={} ", ips[0]),
             format!("ips={}", ips.join(",")),
-            "marker=0".to_owned(),
+            // Its own node's setup had ended: the rank it wrote is there.
+            format!("setup-wrote={k}."),
         ] {
             assert!(line.contains(&part), "{part} in {line}");
         }

@@ -148,6 +148,12 @@ impl Up {
             "squeue",
             "echo \"555|RUNNING|None|0:07|2|$(date +%Y-%m-%dT%H:%M:%S)|node[1-2]\"",
         );
+        // Its first attempt, which cluster.json is of.
+        shim(
+            &bin,
+            "scontrol",
+            "echo 'JobId=555 JobState=RUNNING Restarts=0 NodeList=node[1-2]'",
+        );
         up
     }
 

@@ -11,11 +11,13 @@ use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 mod expect;
+mod no_real_slurm;
 /// How a test that cannot run here is skipped: the one definition the unit tests use too.
 #[path = "../../src/sys/test_skip.rs"]
 mod test_skip;
 
 pub use expect::Ran;
+pub use no_real_slurm::{SLURM_CLIENTS, UNFAKED_VAR};
 pub(crate) use test_skip::{skip, skipped_on_purpose};
 
 /// The rayslurm binary under test.
@@ -121,11 +123,17 @@ impl Run {
             cmd.current_dir(dir);
         }
         if let Some(shims) = &self.shims {
+            // The test's fakes, then a stub of every Slurm client it did not fake.
             let path = std::env::var_os("PATH").unwrap_or_default();
             let mut joined = OsString::from(shims.as_os_str());
             joined.push(":");
+            joined.push(no_real_slurm::stubs());
+            joined.push(":");
             joined.push(path);
-            cmd.env("PATH", joined);
+            cmd.env("PATH", joined).env(
+                no_real_slurm::UNFAKED_VAR,
+                shims.join(no_real_slurm::UNFAKED),
+            );
         }
         for k in &self.env_removed {
             cmd.env_remove(k);
@@ -140,8 +148,30 @@ impl Run {
         self.produce()
     }
 
-    /// Runs the command to its end, with its stdin if one was given.
+    /// Runs the command to its end, with its stdin if one was given. A call of a Slurm client
+    /// the test did not fake fails the test (see `harness/no_real_slurm.rs`).
     pub(crate) fn produce(&self) -> Output {
+        let output = self.produce_unchecked();
+        self.check_no_real_slurm(&output);
+        output
+    }
+
+    /// Fails the test if the invocation that gave `output` called a Slurm client that the
+    /// test did not fake.
+    pub(crate) fn check_no_real_slurm(&self, output: &Output) {
+        if let Some(calls) = self.shims.as_deref().and_then(no_real_slurm::unfaked_calls) {
+            let args: Vec<String> = (self.args.iter())
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            panic!(
+                "rayslurm called Slurm clients this test does not fake:\n{calls}\n{}",
+                transcript(&args, output)
+            );
+        }
+    }
+
+    fn produce_unchecked(&self) -> Output {
         let Some(input) = &self.stdin else {
             return self.command().output().expect("rayslurm runs");
         };
@@ -650,16 +680,30 @@ pub fn wait_job_end(job_id: &str, limit: std::time::Duration) -> HashMap<String,
     }
 }
 
-/// Node names of a Slurm host list, as `scontrol show hostnames` prints them.
+/// Node names of a Slurm host list, as `scontrol show hostnames` prints them. A failed
+/// `scontrol` or an empty list fails the test: every caller loops over the nodes to check
+/// each, and no node would be no check at all.
 pub fn expand_nodes(list: &str) -> Vec<String> {
     let out = Command::new("scontrol")
         .args(["show", "hostnames", list])
         .output()
         .expect("scontrol runs");
-    String::from_utf8_lossy(&out.stdout)
+    assert!(
+        out.status.success(),
+        "scontrol show hostnames `{list}`: {out:?}"
+    );
+    let nodes: Vec<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
         .map(str::to_owned)
-        .collect()
+        .collect();
+    // Slurm shows a job without nodes as `(null)`, which scontrol echoes back as a name.
+    assert!(
+        !nodes.is_empty() && nodes.iter().all(|n| !n.contains('(')),
+        "no node in the host list `{list}`: {nodes:?}"
+    );
+    nodes
 }
 
 /// The first line a spawned child prints on its (piped) stdout.
@@ -682,8 +726,10 @@ pub fn connect_probe(port: u16) -> String {
 }
 
 mod job;
+mod node_tmp;
 
 pub(crate) use job::*;
+pub(crate) use node_tmp::*;
 
 /// The status line of an HTTP GET of `path` without any token, as an outsider on the network
 /// would send it (an answer that never comes fails after 30 s).

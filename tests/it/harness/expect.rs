@@ -265,6 +265,7 @@ impl Running {
     #[track_caller]
     pub fn wait_within(self, limit: Duration) -> Ran {
         let output = wait_within(self.child, limit);
+        self.run.check_no_real_slurm(&output);
         self.run.check(output)
     }
 }

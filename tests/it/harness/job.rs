@@ -7,6 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::node_tmp::{leftover_temp_dirs, new_tmp_entries, node_tmp_entries, temp_root_prefix};
 use super::{Lab, rayslurm, scontrol_job, text, wait_job_end};
 
 /// A submitted job.
@@ -205,7 +206,8 @@ pub(crate) fn launch_from(dir: &Path, name: &str, load_env: &str, args: &[&str])
 /// scheduler starts them in one pass (else a whole-node job of another test, queued before the
 /// second, has the node between the two; seen: the second started after the first had ended).
 /// Each with Slurm's last view of it, once both have ended; that they overlapped on `node` is
-/// checked.
+/// checked: both runs' processes were seen alive at one moment (Slurm's start and end times,
+/// in whole seconds, cannot tell two runs one after the other from two at once).
 pub(crate) fn two_at_once_on(
     lab: &crate::harness::Lab,
     dir: &Path,
@@ -230,16 +232,74 @@ pub(crate) fn two_at_once_on(
         .output()
         .unwrap();
     assert!(released.status.success(), "{released:?}");
+    let watch = AtOnce::watch([&a.id, &b.id]);
     let ia = a.wait(Duration::from_secs(240));
     let ib = b.wait(Duration::from_secs(240));
     for info in [&ia, &ib] {
         assert_eq!(info["NodeList"], node, "{info:?}");
     }
     assert!(
-        ia["StartTime"] <= ib["EndTime"] && ib["StartTime"] <= ia["EndTime"],
-        "at the same time: {ia:?} {ib:?}"
+        watch.seen(),
+        "the two runs' processes were never alive at the same time: {ia:?} {ib:?}"
     );
     [(a, ia), (b, ib)]
+}
+
+/// Watches, on a thread of its own, whether the processes of two runs (their Ray's, which
+/// carry the run's mark) are alive at one moment.
+struct AtOnce {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    watcher: std::thread::JoinHandle<bool>,
+}
+
+impl AtOnce {
+    fn watch(job_ids: [&str; 2]) -> Self {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let marks = job_ids.map(|id| format!("{RUN_MARK}={id}-"));
+        let stopped = stop.clone();
+        let watcher = std::thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                let alive = marked_processes(&marks);
+                if alive.iter().all(|n| *n > 0) {
+                    return true;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            false
+        });
+        Self { stop, watcher }
+    }
+
+    /// Whether both were seen alive at once (the watch ends).
+    fn seen(self) -> bool {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.watcher.join().expect("the watcher ends")
+    }
+}
+
+/// The variable that marks every Ray process of a run: `RAYSLURM_RUN_MARK=JOB-...`.
+const RUN_MARK: &str = "RAYSLURM_RUN_MARK";
+
+/// How many live processes carry each of `marks` (a `RUN_MARK=JOB-` prefix) in their
+/// environment, in one pass over /proc.
+fn marked_processes<const N: usize>(marks: &[String; N]) -> [usize; N] {
+    let mut counts = [0; N];
+    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        if entry.file_name().to_string_lossy().parse::<u32>().is_err() {
+            continue;
+        }
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        for (k, mark) in marks.iter().enumerate() {
+            if environ
+                .split(|b| *b == 0)
+                .any(|v| v.starts_with(mark.as_bytes()))
+            {
+                counts[k] += 1;
+            }
+        }
+    }
+    counts
 }
 
 /// What a test's Ray run without a use for Ray's dashboard passes (see [`Dashboard::Off`]).
@@ -295,7 +355,7 @@ pub(crate) fn copy_example(job_dir: &Path, name: &str) {
 /// this host's, so the host sees them all: a process is the job's if it carries the job's run
 /// mark, holds a file below the job's Ray temp root, or is the job's watchdog.
 pub(crate) fn leftovers(job_id: &str) -> Vec<String> {
-    let mark = format!("RAYSLURM_RUN_MARK={job_id}-");
+    let mark = format!("{RUN_MARK}={job_id}-");
     let root = temp_root_prefix(job_id);
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
@@ -332,72 +392,6 @@ pub(crate) fn leftovers(job_id: &str) -> Vec<String> {
         }
     }
     found
-}
-
-/// Where the lab keeps each node's /tmp.
-pub(crate) const NODE_TMP: &str = "/var/lib/rayslurm-lab/tmp";
-
-/// Ray's temp dirs of the job left on any node's /tmp.
-pub(crate) fn leftover_temp_dirs(job_id: &str) -> Vec<PathBuf> {
-    let Ok(nodes) = std::fs::read_dir(NODE_TMP) else {
-        return Vec::new();
-    };
-    let prefix = format!("rs0-{job_id}.");
-    nodes
-        .filter_map(Result::ok)
-        .flat_map(|n| std::fs::read_dir(n.path()).into_iter().flatten())
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-        .map(|e| e.path())
-        .collect()
-}
-
-/// What the paths below the job's Ray temp roots start with: `/tmp/rs0-JOB.RESTART`, with a
-/// random suffix when that name was taken.
-pub(crate) fn temp_root_prefix(job_id: &str) -> String {
-    format!("/tmp/rs0-{job_id}.")
-}
-
-/// The prefix of what tests make in a node's /tmp themselves (and remove): not a run's leftover.
-pub(crate) const TEST_MADE: &str = "rstest-";
-
-/// Every entry of every node's /tmp.
-pub(crate) fn node_tmp_entries() -> BTreeSet<PathBuf> {
-    let dirs = |p: &Path| -> Vec<PathBuf> {
-        std::fs::read_dir(p)
-            .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
-            .unwrap_or_default()
-    };
-    dirs(Path::new(NODE_TMP))
-        .iter()
-        .flat_map(|node| dirs(node))
-        .collect()
-}
-
-/// Entries that appeared in a node's /tmp since `before`, other than Ray temp roots (`rs0-ID.R`:
-/// this job's is checked by [`leftover_temp_dirs`], other jobs' may still be running).
-fn new_tmp_entries(before: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
-    node_tmp_entries()
-        .into_iter()
-        .filter(|p| !before.contains(p))
-        // Other jobs' Ray temp roots, and what tests make on the nodes themselves (named
-        // `rstest-`), which the tests running beside this one may not have removed yet; pyxis's
-        // file for each container it starts, there while it starts one (for any test's step).
-        .filter(|p| {
-            let name = p.file_name().unwrap().to_string_lossy();
-            !is_ray_temp_root(&name)
-                && !name.starts_with(TEST_MADE)
-                && !name.starts_with(".enroot_config_")
-        })
-        .collect()
-}
-
-/// A run's Ray temp root, of any user (`rs{uid}-{job}...`): the shared-cluster tests run
-/// jobs of other users beside this one.
-fn is_ray_temp_root(name: &str) -> bool {
-    name.strip_prefix("rs")
-        .and_then(|rest| rest.split_once('-'))
-        .is_some_and(|(uid, _)| !uid.is_empty() && uid.bytes().all(|b| b.is_ascii_digit()))
 }
 
 pub(crate) fn assert_clean(job: &Job) {

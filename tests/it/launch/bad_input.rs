@@ -1,7 +1,6 @@
 //! Bad `launch` input: exit 2 with `error: ...`, nothing written, nothing submitted; the
 //! commonest messages as snapshots.
 
-use super::launch_in;
 use crate::harness::{rayslurm, shim};
 
 #[test]
@@ -66,27 +65,24 @@ fn bad_input_exits_2_and_writes_nothing() {
         (&["--workdir", "/nonexistent/code"], "--workdir"),
     ];
     for (args, needle) in cases {
-        let dir = tempfile::tempdir().unwrap();
+        let places = Places::new();
         // A case's own --exp-name or --command replaces the default: given twice, clap would
         // refuse the repetition before the value is ever checked.
-        let mut argv = Vec::new();
+        let mut argv = vec!["launch"];
         for (flag, default) in [("--exp-name", "x"), ("--command", "true")] {
             if !args.iter().any(|a| a.starts_with(flag)) {
                 argv.extend([flag, default]);
             }
         }
         argv.extend_from_slice(args);
-        launch_in(dir.path(), &argv)
+        places
+            .launch(argv)
             .expect_status(2)
             .expect_stderr_lacks("cannot be used multiple times")
             .expect_stderr_contains(needle)
             .expect_stderr_starts_with("error:")
             .run();
-        assert_eq!(
-            std::fs::read_dir(dir.path()).unwrap().count(),
-            0,
-            "{args:?} wrote a file"
-        );
+        places.nothing_written(0, &format!("{args:?}"));
     }
 }
 
@@ -154,9 +150,11 @@ fn usage_error_messages() {
         ),
     ];
     for (name, args) in cases {
-        let dir = tempfile::tempdir().unwrap();
-        let ran = launch_in(dir.path(), args).expect_status(2).run();
+        let places = Places::new();
+        let argv = std::iter::once("launch").chain(args.iter().copied());
+        let ran = places.launch(argv).expect_status(2).run();
         insta::assert_snapshot!(format!("error_{name}"), ran.transcript());
+        places.nothing_written(0, name);
     }
 }
 
@@ -189,7 +187,8 @@ fn a_file_named_like_the_default_log_directory_is_refused_naming_its_owner() {
 }
 
 /// Where a refused launch runs: a working directory, a state directory, and an `sbatch` that
-/// records any call in `calls`.
+/// records any call in `calls` (the harness stubs every other Slurm client, failing the test
+/// on a call).
 struct Places {
     dir: tempfile::TempDir,
     shims: tempfile::TempDir,

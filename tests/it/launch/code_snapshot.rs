@@ -67,7 +67,13 @@ fn a_snapshot_of_a_git_workdir_holds_its_files_and_is_recorded() {
         Path::new("train.py")
     );
     assert!(!snap.join("data").exists(), "an ignored file was copied");
-    // The record names it, with its commit; the copy has changes (the untracked file).
+    // The record names it, with its commit; the copy has changes (the untracked file). Slurm
+    // has the job waiting.
+    shim(
+        &dir.path().join(".shims"),
+        "squeue",
+        "echo \"4242|PENDING|Resources|0:00|1|$(date +%Y-%m-%dT%H:%M:%S)|\"",
+    );
     let status = rayslurm(["status", "--json", "s"])
         .cwd(dir.path())
         .env("RAYSLURM_STATE_DIR", state(dir.path()))

@@ -410,6 +410,12 @@ fn a_submitted_task_without_a_workdir_gets_an_empty_private_snapshot() {
     let shims = dir.path().join(".shims");
     std::fs::create_dir(&shims).unwrap();
     crate::harness::shim(&shims, "sbatch", "echo 4343");
+    // `status` asks Slurm of the job: still waiting.
+    crate::harness::shim(
+        &shims,
+        "squeue",
+        "echo \"4343|PENDING|Resources|0:00|1|$(date +%Y-%m-%dT%H:%M:%S)|\"",
+    );
     std::fs::write(dir.path().join("code.py"), "not copied").unwrap();
     std::fs::write(dir.path().join("task.yaml"), "name: empty\nrun: ls\n").unwrap();
     launch_in(dir.path(), &["task.yaml"])

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::fake::Fake;
+use super::fake::{Fake, says};
 use crate::harness::json_keys;
 
 /// What sbatch says when Slurm refuses a job.
@@ -206,6 +206,11 @@ fn seed_running(fake: &Fake, max_nodes: Option<u32>) -> PathBuf {
     });
     write_private(&run_dir.join("cluster.json"), &info.to_string());
     fake.shim("squeue", &fake.line("102", "RUNNING"));
+    // Its first attempt, which cluster.json is of.
+    fake.shim(
+        "scontrol",
+        &says("JobId=102 JobState=RUNNING Restarts=0 NodeList=node[1-2]"),
+    );
     run_dir
 }
 

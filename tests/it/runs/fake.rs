@@ -1,9 +1,10 @@
-//! A scratch world for the run commands: fake `sbatch`/`squeue`/`scontrol`/`scancel`/`sacct`
-//! on PATH that log their calls, a run store, a log directory, and the texts Slurm answers with.
+//! A scratch world for the run commands: a fake of every Slurm client on PATH that logs its
+//! calls (each fails with 99 until a test gives it an answer), a run store, a log directory,
+//! and the texts Slurm answers with.
 
 use std::path::{Path, PathBuf};
 
-use crate::harness::{Run, rayslurm, shim};
+use crate::harness::{Run, SLURM_CLIENTS, UNFAKED_VAR, rayslurm, shim};
 
 /// Fake Slurm commands, a run store and a log directory, removed when the test ends.
 pub struct Fake {
@@ -28,11 +29,22 @@ impl Fake {
             state,
             logs,
         };
-        // Anything a test does not fake must not reach a real cluster.
-        for name in ["sbatch", "squeue", "scontrol", "scancel", "sacct"] {
+        // Anything a test does not fake must not reach a real cluster: every Slurm client is
+        // faked, notes its calls, and fails the test on a call until the test gives it an
+        // answer (as the harness's own stubs do); `srun --version`, which every launch asks,
+        // says a tested release.
+        for name in SLURM_CLIENTS {
+            let answer = if *name == "srun" {
+                "if [ \"$*\" = --version ]; then echo 'slurm-wlm 22.05.8'; exit 0; fi\n"
+            } else {
+                ""
+            };
             fake.shim(
                 name,
-                &format!("echo '{name}: not faked in this test' >&2; exit 99"),
+                &format!(
+                    "{answer}echo \"{name} $*\" >> \"${{{UNFAKED_VAR}:-/dev/null}}\"\n\
+                     echo '{name}: not faked in this test' >&2; exit 99"
+                ),
             );
         }
         fake

@@ -86,7 +86,9 @@ fn launch_records_runs_and_concurrent_launches_keep_all() {
             launched.join().unwrap();
         }
     });
+    // Gone from Slurm's queue, and no accounting of them.
     fake.shim("squeue", "exit 0");
+    fake.shim("sacct", "exit 0");
     let ran = fake.run(["status", "--json", "sweep"]).run();
     let rows = ran.rows();
     assert_eq!(rows.len(), 6, "{ran}");
@@ -126,7 +128,9 @@ fn the_runs_image_is_recorded_and_shown() {
     ]);
     fake.run(args).expect_status(0).run();
     fake.seed("plain", "402", 1, None);
+    // Gone from Slurm's queue, and no accounting of them.
     fake.shim("squeue", "exit 0");
+    fake.shim("sacct", "exit 0");
     let ran = fake.run(["status", "--json"]).expect_status(0).run();
     let rows = ran.rows();
     let image = fake.logs.join("img.sqsh").display().to_string();

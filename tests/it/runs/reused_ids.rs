@@ -199,6 +199,8 @@ fn follow_of_a_run_whose_job_id_was_reused_does_not_follow_the_new_job() {
             &line_at("101", "COMPLETED", &other),
         ],
     );
+    // No accounting of the run's own job.
+    fake.shim("sacct", "exit 0");
     fake.run(["logs", "-f", "resnet"])
         .expect_status(1)
         .expect_stdout("ours\n")

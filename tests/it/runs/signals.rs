@@ -20,6 +20,11 @@ fn train_running(fake: &Fake) -> std::path::PathBuf {
 fn cancel_with_a_signal_reaches_the_command_and_stops_nothing() {
     let fake = Fake::new();
     let run_dir = train_running(&fake);
+    // scontrol says nothing of the attempt (no `Restarts`).
+    fake.shim(
+        "scontrol",
+        &says("JobId=401 JobName=train JobState=RUNNING BatchFlag=1"),
+    );
     fake.run(["cancel", "train", "--signal", "USR1"])
         .expect_status(0)
         .expect_stderr_contains("the run goes on")
