@@ -161,7 +161,13 @@ fn another_member_can_neither_use_the_victims_dashboard_forward_nor_get_the_toke
     );
     the_victims_dashboard_forward_serves_the_victim_alone(&dir, &name);
     no_command_line_holds_the_token_while_a_job_runs(&dir, &name, &cluster.log);
-    the_dead_dashboards_port_stays_the_victims_on_every_address(lab, &dir, &name, &cluster.log);
+    the_dead_dashboards_port_stays_the_victims_on_every_address(
+        lab,
+        &dir,
+        &name,
+        &cluster.id,
+        &cluster.log,
+    );
 }
 
 /// The victim's forward of cluster `name`'s dashboard, for 30 s (then Ctrl-C, as its user
@@ -235,6 +241,50 @@ fn no_command_line_holds_the_token_while_a_job_runs(dir: &Path, name: &str, log:
     no_command_line_holds(token.trim(), "while an exec'd job runs");
     let out = exec.wait().unwrap();
     assert!(out.success(), "exec as {VICTIM}");
+    a_token_on_a_victims_command_line_is_read_by_the_attacker(dir, token.trim());
+}
+
+/// The control of [`no_command_line_holds`]: a process of the victim's given the token as an
+/// argument is found by the same look, and the attacker reads the token off its command line.
+fn a_token_on_a_victims_command_line_is_read_by_the_attacker(dir: &Path, token: &str) {
+    let mut holder = Command::new("runuser")
+        .args(["-u", VICTIM, "--", "sh", "-c", "sleep 20; :"])
+        .arg(format!("holder-{token}"))
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let victims = uid(VICTIM);
+    // The victim's own process (`runuser`, root's, holds the same argument).
+    let pids = loop {
+        let pids: Vec<u32> = processes_with(&[token])
+            .into_iter()
+            .filter(|pid| {
+                std::fs::metadata(format!("/proc/{pid}"))
+                    .is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == victims)
+            })
+            .collect();
+        if !pids.is_empty() || t0.elapsed() > Duration::from_secs(10) {
+            break pids;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let read = pids.first().map(|pid| {
+        text(&sh_as(
+            ATTACKER,
+            dir,
+            &format!("tr '\\0' ' ' < /proc/{pid}/cmdline"),
+        ))
+        .0
+    });
+    for pid in &pids {
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    }
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(
+        read.as_deref().is_some_and(|r| r.contains(token)),
+        "control: the look finds the victim's process holding the token ({pids:?}) and {ATTACKER} reads it: {read:?}"
+    );
 }
 
 /// A Python program, run as the attacker on a node, that tries to bind `ip`:`port` every
@@ -278,6 +328,7 @@ fn the_dead_dashboards_port_stays_the_victims_on_every_address(
     lab: &Lab,
     dir: &Path,
     name: &str,
+    job: &str,
     log: &Path,
 ) {
     let info = cluster_info(log);
@@ -343,7 +394,13 @@ fn the_dead_dashboards_port_stays_the_victims_on_every_address(
         assert!(!out.status.success(), "{command}: {stdout}{stderr}");
         assert!(stderr.contains(gone), "{command}: {stderr}");
     }
-    // `down` says so and still releases the cluster.
+    // The other member, still trying, never got the port while the victim's head lived.
+    let before = said.lock().unwrap().clone();
+    assert_eq!(
+        before, "",
+        "the other member got port {port} on {head_ip}: {before}"
+    );
+    // `down` says so and still releases the cluster, the other member still trying.
     let down = sh_as(VICTIM, dir, &format!("\"$RAYSLURM\" down {name}"));
     let said_down = text(&down).1;
     assert!(down.status.success(), "{said_down}");
@@ -351,14 +408,20 @@ fn the_dead_dashboards_port_stays_the_victims_on_every_address(
         said_down.contains("cancelling its allocation"),
         "{said_down}"
     );
-
+    // The control: once the victim's cluster is gone, the same program gets the same port, so
+    // it was trying the port that mattered, where it could bind.
+    wait_job_end(job, Duration::from_secs(120));
+    let t0 = Instant::now();
+    while !said.lock().unwrap().starts_with("bound") && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     drop(stop);
     let grabbed = grab.wait_with_output().unwrap();
     reader.join().unwrap();
     let said = said.lock().unwrap().clone();
     assert!(
-        said.starts_with("never-bound"),
-        "the other member got port {port} on {head_ip}: {said}{}",
+        said.starts_with("bound"),
+        "control: the other member never got port {port} on {head_ip}, even after the cluster ended: {said}{}",
         text(&grabbed).1
     );
 }
