@@ -318,12 +318,36 @@ print("bound", flush=True)
     )
 }
 
+/// What `child` prints on stdout, gathered as it prints it by the thread returned.
+fn what_it_says(
+    child: &mut std::process::Child,
+) -> (
+    std::sync::Arc<std::sync::Mutex<String>>,
+    std::thread::JoinHandle<()>,
+) {
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let said = std::sync::Arc::clone(&said);
+        let mut out = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 256];
+            while let Ok(n @ 1..) = std::io::Read::read(&mut out, &mut chunk) {
+                said.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+        })
+    };
+    (said, reader)
+}
+
 /// Ray's dashboard of the victim's cluster `name` (whose log is `log`) dies while the other
 /// member, with a shell on the head node, tries every millisecond to bind its port on the head
 /// node's IP (where Ray's programs send the token, and the login node would connect): the port
 /// never becomes free (the head keeps the dashboard's listening socket), so no request reaches
 /// them; the head's log says the dashboard ended, the victim's `exec` and `queue` fail saying
-/// the same, and `down` still releases the cluster.
+/// the same, and `down`, run while the other member still tries, releases the cluster. The
+/// control: once the cluster (job `job`) has ended, the same program binds the same port.
 fn the_dead_dashboards_port_stays_the_victims_on_every_address(
     lab: &Lab,
     dir: &Path,
@@ -343,19 +367,7 @@ fn the_dead_dashboards_port_stays_the_victims_on_every_address(
     let stop = Stop(dir.join("stop-grab"));
     let mut grab = attacker_runs_on(&head, dir, &grabber(&head_ip, port as u16, &stop.0));
     // What it says, as it says it: a failure below shows whether it got the port.
-    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let reader = {
-        let said = std::sync::Arc::clone(&said);
-        let mut out = grab.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            let mut chunk = [0u8; 256];
-            while let Ok(n @ 1..) = std::io::Read::read(&mut out, &mut chunk) {
-                said.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-        })
-    };
+    let (said, reader) = what_it_says(&mut grab);
 
     // The dashboard dies (as it may, of memory), the attacker already trying for its port.
     let dashboard = processes_with(&["dashboard/dashboard.py", &format!("--port={port} ")]);
