@@ -554,14 +554,20 @@ done"#,
         link = nodes[1],
     );
     let out = sh_as(ATTACKER, dir, &plant);
-    let planted = PlantedTempRoots {
+    let mut planted = PlantedTempRoots {
         ids: next..=next + 20,
         victim,
         trap,
         open: PathBuf::from(NODES_TMP).join(&nodes[0]),
         link: PathBuf::from(NODES_TMP).join(&nodes[1]),
+        changed: Vec::new(),
     };
     assert!(out.status.success(), "{}", text(&out).1);
+    planted.changed = planted
+        .ids
+        .clone()
+        .map(|id| planted.open_changed(id))
+        .collect();
     planted
 }
 
@@ -576,9 +582,19 @@ struct PlantedTempRoots {
     /// The /tmp of the node with open directories, and of the node with links.
     open: PathBuf,
     link: PathBuf,
+    /// When each open directory last changed, as planted (a run that made anything in one
+    /// changes it, even once its teardown emptied it again).
+    changed: Vec<(i64, i64)>,
 }
 
 impl PlantedTempRoots {
+    /// The last change (ctime) of the open directory planted for job `id`.
+    fn open_changed(&self, id: u64) -> (i64, i64) {
+        let meta =
+            std::fs::symlink_metadata(self.open.join(format!("rs{}-{id}.0", self.victim))).unwrap();
+        (meta.ctime(), meta.ctime_nsec())
+    }
+
     /// The victim's run `job` (whose log is `log`) completed in fresh directories of its own
     /// on both nodes: its log says the name was taken on each, what was planted for it is
     /// still there (an open directory, a link), and nothing of the victim's went into the
@@ -595,9 +611,18 @@ impl PlantedTempRoots {
             "{} is still the open directory",
             open.display()
         );
+        let id: u64 = job.parse().unwrap();
+        assert!(
+            self.ids.contains(&id),
+            "job {job} is one of those planted for"
+        );
+        let planted = self.changed[(id - self.ids.start()) as usize];
         assert_eq!(
-            std::fs::read_dir(&open).unwrap().count(),
-            0,
+            (
+                self.open_changed(id),
+                std::fs::read_dir(&open).unwrap().count()
+            ),
+            (planted, 0),
             "{} was used",
             open.display()
         );
