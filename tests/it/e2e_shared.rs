@@ -333,8 +333,7 @@ fn a_group_member_can_neither_run_code_as_the_victim_nor_read_or_destroy_their_f
     );
     assert!(out.status.success());
     let digest = sha256_of(&results);
-    let nodes = [lab.nodes[0].clone(), lab.nodes[1].clone()];
-    let temp_roots = plant_temp_roots(&dir, &nodes);
+    let temp_roots = plant_temp_roots(&dir, &lab.nodes);
     // The default log directory, as the victim's first launch there makes it (group-writable).
     let out = sh_as(VICTIM, &dir, "mkdir rayslurm-logs");
     assert!(out.status.success(), "{}", text(&out).1);
@@ -351,13 +350,14 @@ fn a_group_member_can_neither_run_code_as_the_victim_nor_read_or_destroy_their_f
         &dir,
         &format!("RAYSLURM_STATE_DIR={}", state.state().display()),
         &format!(
-            "-n 2 -w {} --env API_KEY={secret} --command 'python -c \"import ray; ray.init(); print(\\\"ray-ok\\\")\"'",
-            nodes.join(",")
+            "{} --env API_KEY={secret} --command 'python -c \"import ray; ray.init(); print(\\\"ray-ok\\\")\"'",
+            temp_roots.placement()
         ),
     );
     assert_eq!(info["JobState"], "COMPLETED", "{log_text}");
     assert!(log_text.contains("ray-ok"), "{log_text}");
-    temp_roots.were_neither_used_nor_written_through(&job, &log_text);
+    let nodes = crate::harness::expand_nodes(&info["NodeList"]);
+    temp_roots.were_neither_used_nor_written_through(&job, &log_text, &nodes);
     temp_roots.were_open_to_the_victim();
     drop(temp_roots);
     assert_eq!(sha256_of(&results), digest, "the victim's results changed");
@@ -378,15 +378,8 @@ fn a_group_member_can_neither_run_code_as_the_victim_nor_read_or_destroy_their_f
     assert_eq!(std::fs::read_link(&link).unwrap(), log);
     assert!(reads(VICTIM, &link).is_ok_and(|t| t.contains("ray-ok")));
     the_attacker_reads_nothing_of_the_run(&state.state(), &log, &job, &link);
-    let grep = format!(
-        "grep -rs {secret} {} {} /tmp {NODES_TMP}; true",
-        project_root().display(),
-        state.base.display()
-    );
-    let out = sh_as(ATTACKER, &dir, &grep);
-    assert_eq!(text(&out).0, "", "the secret is readable by another member");
-    // Control: the same search finds the secret in a file the victim made world-readable in
-    // her reachable state.
+    // The control in the same search: a file of the victim's state she made world-readable,
+    // holding the secret, is the one file found.
     let open = state.state().join("open-secret.txt");
     let out = sh_as(
         VICTIM,
@@ -394,11 +387,16 @@ fn a_group_member_can_neither_run_code_as_the_victim_nor_read_or_destroy_their_f
         &format!("echo {secret} > {0} && chmod 644 {0}", open.display()),
     );
     assert!(out.status.success(), "{}", text(&out).1);
+    let grep = format!(
+        "grep -rls {secret} {} {} /tmp {NODES_TMP}; true",
+        project_root().display(),
+        state.base.display()
+    );
     let out = sh_as(ATTACKER, &dir, &grep);
-    assert!(
-        text(&out).0.contains(&open.display().to_string()),
-        "control: the search reaches the victim's state: {:?}",
-        text(&out)
+    assert_eq!(
+        text(&out).0.lines().collect::<Vec<_>>(),
+        [open.display().to_string()],
+        "files another member reads the secret in (the control file alone expected)"
     );
 }
 
@@ -526,11 +524,12 @@ fn another_members_project_file_cannot_run_code_as_the_victim() {
 }
 
 /// Ray's temp directory names are predictable (`/tmp/rs{uid}-{job}.{restart}`, job ids are
-/// sequential): another member pre-creates them for the victim's next 21 jobs, on the run's
-/// first node `nodes[0]` as open directories and on its second `nodes[1]` as links to a
-/// directory of theirs (`trap`, in `dir`): so every run meets both. Removed when dropped (as
-/// root: the nodes' /tmp is the test's to clean).
-fn plant_temp_roots(dir: &Path, nodes: &[String; 2]) -> PlantedTempRoots {
+/// sequential): another member pre-creates them for the victim's next 21 jobs, on every other
+/// node of the lab (`nodes[0]`, `nodes[2]`, ...) as open directories and on the rest as links
+/// to a directory of theirs (`trap`, in `dir`). A run on two nodes placed by
+/// [`PlantedTempRoots::placement`] meets both. Removed when dropped (as root: the nodes' /tmp is
+/// the test's to clean).
+fn plant_temp_roots(dir: &Path, nodes: &[String]) -> PlantedTempRoots {
     let out = Command::new("scontrol")
         .args(["show", "config"])
         .output()
@@ -542,32 +541,41 @@ fn plant_temp_roots(dir: &Path, nodes: &[String; 2]) -> PlantedTempRoots {
         .expect("scontrol shows NEXT_JOB_ID");
     let victim = uid(VICTIM);
     let trap = dir.join("trap");
-    let plant = format!(
-        r#"mkdir -m 777 {trap}
-for id in $(seq {next} {last}); do
-  mkdir -m 777 "{NODES_TMP}/{open}/rs{victim}-$id.0"
-  ln -s {trap} "{NODES_TMP}/{link}/rs{victim}-$id.0"
-done"#,
-        trap = trap.display(),
-        last = next + 20,
-        open = nodes[0],
-        link = nodes[1],
-    );
-    let out = sh_as(ATTACKER, dir, &plant);
+    let (open, link): (Vec<_>, Vec<_>) = nodes.iter().enumerate().partition(|(i, _)| i % 2 == 0);
+    let names = |of: Vec<(usize, &String)>| -> Vec<String> {
+        of.into_iter().map(|(_, n)| n.clone()).collect()
+    };
     let mut planted = PlantedTempRoots {
         ids: next..=next + 20,
         victim,
         trap,
-        open: PathBuf::from(NODES_TMP).join(&nodes[0]),
-        link: PathBuf::from(NODES_TMP).join(&nodes[1]),
-        changed: Vec::new(),
+        open: names(open),
+        link: names(link),
+        changed: std::collections::HashMap::new(),
     };
+    assert!(
+        !planted.open.is_empty() && !planted.link.is_empty(),
+        "two nodes at least: {nodes:?}"
+    );
+    let plant = format!(
+        r#"mkdir -m 777 {trap}
+for id in $(seq {next} {last}); do
+  for node in {open}; do mkdir -m 777 "{NODES_TMP}/$node/rs{victim}-$id.0"; done
+  for node in {link}; do ln -s {trap} "{NODES_TMP}/$node/rs{victim}-$id.0"; done
+done"#,
+        trap = planted.trap.display(),
+        last = next + 20,
+        open = planted.open.join(" "),
+        link = planted.link.join(" "),
+    );
+    let out = sh_as(ATTACKER, dir, &plant);
     assert!(out.status.success(), "{}", text(&out).1);
-    planted.changed = planted
-        .ids
-        .clone()
-        .map(|id| planted.open_changed(id))
-        .collect();
+    for node in planted.open.clone() {
+        for id in planted.ids.clone() {
+            let changed = planted.open_changed(&node, id);
+            planted.changed.insert((node.clone(), id), changed);
+        }
+    }
     planted
 }
 
@@ -579,59 +587,76 @@ struct PlantedTempRoots {
     ids: std::ops::RangeInclusive<u64>,
     victim: u32,
     trap: PathBuf,
-    /// The /tmp of the node with open directories, and of the node with links.
-    open: PathBuf,
-    link: PathBuf,
+    /// The nodes with open directories, and those with links.
+    open: Vec<String>,
+    link: Vec<String>,
     /// When each open directory last changed, as planted (a run that made anything in one
     /// changes it, even once its teardown emptied it again).
-    changed: Vec<(i64, i64)>,
+    changed: std::collections::HashMap<(String, u64), (i64, i64)>,
 }
 
 impl PlantedTempRoots {
-    /// The last change (ctime) of the open directory planted for job `id`.
-    fn open_changed(&self, id: u64) -> (i64, i64) {
-        let meta =
-            std::fs::symlink_metadata(self.open.join(format!("rs{}-{id}.0", self.victim))).unwrap();
+    /// The planted name of job `id` on `node`.
+    fn path(&self, node: &str, id: u64) -> PathBuf {
+        PathBuf::from(NODES_TMP)
+            .join(node)
+            .join(format!("rs{}-{id}.0", self.victim))
+    }
+
+    /// The last change (ctime) of the open directory planted for job `id` on `node`.
+    fn open_changed(&self, node: &str, id: u64) -> (i64, i64) {
+        let meta = std::fs::symlink_metadata(self.path(node, id)).unwrap();
         (meta.ctime(), meta.ctime_nsec())
     }
 
-    /// The victim's run `job` (whose log is `log`) completed in fresh directories of its own
-    /// on both nodes: its log says the name was taken on each, what was planted for it is
-    /// still there (an open directory, a link), and nothing of the victim's went into the
-    /// attacker's directory or through the link.
-    fn were_neither_used_nor_written_through(&self, job: &str, log: &str) {
-        let victim = self.victim;
-        let name = format!("rs{victim}-{job}.0");
-        let taken = format!("/tmp/{name}` was there already");
-        assert_eq!(log.matches(&taken).count(), 2, "taken on both nodes: {log}");
-        let open = self.open.join(&name);
-        let meta = std::fs::symlink_metadata(&open).unwrap();
-        assert!(
-            meta.is_dir(),
-            "{} is still the open directory",
-            open.display()
-        );
+    /// The launch options that put a run of two nodes on one node of each kind: the first
+    /// node with links, and any node with open directories (the other nodes with links
+    /// excluded), so that it need not wait for a node another test holds.
+    fn placement(&self) -> String {
+        format!(
+            "-n 2 -w {} --sbatch-arg=--exclude={}",
+            self.link[0],
+            self.link[1..].join(",")
+        )
+    }
+
+    /// The victim's run `job` (whose log is `log`) on `nodes` completed in fresh directories
+    /// of its own on both: its log says the name was taken on each, what was planted for it
+    /// is still there and unchanged (an open directory, a link), and nothing of the victim's
+    /// went into the attacker's directory or through the link.
+    fn were_neither_used_nor_written_through(&self, job: &str, log: &str, nodes: &[String]) {
         let id: u64 = job.parse().unwrap();
-        assert!(
-            self.ids.contains(&id),
-            "job {job} is one of those planted for"
+        assert!(self.ids.contains(&id), "job {job} is one planted for");
+        let open: Vec<&String> = nodes.iter().filter(|n| self.open.contains(n)).collect();
+        let link: Vec<&String> = nodes.iter().filter(|n| self.link.contains(n)).collect();
+        assert_eq!(
+            (open.len(), link.len()),
+            (1, 1),
+            "one node of each kind: {nodes:?}"
         );
-        let planted = self.changed[(id - self.ids.start()) as usize];
+        let taken = format!("/tmp/rs{}-{job}.0` was there already", self.victim);
+        assert_eq!(log.matches(&taken).count(), 2, "taken on both nodes: {log}");
+        let planted = self.path(open[0], id);
+        assert!(
+            std::fs::symlink_metadata(&planted).unwrap().is_dir(),
+            "{} is still the open directory",
+            planted.display()
+        );
         assert_eq!(
             (
-                self.open_changed(id),
-                std::fs::read_dir(&open).unwrap().count()
+                self.open_changed(open[0], id),
+                std::fs::read_dir(&planted).unwrap().count()
             ),
-            (planted, 0),
+            (self.changed[&(open[0].clone(), id)], 0),
             "{} was used",
-            open.display()
+            planted.display()
         );
-        let link = self.link.join(&name);
+        let planted = self.path(link[0], id);
         assert_eq!(
-            std::fs::read_link(&link).unwrap(),
+            std::fs::read_link(&planted).unwrap(),
             self.trap,
             "{}",
-            link.display()
+            planted.display()
         );
         assert_eq!(
             std::fs::read_dir(&self.trap).unwrap().count(),
@@ -644,8 +669,8 @@ impl PlantedTempRoots {
     /// an open directory and through a link (the last planted job id's), so a run that used
     /// them would have left something there.
     fn were_open_to_the_victim(&self) {
-        let name = format!("rs{}-{}.0", self.victim, self.ids.end());
-        for planted in [self.open.join(&name), self.link.join(&name)] {
+        let id = *self.ids.end();
+        for planted in [self.path(&self.open[0], id), self.path(&self.link[0], id)] {
             let probe = planted.join("probe");
             let out = sh_as(
                 VICTIM,
@@ -665,9 +690,9 @@ impl PlantedTempRoots {
 
 impl Drop for PlantedTempRoots {
     fn drop(&mut self) {
-        for node in [&self.open, &self.link] {
+        for node in self.open.iter().chain(&self.link) {
             for id in self.ids.clone() {
-                let p = node.join(format!("rs{}-{id}.0", self.victim));
+                let p = self.path(node, id);
                 let _ = std::fs::remove_file(&p).or_else(|_| std::fs::remove_dir(&p));
             }
         }
