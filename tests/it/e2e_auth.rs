@@ -49,12 +49,18 @@ try:
 except Exception as e:
     print('REFUSED', type(e).__name__, ' '.join(str(e).split())[:400])
 """
-for who, env in [("outsider", outsider), ("insider", insider)]:
+# Ray Client's server starts a server for each client, which can fail to start in time on a
+# loaded node: the insider tries up to 3 times (the outsider's one try is refused at once).
+for who, env, tries in [("outsider", outsider, 1), ("insider", insider, 3)]:
     for name, address in [("gcs", f"{gcs_ip}:{gcs_port}"), ("client", f"ray://{gcs_ip}:{client}")]:
-        r = subprocess.run([sys.executable, "-c", attach, address], env=env,
-                           capture_output=True, text=True, timeout=120)
-        said = [l for l in r.stdout.splitlines() if l.startswith(("ATTACHED", "REFUSED"))]
-        said = said[-1] if said else "nothing " + " ".join(r.stderr.split())[-400:]
+        for attempt in range(tries):
+            r = subprocess.run([sys.executable, "-c", attach, address], env=env,
+                               capture_output=True, text=True, timeout=120)
+            said = [l for l in r.stdout.splitlines() if l.startswith(("ATTACHED", "REFUSED"))]
+            said = said[-1] if said else "nothing " + " ".join(r.stderr.split())[-400:]
+            if said.startswith("ATTACHED") or attempt + 1 == tries:
+                break
+            print("retried", who, name, said, flush=True)
         # The GCS's own word for a missing token, which Ray's client logs as it retries.
         if said.startswith("REFUSED") and "InvalidAuthToken" in r.stderr:
             said += " InvalidAuthToken"
