@@ -311,12 +311,13 @@ fn the_attacker_reads_nothing_of_the_run(state: &Path, log: &Path, job: &str, li
     chmod(&jobs, 0o700);
 }
 
-/// Binary, log, script, run directory and token: nothing the attacker plants in the shared
-/// directory is written through, and nothing of the run's is readable by them, its private
-/// tree reachable by all ([`ReachableState`]). Ray's temp directories are planted too (see
+/// Log, script, run directory and token: nothing the attacker plants in the shared directory
+/// is written through, and nothing of the run's is readable by them, its private tree
+/// reachable by all ([`ReachableState`]). Ray's temp directories (where Ray keeps its sockets,
+/// session and runtime environments, what it runs from) are planted too (see
 /// [`plant_temp_roots`]), an open directory on one node of the run and a link on the other:
-/// the run completes without using them. One victim's run of 2 nodes for both (a Ray start is
-/// seconds of the lab's 2 cores).
+/// the run completes without using them. (A binary planted for the run: `e2e_state_path`.) One
+/// victim's run of 2 nodes for both (a Ray start is seconds of the lab's 2 cores).
 #[test]
 fn a_group_member_can_neither_run_code_as_the_victim_nor_read_or_destroy_their_files() {
     let Some((lab, _turn)) = lab("a_group_member_can_neither_run_code_as_the_victim") else {
