@@ -432,6 +432,18 @@ fn a_private_tree_inside_the_shared_directory_is_refused() {
         0,
         "nothing written"
     );
+    // The control: the same launch with a state directory of the victim's own, which every
+    // member may read but no one else write, is taken.
+    let state = ReachableState::new();
+    let out = sh_as(
+        VICTIM,
+        &dir,
+        &format!(
+            "RAYSLURM_STATE_DIR={} \"$RAYSLURM\" launch --dry-run --exp-name t --command true",
+            state.state().display()
+        ),
+    );
+    assert!(out.status.success(), "control: {}", text(&out).1);
 }
 
 /// The victim's jobs named `name` that Slurm knows (pending, running, or ended within
