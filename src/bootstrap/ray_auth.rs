@@ -300,6 +300,12 @@ mod tests {
         let seen = squatter.seen();
         assert!(!seen.contains("secret-token-value"), "{seen}");
         assert!(seen.is_empty(), "not even asked without the token: {seen}");
+        // The control: the same server of this process's own user is asked, with the token.
+        let own = crate::sys::socket_owner::squatter::Squatter::own().unwrap();
+        let checked = check(&token, own.port, std::time::Duration::from_secs(2));
+        assert!(checked.is_ok(), "{:?}", checked.err());
+        let seen = own.seen();
+        assert!(seen.contains("AUTH Bearer secret-token-value"), "{seen}");
     }
 
     #[test]

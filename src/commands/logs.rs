@@ -31,8 +31,14 @@ pub(crate) fn run(args: &LogsSettings, printer: &Printer) -> Result<ExitCode> {
         };
         return follow::follow(&request, printer);
     }
-    if !run.record.log.exists() {
-        return Err(missing_log(&run, printer));
+    // `launch` makes the log (empty, the user's alone) before it submits the job: an empty
+    // log of a job that has not started (or never will) is no log.
+    match std::fs::metadata(&run.record.log) {
+        Err(_) => return Err(missing_log(&run, printer)),
+        Ok(meta) if meta.len() == 0 && not_started(&run, printer) => {
+            return Err(missing_log(&run, printer));
+        }
+        Ok(_) => {}
     }
     let mut tail = LogTail::new(&run.record.log, start);
     let mut out = std::io::stdout().lock();
@@ -97,6 +103,11 @@ pub(crate) fn no_such_job(cluster: &Cluster, id: u32) -> anyhow::Error {
 }
 
 /// Why a run has no log file, as far as Slurm can tell.
+/// Whether the run's job has not started: still waiting, or ended before it started.
+fn not_started(run: &StoredRun, printer: &Printer) -> bool {
+    status::current(run, printer).is_ok_and(|s| s.phase == Some(Phase::Pending) || s.never_ran())
+}
+
 fn missing_log(run: &StoredRun, printer: &Printer) -> anyhow::Error {
     let record = &run.record;
     let job = format!("job {} ({})", record.job_id, record.exp_name);

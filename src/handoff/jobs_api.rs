@@ -285,6 +285,12 @@ mod tests {
             "{message}"
         );
         assert_eq!(squatter.seen(), "", "nothing was sent");
+        // The control: the same server of this process's own user is sent the token.
+        let own = socket_owner::squatter::Squatter::own().unwrap();
+        let api = JobsApi::new(&format!("127.0.0.1:{}", own.port), Some(&token)).unwrap();
+        let _ = api.jobs();
+        let seen = own.seen();
+        assert!(seen.contains("AUTH Bearer secret-token-value"), "{seen}");
     }
 
     #[test]

@@ -3,6 +3,10 @@
 //! leaving a half-written file. The script is the user's alone (mode 0700): it holds the
 //! values of `--env`.
 //!
+//! The log is made with the script, empty and the user's alone (mode 0600): Slurm opens the
+//! file it finds, so it keeps that mode (one Slurm makes takes the job's umask: 0664 under a
+//! group's umask 002).
+//!
 //! The log directory the user sees (`--log-dir`, by default the working directory) gets a
 //! link `{stem}.log` to the run's log: only a link, made where other users may write, so
 //! nothing rayslurm or Slurm writes or reads goes through it.
@@ -32,6 +36,17 @@ pub(crate) fn stem(exp_name: &str, time: &DateTime<Local>, n: u32) -> String {
 /// The name of the link to a run's log in the log directory.
 pub(crate) fn log_link(log_dir: &Path, files: &RunFiles) -> Option<PathBuf> {
     Some(log_dir.join(files.log.file_name()?))
+}
+
+/// Makes `path`, empty and the user's alone, never through a link or over a file.
+fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
 }
 
 /// Renders and writes the script under the first free name in `dir` (whose log link's name
@@ -64,6 +79,15 @@ pub(crate) fn write_new(
         {
             // Taken since the check: the run goes on without it, under the next name.
             let _ = std::fs::remove_file(&files.script);
+            continue;
+        }
+        // A run to be submitted (a dry run has no log directory): its log, private from the
+        // start. Taken since the check: the next name.
+        if log_dir.is_some() && private_file(&files.log).is_err() {
+            let _ = std::fs::remove_file(&files.script);
+            if let Some(link) = &link {
+                let _ = std::fs::remove_file(link);
+            }
             continue;
         }
         return Ok(files);
@@ -159,6 +183,12 @@ mod tests {
         assert_eq!(
             mode, 0o700,
             "the script holds --env values: the user's alone"
+        );
+        let log = std::fs::symlink_metadata(&files.log).unwrap();
+        assert_eq!(
+            (log.is_file(), log.len(), log.permissions().mode() & 0o777),
+            (true, 0, 0o600),
+            "the log, made before Slurm opens it, is the user's alone"
         );
     }
 }

@@ -204,7 +204,9 @@ pub(crate) fn peer_uid(ours: SocketAddr, peer: SocketAddr) -> Option<u32> {
 
 /// For tests: an HTTP server of another user (uid 65534, through `setpriv`) on 127.0.0.1 that
 /// answers 401 to everything, as a squatter on Ray's port would, and prints every
-/// `Authorization` header it is sent. Only root can start it: `None` elsewhere.
+/// `Authorization` header it is sent; [`squatter::Squatter::own`], the same server of this
+/// process's own user (the control: the token goes to it). Only root can start them: `None`
+/// elsewhere.
 #[cfg(test)]
 pub(crate) mod squatter {
     use std::io::{BufRead, BufReader, Read};
@@ -236,6 +238,18 @@ s.serve_forever()
 
     impl Squatter {
         pub(crate) fn start() -> Option<Self> {
+            Self::start_as(65534, 65534)
+        }
+
+        /// The same server, run as this process's own user and group.
+        pub(crate) fn own() -> Option<Self> {
+            Self::start_as(
+                nix::unistd::geteuid().as_raw(),
+                nix::unistd::getegid().as_raw(),
+            )
+        }
+
+        fn start_as(uid: u32, gid: u32) -> Option<Self> {
             if !nix::unistd::geteuid().is_root()
                 || !std::path::Path::new("/usr/bin/python3").exists()
             {
@@ -245,14 +259,9 @@ s.serve_forever()
                 return None;
             }
             let mut child = Command::new("setpriv")
-                .args([
-                    "--reuid=65534",
-                    "--regid=65534",
-                    "--clear-groups",
-                    "/usr/bin/python3",
-                    "-c",
-                    SERVER,
-                ])
+                .arg(format!("--reuid={uid}"))
+                .arg(format!("--regid={gid}"))
+                .args(["--clear-groups", "/usr/bin/python3", "-c", SERVER])
                 .current_dir("/")
                 .stdout(Stdio::piped())
                 .spawn()

@@ -382,6 +382,21 @@ chmod -R a+rwX {data}/pyxis_rayslurm-{id}.0",
     assert!(!log.contains("rsbob's root filesystem"), "{log}");
     let bob = 1002;
     assert_eq!(planted.not_owned_by(bob), Vec::<String>::new());
+    // The control: rsalice's own enroot, pointed at that directory, starts rsbob's container
+    // as hers: what the run refused would have run his root filesystem.
+    let start = format!(
+        "own=$(mktemp -d) && ENROOT_DATA_PATH={data} ENROOT_RUNTIME_PATH=$own/run ENROOT_CACHE_PATH=$own/cache enroot start pyxis_rayslurm-{id}.0 cat /etc/rayslurm-image-marker; rm -rf \"$own\"",
+        data = data.display(),
+        id = job.id
+    );
+    let out = sh_as("rsalice", Path::new("/tmp"), &start);
+    assert!(
+        crate::harness::text(&out)
+            .0
+            .contains("rsbob's root filesystem"),
+        "control: {:?}",
+        crate::harness::text(&out)
+    );
 }
 
 /// rsalice's own enroot data directory on a node, left open to all (`chmod 777`, below her 0755 directory): rsbob puts a
@@ -427,5 +442,16 @@ fn a_container_rsbob_puts_in_rsalices_open_enroot_directory_fails_her_pyxis_run_
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
+    // The control: rsbob's container is there, in her directory, as her programs see it.
     assert_eq!(left, [format!("pyxis_rayslurm-{}.0", job.id)]);
+    let out = sh_as(
+        "rsalice",
+        Path::new("/tmp"),
+        &format!("ls {}/pyxis_rayslurm-{}.0", data.display(), job.id),
+    );
+    assert_eq!(
+        crate::harness::text(&out).0.trim(),
+        "rsbobs",
+        "control: {out:?}"
+    );
 }

@@ -272,4 +272,19 @@ fn a_default_log_directory_another_user_made_is_refused_naming_them() {
         0,
         "something was written there"
     );
+    // The control: the same launch from there, the default log directory made by the victim
+    // instead, is taken and links its log there.
+    let out = sh_as(
+        VICTIM,
+        &dir,
+        "rmdir rayslurm-logs && mkdir rayslurm-logs && \"$RAYSLURM\" launch --json --exp-name plantedlogs --no-ray --time 5 --command true",
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "control: {stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let info = wait_job_end(v["job_id"].as_str().unwrap(), Duration::from_secs(120));
+    assert_eq!(info["JobState"], "COMPLETED", "control: {info:?}");
+    let log = PathBuf::from(v["log"].as_str().unwrap());
+    let link = dir.join("rayslurm-logs").join(log.file_name().unwrap());
+    assert_eq!(std::fs::read_link(&link).unwrap(), log, "control");
 }

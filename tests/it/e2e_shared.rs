@@ -113,11 +113,22 @@ pub(crate) fn victim_launches_as(
     name: &str,
     args: &str,
 ) -> (String, PathBuf) {
+    victim_launches_with(lab, dir, name, "", args)
+}
+
+/// [`victim_launches_as`] with the variables `vars` (`K=V ...`) set for the launch.
+fn victim_launches_with(
+    lab: &Lab,
+    dir: &Path,
+    name: &str,
+    vars: &str,
+    args: &str,
+) -> (String, PathBuf) {
     let out = sh_as(
         VICTIM,
         dir,
         &format!(
-            "\"$RAYSLURM\" launch --json --exp-name {name} --time 5 --object-store-memory 100000000 --load-env 'source {}/bin/activate' {args}",
+            "{vars} \"$RAYSLURM\" launch --json --exp-name {name} --time 5 --object-store-memory 100000000 --load-env 'source {}/bin/activate' {args}",
             lab.venv.display()
         ),
     );
@@ -139,9 +150,9 @@ pub(crate) struct VictimRun {
     pub(crate) log_text: String,
 }
 
-/// The victim launches from the project directory, and the run ends.
-pub(crate) fn victim_runs(lab: &Lab, dir: &Path, args: &str) -> VictimRun {
-    let (job, log) = victim_launches_as(lab, dir, "shared", args);
+/// The victim launches from the project directory with the variables `vars`, and the run ends.
+pub(crate) fn victim_runs(lab: &Lab, dir: &Path, vars: &str, args: &str) -> VictimRun {
+    let (job, log) = victim_launches_with(lab, dir, "shared", vars, args);
     let info = wait_job_end(&job, Duration::from_secs(240));
     let log_text = std::fs::read_to_string(&log).unwrap();
     VictimRun {
@@ -154,15 +165,11 @@ pub(crate) fn victim_runs(lab: &Lab, dir: &Path, args: &str) -> VictimRun {
 
 /// What the attacker plants before the victim's launch: the names the victim's next files
 /// would have in the shared directory and in its default log directory (the victim's, made
-/// group-writable by an earlier launch: links to the victim's results, for the next minute),
-/// and a binary tree of the kind older versions reused without a check. (A default log
-/// directory the attacker makes is refused: `e2e_ports`.)
-fn plant(dir: &Path, results: &Path, marker: &Path) {
+/// group-writable by an earlier launch: links to the victim's results, for the next minute).
+/// (A default log directory the attacker makes is refused: `e2e_ports`.)
+fn plant(dir: &Path, results: &Path) {
     let script = format!(
         r#"
-mkdir -p .rayslurm/bin
-printf '#!/bin/sh\ntouch {marker}\n' > .rayslurm/bin/rayslurm-0.1.0-planted
-chmod 755 .rayslurm/bin/rayslurm-0.1.0-planted
 for s in $(seq 0 90); do
   stem=shared_$(date -d "+$s seconds" +%m%d-%H%M%S)
   ln -s {results} "$stem.log"
@@ -170,25 +177,154 @@ for s in $(seq 0 90); do
   ln -s {results} "rayslurm-logs/$stem.log"
 done
 "#,
-        marker = marker.display(),
         results = results.display()
     );
     let out = sh_as(ATTACKER, dir, &script);
     assert!(out.status.success(), "{}", text(&out).1);
 }
 
-/// Binary, log, script, run directory and token: nothing the attacker plants in the shared
-/// directory is run or written through, and nothing of the run's is readable by them. Ray's
-/// temp directories are planted too (see [`plant_temp_roots`]): the run completes without
-/// using them. One victim's run of 2 nodes for both (a Ray start is seconds of the lab's 2
-/// cores).
+/// The victim's private tree where every member can reach it: a directory of hers (0755) in
+/// the lab's sticky `/srv/rayslurm-lab/shared`, as a home or scratch directory open for
+/// traversal is on many sites, with `RAYSLURM_STATE_DIR` its `state` (0755 too). So the
+/// attacker's reads meet rayslurm's own modes, not a closed home (the lab's homes are 0700,
+/// where every read fails whatever rayslurm does). Removed when dropped.
+struct ReachableState {
+    base: PathBuf,
+}
+
+impl ReachableState {
+    fn new() -> Self {
+        let base = PathBuf::from("/srv/rayslurm-lab/shared").join(unique_name("alice-open"));
+        let out = sh_as(
+            VICTIM,
+            &project_root(),
+            &format!("mkdir -m 755 {0} {0}/state", base.display()),
+        );
+        assert!(out.status.success(), "{}", text(&out).1);
+        Self { base }
+    }
+
+    fn state(&self) -> PathBuf {
+        self.base.join("state")
+    }
+}
+
+impl Drop for ReachableState {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+/// `cat PATH` (or `ls` for a directory) as `user`: whether it read anything.
+fn reads(user: &str, path: &Path) -> Result<String, String> {
+    let tool = if path.is_dir() { "ls" } else { "cat" };
+    let out = sh_as(user, &project_root(), &format!("{tool} {}", path.display()));
+    let (stdout, stderr) = text(&out);
+    if out.status.success() {
+        Ok(stdout)
+    } else {
+        Err(stderr)
+    }
+}
+
+/// The attacker cannot read `path`; the refusal is the kernel's (`Permission denied`), not a
+/// wrong name.
+fn attacker_cannot_read(path: &Path, when: &str) {
+    match reads(ATTACKER, path) {
+        Ok(said) => panic!("{when}: {ATTACKER} read {}: {said}", path.display()),
+        Err(why) => assert!(
+            why.contains("Permission denied"),
+            "{when}: {}: {why}",
+            path.display()
+        ),
+    }
+}
+
+/// The control beside each refused read: a file the victim made world-readable (0644) in
+/// `dir` is read by the attacker, so the refusals above are the modes', not a path the
+/// attacker cannot reach.
+fn attacker_reads_an_open_file_in(dir: &Path) {
+    let open = dir.join(format!("open-{}.txt", std::process::id()));
+    let out = sh_as(
+        VICTIM,
+        dir,
+        &format!("echo readable > {0} && chmod 644 {0}", open.display()),
+    );
+    assert!(out.status.success(), "{}", text(&out).1);
+    assert_eq!(
+        reads(ATTACKER, &open).map(|s| s.trim().to_owned()),
+        Ok("readable".to_owned()),
+        "control: {ATTACKER} reaches {}",
+        dir.display()
+    );
+    std::fs::remove_file(&open).unwrap();
+}
+
+/// `chmod MODE path`, as root (the test opening one layer of the victim's tree at a time).
+fn chmod(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Log, script, run directory and token of the victim's run (`log`, job `job`), the state
+/// tree `state` reachable by everyone: each is the victim's with its own mode, and the
+/// attacker reads none of them, one directory opened at a time, so that each file's own mode
+/// is what refuses the read (and beside each, the control that an open file there is read).
+fn the_attacker_reads_nothing_of_the_run(state: &Path, log: &Path, job: &str, link: &Path) {
+    let victim = uid(VICTIM);
+    let jobs = state.join("jobs");
+    let script = log.with_extension("sh");
+    let run_dir = log.with_extension("d");
+    let token = run_dir.join(format!("ray-auth-token-{job}.0"));
+    assert!(log.starts_with(&jobs), "{}", log.display());
+    for (path, mode) in [
+        (&jobs, 0o700),
+        (&script, 0o700),
+        (&log.to_path_buf(), 0o600),
+        (&run_dir, 0o700),
+        (&token, 0o600),
+    ] {
+        let meta =
+            std::fs::symlink_metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(
+            (meta.uid(), meta.mode() & 0o777),
+            (victim, mode),
+            "{}",
+            path.display()
+        );
+    }
+    // As the run left them: the state reached, `jobs/` (0700) closed.
+    attacker_reads_an_open_file_in(state);
+    for path in [&jobs, link, log, &script, &run_dir, &token] {
+        attacker_cannot_read(path, "as the run left it");
+    }
+    // `jobs/` opened for traversal: each file's own mode refuses.
+    chmod(&jobs, 0o711);
+    attacker_reads_an_open_file_in(&jobs);
+    for path in [link, log, &script, &run_dir, &token] {
+        attacker_cannot_read(path, "jobs/ open");
+    }
+    // The run's directory opened too: the token's own mode refuses.
+    chmod(&run_dir, 0o711);
+    attacker_reads_an_open_file_in(&run_dir);
+    attacker_cannot_read(&token, "jobs/ and the run's directory open");
+    chmod(&run_dir, 0o700);
+    chmod(&jobs, 0o700);
+}
+
+/// Log, script, run directory and token: nothing the attacker plants in the shared directory
+/// is written through, and nothing of the run's is readable by them, its private tree
+/// reachable by all ([`ReachableState`]). Ray's temp directories (where Ray keeps its sockets,
+/// session and runtime environments, what it runs from) are planted too (see
+/// [`plant_temp_roots`]), an open directory on one node of the run and a link on the other:
+/// the run completes without using them. (A binary planted for the run: `e2e_state_path`.) One
+/// victim's run of 2 nodes for both (a Ray start is seconds of the lab's 2 cores).
 #[test]
 fn a_group_member_can_neither_run_code_as_the_victim_nor_read_or_destroy_their_files() {
     let Some((lab, _turn)) = lab("a_group_member_can_neither_run_code_as_the_victim") else {
         return;
     };
     let dir = project_dir("plant");
-    let marker = project_root().join(format!("pwned-{}", std::process::id()));
+    let state = ReachableState::new();
     // The victim's results, which a followed link would truncate or append to.
     let results = PathBuf::from(format!("/home/{VICTIM}/results-{}.txt", std::process::id()));
     let out = sh_as(
@@ -198,11 +334,11 @@ fn a_group_member_can_neither_run_code_as_the_victim_nor_read_or_destroy_their_f
     );
     assert!(out.status.success());
     let digest = sha256_of(&results);
-    let temp_roots = plant_temp_roots(&dir);
+    let temp_roots = plant_temp_roots(&dir, &lab.nodes);
     // The default log directory, as the victim's first launch there makes it (group-writable).
     let out = sh_as(VICTIM, &dir, "mkdir rayslurm-logs");
     assert!(out.status.success(), "{}", text(&out).1);
-    plant(&dir, &results, &marker);
+    plant(&dir, &results);
 
     let secret = format!("s3cr3t-{}", std::process::id());
     let VictimRun {
@@ -213,58 +349,56 @@ fn a_group_member_can_neither_run_code_as_the_victim_nor_read_or_destroy_their_f
     } = victim_runs(
         lab,
         &dir,
+        &format!("RAYSLURM_STATE_DIR={}", state.state().display()),
         &format!(
-            "-n 2 --env API_KEY={secret} --command 'python -c \"import ray; ray.init(); print(\\\"ray-ok\\\")\"'"
+            "{} --env API_KEY={secret} --command 'python -c \"import ray; ray.init(); print(\\\"ray-ok\\\")\"'",
+            temp_roots.placement()
         ),
     );
     assert_eq!(info["JobState"], "COMPLETED", "{log_text}");
     assert!(log_text.contains("ray-ok"), "{log_text}");
-    temp_roots.were_neither_used_nor_written_through(&job, &log_text);
+    let nodes = crate::harness::expand_nodes(&info["NodeList"]);
+    temp_roots.were_neither_used_nor_written_through(&job, &log_text, &nodes);
+    temp_roots.were_open_to_the_victim();
     drop(temp_roots);
-    assert!(!marker.exists(), "the planted binary ran as the victim");
     assert_eq!(sha256_of(&results), digest, "the victim's results changed");
+    // Control: the planted links lead to the victim's results, which a run of hers writing
+    // through one would change.
+    let planted = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .expect("a planted link");
+    assert_eq!(std::fs::read_link(planted.path()).unwrap(), results);
 
     // Everything of the run is in the victim's private tree, the user's alone.
-    let home = PathBuf::from(format!("/home/{VICTIM}"));
-    assert!(log.starts_with(&home), "{}", log.display());
-    let script = log.with_extension("sh");
-    let run_dir = log.with_extension("d");
-    let token = run_dir.join(format!("ray-auth-token-{job}.0"));
-    let victim = uid(VICTIM);
-    for (path, mode) in [(&script, 0o700), (&run_dir, 0o700)] {
-        let meta = std::fs::symlink_metadata(path).unwrap();
-        assert_eq!(
-            (meta.uid(), meta.mode() & 0o777),
-            (victim, mode),
-            "{}",
-            path.display()
-        );
-    }
-    if let Ok(meta) = std::fs::symlink_metadata(&token) {
-        assert_eq!((meta.uid(), meta.mode() & 0o777), (victim, 0o600));
-    }
+    assert!(log.starts_with(state.state()), "{}", log.display());
     // The log's name in the (shared) default log directory is a link the victim can follow,
     // the attacker not.
     let link = dir.join("rayslurm-logs").join(log.file_name().unwrap());
     assert_eq!(std::fs::read_link(&link).unwrap(), log);
-    for path in [&link, &log, &script] {
-        let out = sh_as(ATTACKER, &dir, &format!("cat {}", path.display()));
-        assert!(
-            !out.status.success(),
-            "{ATTACKER} read {}: {}",
-            path.display(),
-            text(&out).0
-        );
-    }
+    assert!(reads(VICTIM, &link).is_ok_and(|t| t.contains("ray-ok")));
+    the_attacker_reads_nothing_of_the_run(&state.state(), &log, &job, &link);
+    // The control in the same search: a file of the victim's state she made world-readable,
+    // holding the secret, is the one file found.
+    let open = state.state().join("open-secret.txt");
     let out = sh_as(
-        ATTACKER,
+        VICTIM,
         &dir,
-        &format!(
-            "grep -rs {secret} {} /tmp /var/lib/rayslurm-lab/tmp; true",
-            project_root().display()
-        ),
+        &format!("echo {secret} > {0} && chmod 644 {0}", open.display()),
     );
-    assert_eq!(text(&out).0, "", "the secret is readable by another member");
+    assert!(out.status.success(), "{}", text(&out).1);
+    let grep = format!(
+        "grep -rls {secret} {} {} /tmp {NODES_TMP}; true",
+        project_root().display(),
+        state.base.display()
+    );
+    let out = sh_as(ATTACKER, &dir, &grep);
+    assert_eq!(
+        text(&out).0.lines().collect::<Vec<_>>(),
+        [open.display().to_string()],
+        "files another member reads the secret in (the control file alone expected)"
+    );
 }
 
 /// A private tree in a group-writable directory is refused, naming the path, its owner and
@@ -298,10 +432,35 @@ fn a_private_tree_inside_the_shared_directory_is_refused() {
         0,
         "nothing written"
     );
+    // The control: the same launch with a state directory of the victim's own, which every
+    // member may read but no one else write, is taken.
+    let state = ReachableState::new();
+    let out = sh_as(
+        VICTIM,
+        &dir,
+        &format!(
+            "RAYSLURM_STATE_DIR={} \"$RAYSLURM\" launch --dry-run --exp-name t --command true",
+            state.state().display()
+        ),
+    );
+    assert!(out.status.success(), "control: {}", text(&out).1);
+}
+
+/// The victim's jobs named `name` that Slurm knows (pending, running, or ended within
+/// `MinJobAge`).
+fn victims_jobs_named(name: &str) -> Vec<String> {
+    let out = Command::new("squeue")
+        .args(["-h", "-t", "all", "-u", VICTIM, "-n", name, "-o", "%i"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "squeue: {}", text(&out).1);
+    text(&out).0.split_whitespace().map(str::to_owned).collect()
 }
 
 /// A project file another member wrote sets site keys for the victim (with a notice naming
-/// it), never code that runs as the victim: `load_env` from it is refused, nothing submitted.
+/// it), never code that runs as the victim: `load_env` from it is refused, nothing submitted,
+/// its code never runs. The control: the same file, once the victim trusted it, runs its
+/// `load_env` on the node, leaving the marker the refused launch did not.
 #[test]
 fn another_members_project_file_cannot_run_code_as_the_victim() {
     let Some((_lab, _turn)) = lab("another_members_project_file_cannot_run_code_as_the_victim")
@@ -309,7 +468,7 @@ fn another_members_project_file_cannot_run_code_as_the_victim() {
         return;
     };
     let dir = project_dir("config");
-    let marker = project_root().join(format!("pwned-config-{}", std::process::id()));
+    let marker = dir.join("pwned-config");
     let out = sh_as(
         ATTACKER,
         &dir,
@@ -319,9 +478,24 @@ fn another_members_project_file_cannot_run_code_as_the_victim() {
         ),
     );
     assert!(out.status.success(), "{}", text(&out).1);
-    let launch = "\"$RAYSLURM\" launch --exp-name cfg --command true";
-    let out = sh_as(VICTIM, &dir, launch);
+    let exp = format!("cfg{}", std::process::id());
+    let launch = format!("\"$RAYSLURM\" launch --exp-name {exp} --time 5 --no-ray --command true");
+    let out = sh_as(VICTIM, &dir, &launch);
     let (stdout, stderr) = text(&out);
+    // A job the launch submitted, run to its end: its nodes would have run `load_env` by then.
+    let submitted = victims_jobs_named(&exp);
+    for job in &submitted {
+        wait_job_end(job, Duration::from_secs(120));
+    }
+    assert!(
+        !marker.exists(),
+        "the other member's load_env ran as the victim: {stderr}"
+    );
+    assert_eq!(
+        submitted,
+        Vec::<String>::new(),
+        "a job was submitted: {stderr}"
+    );
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stdout, "");
     assert!(stderr.contains("rayslurm.toml"), "{stderr}");
@@ -331,7 +505,23 @@ fn another_members_project_file_cannot_run_code_as_the_victim() {
     );
     assert!(stderr.contains("load_env"), "{stderr}");
     assert!(stderr.contains("rayslurm trust"), "{stderr}");
-    assert!(!marker.exists());
+
+    // Control: the victim reads the file and trusts it; the same launch runs its `load_env`.
+    let digest = sha256_of(&dir.join("rayslurm.toml"));
+    let out = sh_as(
+        VICTIM,
+        &dir,
+        &format!("\"$RAYSLURM\" trust rayslurm.toml --digest {digest}"),
+    );
+    assert!(out.status.success(), "{}", text(&out).1);
+    let out = sh_as(VICTIM, &dir, &format!("{launch} --json"));
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "trusted: {stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let info = wait_job_end(v["job_id"].as_str().unwrap(), Duration::from_secs(120));
+    assert_eq!(info["JobState"], "COMPLETED", "{info:?}");
+    assert!(marker.exists(), "control: the trusted file's load_env ran");
+
     // Site keys alone are taken, with a notice naming the file and its owner.
     let out = sh_as(
         ATTACKER,
@@ -347,10 +537,12 @@ fn another_members_project_file_cannot_run_code_as_the_victim() {
 }
 
 /// Ray's temp directory names are predictable (`/tmp/rs{uid}-{job}.{restart}`, job ids are
-/// sequential): another member pre-creates them on every node for the victim's next 21 jobs,
-/// as open directories and as links to a directory of theirs (`trap`, in `dir`). Removed when
-/// dropped (as root: the nodes' /tmp is the test's to clean).
-fn plant_temp_roots(dir: &Path) -> PlantedTempRoots {
+/// sequential): another member pre-creates them for the victim's next 21 jobs, on every other
+/// node of the lab (`nodes[0]`, `nodes[2]`, ...) as open directories and on the rest as links
+/// to a directory of theirs (`trap`, in `dir`). A run on two nodes placed by
+/// [`PlantedTempRoots::placement`] meets both. Removed when dropped (as root: the nodes' /tmp is
+/// the test's to clean).
+fn plant_temp_roots(dir: &Path, nodes: &[String]) -> PlantedTempRoots {
     let out = Command::new("scontrol")
         .args(["show", "config"])
         .output()
@@ -362,23 +554,41 @@ fn plant_temp_roots(dir: &Path) -> PlantedTempRoots {
         .expect("scontrol shows NEXT_JOB_ID");
     let victim = uid(VICTIM);
     let trap = dir.join("trap");
-    let plant = format!(
-        r#"mkdir -m 777 {trap}
-for node in {NODES_TMP}/node*; do
-  for id in $(seq {next} {last}); do
-    if [ $((id % 2)) = 0 ]; then mkdir -m 777 "$node/rs{victim}-$id.0"; else ln -s {trap} "$node/rs{victim}-$id.0"; fi
-  done
-done"#,
-        trap = trap.display(),
-        last = next + 20,
-    );
-    let out = sh_as(ATTACKER, dir, &plant);
-    let planted = PlantedTempRoots {
+    let (open, link): (Vec<_>, Vec<_>) = nodes.iter().enumerate().partition(|(i, _)| i % 2 == 0);
+    let names = |of: Vec<(usize, &String)>| -> Vec<String> {
+        of.into_iter().map(|(_, n)| n.clone()).collect()
+    };
+    let mut planted = PlantedTempRoots {
         ids: next..=next + 20,
         victim,
         trap,
+        open: names(open),
+        link: names(link),
+        changed: std::collections::HashMap::new(),
     };
+    assert!(
+        !planted.open.is_empty() && !planted.link.is_empty(),
+        "two nodes at least: {nodes:?}"
+    );
+    let plant = format!(
+        r#"mkdir -m 777 {trap}
+for id in $(seq {next} {last}); do
+  for node in {open}; do mkdir -m 777 "{NODES_TMP}/$node/rs{victim}-$id.0"; done
+  for node in {link}; do ln -s {trap} "{NODES_TMP}/$node/rs{victim}-$id.0"; done
+done"#,
+        trap = planted.trap.display(),
+        last = next + 20,
+        open = planted.open.join(" "),
+        link = planted.link.join(" "),
+    );
+    let out = sh_as(ATTACKER, dir, &plant);
     assert!(out.status.success(), "{}", text(&out).1);
+    for node in planted.open.clone() {
+        for id in planted.ids.clone() {
+            let changed = planted.open_changed(&node, id);
+            planted.changed.insert((node.clone(), id), changed);
+        }
+    }
     planted
 }
 
@@ -390,43 +600,112 @@ struct PlantedTempRoots {
     ids: std::ops::RangeInclusive<u64>,
     victim: u32,
     trap: PathBuf,
+    /// The nodes with open directories, and those with links.
+    open: Vec<String>,
+    link: Vec<String>,
+    /// When each open directory last changed, as planted (a run that made anything in one
+    /// changes it, even once its teardown emptied it again).
+    changed: std::collections::HashMap<(String, u64), (i64, i64)>,
 }
 
 impl PlantedTempRoots {
-    /// The victim's run `job` (whose log is `log`) completed in fresh directories of its own:
-    /// its log says the name was taken, and nothing of the victim's went into the attacker's
-    /// directories or through their links.
-    fn were_neither_used_nor_written_through(&self, job: &str, log: &str) {
-        let victim = self.victim;
+    /// The planted name of job `id` on `node`.
+    fn path(&self, node: &str, id: u64) -> PathBuf {
+        PathBuf::from(NODES_TMP)
+            .join(node)
+            .join(format!("rs{}-{id}.0", self.victim))
+    }
+
+    /// The last change (ctime) of the open directory planted for job `id` on `node`.
+    fn open_changed(&self, node: &str, id: u64) -> (i64, i64) {
+        let meta = std::fs::symlink_metadata(self.path(node, id)).unwrap();
+        (meta.ctime(), meta.ctime_nsec())
+    }
+
+    /// The launch options that put a run of two nodes on one node of each kind: the first
+    /// node with links, and any node with open directories (the other nodes with links
+    /// excluded), so that it need not wait for a node another test holds.
+    fn placement(&self) -> String {
+        format!(
+            "-n 2 -w {} --sbatch-arg=--exclude={}",
+            self.link[0],
+            self.link[1..].join(",")
+        )
+    }
+
+    /// The victim's run `job` (whose log is `log`) on `nodes` completed in fresh directories
+    /// of its own on both: its log says the name was taken on each, what was planted for it
+    /// is still there and unchanged (an open directory, a link), and nothing of the victim's
+    /// went into the attacker's directory or through the link.
+    fn were_neither_used_nor_written_through(&self, job: &str, log: &str, nodes: &[String]) {
+        let id: u64 = job.parse().unwrap();
+        assert!(self.ids.contains(&id), "job {job} is one planted for");
+        let open: Vec<&String> = nodes.iter().filter(|n| self.open.contains(n)).collect();
+        let link: Vec<&String> = nodes.iter().filter(|n| self.link.contains(n)).collect();
+        assert_eq!(
+            (open.len(), link.len()),
+            (1, 1),
+            "one node of each kind: {nodes:?}"
+        );
+        let taken = format!("/tmp/rs{}-{job}.0` was there already", self.victim);
+        assert_eq!(log.matches(&taken).count(), 2, "taken on both nodes: {log}");
+        let planted = self.path(open[0], id);
         assert!(
-            log.contains(&format!("/tmp/rs{victim}-{job}.0` was there already")),
-            "{log}"
+            std::fs::symlink_metadata(&planted).unwrap().is_dir(),
+            "{} is still the open directory",
+            planted.display()
+        );
+        assert_eq!(
+            (
+                self.open_changed(open[0], id),
+                std::fs::read_dir(&planted).unwrap().count()
+            ),
+            (self.changed[&(open[0].clone(), id)], 0),
+            "{} was used",
+            planted.display()
+        );
+        let planted = self.path(link[0], id);
+        assert_eq!(
+            std::fs::read_link(&planted).unwrap(),
+            self.trap,
+            "{}",
+            planted.display()
         );
         assert_eq!(
             std::fs::read_dir(&self.trap).unwrap().count(),
             0,
             "written through a link"
         );
-        for node in std::fs::read_dir(NODES_TMP).unwrap() {
-            let planted = node.unwrap().path().join(format!("rs{victim}-{job}.0"));
-            if planted.is_dir() && !planted.is_symlink() {
-                assert_eq!(
-                    std::fs::read_dir(&planted).unwrap().count(),
-                    0,
-                    "{} was used",
-                    planted.display()
-                );
-            }
+    }
+
+    /// Control: what was planted is open to the victim's programs: one of hers writes into
+    /// an open directory and through a link (the last planted job id's), so a run that used
+    /// them would have left something there.
+    fn were_open_to_the_victim(&self) {
+        let id = *self.ids.end();
+        for planted in [self.path(&self.open[0], id), self.path(&self.link[0], id)] {
+            let probe = planted.join("probe");
+            let out = sh_as(
+                VICTIM,
+                &project_root(),
+                &format!("echo used > {}", probe.display()),
+            );
+            assert!(
+                out.status.success(),
+                "control: {VICTIM} writes in {}: {}",
+                planted.display(),
+                text(&out).1
+            );
+            std::fs::remove_file(&probe).unwrap();
         }
     }
 }
 
 impl Drop for PlantedTempRoots {
     fn drop(&mut self) {
-        for node in std::fs::read_dir(NODES_TMP).into_iter().flatten() {
-            let Ok(node) = node else { continue };
+        for node in self.open.iter().chain(&self.link) {
             for id in self.ids.clone() {
-                let p = node.path().join(format!("rs{}-{id}.0", self.victim));
+                let p = self.path(node, id);
                 let _ = std::fs::remove_file(&p).or_else(|_| std::fs::remove_dir(&p));
             }
         }

@@ -175,4 +175,21 @@ fn a_state_path_link_another_member_can_swap_is_refused_and_a_safe_one_is_resolv
         );
     }
     assert!(log.contains(&format!("state-path-ok-{VICTIM}")), "{log}");
+    // The controls: the attacker's tree is open to the victim's programs, and his binary,
+    // run as the victim, leaves its marker: a run that used them would have shown.
+    let jobs = dir.join("bobtree/state/jobs");
+    let out = sh_as(
+        VICTIM,
+        dir.as_path(),
+        &format!(
+            "touch {jobs}/probe && rm {jobs}/probe && {}",
+            dir.join("bobtree/state/bin").join(&bin).display(),
+            jobs = jobs.display()
+        ),
+    );
+    assert!(out.status.success(), "control: {}", text(&out).1);
+    assert!(
+        marker.exists(),
+        "control: the planted binary, run, leaves its marker"
+    );
 }

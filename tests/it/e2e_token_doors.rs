@@ -161,7 +161,13 @@ fn another_member_can_neither_use_the_victims_dashboard_forward_nor_get_the_toke
     );
     the_victims_dashboard_forward_serves_the_victim_alone(&dir, &name);
     no_command_line_holds_the_token_while_a_job_runs(&dir, &name, &cluster.log);
-    the_dead_dashboards_port_stays_the_victims_on_every_address(lab, &dir, &name, &cluster.log);
+    the_dead_dashboards_port_stays_the_victims_on_every_address(
+        lab,
+        &dir,
+        &name,
+        &cluster.id,
+        &cluster.log,
+    );
 }
 
 /// The victim's forward of cluster `name`'s dashboard, for 30 s (then Ctrl-C, as its user
@@ -235,6 +241,50 @@ fn no_command_line_holds_the_token_while_a_job_runs(dir: &Path, name: &str, log:
     no_command_line_holds(token.trim(), "while an exec'd job runs");
     let out = exec.wait().unwrap();
     assert!(out.success(), "exec as {VICTIM}");
+    a_token_on_a_victims_command_line_is_read_by_the_attacker(dir, token.trim());
+}
+
+/// The control of [`no_command_line_holds`]: a process of the victim's given the token as an
+/// argument is found by the same look, and the attacker reads the token off its command line.
+fn a_token_on_a_victims_command_line_is_read_by_the_attacker(dir: &Path, token: &str) {
+    let mut holder = Command::new("runuser")
+        .args(["-u", VICTIM, "--", "sh", "-c", "sleep 20; :"])
+        .arg(format!("holder-{token}"))
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    let victims = uid(VICTIM);
+    // The victim's own process (`runuser`, root's, holds the same argument).
+    let pids = loop {
+        let pids: Vec<u32> = processes_with(&[token])
+            .into_iter()
+            .filter(|pid| {
+                std::fs::metadata(format!("/proc/{pid}"))
+                    .is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == victims)
+            })
+            .collect();
+        if !pids.is_empty() || t0.elapsed() > Duration::from_secs(10) {
+            break pids;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let read = pids.first().map(|pid| {
+        text(&sh_as(
+            ATTACKER,
+            dir,
+            &format!("tr '\\0' ' ' < /proc/{pid}/cmdline"),
+        ))
+        .0
+    });
+    for pid in &pids {
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    }
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(
+        read.as_deref().is_some_and(|r| r.contains(token)),
+        "control: the look finds the victim's process holding the token ({pids:?}) and {ATTACKER} reads it: {read:?}"
+    );
 }
 
 /// A Python program, run as the attacker on a node, that tries to bind `ip`:`port` every
@@ -268,16 +318,41 @@ print("bound", flush=True)
     )
 }
 
+/// What `child` prints on stdout, gathered as it prints it by the thread returned.
+fn what_it_says(
+    child: &mut std::process::Child,
+) -> (
+    std::sync::Arc<std::sync::Mutex<String>>,
+    std::thread::JoinHandle<()>,
+) {
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let said = std::sync::Arc::clone(&said);
+        let mut out = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 256];
+            while let Ok(n @ 1..) = std::io::Read::read(&mut out, &mut chunk) {
+                said.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+        })
+    };
+    (said, reader)
+}
+
 /// Ray's dashboard of the victim's cluster `name` (whose log is `log`) dies while the other
 /// member, with a shell on the head node, tries every millisecond to bind its port on the head
 /// node's IP (where Ray's programs send the token, and the login node would connect): the port
 /// never becomes free (the head keeps the dashboard's listening socket), so no request reaches
 /// them; the head's log says the dashboard ended, the victim's `exec` and `queue` fail saying
-/// the same, and `down` still releases the cluster.
+/// the same, and `down`, run while the other member still tries, releases the cluster. The
+/// control: once the cluster (job `job`) has ended, the same program binds the same port.
 fn the_dead_dashboards_port_stays_the_victims_on_every_address(
     lab: &Lab,
     dir: &Path,
     name: &str,
+    job: &str,
     log: &Path,
 ) {
     let info = cluster_info(log);
@@ -292,19 +367,7 @@ fn the_dead_dashboards_port_stays_the_victims_on_every_address(
     let stop = Stop(dir.join("stop-grab"));
     let mut grab = attacker_runs_on(&head, dir, &grabber(&head_ip, port as u16, &stop.0));
     // What it says, as it says it: a failure below shows whether it got the port.
-    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let reader = {
-        let said = std::sync::Arc::clone(&said);
-        let mut out = grab.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            let mut chunk = [0u8; 256];
-            while let Ok(n @ 1..) = std::io::Read::read(&mut out, &mut chunk) {
-                said.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-        })
-    };
+    let (said, reader) = what_it_says(&mut grab);
 
     // The dashboard dies (as it may, of memory), the attacker already trying for its port.
     let dashboard = processes_with(&["dashboard/dashboard.py", &format!("--port={port} ")]);
@@ -343,7 +406,13 @@ fn the_dead_dashboards_port_stays_the_victims_on_every_address(
         assert!(!out.status.success(), "{command}: {stdout}{stderr}");
         assert!(stderr.contains(gone), "{command}: {stderr}");
     }
-    // `down` says so and still releases the cluster.
+    // The other member, still trying, never got the port while the victim's head lived.
+    let before = said.lock().unwrap().clone();
+    assert_eq!(
+        before, "",
+        "the other member got port {port} on {head_ip}: {before}"
+    );
+    // `down` says so and still releases the cluster, the other member still trying.
     let down = sh_as(VICTIM, dir, &format!("\"$RAYSLURM\" down {name}"));
     let said_down = text(&down).1;
     assert!(down.status.success(), "{said_down}");
@@ -351,14 +420,20 @@ fn the_dead_dashboards_port_stays_the_victims_on_every_address(
         said_down.contains("cancelling its allocation"),
         "{said_down}"
     );
-
+    // The control: once the victim's cluster is gone, the same program gets the same port, so
+    // it was trying the port that mattered, where it could bind.
+    wait_job_end(job, Duration::from_secs(120));
+    let t0 = Instant::now();
+    while !said.lock().unwrap().starts_with("bound") && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     drop(stop);
     let grabbed = grab.wait_with_output().unwrap();
     reader.join().unwrap();
     let said = said.lock().unwrap().clone();
     assert!(
-        said.starts_with("never-bound"),
-        "the other member got port {port} on {head_ip}: {said}{}",
+        said.starts_with("bound"),
+        "control: the other member never got port {port} on {head_ip}, even after the cluster ended: {said}{}",
         text(&grabbed).1
     );
 }

@@ -34,6 +34,21 @@ fn logs_of_a_pending_job_says_it_has_not_started() {
         .run();
 }
 
+/// `launch` makes the log, empty and the user's alone, before it submits the job: an empty log
+/// of a job that has not started is no log yet; once the job runs, it is its log.
+#[test]
+fn an_empty_log_of_a_pending_job_is_no_log_yet() {
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, Some(""));
+    fake.shim("squeue", &fake.line("101", "PENDING"));
+    fake.run(["logs", "resnet"])
+        .expect_status(1)
+        .expect_stderr_contains("is PENDING (Resources): it has not started")
+        .run();
+    fake.shim("squeue", &fake.line("101", "RUNNING"));
+    fake.run(["logs", "resnet"]).expect_stdout("").run();
+}
+
 /// Regression: a job cancelled while pending showed exit code 0 (Slurm's `ExitCode=0:0`), and
 /// `logs` asked whether its log had been moved or deleted.
 #[test]
