@@ -17,7 +17,7 @@ use crate::e2e_containers::{
 };
 use crate::e2e_shared::{project_dir, sh_as};
 use crate::harness::{
-    Job, Lab, NODE_TMP, Turn, assert_clean, expand_nodes, launch_in, two_at_once_on,
+    Job, Lab, NODE_TMP, Turn, assert_clean, expand_nodes, launch_in, temp_root_name, two_at_once_on,
 };
 
 /// The lab, and the image as pyxis takes it, when pyxis is loaded.
@@ -254,7 +254,7 @@ fn two_runs_in_a_pyxis_image_on_one_node_share_neither_container_nor_temp_root()
         let found = regex::Regex::new(&name).unwrap().captures(&log);
         let found = found.unwrap_or_else(|| panic!("{name} in:\n{log}"));
         randoms.push(found[1].to_owned());
-        let tmp = format!("tmp /tmp/rs0-{id}.0\n");
+        let tmp = format!("tmp /tmp/{}\n", temp_root_name(id, 0));
         assert!(log.contains(&tmp), "{tmp} in:\n{log}");
         assert_clean(&job);
         assert_no_container(&job.id);
