@@ -101,4 +101,10 @@ mod tests {
         walk.sort_unstable();
         assert_eq!(walk, (20_000..20_010).collect::<Vec<_>>());
     }
+
+    /// The kernel's random bytes, not a constant: two draws agree once in 2^32.
+    #[test]
+    fn random_ports_are_random() {
+        assert_ne!(random_u32(), random_u32());
+    }
 }
