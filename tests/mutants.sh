@@ -92,7 +92,10 @@ for m in "${modules[@]}"; do
   t=$(count "$results" timeout) u=$(count "$results" unviable)
   viable=$((c + x + t))
   pct=-
-  if ((viable > 0)); then pct="$(((c + t) * 1000 / viable / 10)).$(((c + t) * 1000 / viable % 10))%"; fi
+  if ((viable > 0)); then
+    permille=$((((c + t) * 2000 / viable + 1) / 2))
+    pct="$((permille / 10)).$((permille % 10))%"
+  fi
   figures+=("$(printf '%-18s %7d %7d %9d %9d %8s %7d s' "$m" "$c" "$x" "$t" "$u" "$pct" $((SECONDS - t0)))")
 done
 printf '\n%-18s %7s %7s %9s %9s %8s %9s\n' module caught missed timeouts unviable caught time >&2
