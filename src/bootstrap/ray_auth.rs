@@ -316,4 +316,155 @@ mod tests {
         assert_eq!(auth.env(), vec![("RAY_AUTH_MODE", "disabled".to_owned())]);
         assert!(!tmp.path().join("x.d").exists());
     }
+
+    /// Answers one request as a stand-in for Ray's dashboard: `without` to a request without
+    /// `Bearer the-token`, `with` to one with it.
+    fn answer(stream: std::net::TcpStream, without: u16, with: u16) {
+        use std::io::{BufRead, BufReader, Write};
+        let mut reader = BufReader::new(&stream);
+        let (mut authorized, mut line) = (false, String::new());
+        while reader.read_line(&mut line).is_ok_and(|n| n > 0) && !line.trim().is_empty() {
+            authorized |= line.to_ascii_lowercase().starts_with("authorization:")
+                && line.trim_end().ends_with("Bearer the-token");
+            line.clear();
+        }
+        let status = if authorized { with } else { without };
+        let _ = write!(
+            &stream,
+            "HTTP/1.1 {status} X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
+    }
+
+    /// A stand-in dashboard on 127.0.0.1, this process's own (so the port is the user's).
+    fn dashboard(without: u16, with: u16) -> u16 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                answer(stream, without, with);
+            }
+        });
+        port
+    }
+
+    fn token_in(dir: &Path) -> PathBuf {
+        let token = dir.join("token");
+        std::fs::write(&token, "the-token\n").unwrap();
+        token
+    }
+
+    #[test]
+    fn the_start_up_check_tells_a_closed_dashboard_from_an_open_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let token = token_in(tmp.path());
+        let patience = std::time::Duration::from_secs(5);
+        for refused in [401, 403] {
+            let port = dashboard(refused, 200);
+            assert_eq!(
+                check(&token, port, patience),
+                Ok(Checked::Refused),
+                "{refused}"
+            );
+        }
+        // Open without the token: the one reason to stop the run.
+        let err = check(&token, dashboard(200, 200), patience).unwrap_err();
+        assert!(
+            err.contains("accepted a request without the run's token (HTTP 200"),
+            "{err}"
+        );
+        // Closed, but the run's own token refused too: said, not fatal.
+        let port = dashboard(401, 403);
+        let Ok(Checked::OwnTokenRefused(why)) = check(&token, port, patience) else {
+            panic!("the own token refused");
+        };
+        assert!(
+            why.contains("Ray refused the run's own token (HTTP 403"),
+            "{why}"
+        );
+        let Ok(Checked::OwnTokenRefused(why)) =
+            check(&tmp.path().join("missing"), dashboard(401, 200), patience)
+        else {
+            panic!("no token to send");
+        };
+        assert!(why.contains("cannot read Ray's token"), "{why}");
+    }
+
+    /// A dashboard that is not up yet is asked again until `patience` has passed; one that
+    /// never comes is no answer, not an error.
+    #[test]
+    fn a_dashboard_not_up_yet_is_waited_for_within_the_patience() {
+        let tmp = tempfile::tempdir().unwrap();
+        let token = token_in(tmp.path());
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = free.local_addr().unwrap().port();
+        drop(free);
+        let started = std::time::Instant::now();
+        assert_eq!(
+            check(&token, port, std::time::Duration::from_millis(1200)),
+            Ok(Checked::NoAnswer)
+        );
+        assert!(started.elapsed() >= std::time::Duration::from_millis(1200));
+        // The same port answers a second after the first request.
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+            let mut answered = 0;
+            for stream in listener.incoming().take(2) {
+                answer(stream.unwrap(), 401, 200);
+                answered += 1;
+            }
+            answered
+        });
+        assert_eq!(
+            check(&token, port, std::time::Duration::from_secs(20)),
+            Ok(Checked::Refused)
+        );
+        assert_eq!(late.join().unwrap(), 2);
+    }
+
+    #[test]
+    fn only_ports_that_answer_without_the_token_are_reported_open() {
+        let open = dashboard(200, 200);
+        let closed = dashboard(401, 200);
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let nothing = free.local_addr().unwrap().port();
+        drop(free);
+        let found = open_without_token(
+            "127.0.0.1",
+            &[
+                ("metrics", closed),
+                ("dashboard agent", open),
+                ("runtime env agent", nothing),
+            ],
+        );
+        assert_eq!(found, vec![("dashboard agent".to_owned(), open, 200)]);
+        assert!(open_without_token("127.0.0.1", &[("metrics", closed)]).is_empty());
+    }
+
+    /// Each attempt's token is a fresh 64-digit secret; a worker of an open run has none.
+    #[test]
+    fn tokens_are_fresh_and_an_open_runs_worker_has_none() {
+        let (a, b) = (new_token().unwrap(), new_token().unwrap());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 64);
+        let tmp = tempfile::tempdir().unwrap();
+        let open = BootstrapArgs {
+            worker: true,
+            ..head(tmp.path(), true)
+        };
+        assert_eq!(RayAuth::of_worker(&open, &alloc(0)), RayAuth::Disabled);
+        assert_eq!(RayAuth::Disabled.token_path(), None);
+        let auth = RayAuth::Token(tmp.path().join("t"));
+        assert_eq!(auth.token_path(), Some(tmp.path().join("t").as_path()));
+        assert_eq!(
+            auth.env(),
+            vec![
+                ("RAY_AUTH_MODE", "token".to_owned()),
+                (
+                    "RAY_AUTH_TOKEN_PATH",
+                    tmp.path().join("t").display().to_string()
+                ),
+            ]
+        );
+    }
 }

@@ -405,4 +405,24 @@ mod tests {
         assert!(memory_bytes("--memory", "lots").is_err());
         assert_eq!(memory_bytes("--memory", "1GB").unwrap(), 1 << 30);
     }
+
+    /// The edges the tables above leave out: a name of exactly 100 characters, a cluster's
+    /// name, sizes in K and T, one too large, and a relative `$TMPDIR`.
+    #[test]
+    fn the_edges_of_names_sizes_and_node_local_roots() {
+        assert!(exp_name(&"x".repeat(100)).is_ok());
+        assert!(cluster_name("my-cluster").is_ok());
+        let err = cluster_name("a/b").unwrap_err();
+        assert!(
+            err.message.starts_with("invalid NAME `a/b`"),
+            "{}",
+            err.message
+        );
+        assert_eq!(memory_bytes("--memory", "2K").unwrap(), 2 << 10);
+        assert_eq!(memory_bytes("--memory", "3t").unwrap(), 3 << 40);
+        let err = memory_bytes("--memory", "99999999T").unwrap_err();
+        assert!(err.message.ends_with("is too large"), "{}", err.message);
+        let p = Path::new;
+        assert_eq!(node_local_root(p("scratch/x"), Some(p("scratch"))), None);
+    }
 }

@@ -412,3 +412,7 @@ mod tests {
         assert!(parse_owner_list("nobody").unwrap_err().contains("`nobody`"));
     }
 }
+
+#[cfg(test)]
+#[path = "private_tree_tests.rs"]
+mod rule_tests;

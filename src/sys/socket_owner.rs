@@ -109,14 +109,20 @@ pub(crate) fn peer_of(rows: &[Row], ours: SocketAddr, peer: SocketAddr) -> Optio
 
 /// Both tables of this network namespace, as they are now.
 pub(crate) fn read_tables() -> std::io::Result<Vec<Row>> {
-    let mut rows = Vec::new();
-    for path in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        match std::fs::read_to_string(path) {
-            Ok(text) => rows.extend(parse_table(&text)),
-            // A kernel without IPv6 has no tcp6.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && path.ends_with('6') => {}
-            Err(e) => return Err(e),
-        }
+    read_tables_at(
+        std::path::Path::new("/proc/net/tcp"),
+        std::path::Path::new("/proc/net/tcp6"),
+    )
+}
+
+/// The IPv4 and IPv6 tables at these paths: a missing IPv6 one (a kernel without IPv6) has no
+/// rows; any other error is an error.
+fn read_tables_at(tcp: &std::path::Path, tcp6: &std::path::Path) -> std::io::Result<Vec<Row>> {
+    let mut rows = parse_table(&std::fs::read_to_string(tcp)?);
+    match std::fs::read_to_string(tcp6) {
+        Ok(text) => rows.extend(parse_table(&text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
     }
     Ok(rows)
 }
@@ -443,5 +449,50 @@ mod tests {
         assert!(is_local_address("::ffff:127.0.0.1".parse().unwrap()));
         // TEST-NET-3 (RFC 5737) is no address of any host.
         assert!(!is_local_address("203.0.113.7".parse().unwrap()));
+    }
+
+    /// A kernel without IPv6 has no `tcp6`: its absence is no error, any other failure to read
+    /// a table is (the port is then never trusted).
+    #[test]
+    fn a_missing_ipv6_table_is_empty_and_an_unreadable_one_an_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (tcp, tcp6) = (tmp.path().join("tcp"), tmp.path().join("tcp6"));
+        std::fs::write(&tcp, TCP).unwrap();
+        assert_eq!(read_tables_at(&tcp, &tcp6).unwrap(), parse_table(TCP));
+        std::fs::write(&tcp6, TCP6).unwrap();
+        assert_eq!(read_tables_at(&tcp, &tcp6).unwrap().len(), 5 + 3);
+        std::fs::remove_file(&tcp6).unwrap();
+        std::fs::create_dir(&tcp6).unwrap();
+        assert!(
+            read_tables_at(&tcp, &tcp6).is_err(),
+            "a directory is no table"
+        );
+        assert!(read_tables_at(&tmp.path().join("none"), &tcp6).is_err());
+        let missing6 = tmp.path().join("none6");
+        assert!(read_tables_at(&tmp.path().join("none"), &missing6).is_err());
+    }
+
+    /// Every address of this host's interfaces is local, and any loopback one (127.0.0.2 is on
+    /// no interface); a peer this host has no row for has no uid.
+    #[test]
+    fn the_hosts_own_addresses_are_local_and_an_unknown_peer_has_no_owner() {
+        assert!(is_local_address("127.0.0.2".parse().unwrap()));
+        let addrs: Vec<IpAddr> = nix::ifaddrs::getifaddrs()
+            .unwrap()
+            .filter_map(|ifa| {
+                let a = ifa.address?;
+                a.as_sockaddr_in()
+                    .map(|v4| IpAddr::V4(v4.ip()))
+                    .or_else(|| a.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip())))
+            })
+            .collect();
+        let others: Vec<&IpAddr> = addrs.iter().filter(|ip| !ip.is_loopback()).collect();
+        assert!(!others.is_empty(), "no network interface: {addrs:?}");
+        for ip in &addrs {
+            assert!(is_local_address(*ip), "{ip}");
+        }
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let ours = listener.local_addr().unwrap();
+        assert_eq!(peer_uid(ours, at("127.0.0.1:1")), None);
     }
 }

@@ -329,4 +329,43 @@ mod tests {
         drop(l);
         assert!(!listening_locally(port));
     }
+
+    /// A `--port-base` layout as documented: the rendezvous port at base + 9, the workers'
+    /// range base + 10 to base + 999 (also named in the error of a busy base), and the ports
+    /// asked over HTTP by name.
+    #[test]
+    fn a_port_base_layout_places_every_port_where_the_docs_say() {
+        let base = 40_050 + (std::process::id() % 200) as u16 * 100;
+        let master = choose_master("n", Some(base)).unwrap();
+        assert_eq!(master.port, base + 9);
+        let worker = choose_ray("n", false, Some(base)).unwrap().release();
+        assert_eq!(worker.workers, Some((base + 10, base + 999)));
+        assert_eq!(
+            (worker.node_manager, worker.runtime_env_agent),
+            (base + 3, base + 8)
+        );
+        assert_eq!(
+            worker.other_http(),
+            [
+                ("metrics", base + 5),
+                ("dashboard agent", base + 6),
+                ("runtime env agent", base + 8),
+            ]
+        );
+        let err = choose_master("n2", Some(base)).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "ports {base}-{} (--port-base {base}) are not all free on node n2: port {} is in use",
+                base + 999,
+                base + 9
+            )
+        );
+    }
+
+    /// The hidden `rayslurm ports N` succeeds when every run found its ports.
+    #[test]
+    fn printing_the_choices_of_runs_succeeds() {
+        assert_eq!(print_choices(2), 0);
+    }
 }

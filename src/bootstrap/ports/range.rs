@@ -101,4 +101,19 @@ mod tests {
         walk.sort_unstable();
         assert_eq!(walk, (20_000..20_010).collect::<Vec<_>>());
     }
+
+    /// A draw at the top of `u32` still walks the whole range, each port once.
+    #[test]
+    fn the_largest_draw_walks_every_port_once() {
+        let r = Range::below_ephemeral(Some("32768 60999"));
+        let mut walk: Vec<u16> = r.tries(&mut || u32::MAX).skip(RANDOM_TRIES).collect();
+        walk.sort_unstable();
+        assert_eq!(walk, (10_000..32_768).collect::<Vec<_>>());
+    }
+
+    /// The kernel's random bytes, not a constant: two draws agree once in 2^32.
+    #[test]
+    fn random_ports_are_random() {
+        assert_ne!(random_u32(), random_u32());
+    }
 }

@@ -174,3 +174,26 @@ fn check_flags(args: &ClusterArgs, num_nodes: u32) -> Result<(), UsageError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An interface name as the kernel allows it: 1 to 15 characters, no `/`, space or control
+    /// character.
+    #[test]
+    fn interface_names_are_checked_as_the_kernel_allows_them() {
+        assert!(check_text(Some("ib0"), None, None).is_ok());
+        assert!(check_text(Some(&"x".repeat(15)), None, None).is_ok());
+        for bad in [
+            String::new(),
+            "x".repeat(16),
+            "a/b".into(),
+            "a b".into(),
+            "a\tb".into(),
+        ] {
+            let err = check_text(Some(&bad), None, None).unwrap_err();
+            assert!(err.message.starts_with("invalid --interface"), "{bad:?}");
+        }
+    }
+}

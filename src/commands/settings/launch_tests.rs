@@ -218,3 +218,11 @@ fn an_empty_workdir_copies_nothing_and_the_last_of_the_workdir_flags_wins() {
     );
     assert_eq!(workdir(&["--snapshot", "--empty-workdir"]), Some(None));
 }
+
+/// `--min-nodes` may be every node of `--num-nodes` (the head counts too): only more is
+/// refused.
+#[test]
+fn min_nodes_may_be_every_node() {
+    let c = resolve(&["-n", "2", "--min-nodes", "2"], &src()).unwrap();
+    assert_eq!(c.cluster.min_nodes, Some(2));
+}

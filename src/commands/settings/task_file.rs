@@ -255,4 +255,18 @@ mod tests {
             ["launch", "up"]
         );
     }
+
+    /// `exec CLUSTER WORD`: a file that exists, or a `.yaml`/`.yml` name (then reported
+    /// missing), is a task file; any other word is a command.
+    #[test]
+    fn a_task_file_is_a_file_or_a_yaml_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("task");
+        std::fs::write(&plain, "run: true\n").unwrap();
+        assert!(names_a_task_file(&plain));
+        assert!(names_a_task_file(&dir.path().join("missing.yaml")));
+        assert!(names_a_task_file(&dir.path().join("missing.yml")));
+        assert!(!names_a_task_file(Path::new("nvidia-smi")));
+        assert!(!names_a_task_file(&dir.path().join("missing.json")));
+    }
 }
