@@ -140,3 +140,60 @@ pub(crate) fn read(path: &Path, cwd: &Path) -> Result<TaskFile, UsageError> {
 fn apply_workdir(field: &str, line: u32, dir: &Path) -> Given {
     Given::one(field, line, "workdir", dir.display().to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::read;
+
+    /// A task file in `dir`, named `task.yaml`, holding `text`.
+    fn task(dir: &std::path::Path, text: &str) -> std::path::PathBuf {
+        let path = dir.join("task.yaml");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// `workdir:` is taken from the directory the launch names, whatever this process's own.
+    #[test]
+    fn a_relative_workdir_is_taken_from_the_launchs_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("data")).unwrap();
+        task(tmp.path(), "run: python x.py\nworkdir: data\n");
+        let read = read(std::path::Path::new("task.yaml"), tmp.path()).unwrap();
+        let want = tmp.path().join("data").canonicalize().unwrap();
+        let given = format!("{:?}", read.given);
+        assert!(
+            given.contains(&format!("{:?}", want.display().to_string())),
+            "{given}"
+        );
+    }
+
+    /// Local `file_mounts:` need nothing and say so; a bucket is refused by name.
+    #[test]
+    fn local_file_mounts_are_noticed_and_buckets_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = task(tmp.path(), "run: x\nfile_mounts:\n  /inputs: ./data\n");
+        let read = read(&path, tmp.path()).unwrap();
+        assert!(
+            read.notices
+                .iter()
+                .any(|n| n.contains("`file_mounts` needs nothing here")),
+            "{:?}",
+            read.notices
+        );
+        let path = task(
+            tmp.path(),
+            "run: x\nfile_mounts:\n  /inputs: s3://bucket/data\n",
+        );
+        let err = super::read(&path, tmp.path()).unwrap_err();
+        assert!(
+            err.message.contains("file_mounts./inputs"),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.message.contains("buckets and URLs are not mounted"),
+            "{}",
+            err.message
+        );
+    }
+}
