@@ -167,6 +167,31 @@ mod tests {
         );
     }
 
+    /// `num_nodes:` is a whole number of at least 1.
+    #[test]
+    fn num_nodes_below_one_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = task(tmp.path(), "run: x\nnum_nodes: 1\n");
+        let given = format!("{:?}", read(&path, tmp.path()).unwrap().given);
+        assert!(given.contains("num-nodes"), "{given}");
+        let path = task(tmp.path(), "run: x\nnum_nodes: 0\n");
+        let err = read(&path, tmp.path()).unwrap_err();
+        assert!(err.message.contains("at least 1"), "{}", err.message);
+    }
+
+    /// `run` goes to every node, as SkyPilot runs it, unless the file asks for a Ray job.
+    #[test]
+    fn run_is_per_node_unless_a_ray_job_is_asked_for() {
+        let tmp = tempfile::tempdir().unwrap();
+        let per_node = |text: &str| {
+            let path = task(tmp.path(), text);
+            let read = read(&path, tmp.path()).unwrap();
+            read.given.iter().any(|g| g.long == "per-node")
+        };
+        assert!(per_node("run: x\n"));
+        assert!(!per_node("run: x\nrayslurm:\n  ray_job: true\n"));
+    }
+
     /// Local `file_mounts:` need nothing and say so; a bucket is refused by name.
     #[test]
     fn local_file_mounts_are_noticed_and_buckets_refused() {
