@@ -190,6 +190,34 @@ mod tests {
         };
         assert!(per_node("run: x\n"));
         assert!(!per_node("run: x\nrayslurm:\n  ray_job: true\n"));
+        assert!(per_node("run: x\nrayslurm:\n  ray_job: false\n"));
+    }
+
+    /// `resources:` as the task file gives them: what is taken, what is refused.
+    #[test]
+    fn resources_are_taken_or_refused_by_their_values() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outcome = |resources: &str| {
+            let path = task(tmp.path(), &format!("run: x\nresources:\n  {resources}\n"));
+            read(&path, tmp.path())
+                .map(|t| format!("{:?}", t.given))
+                .map_err(|e| e.message)
+        };
+        let taken = |r: &str| outcome(r).unwrap_or_else(|e| panic!("{r}: {e}"));
+        let refused = |r: &str, why: &str| {
+            let e = outcome(r).expect_err(r);
+            assert!(e.contains(why), "{r}: {e}");
+        };
+        taken("use_spot: false");
+        refused("use_spot: true", "spot instances are a cloud's");
+        refused("cloud: aws", "a task runs on this Slurm cluster");
+        assert!(taken("accelerators: {A100: 2}").contains("A100:2"));
+        refused("accelerators: {A100: 2, H100: 8}", "accelerators");
+        assert!(taken("cpus: 4+").contains("cpus"));
+        refused("cpus: 0", "cpus");
+        refused("cpus: \"inf\"", "cpus");
+        assert!(taken("image_id: docker:ubuntu").contains("docker://ubuntu"));
+        refused("image_id: \"docker:\"", "docker:IMAGE");
     }
 
     /// Local `file_mounts:` need nothing and say so; a bucket is refused by name.
