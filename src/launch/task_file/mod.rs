@@ -218,6 +218,16 @@ mod tests {
         refused("cpus: \"inf\"", "cpus");
         assert!(taken("image_id: docker:ubuntu").contains("docker://ubuntu"));
         refused("image_id: \"docker:\"", "docker:IMAGE");
+        // A key that needs nothing here gets its own reason.
+        let path = task(tmp.path(), "run: x\nresources:\n  labels: {a: b}\n");
+        let notices = read(&path, tmp.path()).unwrap().notices;
+        assert!(
+            notices
+                .iter()
+                .any(|n| n
+                    .contains("`resources.labels` needs nothing here: Slurm jobs carry no labels")),
+            "{notices:?}"
+        );
     }
 
     /// Local `file_mounts:` need nothing and say so; a bucket is refused by name.
