@@ -189,18 +189,11 @@ fn a_bad_variable_exits_2_and_names_it() {
 fn an_empty_max_requeues_variable_leaves_the_flag_without_requeue_refused() {
     for value in ["", "3"] {
         let root = tempfile::tempdir().unwrap();
-        let run = rayslurm([
-            "launch",
-            "--dry-run",
-            "--exp-name",
-            "x",
-            "--command",
-            "true",
-            "--max-requeues",
-            "2",
-        ])
-        .cwd(root.path())
-        .env("RAYSLURM_MAX_REQUEUES", value);
+        let run = dry_run()
+            .arg("--max-requeues")
+            .arg("2")
+            .cwd(root.path())
+            .env("RAYSLURM_MAX_REQUEUES", value);
         if value.is_empty() {
             run.expect_status(2)
                 .expect_stderr_contains("--max-requeues goes with --requeue")
