@@ -9,6 +9,7 @@
 //! - `runs/`: what became of a run afterwards (records, selection, status, cancel, follow);
 //! - `clusters/`: persistent clusters (`up`), opened by name, and the jobs submitted to them;
 //! - `slurm/`: every Slurm client and text format;
+//! - `ray/`: the Ray clients both sides use (the Jobs API);
 //! - `handoff/`: the contract between launcher and bootstrap (the bootstrap's arguments, the
 //!   cluster options, the environment set inside jobs, a run's file names, its final state);
 //! - `bootstrap/`: what runs inside the allocation, on every node;
@@ -16,8 +17,8 @@
 //! - `state_dir`: where the user's state lives, which `runs/` and `launch/` share.
 //!
 //! The dependency rule, checked by `tests/it/layers.rs`: `bootstrap/` runs on other hosts and
-//! uses only `handoff`, `slurm`, `sys` and `error`; `handoff/`, `slurm/` and `sys/` use only
-//! each other (`handoff` and `slurm` may use `sys`, never the reverse) and `error`; `launch/`,
+//! uses only `handoff`, `ray`, `slurm`, `sys` and `error`; `handoff/`, `ray/`, `slurm/` and `sys/`
+//! use only each other (each may use `sys`, never the reverse) and `error`; `launch/`,
 //! `runs/` and `clusters/` never use `bootstrap` or `commands`; `launch/` uses neither `runs/`
 //! nor `clusters/`, and `runs/` not `clusters/`; only `main.rs` and `commands/` use `cli`.
 
@@ -30,6 +31,7 @@ mod error;
 mod handoff;
 mod launch;
 mod printer;
+mod ray;
 mod runs;
 mod slurm;
 mod state_dir;

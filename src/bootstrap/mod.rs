@@ -10,9 +10,9 @@
 //! `slurm`, `sys` and `error`.
 //!
 //! One room per role: `head/` is what only the head node runs (its watchdog included),
-//! `worker/` what only a worker node of a Ray run runs, `rank/` a rank's task of a per-node run
-//! and the user's code every node runs (its environment, setup and command); `node.rs` and the
-//! files beside it are what every node shares. This file only dispatches: it alone names the
+//! `worker/` what only a worker node of a Ray run runs, `rank.rs` a rank's task of a per-node
+//! run. `user_code/` is the library every role uses for the user's code (its environment, setup
+//! and command); `node.rs` and the files beside it are what every node shares. This file only dispatches: it alone names the
 //! roles' entries, and the roles never name each other.
 
 mod allocation;
@@ -31,6 +31,7 @@ mod rank;
 mod ray_auth;
 mod ray_node;
 mod signals;
+mod user_code;
 mod workdir;
 mod worker;
 

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use super::jobs::JobRecord;
-use crate::handoff::jobs_api::{JobInfo, JobsApi};
 use crate::printer::Printer;
+use crate::ray::jobs_api::{JobInfo, JobsApi};
 use crate::runs::interrupt;
 use crate::runs::log_tail::{LogTail, Start};
 

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::handoff::jobs_api::JobInfo;
 use crate::handoff::run_files::create_private_dir;
 use crate::launch::snapshot::SnapshotInfo;
+use crate::ray::jobs_api::JobInfo;
 use crate::sys::quote::shell_quote;
 use crate::sys::staged_file::Staged;
 

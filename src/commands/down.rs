@@ -9,8 +9,8 @@ use anyhow::Result;
 
 use crate::clusters::cluster::{Cluster, State};
 use crate::commands::settings::clusters::DownSettings;
-use crate::handoff::jobs_api::JobsApi;
 use crate::printer::Printer;
+use crate::ray::jobs_api::JobsApi;
 use crate::runs::cancel::{self, Cancelled};
 use crate::runs::status;
 

@@ -22,9 +22,9 @@ use crate::commands::settings::exec::ExecSettings;
 use crate::error::{UsageError, show};
 use crate::handoff::cluster_info::ClusterInfo;
 use crate::handoff::job_env;
-use crate::handoff::jobs_api::{JobsApi, RuntimeEnv, Submit};
 use crate::launch::snapshot::{Listing, SnapshotInfo};
 use crate::printer::Printer;
+use crate::ray::jobs_api::{JobsApi, RuntimeEnv, Submit};
 use crate::runs::log_tail::Start;
 
 /// A submitted job, as `--json` prints it.

@@ -12,9 +12,9 @@ use serde::Serialize;
 use crate::clusters::cluster::Cluster;
 use crate::clusters::jobs::{self, JobRecord};
 use crate::commands::settings::clusters::QueueSettings;
-use crate::handoff::jobs_api::JobInfo;
 use crate::launch::snapshot::SnapshotInfo;
 use crate::printer::Printer;
+use crate::ray::jobs_api::JobInfo;
 use crate::slurm::{duration, query};
 
 /// One job as `--json` prints it.

@@ -15,17 +15,17 @@ use crate::handoff::job_env;
 use crate::handoff::run_files::{RunFiles, create_private_dir};
 use crate::launch::config::LaunchConfig;
 use crate::launch::config::recorded::RecordedLaunch;
+use crate::launch::digest_check::with_digest_check;
 use crate::launch::job_spec::JobSpec;
 use crate::launch::job_spec::{Link, snapshot_dir};
 use crate::launch::log_dir;
 use crate::launch::node_binary::{NodeBinary, node_visible_copy};
-use crate::launch::prelude::with_prelude;
 use crate::launch::script_files;
 use crate::launch::snapshot::{Listing, SnapshotInfo};
 use crate::launch::template::Template;
 use crate::launch::validate;
 use crate::printer::Printer;
-use crate::runs::chain;
+use crate::runs::after_chain;
 use crate::runs::store::{RunRecord, RunStore, StoredRun};
 use crate::slurm::sbatch as slurm;
 use crate::state_dir::{private_root, tree_error};
@@ -87,7 +87,7 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
 
     let link = match &config.link {
         Some(link) => link.clone(),
-        None => chain::link(config.after.as_deref(), config.singleton, printer)?,
+        None => after_chain::link(config.after.as_deref(), config.singleton, printer)?,
     };
     if !config.dry_run {
         // The private tree first: a launch it refuses leaves nothing behind, not even the
@@ -190,7 +190,7 @@ fn write_script(
             let script = template
                 .render(&spec)
                 .map_err(|e| UsageError::new(e.to_string()))?;
-            Ok(with_prelude(&script, &bin.path, &bin.sha256))
+            Ok(with_digest_check(&script, &bin.path, &bin.sha256))
         },
     )?;
     Ok((files, bin))

@@ -9,7 +9,6 @@ pub(crate) mod container;
 pub(crate) mod elastic;
 pub(crate) mod final_state;
 pub(crate) mod job_env;
-pub(crate) mod jobs_api;
 pub(crate) mod port_held;
 pub(crate) mod pyxis_name;
 pub(crate) mod run_files;

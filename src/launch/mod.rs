@@ -6,12 +6,12 @@
 
 pub(crate) mod config;
 pub(crate) mod container_runtime;
+pub(crate) mod digest_check;
 pub(crate) mod gpu_directive;
 pub(crate) mod job_spec;
 pub(crate) mod log_dir;
 pub(crate) mod node_binary;
 pub(crate) mod owned_directives;
-pub(crate) mod prelude;
 pub(crate) mod script_files;
 pub(crate) mod snapshot;
 pub(crate) mod task_file;

@@ -3,7 +3,7 @@
 //! A job may wait in the queue for days; the user may upgrade or move rayslurm meanwhile. So
 //! `launch` copies its own executable into the user's private tree (`bin/` of the state
 //! directory, which the nodes see as they see the user's home), named by its SHA-256, and the
-//! script runs that copy after checking the digest (see [`super::prelude`]). No other user can
+//! script runs that copy after checking the digest (see [`super::digest_check`]). No other user can
 //! put a program there, and a copy that changed is never run.
 
 use std::path::{Path, PathBuf};

@@ -341,7 +341,7 @@ fn assert_only(from: &str, allowed: &[&str]) {
 
 #[test]
 fn the_bootstrap_uses_only_the_layers_it_shares_with_the_launcher() {
-    assert_only("bootstrap", &["handoff", "slurm", "sys", "error"]);
+    assert_only("bootstrap", &["handoff", "ray", "slurm", "sys", "error"]);
 }
 
 #[test]
@@ -349,6 +349,7 @@ fn the_shared_layers_stay_below_the_login_side() {
     assert_only("handoff", &["sys", "error"]);
     assert_only("slurm", &["sys", "error"]);
     assert_only("sys", &["error"]);
+    assert_only("ray", &["sys", "error"]);
 }
 
 #[test]

@@ -8,7 +8,6 @@ use chrono::{Local, SecondsFormat};
 
 use super::auth_check::AuthCheck;
 use super::outcome::Outcome;
-use super::ready::say_dashboard;
 use super::teardown::Started;
 use crate::bootstrap::allocation::Allocation;
 use crate::bootstrap::node::say;
@@ -121,4 +120,19 @@ impl Head<'_> {
             self.publish_or_warn();
         }
     }
+}
+
+/// Tells where the dashboard is, if Ray started one (`--include-dashboard=false` does not);
+/// whether it did.
+pub(super) fn say_dashboard(node: &str, port: u16) -> bool {
+    let listening = ports::listening_locally(port);
+    if listening {
+        say(
+            node,
+            format!(
+                "Ray dashboard on {node} at 127.0.0.1:{port}; from the login node: ssh -N -L {port}:127.0.0.1:{port} {node}, then open http://localhost:{port}"
+            ),
+        );
+    }
+    listening
 }

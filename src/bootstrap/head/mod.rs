@@ -11,16 +11,17 @@ mod command;
 mod drain;
 mod elastic;
 mod kept_ports;
-mod lease;
 mod outcome;
 mod per_node;
 mod python;
 mod ready;
 mod requeue;
+mod run_dir_lease;
 mod serve;
 mod setups;
 mod srun_workers;
 mod start;
+mod startup;
 mod teardown;
 mod watchdog;
 
@@ -31,7 +32,7 @@ use chrono::{DateTime, Local, SecondsFormat};
 
 use outcome::Outcome;
 use requeue::Requeue;
-use start::StartUp;
+use startup::StartUp;
 use teardown::Started;
 
 use crate::bootstrap::allocation::Allocation;

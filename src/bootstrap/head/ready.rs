@@ -6,18 +6,17 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use super::auth_check::{self, AuthCheck, Verdict};
-use super::cluster::RayHead;
+use super::cluster::{RayHead, say_dashboard};
 use super::kept_ports;
 use super::outcome::Outcome;
 use super::srun_workers::{Joined, StepEvent};
-use super::start::StartUp;
+use super::startup::StartUp;
 use crate::bootstrap::heartbeat;
 use crate::bootstrap::node::{TICK, say};
-use crate::bootstrap::ports;
 use crate::bootstrap::protocol::Report;
-use crate::bootstrap::rank::setup::setup_failed;
 use crate::bootstrap::ray_node::RayStart;
 use crate::bootstrap::signals;
+use crate::bootstrap::user_code::setup::setup_failed;
 use crate::sys::process::describe_status;
 
 /// Which nodes have joined, and whether that is enough: the pure part of waiting.
@@ -228,21 +227,6 @@ impl StartUp<'_> {
         }
         Ok(())
     }
-}
-
-/// Tells where the dashboard is, if Ray started one (`--include-dashboard=false` does not);
-/// whether it did.
-pub(super) fn say_dashboard(node: &str, port: u16) -> bool {
-    let listening = ports::listening_locally(port);
-    if listening {
-        say(
-            node,
-            format!(
-                "Ray dashboard on {node} at 127.0.0.1:{port}; from the login node: ssh -N -L {port}:127.0.0.1:{port} {node}, then open http://localhost:{port}"
-            ),
-        );
-    }
-    listening
 }
 
 #[cfg(test)]

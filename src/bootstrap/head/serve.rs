@@ -20,8 +20,8 @@ use super::outcome::Outcome;
 use crate::bootstrap::node::{TICK, say};
 use crate::bootstrap::signals;
 use crate::handoff::final_state::Ending;
-use crate::handoff::jobs_api::{ApiError, JobsApi};
 use crate::handoff::port_held::PortHeld;
+use crate::ray::jobs_api::{ApiError, JobsApi};
 
 /// How often the head asks Ray whether any job runs or waits.
 const IDLE_CHECK_EVERY: Duration = Duration::from_secs(5);

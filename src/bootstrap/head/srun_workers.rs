@@ -15,7 +15,7 @@ use crate::bootstrap::heartbeat::{self, Liveness};
 use crate::bootstrap::kept_logs::{self, KEEP_LINE};
 use crate::bootstrap::node::{TICK, say};
 use crate::bootstrap::protocol::{Order, READY_PREFIX, Report};
-use crate::bootstrap::rank::setup::setup_failed;
+use crate::bootstrap::user_code::setup::setup_failed;
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::sys::process::Cmd;
 

@@ -1,6 +1,6 @@
 //! The head's start-up: the checks that come before anything starts, the run directory taken,
 //! then the head's ports (held until Ray binds them), Ray's token, the setups, Ray's head and the worker step (in the
-//! order the setup asks), until enough nodes have joined ([`super::ready`]). It ends with the
+//! order the setup asks), until enough nodes have joined ([`super::ready`]), on a [`StartUp`]. It ends with the
 //! [`Head`] of a ready cluster, or with how the start failed.
 
 use std::cell::{Cell, RefCell};
@@ -9,22 +9,22 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::cluster::{Head, RayHead};
-use super::lease::{self, Holder, Lease};
 use super::outcome::Outcome;
-use super::setups::Setups;
+use super::run_dir_lease::{self, Holder, Lease};
 use super::srun_workers::{Joined, WorkerStep};
+use super::startup::StartUp;
 use super::teardown::Started;
 use crate::bootstrap::allocation::Allocation;
 use crate::bootstrap::in_image;
 use crate::bootstrap::net::HostPort;
 use crate::bootstrap::node::{node_ip, say};
 use crate::bootstrap::ports::{self, HeadPorts, HeldRayPorts};
-use crate::bootstrap::rank::env::{attempt_env, setup_env_before_ray};
-use crate::bootstrap::rank::setup::{self, setup_failed};
-use crate::bootstrap::rank::user_command::Output;
 use crate::bootstrap::ray_auth::RayAuth;
 use crate::bootstrap::ray_node::{NodeRole, RayStart, start_node};
 use crate::bootstrap::signals;
+use crate::bootstrap::user_code::command::Output;
+use crate::bootstrap::user_code::env::{attempt_env, setup_env_before_ray};
+use crate::bootstrap::user_code::setup::{self, setup_failed};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::run_files::create_private_dir;
 use crate::slurm::env as slurm_env;
@@ -78,7 +78,7 @@ fn take_run_dir(dir: &Path, alloc: &Allocation) -> Result<Lease, Outcome> {
         job_id: alloc.job_id.clone(),
         restart: alloc.restart_count,
     };
-    Lease::take(dir, &me, &lease::slurm_liveness)
+    Lease::take(dir, &me, &run_dir_lease::slurm_liveness)
         .map_err(|e| Outcome::startup_failed(e.to_string()))
 }
 
@@ -99,18 +99,6 @@ fn wrong_directory(cwd: Option<&Path>, submit_dir: Option<&Path>, node: &str) ->
             cwd.display()
         )
     })
-}
-
-/// The start-up of a run with Ray (or with `--no-ray`) once its node's IP is known.
-pub(super) struct StartUp<'a> {
-    pub(super) args: &'a BootstrapArgs,
-    pub(super) alloc: &'a Allocation,
-    pub(super) started: &'a mut Started,
-    pub(super) ip: IpAddr,
-    /// When the start-up began, for the times the log gives.
-    pub(super) t0: Instant,
-    /// The nodes' setups, whose end starts `--ready-timeout`'s clock.
-    pub(super) setups: Setups,
 }
 
 impl<'a> StartUp<'a> {

@@ -4,15 +4,15 @@
 
 use std::time::Instant;
 
-use super::lease::Lease;
+use super::run_dir_lease::Lease;
 use super::srun_workers::WorkerStep;
 use super::watchdog::Watchdog;
 use crate::bootstrap::allocation::Allocation;
 use crate::bootstrap::kept_logs;
 use crate::bootstrap::marked::{self, RunMark};
 use crate::bootstrap::node::{RAY_STOP_GRACE, say};
-use crate::bootstrap::rank::user_command::UserCommand;
 use crate::bootstrap::ray_node::TempRoot;
+use crate::bootstrap::user_code::command::UserCommand;
 use crate::bootstrap::workdir::NodeWorkdir;
 use crate::handoff::bootstrap_args::BootstrapArgs;
 

@@ -19,7 +19,7 @@ use chrono::{Local, SecondsFormat};
 use nix::sys::signal::{SigHandler, Signal, killpg, signal};
 use nix::unistd::{ForkResult, Pid, fork, setsid};
 
-use super::lease::{self, Holder};
+use super::run_dir_lease::{self, Holder};
 use crate::bootstrap::allocation::Allocation;
 use crate::bootstrap::in_image;
 use crate::bootstrap::marked::{self, RunMark};
@@ -144,7 +144,7 @@ pub(in crate::bootstrap) fn run(args: &BootstrapArgs, alloc: &Allocation) -> i32
             job_id: alloc.job_id.clone(),
             restart: alloc.restart_count,
         };
-        lease::release_if_held(&dir.join(lease::LEASE), &me);
+        run_dir_lease::release_if_held(&dir.join(run_dir_lease::LEASE), &me);
     }
     let Some(path) = &args.state_file else {
         return 1;

@@ -5,13 +5,6 @@
 //! exit code. The head decides the run's end: the task exits 0 whatever its command did, so that
 //! srun's `--kill-on-bad-exit` (which kills at once, with SIGKILL) fires only if the task
 //! itself fails.
-//!
-//! Beside it, the user's code as every node runs it, whatever its role: the rank environment
-//! ([`env`]), the node's setup ([`setup`]) and the command itself ([`user_command`]).
-
-pub(crate) mod env;
-pub(crate) mod setup;
-pub(crate) mod user_command;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -25,12 +18,13 @@ use crate::bootstrap::allocation::Allocation;
 use crate::bootstrap::in_image;
 use crate::bootstrap::node::{TICK, node_ip, say};
 use crate::bootstrap::protocol::{Order, Report};
+use crate::bootstrap::user_code::command::{Output, UserCommand};
+use crate::bootstrap::user_code::env::{Ranks, attempt_env, rank_env};
+use crate::bootstrap::user_code::setup;
 use crate::bootstrap::workdir::NodeWorkdir;
 use crate::bootstrap::{byte_lines, heartbeat, signals};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::sys::process::exit_code_of;
-use env::{Ranks, attempt_env, rank_env};
-use user_command::{Output, UserCommand};
 
 /// Runs the task's part; the exit code is 0 unless the task itself failed.
 pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String, String>) -> i32 {

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use crate::bootstrap::node::{TICK, say};
-use crate::bootstrap::rank::user_command::{Output, UserCommand};
 use crate::bootstrap::signals;
+use crate::bootstrap::user_code::command::{Output, UserCommand};
 use crate::sys::process::exit_code_of;
 
 /// How long a setup told to stop has before it is killed.

@@ -17,7 +17,7 @@ use crate::sys::quote::shell_quote;
 
 /// `script` with the check inserted after its leading comment lines (the `#!` line, comments
 /// and `#SBATCH` directives).
-pub(crate) fn with_prelude(script: &str, bin: &Path, sha256: &str) -> String {
+pub(crate) fn with_digest_check(script: &str, bin: &Path, sha256: &str) -> String {
     // After the last `#SBATCH` line (or the `#!` line) of the leading comment block: the
     // template's own comments that introduce its first commands stay with them.
     let mut at = 0;
@@ -38,10 +38,10 @@ pub(crate) fn with_prelude(script: &str, bin: &Path, sha256: &str) -> String {
     } else {
         "\n"
     };
-    format!("{head}{sep}{}{rest}", prelude(bin, sha256))
+    format!("{head}{sep}{}{rest}", check_lines(bin, sha256))
 }
 
-fn prelude(bin: &Path, sha256: &str) -> String {
+fn check_lines(bin: &Path, sha256: &str) -> String {
     let bin = shell_quote(&bin.display().to_string());
     // The ids the user accepted as theirs (RAYSLURM_TRUST_UNVERIFIED_OWNER), as the tree's
     // check at the launch did.
@@ -94,7 +94,7 @@ mod tests {
     fn the_check_follows_the_directives_and_precedes_every_command() {
         let script =
             "#!/bin/bash\n# a comment\n#SBATCH --nodes=2\n\n# says hi\necho hi\n#SBATCH --late\n";
-        let out = with_prelude(script, Path::new("/s/bin/rayslurm-x"), "ab12");
+        let out = with_digest_check(script, Path::new("/s/bin/rayslurm-x"), "ab12");
         let check = out.find("sha256sum").unwrap();
         assert!(out.find("#SBATCH --nodes=2").unwrap() < check);
         assert!(check < out.find("# says hi\necho hi").unwrap());
@@ -117,7 +117,7 @@ mod tests {
         let bin = tmp.path().join("it's bin");
         std::fs::write(&bin, b"original").unwrap();
         let digest = crate::sys::digest::sha256_hex(b"original");
-        let script = with_prelude("#!/bin/bash\necho ran\n", &bin, &digest);
+        let script = with_digest_check("#!/bin/bash\necho ran\n", &bin, &digest);
         let run = || run_bash(&script);
         let ok = run();
         assert!(ok.status.success());
@@ -147,7 +147,7 @@ mod tests {
         let bin = dir.join("rayslurm-x");
         std::fs::write(&bin, b"original").unwrap();
         let digest = crate::sys::digest::sha256_hex(b"original");
-        let script = with_prelude("#!/bin/bash\necho ran\n", &bin, &digest);
+        let script = with_digest_check("#!/bin/bash\necho ran\n", &bin, &digest);
         let run = || run_bash(&script);
         let chmod = |p: &Path, mode: u32| {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();

@@ -1,0 +1,7 @@
+//! The user's code as every node runs it, whatever its role (head, worker, a per-node rank):
+//! the rank environment ([`env`]), the node's setup ([`setup`]) and the command itself
+//! ([`command`]). A library the roles share, not a role.
+
+pub(crate) mod command;
+pub(crate) mod env;
+pub(crate) mod setup;
