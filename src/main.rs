@@ -15,30 +15,30 @@
 //! - `sys/`: small system helpers (external commands, quoting, whole-file writes);
 //! - `state_dir`: where the user's state lives, which `runs/` and `launch/` share.
 //!
-//! The dependency rule, held by `tests/it/layers.rs` on every path the source names: a folder
-//! (or root file) names itself and what its row says, nothing else; the crate in the table
-//! (`clap`) only the rows naming it. A folder inside another is a room: nothing outside it names
-//! it but the file its row names, and that only one name deep (its entries), and nothing else in
-//! the parent folder names what that file holds. Each row names only rows below it.
+//! The dependency rule, held by `tests/it/layers.rs` on every path the source names (in `use`
+//! trees or inline): a folder or root file names itself and what its row lists, nothing else;
+//! a crate listed (`clap`) is for the rows listing it only. A row for a folder inside another
+//! makes it a room: only the file its row gives names it, and only its entries (one name deep);
+//! that file holds nothing the rest of its folder names.
 //!
-//! | folder            | may use                                                                |
-//! |-------------------|------------------------------------------------------------------------|
-//! | `main.rs`         | every layer                                                            |
-//! | `commands/`       | `cli` `clusters` `runs` `launch` `handoff` `slurm` `state_dir` `printer` `env_vars` `sys` `error` `clap` |
-//! | `cli/`            | `launch` `handoff` `env_vars` `clap`                                   |
-//! | `clusters/`       | `runs` `launch` `handoff` `slurm` `printer` `env_vars` `sys` `error`   |
-//! | `runs/`           | `launch` `handoff` `slurm` `state_dir` `printer` `sys` `error`         |
-//! | `launch/`         | `handoff` `slurm` `state_dir` `printer` `env_vars` `sys` `error`       |
-//! | `bootstrap/`      | `handoff` `slurm` `sys` `error`                                        |
-//! | `bootstrap/head/` | a room, named only by `bootstrap/mod.rs`                               |
+//! | folder              | may use                                                              |
+//! |---------------------|----------------------------------------------------------------------|
+//! | `main.rs`           | every layer                                                          |
+//! | `commands/`         | `cli` `clusters` `runs` `launch` `handoff` `slurm` `state_dir` `printer` `env_vars` `sys` `error` `clap` |
+//! | `cli/`              | `launch` `handoff` `env_vars` `clap`                                 |
+//! | `clusters/`         | `runs` `launch` `handoff` `slurm` `printer` `env_vars` `sys` `error` |
+//! | `runs/`             | `launch` `handoff` `slurm` `state_dir` `printer` `sys` `error`       |
+//! | `launch/`           | `handoff` `slurm` `state_dir` `printer` `env_vars` `sys` `error`     |
+//! | `bootstrap/`        | `handoff` `slurm` `sys` `error`                                      |
+//! | `bootstrap/head/`   | a room, named only by `bootstrap/mod.rs`                             |
 //! | `bootstrap/worker/` | a room, named only by `bootstrap/mod.rs`                             |
-//! | `handoff/`        | `sys` `error` `clap`                                                   |
-//! | `slurm/`          | `sys` `error`                                                          |
-//! | `state_dir.rs`    | `env_vars` `sys` `error`                                               |
-//! | `printer.rs`      | `env_vars`                                                             |
-//! | `env_vars.rs`     | `sys`                                                                  |
-//! | `sys/`            | `error`                                                                |
-//! | `error.rs`        |                                                                        |
+//! | `handoff/`          | `sys` `error` `clap`                                                 |
+//! | `slurm/`            | `sys` `error`                                                        |
+//! | `state_dir.rs`      | `env_vars` `sys` `error`                                             |
+//! | `printer.rs`        | `env_vars`                                                           |
+//! | `env_vars.rs`       | `sys`                                                                |
+//! | `sys/`              | `error`                                                              |
+//! | `error.rs`          |                                                                      |
 
 mod bootstrap;
 mod cli;
