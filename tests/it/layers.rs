@@ -46,7 +46,7 @@ fn table() -> Vec<Row> {
         if let Some((folder, cell)) = text.strip_prefix("| `").and_then(|t| t.split_once('|')) {
             let folder = module(folder.trim().trim_end_matches('`'));
             let uses = cell.split('`').skip(1).step_by(2).map(module).collect();
-            let text = text.to_owned();
+            let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
             rows.push(Row { folder, uses, text });
         }
     }
@@ -132,30 +132,32 @@ fn breaks() -> Vec<String> {
         };
         let text = std::fs::read_to_string(&path).unwrap();
         for (from, to, written, line) in paths_of(&file, &text, &crates) {
-            let says = format!("src/{file}:{line} names `{written}` ({to}), against the row");
+            let says = format!("src/{file}:{line} names `{written}` ({to})");
             let top = to.split("::").next().unwrap();
             let every = row.text.contains("| every layer");
             if !every && top != layer && !row.uses.iter().any(|n| n == top) {
-                bad.push(format!("{says} {}", row.text));
+                bad.push(format!("{says}, against the row {}", row.text));
             }
             for room in &rooms {
                 let (namer, inside) = (&room.uses[0], within(&to, &room.folder));
                 let deep = to.matches("::").count() > room.folder.matches("::").count() + 1;
                 let entry = inside && from == *namer && !deep;
-                seen.extend(entry.then_some(&room.folder));
+                seen.extend(entry.then(|| room.folder.clone()));
                 let own = to.strip_prefix(&format!("{namer}::")).unwrap_or(namer);
-                let dir = Path::new(SRC).join(namer.replace("::", "/"));
-                let kid = dir.join(own.split("::").next().unwrap());
+                let kid = Path::new(SRC).join(namer.replace("::", "/"));
+                let kid = kid.join(own.split("::").next().unwrap());
                 let own = own != namer && !kid.exists() && !kid.with_extension("rs").exists();
-                let back = own && within(&from, namer) && from != *namer;
-                if back || (inside && !entry && !within(&from, &room.folder)) {
-                    bad.push(format!("{says} {}", room.text));
+                if inside && !entry && !within(&from, &room.folder) {
+                    bad.push(format!("{says}, against the row {}", room.text));
+                } else if own && within(&from, namer) && from != *namer {
+                    bad.push(format!("{says}: {namer} names rooms, so only dispatches"));
                 }
             }
         }
+        seen.push(layer);
     }
-    for room in rooms.iter().filter(|r| !seen.contains(&&r.folder)) {
-        bad.push(format!("no path found into the room {}", room.text));
+    for row in rows.iter().filter(|r| !seen.contains(&r.folder)) {
+        bad.push(format!("the scan finds nothing for the row {}", row.text));
     }
     bad.dedup();
     bad
