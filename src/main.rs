@@ -16,11 +16,32 @@
 //! - `sys/`: small system helpers (external commands, quoting, whole-file writes);
 //! - `state_dir`: where the user's state lives, which `runs/` and `launch/` share.
 //!
-//! The dependency rule, checked by `tests/it/layers.rs`: `bootstrap/` runs on other hosts and
-//! uses only `handoff`, `ray`, `slurm`, `sys` and `error`; `handoff/`, `ray/`, `slurm/` and `sys/`
-//! use only each other (each may use `sys`, never the reverse) and `error`; `launch/`,
-//! `runs/` and `clusters/` never use `bootstrap` or `commands`; `launch/` uses neither `runs/`
-//! nor `clusters/`, and `runs/` not `clusters/`; only `main.rs` and `commands/` use `cli`.
+//! The dependency rule, held by `tests/it/layers.rs` on every path the source names (in `use`
+//! trees or inline): a folder or root file names itself and what its row lists, nothing else;
+//! a crate listed (`clap`) is for the rows listing it only. A row for a folder inside another
+//! makes it a room: only the file its row gives names it, and only its entries (one name deep);
+//! that file holds nothing the rest of its folder names.
+//!
+//! | folder              | may use                                                              |
+//! |---------------------|----------------------------------------------------------------------|
+//! | `main.rs`           | every layer                                                          |
+//! | `commands/`         | `cli` `clusters` `runs` `launch` `handoff` `ray` `slurm` `state_dir` `printer` `env_vars` `sys` `error` `clap` |
+//! | `cli/`              | `launch` `handoff` `env_vars` `clap`                                 |
+//! | `clusters/`         | `runs` `launch` `handoff` `ray` `slurm` `printer` `env_vars` `sys` `error` |
+//! | `runs/`             | `launch` `handoff` `slurm` `state_dir` `printer` `sys` `error`       |
+//! | `launch/`           | `handoff` `slurm` `state_dir` `printer` `env_vars` `sys` `error`     |
+//! | `bootstrap/`        | `handoff` `ray` `slurm` `sys` `error`                                |
+//! | `bootstrap/head/`   | a room, named only by `bootstrap/mod.rs`                             |
+//! | `bootstrap/worker/` | a room, named only by `bootstrap/mod.rs`                             |
+//! | `bootstrap/rank.rs` | a room, named only by `bootstrap/mod.rs`                             |
+//! | `handoff/`          | `sys` `error` `clap`                                                 |
+//! | `ray/`              | `sys` `error`                                                        |
+//! | `slurm/`            | `sys` `error`                                                        |
+//! | `state_dir.rs`      | `env_vars` `sys` `error`                                             |
+//! | `printer.rs`        | `env_vars`                                                           |
+//! | `env_vars.rs`       | `sys`                                                                |
+//! | `sys/`              | `error`                                                              |
+//! | `error.rs`          |                                                                      |
 
 mod bootstrap;
 mod cli;
