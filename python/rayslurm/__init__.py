@@ -24,12 +24,17 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Literal, Mapping, Optional, Union
 from typing import overload
 
-from . import _cli
+from . import _cli, _options
 from ._cli import ENDED_STATES, Command, PathLike, RayslurmError, find_bin, is_ended
+from ._clusters import ClusterRef, cluster_name, down, exec, queue, scale, up
 from ._jobs import EXEC_ENDED_STATES, Cluster, Dashboard, ExecJob, Job, wait_for_run
+from ._options import Env, EnvFiles, LaunchOptions, UpOptions
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "ENDED_STATES",
@@ -56,63 +61,13 @@ __all__ = [
 
 #: A run: a :class:`Job`, a job id, an experiment name, or a ``launch --json`` result.
 Target = Union[Job, str, int, Mapping[str, Any]]
-#: A cluster: its name, a :class:`Cluster`, or an :class:`ExecJob` (the cluster it ran on).
-ClusterRef = Union[str, Cluster, ExecJob, Mapping[str, Any]]
-Env = Union[Mapping[str, Any], Sequence[str]]
-EnvFiles = Union[PathLike, Sequence[PathLike]]
 
 
+@_options.takes(LaunchOptions, _options.LAUNCH)
 def launch(
     exp_name: Optional[str] = None,
     command: Optional[Command] = None,
-    *,
-    task: Optional[PathLike] = None,
-    again: Optional[Union[str, int, Job]] = None,
-    partition: Optional[str] = None,
-    account: Optional[str] = None,
-    qos: Optional[str] = None,
-    time: Optional[Union[str, int]] = None,
-    sbatch_arg: Optional[Sequence[str]] = None,
-    log_dir: Optional[PathLike] = None,
-    template: Optional[PathLike] = None,
-    num_nodes: Optional[int] = None,
-    tasks_per_node: Optional[int] = None,
-    cpus_per_task: Optional[int] = None,
-    num_gpus: Optional[Union[int, str]] = None,
-    gpu_directive: Optional[str] = None,
-    mem: Optional[str] = None,
-    mem_per_cpu: Optional[str] = None,
-    node: Optional[str] = None,
-    constraint: Optional[str] = None,
-    exclusive: Optional[bool] = None,
-    load_env: Optional[str] = None,
-    env: Optional[Env] = None,
-    env_file: Optional[EnvFiles] = None,
-    setup: Optional[str] = None,
-    setup_timeout: Optional[int] = None,
-    snapshot: bool = False,
-    workdir: Optional[PathLike] = None,
-    snapshot_max_size: Optional[Union[str, int]] = None,
-    no_ray: bool = False,
-    per_node: bool = False,
-    no_prefix: bool = False,
-    interface: Optional[str] = None,
-    ip_family: Optional[Union[str, int]] = None,
-    ready_timeout: Optional[int] = None,
-    stop_grace: Optional[int] = None,
-    port_base: Optional[int] = None,
-    min_nodes: Optional[int] = None,
-    object_store_memory: Optional[int] = None,
-    ray_args: Optional[str] = None,
-    ray_head_args: Optional[str] = None,
-    no_ray_auth: bool = False,
-    ray_metrics: bool = False,
-    signal: Optional[str] = None,
-    requeue: bool = False,
-    max_requeues: Optional[int] = None,
-    after: Optional[Union[str, int, Job]] = None,
-    singleton: bool = False,
-    dry_run: bool = False,
+    **options: Unpack[LaunchOptions],
 ) -> Job:
     """Writes an sbatch script for ``command`` and submits it (``rayslurm launch --json``).
 
@@ -150,210 +105,19 @@ def launch(
         TypeError: a parameter that does not exist, or a value that is not text or a number.
         FileNotFoundError: the rayslurm binary is missing.
     """
-    options = dict(locals())
-    del options["task"]
-    if task is None and again is None and (exp_name is None or command is None):
+    flags = {"exp_name": exp_name, "command": command, **_options.given(launch, options)}
+    task = flags.pop("task")
+    if task is None and flags["again"] is None and (exp_name is None or command is None):
         raise TypeError("launch() needs exp_name and command, a task file (task=), or again=")
     if command is not None:
-        options["command"] = _cli.command_line(command, "launch()")
+        flags["command"] = _cli.command_line(command, "launch()")
     for key in ("after", "again"):
-        if isinstance(options[key], Job):
-            options[key] = options[key]._target()
-    args = ["launch", *_cli.flags(options), "--json"]
+        if isinstance(flags[key], Job):
+            flags[key] = flags[key]._target()
+    args = ["launch", *_cli.flags(flags), "--json"]
     if task is not None:
         args += ["--", os.fspath(task)]
     return Job.from_launch(_cli.call_json(args, dict))
-
-
-def up(
-    name: str,
-    task: Optional[PathLike] = None,
-    *,
-    idle_timeout: Optional[Union[str, int]] = None,
-    partition: Optional[str] = None,
-    account: Optional[str] = None,
-    qos: Optional[str] = None,
-    time: Optional[Union[str, int]] = None,
-    sbatch_arg: Optional[Sequence[str]] = None,
-    log_dir: Optional[PathLike] = None,
-    template: Optional[PathLike] = None,
-    num_nodes: Optional[int] = None,
-    tasks_per_node: Optional[int] = None,
-    cpus_per_task: Optional[int] = None,
-    num_gpus: Optional[Union[int, str]] = None,
-    gpu_directive: Optional[str] = None,
-    mem: Optional[str] = None,
-    mem_per_cpu: Optional[str] = None,
-    node: Optional[str] = None,
-    constraint: Optional[str] = None,
-    exclusive: Optional[bool] = None,
-    load_env: Optional[str] = None,
-    env: Optional[Env] = None,
-    env_file: Optional[EnvFiles] = None,
-    setup: Optional[str] = None,
-    setup_timeout: Optional[int] = None,
-    interface: Optional[str] = None,
-    ip_family: Optional[Union[str, int]] = None,
-    ready_timeout: Optional[int] = None,
-    stop_grace: Optional[int] = None,
-    port_base: Optional[int] = None,
-    min_nodes: Optional[int] = None,
-    object_store_memory: Optional[int] = None,
-    ray_args: Optional[str] = None,
-    ray_head_args: Optional[str] = None,
-    no_ray_auth: bool = False,
-    ray_metrics: bool = False,
-    max_nodes: Optional[int] = None,
-    worker_idle_timeout: Optional[int] = None,
-    max_pending_workers: Optional[int] = None,
-    replace_failed: bool = False,
-    detach: bool = False,
-    dry_run: bool = False,
-) -> Cluster:
-    """Starts a persistent cluster (``rayslurm up NAME --json``) and, unless ``detach``,
-    waits until Ray is up on it.
-
-    The parameters are ``launch``'s (see :func:`launch`), with ``idle_timeout``: release
-    the allocation after this long without a job (``"30m"``, ``"2h"``; a number is minutes).
-    ``task``: a task file (``rayslurm up NAME TASK.yaml``) giving the cluster's nodes,
-    resources, envs and setup (its ``run`` is not run: its jobs come with :func:`exec`); the
-    other parameters override it.
-
-    ``max_nodes``: an elastic cluster, which grows with worker jobs (one node each) up to this
-    many nodes in all, the head's included, when Ray has work it cannot place, and gives each
-    back after ``worker_idle_timeout`` seconds idle (300); ``max_pending_workers`` (2) worker
-    jobs wait in Slurm's queue at once; ``replace_failed`` replaces one that a node failure or
-    a preemption ended. See :func:`scale`.
-
-    Raises:
-        RayslurmError: refused input or a name in use (``returncode`` 2), or the cluster's
-            job ended before Ray was up (1, with the bootstrap's message).
-    """
-    options = dict(locals())
-    del options["name"], options["task"]
-    args = ["up", *_cli.flags(options), "--json", "--", name]
-    if task is not None:
-        args.append(os.fspath(task))
-    result = _cli.call_json(args, dict)
-    job_id = result.get("job_id")
-    return Cluster(
-        name,
-        None if job_id is None else str(job_id),
-        result.get("log"),
-        result.get("script"),
-        bool(result.get("submitted", job_id is not None)),
-    )
-
-
-def _cluster_name(cluster: ClusterRef) -> str:
-    if isinstance(cluster, Cluster):
-        return cluster.name
-    if isinstance(cluster, ExecJob):
-        return cluster.cluster
-    if isinstance(cluster, Mapping):
-        name = cluster.get("cluster")
-        if not isinstance(name, str):
-            raise ValueError(f"not an exec() result (no cluster): {dict(cluster)!r}")
-        return name
-    if not isinstance(cluster, str):
-        raise TypeError(f"a cluster is named by a str or a Cluster, not {cluster!r}")
-    return cluster
-
-
-def exec(  # noqa: A001 (named after rayslurm's command)
-    cluster: ClusterRef,
-    command: Command,
-    *,
-    name: Optional[str] = None,
-    num_cpus: Optional[float] = None,
-    num_gpus: Optional[float] = None,
-    memory: Optional[str] = None,
-    per_node: bool = False,
-    num_nodes: Optional[int] = None,
-    setup: Optional[str] = None,
-    env: Optional[Env] = None,
-    env_file: Optional[EnvFiles] = None,
-) -> ExecJob:
-    """Submits ``command`` to a persistent cluster as a Ray job (``rayslurm exec -d --json``).
-
-    Returns as soon as the job is submitted: it waits in Ray's queue until its resources are
-    free; the :class:`ExecJob` follows it (``wait()``, ``state``, ``logs()``, ``cancel()``).
-
-    Args:
-        cluster: the cluster's name (``rayslurm up NAME``) or the :class:`Cluster` of :func:`up`.
-        command: a shell command line (run through bash), or a list of words, each passed as
-            it is (``["python", "train.py", "--lr", "0.1"]``).
-        num_cpus, num_gpus, memory: what the job (with ``per_node``: each rank) needs.
-        per_node: run the command once on each of ``num_nodes`` distinct nodes (every node
-            of the cluster by default), with the rank variables; ``setup`` runs first on each.
-        env, env_file: as for :func:`launch`.
-
-    Raises:
-        RayslurmError: refused input or the cluster is not up (``returncode`` 2), or the job
-            could not be submitted (1).
-    """
-    options = {
-        "name": name,
-        "num_cpus": num_cpus,
-        "num_gpus": num_gpus,
-        "memory": memory,
-        "per_node": per_node,
-        "num_nodes": num_nodes,
-        "setup": setup,
-        "env": env,
-        "env_file": env_file,
-    }
-    args = ["exec", _cluster_name(cluster), *_cli.flags(options), "-d", "--json"]
-    if isinstance(command, str):
-        args.append(f"--command={command}")
-    else:
-        args += ["--", *_cli.command_words(command, "exec()")]
-    return ExecJob(_cli.call_json(args, dict), per_node=per_node)
-
-
-def queue(cluster: ClusterRef) -> Dict[str, Any]:
-    """A cluster's jobs and resources (``rayslurm queue CLUSTER --json``).
-
-    Returns:
-        ``{"name", "job_id", "nodes", "cpus", "cpus_free", "gpus", "gpus_free", "time_left",
-        "jobs"}``; each of ``jobs`` is ``{"id", "name", "status", "submitted_at",
-        "started_at", "duration_seconds", "exit_code", "command", "log"}``, ``status`` as Ray
-        says it (``PENDING``, ``RUNNING``, ``SUCCEEDED``, ``FAILED``, ``STOPPED``).
-
-    Raises:
-        RayslurmError: no such cluster or it is not up (``returncode`` 2), or Ray could not
-            be asked (1).
-    """
-    return _cli.call_json(["queue", "--json", "--", _cluster_name(cluster)], dict)
-
-
-def scale(cluster: ClusterRef, change: str, *, timeout: Optional[int] = None) -> Dict[str, Any]:
-    """Grows or shrinks an elastic cluster (``rayslurm scale CLUSTER CHANGE --json``).
-
-    Args:
-        cluster: the cluster's name or the :class:`Cluster` of :func:`up` with ``max_nodes``.
-        change: ``"+N"`` (N worker jobs more), ``"-N"`` (N fewer: pending ones first, then the
-            idlest) or ``"=N"`` (N nodes in all, the head's own allocation included).
-        timeout: seconds to wait for the cluster's head to take the request (default 30).
-
-    Returns:
-        The cluster's jobs as its head reports them once it took the request: ``{"max_nodes",
-        "paused", "updated_at", "jobs"}``; each of ``jobs`` (the head's first) is ``{"job_id",
-        "role", "node", "state", "since", "idle_s"}``, as ``status()`` has them under
-        ``"elastic"``.
-
-    Raises:
-        RayslurmError: no such cluster, not an elastic one, not up, or a change beyond its
-            bounds (``returncode`` 2); the head did not take the request in time (1: it was
-            withdrawn).
-        TypeError: ``change`` is not a str.
-    """
-    return _cli.scale(_cluster_name(cluster), change, timeout)
-
-
-def down(cluster: ClusterRef) -> None:
-    """Stops a persistent cluster and releases its allocation (``rayslurm down``)."""
-    _cli.call_text(["down", "--", _cluster_name(cluster)])
 
 
 def _target_name(target: Target) -> str:
@@ -467,7 +231,7 @@ def logs(
     if isinstance(target, (Cluster, ExecJob)):
         if isinstance(target, ExecJob) and job is None:
             job = target.job
-        name = _cluster_name(target)
+        name = cluster_name(target)
     else:
         name = _target_name(target)
     args = _cli.logs_args(name, job, tail, follow)

@@ -14,6 +14,8 @@ mod container;
 mod heading;
 mod launch;
 pub(crate) mod parse;
+#[cfg(test)]
+mod python_api;
 mod runs;
 mod utility;
 mod values;
