@@ -10,6 +10,7 @@
 //! - `clusters/`: persistent clusters (`up`), opened by name, and the jobs submitted to them;
 //! - `slurm/`: every Slurm client and text format;
 //! - `ray/`: the Ray clients both sides use (the Jobs API);
+//! - `containers/`: the container runtimes, one file each, which both sides use;
 //! - `handoff/`: the contract between launcher and bootstrap (the bootstrap's arguments, the
 //!   cluster options, the environment set inside jobs, a run's file names, its final state);
 //! - `bootstrap/`: what runs inside the allocation, on every node;
@@ -17,8 +18,9 @@
 //! - `state_dir`: where the user's state lives, which `runs/` and `launch/` share.
 //!
 //! The dependency rule, checked by `tests/it/layers.rs`: `bootstrap/` runs on other hosts and
-//! uses only `handoff`, `ray`, `slurm`, `sys` and `error`; `handoff/`, `ray/`, `slurm/` and `sys/`
-//! use only each other (each may use `sys`, never the reverse) and `error`; `launch/`,
+//! uses only `handoff`, `containers`, `ray`, `slurm`, `sys` and `error`; `handoff/`, `containers/`,
+//! `ray/`, `slurm/` and `sys/` use only each other (`handoff` uses `containers`, which uses
+//! `slurm`; each may use `sys`, never the reverse) and `error`; `launch/`,
 //! `runs/` and `clusters/` never use `bootstrap` or `commands`; `launch/` uses neither `runs/`
 //! nor `clusters/`, and `runs/` not `clusters/`; only `main.rs` and `commands/` use `cli`.
 
@@ -26,6 +28,7 @@ mod bootstrap;
 mod cli;
 mod clusters;
 mod commands;
+mod containers;
 mod env_vars;
 mod error;
 mod handoff;

@@ -341,12 +341,16 @@ fn assert_only(from: &str, allowed: &[&str]) {
 
 #[test]
 fn the_bootstrap_uses_only_the_layers_it_shares_with_the_launcher() {
-    assert_only("bootstrap", &["handoff", "ray", "slurm", "sys", "error"]);
+    assert_only(
+        "bootstrap",
+        &["handoff", "containers", "ray", "slurm", "sys", "error"],
+    );
 }
 
 #[test]
 fn the_shared_layers_stay_below_the_login_side() {
-    assert_only("handoff", &["sys", "error"]);
+    assert_only("handoff", &["containers", "sys", "error"]);
+    assert_only("containers", &["slurm", "sys", "error"]);
     assert_only("slurm", &["sys", "error"]);
     assert_only("sys", &["error"]);
     assert_only("ray", &["sys", "error"]);
@@ -490,6 +494,7 @@ fn the_launcher_knows_nothing_of_what_follows_a_run() {
         "launch",
         &[
             "handoff",
+            "containers",
             "slurm",
             "sys",
             "error",
@@ -537,6 +542,7 @@ fn only_the_command_line_and_the_bootstraps_wire_format_use_clap() {
         "handoff/bootstrap_args.rs",
         "handoff/cluster.rs",
         "handoff/container.rs",
+        "containers/mod.rs",
     ];
     let uses_clap = Regex::new(r"(?m)^\s*use clap\b|\bclap::").unwrap();
     let mut users = Vec::new();
