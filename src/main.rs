@@ -10,6 +10,7 @@
 //! - `clusters/`: persistent clusters (`up`), opened by name, and the jobs submitted to them;
 //! - `slurm/`: every Slurm client and text format;
 //! - `ray/`: the Ray clients both sides use (the Jobs API);
+//! - `containers/`: the container runtimes, one file each, which both sides use;
 //! - `handoff/`: the contract between launcher and bootstrap (the bootstrap's arguments, the
 //!   cluster options, the environment set inside jobs, a run's file names, its final state);
 //! - `bootstrap/`: what runs inside the allocation, on every node;
@@ -25,16 +26,17 @@
 //! | folder              | may use                                                              |
 //! |---------------------|----------------------------------------------------------------------|
 //! | `main.rs`           | every layer                                                          |
-//! | `commands/`         | `cli` `clusters` `runs` `launch` `handoff` `ray` `slurm` `state_dir` `printer` `env_vars` `sys` `error` `clap` |
-//! | `cli/`              | `launch` `handoff` `env_vars` `clap`                                 |
+//! | `commands/`         | `cli` `clusters` `runs` `launch` `handoff` `containers` `ray` `slurm` `state_dir` `printer` `env_vars` `sys` `error` `clap` |
+//! | `cli/`              | `launch` `handoff` `containers` `env_vars` `clap`                    |
 //! | `clusters/`         | `runs` `launch` `handoff` `ray` `slurm` `printer` `env_vars` `sys` `error` |
 //! | `runs/`             | `launch` `handoff` `slurm` `state_dir` `printer` `sys` `error`       |
-//! | `launch/`           | `handoff` `slurm` `state_dir` `printer` `env_vars` `sys` `error`     |
-//! | `bootstrap/`        | `handoff` `ray` `slurm` `sys` `error`                                |
+//! | `launch/`           | `handoff` `containers` `slurm` `state_dir` `printer` `env_vars` `sys` `error` |
+//! | `bootstrap/`        | `handoff` `containers` `ray` `slurm` `sys` `error`                   |
 //! | `bootstrap/head/`   | a room, named only by `bootstrap/mod.rs`                             |
 //! | `bootstrap/worker/` | a room, named only by `bootstrap/mod.rs`                             |
 //! | `bootstrap/rank.rs` | a room, named only by `bootstrap/mod.rs`                             |
-//! | `handoff/`          | `sys` `error` `clap`                                                 |
+//! | `handoff/`          | `containers` `sys` `error` `clap`                                    |
+//! | `containers/`       | `slurm` `sys` `error` `clap`                                         |
 //! | `ray/`              | `sys` `error`                                                        |
 //! | `slurm/`            | `sys` `error`                                                        |
 //! | `state_dir.rs`      | `env_vars` `sys` `error`                                             |
@@ -47,6 +49,7 @@ mod bootstrap;
 mod cli;
 mod clusters;
 mod commands;
+mod containers;
 mod env_vars;
 mod error;
 mod handoff;

@@ -17,8 +17,9 @@ use std::sync::OnceLock;
 use anyhow::{Context, Result};
 
 use crate::bootstrap::enroot::{self, EnrootDirs};
+use crate::containers::{ContainerRuntime, Inside};
 use crate::handoff::bootstrap_args::BootstrapArgs;
-use crate::handoff::container::{ContainerOptions, ContainerRuntime, Inside, PyxisStep};
+use crate::handoff::container::ContainerOptions;
 use crate::handoff::job_env;
 use crate::handoff::pyxis_name::PyxisName;
 use crate::sys::process::Cmd;
@@ -83,7 +84,7 @@ pub(crate) fn named(args: &BootstrapArgs, job_id: &str, restart: u32) -> Result<
         .cluster
         .container
         .container()
-        .is_some_and(|c| c.runtime == ContainerRuntime::Pyxis);
+        .is_some_and(|c| c.runtime.runs_as_steps());
     if !pyxis || args.pyxis_container.is_some() {
         return Ok(args.clone());
     }
@@ -112,7 +113,7 @@ pub(crate) fn in_steps() -> bool {
     IMAGE
         .get()
         .and_then(|i| i.options.container())
-        .is_some_and(|c| c.runtime == ContainerRuntime::Pyxis)
+        .is_some_and(|c| c.runtime.runs_as_steps())
 }
 
 /// Whether the run has an image, which this process's programs run in.
@@ -140,21 +141,12 @@ pub(crate) fn wrap(cmd: Command) -> Command {
         gpus: image.gpus,
         tmpdir: env_of(&cmd, "TMPDIR").map(PathBuf::from),
         path: env_of(&cmd, "PATH"),
+        node: image.node.clone(),
+        name: image.name().to_owned(),
     };
     let mut program: Vec<OsString> = vec![cmd.get_program().to_owned()];
     program.extend(cmd.get_args().map(OsStr::to_owned));
-    let words = if container.runtime == ContainerRuntime::Pyxis {
-        let step = PyxisStep {
-            node: &image.node,
-            name: image.name(),
-        };
-        container.srun_step(&inside, &step, &program)
-    } else {
-        match container.wrap(&inside, &program) {
-            Some(words) => words,
-            None => return cmd,
-        }
-    };
+    let words = container.command(&inside, &program);
     let mut wrapped = Command::new(&words[0]);
     wrapped.args(&words[1..]);
     for (k, v) in cmd.get_envs() {
@@ -169,7 +161,7 @@ pub(crate) fn wrap(cmd: Command) -> Command {
     if let Some(user) = user_for(container.runtime) {
         wrapped.env("USER", user);
     }
-    if container.runtime == ContainerRuntime::Pyxis {
+    if container.runtime.runs_as_steps() {
         wrapped.env(job_env::IN_CONTAINER, image.name());
     }
     wrapped
@@ -183,10 +175,10 @@ fn env_of(cmd: &Command, key: &str) -> Option<OsString> {
         .map_or_else(|| std::env::var_os(key), |(_, v)| v.map(OsStr::to_owned))
 }
 
-/// `$USER` for Charliecloud, which refuses to start without it, when the job's environment
-/// has none (Slurm does not always set it).
+/// `$USER` for a runtime that refuses to start without it (Charliecloud), when the job's
+/// environment has none (Slurm does not always set it).
 fn user_for(runtime: ContainerRuntime) -> Option<String> {
-    if runtime != ContainerRuntime::Charliecloud || std::env::var_os("USER").is_some() {
+    if !runtime.needs_user() || std::env::var_os("USER").is_some() {
         return None;
     }
     nix::unistd::User::from_uid(nix::unistd::getuid())
@@ -218,7 +210,7 @@ pub(crate) fn check(node: &str, ray: bool) -> Result<(), String> {
     else {
         return Ok(());
     };
-    if container.runtime == ContainerRuntime::Pyxis {
+    if container.runtime.runs_as_steps() {
         // Before the node's first step, which makes the container.
         EnrootDirs::find().and_then(|dirs| dirs.check(node, &image.in_enroot()))?;
     }
@@ -232,7 +224,7 @@ pub(crate) fn check(node: &str, ray: bool) -> Result<(), String> {
     let out = wrap(sh).stdin(Stdio::null()).output().map_err(|e| {
         format!(
             "cannot run the container runtime `{}` on {node}: {e}",
-            container.runtime.program().unwrap_or("srun")
+            container.runtime.program()
         )
     })?;
     if out.status.success() {
@@ -267,11 +259,7 @@ fn own_mounts(
         if path.starts_with("/tmp") || path == Path::new("/") {
             continue;
         }
-        let at = if runtime == ContainerRuntime::Charliecloud {
-            mount_point(Path::new(image_path), path)
-        } else {
-            path.to_owned()
-        };
+        let at = runtime.mount_point(Path::new(image_path), path);
         if !own.iter().any(|o: &PathBuf| path.starts_with(o)) {
             own.retain(|o: &PathBuf| !o.starts_with(&at));
             own.push(at);
@@ -306,39 +294,9 @@ pub(crate) fn remove_container(node: &str) {
     );
 }
 
-/// The deepest ancestor of `path` (itself included) that a directory image has, other than
-/// `/`; `path` itself when there is none or the image is not a directory (a SquashFS file), so
-/// that Charliecloud's own message names the path it cannot mount.
-pub(crate) fn mount_point(image: &Path, path: &Path) -> PathBuf {
-    if !image.is_dir() {
-        return path.to_owned();
-    }
-    path.ancestors()
-        .filter(|a| *a != Path::new("/"))
-        .find(|a| image.join(a.strip_prefix("/").unwrap_or(a)).is_dir())
-        .map_or_else(|| path.to_owned(), Path::to_owned)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn charliecloud_mounts_at_the_deepest_directory_the_image_has() {
-        let image = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(image.path().join("srv/lab/shared")).unwrap();
-        std::fs::create_dir_all(image.path().join("home")).unwrap();
-        let at = |p: &str| mount_point(image.path(), Path::new(p));
-        assert_eq!(at("/srv/lab/shared/tests/x"), Path::new("/srv/lab/shared"));
-        assert_eq!(at("/srv/lab/shared"), Path::new("/srv/lab/shared"));
-        assert_eq!(at("/home/u/proj"), Path::new("/home"));
-        // Nothing but `/`: the path itself, for ch-run to refuse by name.
-        assert_eq!(at("/lustre/u/proj"), Path::new("/lustre/u/proj"));
-        assert_eq!(
-            mount_point(Path::new("/no/such/image.sqfs"), Path::new("/home/u")),
-            Path::new("/home/u")
-        );
-    }
 
     /// The head (and an elastic worker job) name the attempt's container afresh, with 16
     /// random hex digits; every other role keeps the head's, and has to be given one.
@@ -347,7 +305,7 @@ mod tests {
         use crate::handoff::cluster::ClusterOptions;
         let mut cluster = ClusterOptions::default();
         cluster.container.container_image = Some("/i.sqsh".into());
-        cluster.container.container_runtime = Some(ContainerRuntime::Pyxis);
+        cluster.container.container_runtime = ContainerRuntime::named("pyxis");
         let head = BootstrapArgs::head("/s.json".into(), "/r.d".into(), 0, cluster);
         let name = |a: &BootstrapArgs| a.pyxis_container.clone().unwrap().to_string();
         let first = name(&named(&head, "42", 0).unwrap());
@@ -370,7 +328,7 @@ mod tests {
         assert!(err.contains("the head named no pyxis container"), "{err}");
         // Without pyxis: no name.
         let mut plain = head;
-        plain.cluster.container.container_runtime = Some(ContainerRuntime::Charliecloud);
+        plain.cluster.container.container_runtime = ContainerRuntime::named("charliecloud");
         assert!(named(&plain, "42", 0).unwrap().pyxis_container.is_none());
     }
 
@@ -388,14 +346,14 @@ mod tests {
         };
         let path = image.path().to_str().unwrap();
         let ch = own_mounts(
-            ContainerRuntime::Charliecloud,
+            ContainerRuntime::named("charliecloud").unwrap(),
             path,
             &img,
             Path::new("/home/u/p"),
         );
         assert_eq!(ch, [PathBuf::from("/home")]);
         let ap = own_mounts(
-            ContainerRuntime::Apptainer,
+            ContainerRuntime::named("apptainer").unwrap(),
             path,
             &img,
             Path::new("/tmp/rs0-1.0-workdir"),

@@ -1,14 +1,15 @@
 //! `launch`'s and `up`'s container flags, in pyxis's own spellings: the image every program of
 //! the run (Ray, the setup, the command) runs in on the nodes, and how. Resolved with the config
-//! files into `handoff::container::ContainerOptions` (`commands::settings::container`).
+//! files into `handoff::container::ContainerOptions` (`commands::settings::container`); the runtimes
+//! themselves are `containers`.
 
 use std::path::PathBuf;
 
 use clap::Args;
 
 use super::heading;
+use crate::containers::{ContainerRuntime, Mount};
 use crate::env_vars;
-use crate::handoff::container::{ContainerRuntime, Mount};
 
 #[derive(Debug, Clone, Default, Args)]
 pub(crate) struct ContainerArgs {

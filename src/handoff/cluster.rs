@@ -412,7 +412,7 @@ mod tests {
                 container_image: Some("/images/a b.sqsh".into()),
                 container_mounts: vec!["/data:/mnt/data:ro".parse().unwrap()],
                 container_workdir: Some("/mnt/data".into()),
-                container_runtime: Some(crate::handoff::container::ContainerRuntime::Apptainer),
+                container_runtime: crate::containers::ContainerRuntime::named("apptainer"),
             },
         }
     }

@@ -1,11 +1,9 @@
 //! On the login node, from flags to a submitted job: arguments resolved into a
 //! [`config::LaunchConfig`], the template context ([`job_spec::JobSpec`]), the rendered script
 //! ([`template::Template`]), its files ([`script_files`]) and the node-visible copy of this
-//! binary ([`node_binary`]), the log directory ([`log_dir`]), the container runtime when none is named
-//! ([`container_runtime`]). Submission itself is `slurm::sbatch`.
+//! binary ([`node_binary`]), the log directory ([`log_dir`]). Submission itself is `slurm::sbatch`.
 
 pub(crate) mod config;
-pub(crate) mod container_runtime;
 pub(crate) mod digest_check;
 pub(crate) mod gpu_directive;
 pub(crate) mod job_spec;

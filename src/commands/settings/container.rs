@@ -1,18 +1,15 @@
 //! The container flags (`launch`'s and `up`'s), with the config files' keys, into the options
 //! the bootstrap gets: the image (a path made absolute, `docker://` in the runtime's own
 //! spelling), the mounts, the working directory inside the image, and always a runtime, named
-//! or found on the login node (`launch::container_runtime`), so that the nodes never guess.
+//! or found on the login node (`containers::Found`), so that the nodes never guess.
 
 use std::path::{Path, PathBuf};
 
 use crate::cli::ContainerArgs;
+use crate::containers::{ContainerRuntime, Found, Mount};
 use crate::error::{UsageError, show};
-use crate::handoff::container::{ContainerOptions, ContainerRuntime, Mount};
+use crate::handoff::container::ContainerOptions;
 use crate::launch::config::{Sources, layered};
-use crate::launch::container_runtime::Runtimes;
-
-/// What a registry image is given as to every runtime but pyxis.
-const DOCKER: &str = "docker://";
 
 /// The container flags with the files' values, checked; no image, no container.
 pub(super) fn resolve(args: &ContainerArgs, src: &Sources) -> Result<ContainerOptions, UsageError> {
@@ -54,7 +51,7 @@ pub(super) fn resolve(args: &ContainerArgs, src: &Sources) -> Result<ContainerOp
     ) {
         Some(named) => (named, "--container-runtime"),
         None => {
-            let found = src.runtimes.clone().unwrap_or_else(Runtimes::of_login_node);
+            let found = src.runtimes.clone().unwrap_or_else(Found::of_login_node);
             (found.choose()?, "the runtime this node has")
         }
     };
@@ -154,26 +151,37 @@ fn check_exists(image: &str, path: &Path) -> Result<(), UsageError> {
     .hint("give the path of an image the nodes see too (on a shared filesystem), e.g. made by `apptainer pull /shared/img.sif docker://IMAGE` or `enroot import -o /shared/img.sqsh docker://IMAGE`"))
 }
 
-/// The mounts as `runtime` takes them: Charliecloud's are read-write, with no `:ro`.
+/// The mounts as `runtime` takes them: some cannot mount read-only (Charliecloud).
 fn check_mounts_for(
     mounts: &[Mount],
     (runtime, how): (ContainerRuntime, &str),
 ) -> Result<(), UsageError> {
     match mounts.iter().find(|m| m.read_only) {
-        Some(m) if runtime == ContainerRuntime::Charliecloud => Err(UsageError::new(format!(
-            "--container-mounts {} asks for a read-only mount, which charliecloud ({how}) cannot make: its mounts are read-write",
+        Some(m) if !runtime.mounts_read_only() => Err(UsageError::new(format!(
+            "--container-mounts {} asks for a read-only mount, which {runtime} ({how}) cannot make: its mounts are read-write",
             show(&m.to_string())
         ))
-        .hint("leave out `:ro`, or use a runtime that mounts read-only (apptainer, singularity, pyxis)")),
+        .hint(format!(
+            "leave out `:ro`, or use a runtime that mounts read-only ({})",
+            read_only_runtimes()
+        ))),
         _ => Ok(()),
     }
 }
 
-/// The image as `runtime` takes it: a path absolute and existing; `docker://IMAGE` in pyxis's
-/// spelling for pyxis, refused by Charliecloud (which runs local images only: a path, or a
-/// name in its own storage); a bare registry
-/// name refused by Apptainer and Singularity (which would read it as a path).
-/// `how` says where the runtime came from, for errors.
+/// The runtimes that mount read-only, for hints.
+fn read_only_runtimes() -> String {
+    let names: Vec<&str> = ContainerRuntime::all()
+        .iter()
+        .filter(|r| r.mounts_read_only())
+        .map(|r| r.name())
+        .collect();
+    names.join(", ")
+}
+
+/// The image as `runtime` takes it: a path absolute and existing, any other name in the
+/// runtime's own spelling (or refused by it). `how` says where the runtime came from, for
+/// errors.
 fn image_for(
     image: &str,
     (runtime, how): (ContainerRuntime, &str),
@@ -183,41 +191,7 @@ fn image_for(
         check_exists(image, &path)?;
         return Ok(path.display().to_string());
     }
-    match runtime {
-        ContainerRuntime::Pyxis => Ok(image
-            .strip_prefix(DOCKER)
-            .map_or_else(|| image.to_owned(), pyxis_name)),
-        ContainerRuntime::Charliecloud if image.contains("://") => Err(UsageError::new(format!(
-            "--container-image {} is a registry image, and charliecloud ({how}) runs only local ones",
-            show(image)
-        ))
-        .hint("pull it here first (`ch-image pull IMAGE`, then `ch-convert IMAGE /shared/IMAGE.sqfs`) and give that path, or the name of an image in ch-image's storage")),
-        ContainerRuntime::Charliecloud => Ok(image.to_owned()),
-        ContainerRuntime::Apptainer | ContainerRuntime::Singularity if !image.contains("://") => {
-            Err(UsageError::new(format!(
-                "--container-image {} is neither a path that exists here nor a URI, as {runtime} ({how}) takes images",
-                show(image)
-            ))
-            .hint(format!(
-                "for a registry image give `{DOCKER}{image}`; for a file, its path (`./{image}` or from `/`)"
-            )))
-        }
-        ContainerRuntime::Apptainer | ContainerRuntime::Singularity => Ok(image.to_owned()),
-    }
-}
-
-/// A Docker image name as pyxis (enroot) spells it: a registry host (the first part, when it
-/// has a `.` or `:`, or is `localhost`, as Docker reads it) is followed by `#`, not `/`:
-/// `nvcr.io/nvidia/pytorch:24.05-py3` is `nvcr.io#nvidia/pytorch:24.05-py3`.
-fn pyxis_name(name: &str) -> String {
-    match name.split_once('/') {
-        Some((host, rest))
-            if !name.contains('#') && (host.contains(['.', ':']) || host == "localhost") =>
-        {
-            format!("{host}#{rest}")
-        }
-        _ => name.to_owned(),
-    }
+    runtime.image_name(image, how)
 }
 
 #[cfg(test)]

@@ -4,7 +4,11 @@
 use clap::Parser;
 
 use super::*;
-use crate::handoff::container::Mount;
+
+/// The runtime of that name.
+fn rt(name: &str) -> ContainerRuntime {
+    ContainerRuntime::named(name).unwrap()
+}
 
 #[derive(Parser)]
 struct Args {
@@ -13,7 +17,7 @@ struct Args {
 }
 
 /// A working directory holding `img.sqsh`, where the login node has `runtimes`.
-fn src(dir: &Path, runtimes: Runtimes) -> Sources {
+fn src(dir: &Path, runtimes: Found) -> Sources {
     std::fs::write(dir.join("img.sqsh"), "").unwrap();
     Sources {
         cwd: dir.to_owned(),
@@ -22,11 +26,8 @@ fn src(dir: &Path, runtimes: Runtimes) -> Sources {
     }
 }
 
-fn pyxis() -> Runtimes {
-    Runtimes {
-        pyxis: true,
-        on_path: Vec::new(),
-    }
+fn pyxis() -> Found {
+    Found(vec![(rt("pyxis"), PathBuf::from("/usr/bin/srun"))])
 }
 
 fn resolved(argv: &[&str], src: &Sources) -> Result<ContainerOptions, UsageError> {
@@ -65,7 +66,7 @@ fn no_image_no_container_and_a_flag_without_one_is_refused() {
         "container_runtime".into(),
         "RAYSLURM_CONTAINER_RUNTIME".into(),
     )];
-    site.user.container_runtime = Some(ContainerRuntime::Apptainer);
+    site.user.container_runtime = Some(rt("apptainer"));
     let none = resolved(&["--container-runtime", "apptainer"], &site).unwrap();
     assert_eq!(none, ContainerOptions::default());
 }
@@ -98,7 +99,7 @@ fn every_flag_reaches_the_options_with_the_runtime_always_named() {
             container_image: Some(dir.path().join("img.sqsh").display().to_string()),
             container_mounts: mounts,
             container_workdir: Some("/workspace".into()),
-            container_runtime: Some(ContainerRuntime::Pyxis),
+            container_runtime: Some(rt("pyxis")),
         }
     );
 }
@@ -222,30 +223,26 @@ fn bad_images_and_workdirs_are_refused_with_the_value() {
 #[test]
 fn the_runtime_is_found_only_where_unambiguous() {
     let dir = tempfile::tempdir().unwrap();
-    let ch = |more: &[(ContainerRuntime, &str)]| Runtimes {
-        pyxis: false,
-        on_path: more.iter().map(|(r, p)| (*r, PathBuf::from(p))).collect(),
+    let ch = |more: &[(ContainerRuntime, &str)]| {
+        Found(more.iter().map(|(r, p)| (*r, PathBuf::from(p))).collect())
     };
-    let runtime = |r: Runtimes| {
+    let runtime = |r: Found| {
         resolved(&["--container-image", "img.sqsh"], &src(dir.path(), r))
             .map(|o| o.container_runtime.unwrap())
     };
-    assert_eq!(runtime(pyxis()).unwrap(), ContainerRuntime::Pyxis);
-    let one = ch(&[(ContainerRuntime::Charliecloud, "/usr/bin/ch-run")]);
-    assert_eq!(runtime(one).unwrap(), ContainerRuntime::Charliecloud);
+    assert_eq!(runtime(pyxis()).unwrap(), rt("pyxis"));
+    let one = ch(&[(rt("charliecloud"), "/usr/bin/ch-run")]);
+    assert_eq!(runtime(one).unwrap(), rt("charliecloud"));
     assert!(runtime(ch(&[])).is_err());
     let two = ch(&[
-        (ContainerRuntime::Apptainer, "/a/apptainer"),
-        (ContainerRuntime::Charliecloud, "/usr/bin/ch-run"),
+        (rt("apptainer"), "/a/apptainer"),
+        (rt("charliecloud"), "/usr/bin/ch-run"),
     ]);
     assert!(runtime(two).unwrap_err().message.contains("several"));
     // What the detection says is named in a refusal that comes of it.
     let e = error(
         &["--container-image", "docker://ubuntu"],
-        &src(
-            dir.path(),
-            ch(&[(ContainerRuntime::Charliecloud, "/c/ch-run")]),
-        ),
+        &src(dir.path(), ch(&[(rt("charliecloud"), "/c/ch-run")])),
     );
     assert!(
         e.contains("charliecloud (the runtime this node has)"),
@@ -267,7 +264,7 @@ fn files_give_what_the_command_line_leaves_and_say_where_a_bad_value_came_from()
     assert_eq!(o.container_image.as_deref(), Some("/"));
     assert_eq!(o.container_mounts.len(), 2);
     assert_eq!(o.container_workdir, Some("/proj".into()));
-    assert_eq!(o.container_runtime, Some(ContainerRuntime::Apptainer));
+    assert_eq!(o.container_runtime, Some(rt("apptainer")));
     let o = resolved(
         &["--container-mounts", "/z", "--container-image", "img.sqsh"],
         &s,

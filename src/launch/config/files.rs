@@ -8,13 +8,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::containers::{ContainerRuntime, Found, Mount};
 use crate::env_vars;
 use crate::error::UsageError;
 use crate::handoff::cluster::IpFamily;
-use crate::handoff::container::{ContainerRuntime, Mount};
 use crate::launch::config::project_file;
 use crate::launch::config::trust::TrustStore;
-use crate::launch::container_runtime::Runtimes;
 use crate::launch::gpu_directive::GpuDirective;
 use crate::printer::Printer;
 
@@ -179,7 +178,7 @@ pub(crate) struct Sources {
     pub(crate) variables: Vec<(String, String)>,
     /// The container runtimes to choose from when a run has an image and names no runtime;
     /// `None`: the login node's, asked then (and only then).
-    pub(crate) runtimes: Option<Runtimes>,
+    pub(crate) runtimes: Option<Found>,
 }
 
 impl Sources {
