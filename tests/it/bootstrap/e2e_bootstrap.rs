@@ -71,7 +71,7 @@ fn three_nodes_form_a_cluster_and_the_command_sees_them() {
 
 /// A Ray run's command (on the head, its output inherited): its exit code is the job's, and the
 /// bytes it prints reach the log unchanged, UTF-8 or not (a regression of the per-node runs:
-/// `e2e_per_node::output_that_is_not_utf8_passes_through_unchanged`). One run checks both: a
+/// `per_node::e2e_per_node::output_that_is_not_utf8_passes_through_unchanged`). One run checks both: a
 /// Ray start of 2 nodes is seconds of the lab's 2 cores.
 #[test]
 fn a_ray_commands_exit_code_is_the_jobs_and_its_output_passes_through_unchanged() {

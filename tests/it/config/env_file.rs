@@ -1,4 +1,4 @@
-//! `--env-file FILE` of `launch` and `up` (and `exec`, in `exec.rs`): values reach the
+//! `--env-file FILE` of `launch` and `up` (and `exec`, in `clusters/exec.rs`): values reach the
 //! script's `export` lines without being on the command line; a bad line is `FILE:LINE: why`,
 //! exit 2, with no script written and no value printed; `-v` never echoes a value.
 

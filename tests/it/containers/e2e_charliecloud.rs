@@ -214,7 +214,7 @@ fn an_image_that_cannot_start_fails_the_run_at_start_up_with_the_runtimes_words(
     };
     let place = Place::new(lab, "cmissing");
     // A directory that is no image (an image path that does not exist on the login node is
-    // refused by `launch` before anything is submitted: tests/it/launch/container.rs).
+    // refused by `launch` before anything is submitted: tests/it/containers/cli.rs).
     let missing = lab.workdir("not-an-image");
     let args = [
         "launch",

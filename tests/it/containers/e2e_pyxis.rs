@@ -6,7 +6,7 @@
 //! The container's name has a random part; and tried as `rsbob` against runs of `rsalice`
 //! (docs/security.md), enroot's directories that are not hers alone fail her run at start-up.
 //!
-//! The container tests' own step (`RAYSLURM_TEST_CONTAINERS=1`), as e2e_containers.
+//! The container tests' own step (`RAYSLURM_TEST_CONTAINERS=1`), as `e2e_charliecloud.rs`.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

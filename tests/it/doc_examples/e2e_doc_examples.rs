@@ -1,5 +1,5 @@
 //! The examples of README.md and docs/*.md, run against the test cluster as a user would type
-//! them (see `doc_examples.rs` for how they are marked and read).
+//! them (see `marks.rs` for how they are marked and read).
 //!
 //! Each file's examples run in order, in one fresh project directory on the shared
 //! filesystem (also its HOME; README.md's in two tests of their own, side by side), as a
@@ -192,8 +192,8 @@ fn ran_some(ran: Option<usize>) {
 /// runs the examples that hold its words; a new example fails
 /// `every_readme_example_is_run_by_one_test` until it is given to one.
 /// (The first example, `--exp-name sweep`, is not run: it is the launch of "A first run there"
-/// under another name, which `doc_examples::the_readmes_first_example_is_the_launch_of_a_first_
-/// run_there` checks; a second 2-node Ray run of it would only cost the lab's 2 cores.)
+/// under another name, which `doc_examples::marks::the_readmes_first_example_is_the_launch_of_a_
+/// first_run_there` checks; a second 2-node Ray run of it would only cost the lab's 2 cores.)
 const README_PARTS: [(&str, &str); 2] = [
     (
         "e2e_doc_examples_readme_a_first_run_there",

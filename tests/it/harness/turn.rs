@@ -9,7 +9,7 @@ use std::time::Instant;
 /// that kills a node (one such test at a time). Held until the test ends; then, when
 /// `RAYSLURM_TEST_TIMES` names a file, one line is added to it: the test's name, its kind of
 /// turn, the seconds it waited for the turn and the seconds it held it, and when it got it
-/// (seconds after the first test asked for a turn; see docs/testing.md).
+/// (seconds after the first test asked for a turn; see docs/testing.md, "Timing a run").
 pub struct Turn {
     crash: Option<MutexGuard<'static, ()>>,
     /// Its place among the tests that hold the cluster at once; given up after the line.

@@ -18,7 +18,7 @@ use crate::harness::{lab, text, unique_name, wait_job_end};
 /// What the attacker plants before the victim's launch: the names the victim's next files
 /// would have in the shared directory and in its default log directory (the victim's, made
 /// group-writable by an earlier launch: links to the victim's results, for the next minute).
-/// (A default log directory the attacker makes is refused: `e2e_ports.rs`.)
+/// (A default log directory the attacker makes is refused: `e2e_ports`.)
 fn plant(dir: &Path, results: &Path) {
     let script = format!(
         r#"
