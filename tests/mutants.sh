@@ -2,7 +2,7 @@
 # Mutation testing (docs/testing.md, "Mutation testing"): cargo-mutants changes the code of the
 # modules that decide safety and correctness one small way at a time (an operator, a condition,
 # a function's result) and runs the tests on each change; a change no test notices ("missed")
-# is a gap in the tests, unless it changes nothing a user could see (docs/testing.md explains
+# is a gap in the tests, unless it changes nothing a user could see (docs/benchmarks.md explains
 # each one left). Started by hand or on a CI schedule, never by tests/run.sh or .ci/run: a
 # whole run takes hours on 2 cores.
 #
@@ -14,9 +14,10 @@
 # RAYSLURM_MUTANTS_JOBS=1 for one at a time).
 # RAYSLURM_MUTANTS_TESTS=unit runs the unit tests only (`cargo test --bins`, seconds a mutant);
 # the default, unit+cli, adds the CLI tests (`cargo test --test it`) but none of the
-# end-to-end ones (`e2e_*`: they need the test cluster), which run only on a mutant the unit
-# tests let through. Results go to target/mutants/MODULE/mutants.out; the figures of each
-# module (caught counts timeouts, which a mutant that loops forever gives) are printed at the end.
+# end-to-end ones (the files `e2e_*.rs`, the filter `e2e_`: they need the test cluster), which
+# run only on a mutant the unit tests let through. Results go to
+# target/mutants/MODULE/mutants.out; the figures of each module (caught counts timeouts, which
+# a mutant that loops forever gives) are printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as README.md gives it: bring the local test cluster up (installing
 # Slurm, tini and a Ray venv when missing), then run every test, end-to-end ones included.
-# Extra arguments go to `cargo test` (e.g. `bash tests/run.sh e2e_bootstrap`). Then the Python
+# Extra arguments go to `cargo test` (e.g. `bash tests/run.sh bootstrap::`, a feature's folder). Then the Python
 # wheel is built and checked as users install it, with one real launch of its binary.
 #
 # The end-to-end tests mostly wait (for Slurm, for Ray to start, for time limits), so they run
@@ -10,7 +10,7 @@
 # (default 6), the longest first (the harness's LONG_FIRST): libtest gets a thread for every
 # test (RUST_TEST_THREADS), so that every test is in line from the start. RAYSLURM_TEST_SLURM=25.11 runs them on a vendored
 # Slurm release instead of Debian's (tests/slurm-matrix.sh runs every one). Each part's time is printed at the end;
-# docs/testing.md has the figures.
+# docs/benchmarks.md has the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 times=()
@@ -43,10 +43,10 @@ timed "unit tests" cargo test --bins "$@"
 # Only the integration tests run side by side: some unit tests watch this process's own sockets.
 timed "integration tests" env RAYSLURM_TEST_CONTAINERS=0 RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" \
   RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-6}" cargo test --test it "$@"
-# The container tests are a step of their own (e2e_containers and e2e_containers_pyxis).
+# The container tests are a step of their own (tests/it/containers/e2e_*.rs: Charliecloud and pyxis).
 if [[ ${RAYSLURM_TEST_CONTAINERS:-} == 1 ]]; then
   timed "container tests" env RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" \
-    RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-6}" cargo test --test it "$@" -- e2e_containers
+    RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-6}" cargo test --test it "$@" -- containers::e2e_
 fi
 export RAYSLURM_WHEEL_E2E=1
 timed "wheel build and check" bash tests/wheel/check.sh

@@ -28,7 +28,7 @@ for v in $versions; do
     cargo test --test it "${filter[@]}" >>"$log" 2>&1
   rc=$?
   summary=$(grep -E '^test result:' "$log" | tail -n1 | sed 's/^test result: //; s/; finished.*//')
-  failed=$(grep -E '^    e2e_' "$log" | tr -d ' ' | paste -sd, -)
+  failed=$(grep -E '^    [a-z_:]*e2e_' "$log" | tr -d ' ' | paste -sd, -)
   results+=("$version|${summary:-no result (exit $rc)}${failed:+ (failed: $failed)}|$((SECONDS - t0)) s")
 done
 bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-6}" "${RAYSLURM_TEST_CRASH_NODES:-2}" --slurm debian >/dev/null 2>&1 || true

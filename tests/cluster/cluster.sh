@@ -32,7 +32,7 @@
 #   Partition "lab" (default), the nodes after the first N in partition "crash" (only the tests
 #   that kill a node use them, so that no other test's job is on a node they kill), partition
 #   "labshare" over the lab nodes with OverSubscribe=FORCE:4 (several runs on one node beyond its
-#   2 CPUs, as on a site's shared partition: e2e_ports), CPUs=2 RealMemory=4000 DefMemPerCPU=1000 per node, MinJobAge=300,
+#   2 CPUs, as on a site's shared partition: tests/it/shared_cluster/e2e_ports.rs), CPUs=2 RealMemory=4000 DefMemPerCPU=1000 per node, MinJobAge=300,
 #   AuthInfo=cred_expire=10 (a requeued job may start again after 11 s, not Slurm's 121 s),
 #   SchedulerParameters=bf_interval=2 (a small job waiting behind a big one starts within 2 s of
 #   room freeing up, not 30: the tests run side by side and queue behind each other) and

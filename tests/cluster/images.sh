@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test cluster's container runtime and image, for the container tests (tests/it/e2e_containers.rs):
+# The test cluster's container runtime and image, for the container tests (tests/it/containers/e2e_charliecloud.rs):
 #
 #   images.sh up     install Charliecloud (Debian's `charliecloud`, the wrapping runtime: `ch-run IMAGE -- CMD`),
 #                    debootstrap and squashfs-tools when missing, and build the image once (and the same

@@ -1,5 +1,7 @@
 //! A small builder for running the rayslurm binary, with what it is expected to do
-//! (`harness/expect.rs`), and access to the local test cluster.
+//! (`harness/expect.rs`); the local test cluster and a test's turn on it (`harness/lab.rs`,
+//! `harness/turn.rs`), its jobs (`harness/job.rs`, `harness/slurm.rs`) and its nodes' /tmp
+//! (`harness/node_tmp.rs`).
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -7,20 +9,28 @@ use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 mod expect;
+mod job;
+mod lab;
 mod no_real_slurm;
+mod node_tmp;
+mod slurm;
 /// How a test that cannot run here is skipped: the one definition the unit tests use too.
 #[path = "../../src/sys/test_skip.rs"]
 mod test_skip;
+mod turn;
 
 pub use expect::Ran;
+pub(crate) use job::*;
+pub use lab::{Lab, lab, lab_crash, this_test, unique_name};
 pub use no_real_slurm::{SLURM_CLIENTS, UNFAKED_VAR};
+pub(crate) use node_tmp::*;
+pub use slurm::{expand_nodes, is_ended_state, scontrol_job, wait_job_end};
 pub(crate) use test_skip::{skip, skipped_on_purpose};
+pub use turn::Turn;
 
-/// The rayslurm binary under test.
 /// The SHA-256 of `bytes`, lowercase hex, as rayslurm writes digests.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
@@ -30,6 +40,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// The rayslurm binary under test.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rayslurm"))
 }
@@ -319,393 +330,6 @@ pub fn filter_stamps(text: &str) -> String {
     re.replace_all(text, "_[STAMP]").into_owned()
 }
 
-/// The local test cluster, as `tests/cluster/cluster.sh env` describes it.
-pub struct Lab {
-    pub venv: PathBuf,
-    /// A venv with `jax[cpu]`, apart from Ray's.
-    pub jax_venv: PathBuf,
-    pub shared: PathBuf,
-    pub nodes: Vec<String>,
-    pub node_ips: Vec<String>,
-    pub node_ips6: Vec<String>,
-    /// The partition of nodes that only the tests that kill a node use, and its nodes.
-    pub crash_partition: String,
-    pub crash_nodes: Vec<String>,
-}
-
-impl Lab {
-    /// The IPv4 address of one of the lab's nodes.
-    pub fn ip_of(&self, node: &str) -> String {
-        let k = self.nodes.iter().position(|n| n == node).unwrap();
-        self.node_ips[k].clone()
-    }
-
-    /// The node that the `k`-th test placing two jobs side by side on one node uses (counted
-    /// from the last node): each such test has its own, so that they never crowd each other
-    /// when they run at the same time (wrapping around on a lab smaller than `k + 1`).
-    pub fn node_of_its_own(&self, k: usize) -> String {
-        let n = self.nodes.len();
-        self.nodes[n - 1 - k % n].clone()
-    }
-
-    /// A fresh directory on the shared filesystem for one test.
-    pub fn workdir(&self, name: &str) -> PathBuf {
-        let dir = self.shared.join("tests").join(unique_name(name));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
-    /// `--load-env` that puts the lab's Ray on PATH.
-    pub fn load_env(&self) -> String {
-        format!("source {}/bin/activate", self.venv.display())
-    }
-}
-
-/// `name` made unique to this test process and moment: a fresh directory's name.
-pub fn unique_name(name: &str) -> String {
-    format!(
-        "{name}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    )
-}
-
-fn cluster_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster/cluster.sh")
-}
-
-/// A test's turn on the cluster: shared with other tests, or the crash partition for a test
-/// that kills a node (one such test at a time). Held until the test ends; then, when
-/// `RAYSLURM_TEST_TIMES` names a file, one line is added to it: the test's name, its kind of
-/// turn, the seconds it waited for the turn and the seconds it held it, and when it got it
-/// (seconds after the first test asked for a turn; see docs/testing.md).
-pub struct Turn {
-    crash: Option<MutexGuard<'static, ()>>,
-    /// Its place among the tests that hold the cluster at once; given up after the line.
-    _admitted: Admitted,
-    test: String,
-    asked: Instant,
-    given: Instant,
-}
-
-impl Drop for Turn {
-    fn drop(&mut self) {
-        let Some(file) = std::env::var_os("RAYSLURM_TEST_TIMES") else {
-            return;
-        };
-        let line = format!(
-            "{}\t{}\twaited {:.1}\tran {:.1}\tat {:.1}\n",
-            self.test,
-            if self.crash.is_some() {
-                "crash"
-            } else {
-                "shared"
-            },
-            (self.given - self.asked).as_secs_f64(),
-            self.given.elapsed().as_secs_f64(),
-            (self.given - *FIRST_ASKED.get_or_init(Instant::now)).as_secs_f64(),
-        );
-        let appended = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(file)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
-        if let Err(e) = appended {
-            eprintln!("cannot add to RAYSLURM_TEST_TIMES: {e}");
-        }
-    }
-}
-
-/// The test cluster if it is up, shared with other tests. When it is not: a loud skip on a
-/// developer's machine, a failure under CI (`CI=true`), never a silent pass.
-pub fn lab(test: &str) -> Option<(&'static Lab, Turn)> {
-    let lab = lab_up(test)?;
-    let asked = Instant::now();
-    Some((lab, turn(test, None, admit(test, false), asked)))
-}
-
-/// [`lab`] for a test that kills a node: it runs its jobs in the crash partition (2 nodes no
-/// other test uses, `cluster.sh up N 2`), one such test at a time, beside every other test.
-/// Without that partition: skipped loudly, or a failure under CI.
-pub fn lab_crash(test: &str) -> Option<(&'static Lab, Turn)> {
-    static CRASH: Mutex<()> = Mutex::new(());
-    let lab = lab_up(test)?;
-    if lab.crash_nodes.len() < 2 {
-        let why = "the test cluster has no crash partition of 2 nodes \
-                   (run `bash tests/cluster/cluster.sh up 6 2`)";
-        skip(test, why, None);
-        return None;
-    }
-    let asked = Instant::now();
-    let guard = CRASH.lock().unwrap_or_else(PoisonError::into_inner);
-    Some((lab, turn(test, Some(guard), admit(test, true), asked)))
-}
-
-/// The tests that hold the cluster longest (from the figures in docs/testing.md), and those of
-/// 3 nodes among them (which start only while 3 of the 4 nodes are free): they get their turn
-/// first, so that the suite does not end with one of them running alone.
-/// `long_first_names_are_tests` keeps the list true to the tests' names.
-pub const LONG_FIRST: &[&str] = &[
-    "e2e_doc_examples_readme_every_command",
-    "three_nodes_form_a_cluster_and_the_command_sees_them",
-    "e2e_doc_examples_clusters",
-    "a_ready_timeout_fails_the_job_and_stops_starting_workers",
-    "the_python_docs_examples_run",
-    "plain_multi_node_program_without_ray",
-    "two_clusters_on_one_node_see_only_their_own_jobs_and_the_time_limit_ends_one",
-    "every_node_runs_the_command_with_its_ranks_after_its_setup",
-    "an_elastic_cluster_grows_with_demand_and_shrinks_when_idle",
-    "a_real_jax_group_forms_across_the_nodes",
-    "exec_per_node_runs_one_rank_on_each_node",
-    "scancel_during_the_run_leaves_no_ray_process",
-    "a_lost_worker_job_is_replaced_and_queued_jobs_still_succeed",
-    "the_time_limit_drains_and_ends_an_elastic_clusters_worker_jobs",
-    "a_setup_that_fails_on_one_node_fails_the_run_naming_it",
-    "a_rank_that_fails_gives_its_code_and_the_others_are_stopped",
-    "scancel_of_a_per_node_run_leaves_nothing",
-    "a_job_sent_elsewhere_with_chdir_runs_there",
-    "an_idle_cluster_and_its_queue_ask_slurm_almost_never",
-    "a_cluster_runs_many_jobs_through_rays_queue",
-    "a_killed_bootstrap_leaves_nothing_and_says_so",
-    "a_followed_run_asks_slurm_once_every_ten_seconds",
-    "a_ray_run_and_its_setup_work_in_the_copy",
-    "a_job_slurm_requeues_as_preemption_does_resumes_on_its_next_attempt",
-    "an_idle_cluster_releases_its_allocation",
-    "a_client_without_the_token_is_refused_on_every_port",
-    "two_jobs_share_a_node_and_ray_is_told_each_ones_cpu_and_memory",
-    "the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resumes",
-    "a_temp_root_name_taken_on_the_nodes_does_not_fail_the_run",
-    "the_time_limit_stops_the_run_cleanly",
-];
-
-/// Which tests hold the cluster now, and which wait: at most `RAYSLURM_TEST_AT_ONCE` (6) at
-/// once, whatever the number of libtest's threads (tests/run.sh gives it one for every test,
-/// so that every test asks at the start and the long ones can go first).
-struct Gate {
-    holding: usize,
-    /// (rank in [`LONG_FIRST`], or its length for any other test; order of asking).
-    waiting: Vec<(usize, u64)>,
-    asked: u64,
-}
-
-static GATE: Mutex<Gate> = Mutex::new(Gate {
-    holding: 0,
-    waiting: Vec::new(),
-    asked: 0,
-});
-static GATE_OPENED: Condvar = Condvar::new();
-
-/// A test's place among those holding the cluster.
-pub struct Admitted;
-
-impl Drop for Admitted {
-    fn drop(&mut self) {
-        GATE.lock().unwrap_or_else(PoisonError::into_inner).holding -= 1;
-        GATE_OPENED.notify_all();
-    }
-}
-
-/// Waits until the test may hold the cluster: a place is free and no test before it in line
-/// waits. First in line is a test that kills a node (they run one after another, on nodes of
-/// their own: a chain that must start early), then the [`LONG_FIRST`], then the others in
-/// the order they asked.
-fn admit(test: &str, kills_a_node: bool) -> Admitted {
-    let at_once: usize = std::env::var("RAYSLURM_TEST_AT_ONCE")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .filter(|n| *n > 0)
-        .unwrap_or(6);
-    let rank = if kills_a_node {
-        0
-    } else {
-        1 + LONG_FIRST
-            .iter()
-            .position(|t| *t == test)
-            .unwrap_or(LONG_FIRST.len())
-    };
-    let mut gate = GATE.lock().unwrap_or_else(PoisonError::into_inner);
-    gate.asked += 1;
-    let me = (rank, gate.asked);
-    gate.waiting.push(me);
-    while gate.holding >= at_once || gate.waiting.iter().min() != Some(&me) {
-        gate = GATE_OPENED
-            .wait(gate)
-            .unwrap_or_else(PoisonError::into_inner);
-    }
-    gate.waiting.retain(|w| *w != me);
-    gate.holding += 1;
-    // The next in line may be admitted too, if there is room.
-    GATE_OPENED.notify_all();
-    Admitted
-}
-
-/// When the first test asked for a turn.
-static FIRST_ASKED: OnceLock<Instant> = OnceLock::new();
-
-fn turn(
-    test: &str,
-    crash: Option<MutexGuard<'static, ()>>,
-    admitted: Admitted,
-    asked: Instant,
-) -> Turn {
-    FIRST_ASKED.get_or_init(|| asked);
-    Turn {
-        crash,
-        _admitted: admitted,
-        test: test.to_owned(),
-        asked,
-        given: Instant::now(),
-    }
-}
-
-fn lab_up(test: &str) -> Option<&'static Lab> {
-    static LAB: OnceLock<Result<Lab, String>> = OnceLock::new();
-    let lab = LAB.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(cluster_script())
-            .arg("env")
-            .output()
-            .map_err(|e| format!("cannot run cluster.sh env: {e}"))?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let vars: HashMap<&str, &str> = text.lines().filter_map(|l| l.split_once('=')).collect();
-        if vars.get("RAYSLURM_LAB_UP") != Some(&"1") {
-            return Err(
-                "the test cluster is not up (run `bash tests/cluster/cluster.sh up`)".into(),
-            );
-        }
-        let list = |k: &str| -> Vec<String> {
-            vars.get(k)
-                .map(|v| {
-                    v.split(',')
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        Ok(Lab {
-            venv: PathBuf::from(vars.get("RAYSLURM_LAB_VENV").copied().unwrap_or_default()),
-            jax_venv: PathBuf::from(
-                vars.get("RAYSLURM_LAB_JAX_VENV")
-                    .copied()
-                    .unwrap_or_default(),
-            ),
-            shared: PathBuf::from(vars.get("RAYSLURM_LAB_SHARED").copied().unwrap_or_default()),
-            nodes: list("RAYSLURM_LAB_NODES"),
-            node_ips: list("RAYSLURM_LAB_NODE_IPS"),
-            node_ips6: list("RAYSLURM_LAB_NODE_IPS6"),
-            crash_partition: vars
-                .get("RAYSLURM_LAB_CRASH_PARTITION")
-                .copied()
-                .unwrap_or_default()
-                .to_owned(),
-            crash_nodes: list("RAYSLURM_LAB_CRASH_NODES"),
-        })
-    });
-    match lab {
-        Ok(lab) => Some(lab),
-        Err(why) => {
-            skip(test, why, None);
-            None
-        }
-    }
-}
-
-/// `scontrol show job ID` as key=value pairs (the job must still be known to slurmctld).
-pub fn scontrol_job(job_id: &str) -> HashMap<String, String> {
-    let out = Command::new("scontrol")
-        .args(["show", "job", "-o", job_id])
-        .output()
-        .expect("scontrol runs");
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .filter_map(|kv| kv.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
-}
-
-/// Whether a Slurm job state (as `scontrol` or `status` name it) is one a job never leaves. Any
-/// other name, known or not, is a job still under way: Slurm shows passing flags in its place
-/// (`SIGNALING` for a moment while its `--signal` warning goes out).
-pub fn is_ended_state(state: &str) -> bool {
-    matches!(
-        state,
-        "COMPLETED"
-            | "CANCELLED"
-            | "FAILED"
-            | "TIMEOUT"
-            | "PREEMPTED"
-            | "NODE_FAIL"
-            | "BOOT_FAIL"
-            | "DEADLINE"
-            | "OUT_OF_MEMORY"
-            | "REVOKED"
-            | "SPECIAL_EXIT"
-    )
-}
-
-/// Waits until the job has left the running states; returns its final `scontrol` view.
-/// `limit` counts only the time the job runs: time queued behind other tests' jobs is not the
-/// job's fault (it is capped separately, at 20 minutes).
-pub fn wait_job_end(job_id: &str, limit: std::time::Duration) -> HashMap<String, String> {
-    let start = std::time::Instant::now();
-    let mut running_since: Option<std::time::Instant> = None;
-    loop {
-        let info = scontrol_job(job_id);
-        let state = info.get("JobState").cloned().unwrap_or_default();
-        match state.as_str() {
-            _ if is_ended_state(&state) => return info,
-            // A requeued job passes through REQUEUED on its way back to PENDING.
-            "PENDING" | "REQUEUED" | "REQUEUE_HOLD" | "REQUEUE_FED" | "" => {}
-            // RUNNING, CONFIGURING, COMPLETING, and the passing flags: SIGNALING while Slurm
-            // delivers a signal (its time-limit warning sends SIGCONT first), STOPPED, ...
-            _ => {
-                running_since.get_or_insert_with(std::time::Instant::now);
-            }
-        }
-        if let Some(since) = running_since {
-            assert!(
-                since.elapsed() < limit,
-                "job {job_id} still {state} after running {limit:?}"
-            );
-        }
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(1200),
-            "job {job_id} still {state} after 20 minutes"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(300));
-    }
-}
-
-/// Node names of a Slurm host list, as `scontrol show hostnames` prints them. A failed
-/// `scontrol` or an empty list fails the test: every caller loops over the nodes to check
-/// each, and no node would be no check at all.
-pub fn expand_nodes(list: &str) -> Vec<String> {
-    let out = Command::new("scontrol")
-        .args(["show", "hostnames", list])
-        .output()
-        .expect("scontrol runs");
-    assert!(
-        out.status.success(),
-        "scontrol show hostnames `{list}`: {out:?}"
-    );
-    let nodes: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .map(str::to_owned)
-        .collect();
-    // Slurm shows a job without nodes as `(null)`, which scontrol echoes back as a name.
-    assert!(
-        !nodes.is_empty() && nodes.iter().all(|n| !n.contains('(')),
-        "no node in the host list `{list}`: {nodes:?}"
-    );
-    nodes
-}
-
 /// The first line a spawned child prints on its (piped) stdout.
 pub fn first_line(child: &mut Child) -> String {
     let mut line = String::new();
@@ -725,12 +349,6 @@ pub fn connect_probe(port: u16) -> String {
     )
 }
 
-mod job;
-mod node_tmp;
-
-pub(crate) use job::*;
-pub(crate) use node_tmp::*;
-
 /// The status line of an HTTP GET of `path` without any token, as an outsider on the network
 /// would send it (an answer that never comes fails after 30 s).
 pub fn status_without_token(host: &str, port: u64, path: &str) -> String {
@@ -745,24 +363,4 @@ pub fn status_without_token(host: &str, port: u64, path: &str) -> String {
         .next()
         .unwrap_or_default()
         .to_owned()
-}
-
-/// Every name in [`LONG_FIRST`] is one a test gives `lab` or `lab_crash` (written in quotes in a
-/// test file): a renamed test would silently lose its place in line.
-#[test]
-fn long_first_names_are_tests() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
-    let mut text = String::new();
-    for entry in std::fs::read_dir(&dir).unwrap().filter_map(Result::ok) {
-        let path = entry.path();
-        if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("harness.rs") {
-            text.push_str(&std::fs::read_to_string(&path).unwrap());
-        }
-    }
-    for name in LONG_FIRST {
-        assert!(
-            text.contains(&format!("\"{name}\"")),
-            "{name} is in LONG_FIRST but no test asks for a turn by that name"
-        );
-    }
 }

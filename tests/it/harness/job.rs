@@ -310,7 +310,7 @@ pub(crate) const NO_DASHBOARD: &str = "--ray-head-args=--include-dashboard=false
 enum Dashboard {
     Kept,
     /// `--ray-head-args=--include-dashboard=false`, unless the test gives its own head
-    /// arguments: the dashboard is a tenth of a Ray job's CPU (docs/testing.md), and the lab's
+    /// arguments: the dashboard is a tenth of a Ray job's CPU (docs/benchmarks.md), and the lab's
     /// 2 cores are what the suite waits on. The tests of the dashboard, of Ray's Jobs API, of
     /// clusters and of the docs' examples keep it.
     Off,

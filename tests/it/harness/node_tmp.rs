@@ -16,7 +16,7 @@ fn cluster_env() -> &'static HashMap<String, String> {
     static ENV: OnceLock<HashMap<String, String>> = OnceLock::new();
     ENV.get_or_init(|| {
         let out = std::process::Command::new("bash")
-            .arg(super::cluster_script())
+            .arg(super::lab::cluster_script())
             .arg("env")
             .output()
             .expect("cluster.sh env runs");

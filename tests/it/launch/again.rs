@@ -1,7 +1,7 @@
 //! `launch --again RUN` (a fake `sbatch`): a new recorded run rendered from RUN's record, under
 //! new names, RUN's files untouched and nothing the first launch read read again; the options
 //! that do not go with it refused before anything is written. The real run again is
-//! `e2e_again`.
+//! `e2e_again.rs`.
 
 use std::path::Path;
 

@@ -1,5 +1,6 @@
-//! CLI tests of `launch`: rendered scripts (snapshots), bad input, and the sbatch paths
-//! (fake `sbatch` on PATH: a real cluster cannot easily fail on demand).
+//! `launch`: rendered scripts (snapshots), bad input, Slurm's spellings, the sbatch paths (fake
+//! `sbatch` on PATH: a real cluster cannot easily fail on demand), `--again` and `--snapshot`
+//! on the login side and end to end. The helpers here serve every feature's launch tests.
 
 use std::path::Path;
 
@@ -8,28 +9,28 @@ use crate::harness::{Run, filter_stamps, rayslurm};
 mod again;
 mod bad_input;
 mod code_snapshot;
-mod container;
-mod container_task_file;
+mod e2e_again;
+mod e2e_code_snapshot;
 mod gpus;
 mod node_copy;
 mod pruning;
 mod scripts;
+mod slurm_spellings;
 mod submission;
-mod task_file;
 mod templates;
 
 /// The private tree of a test's launches: hidden inside its working directory.
-fn state(dir: &Path) -> std::path::PathBuf {
+pub(crate) fn state(dir: &Path) -> std::path::PathBuf {
     dir.join(".state")
 }
 
 /// Where a test's launches write their scripts, logs and run directories.
-fn jobs(dir: &Path) -> std::path::PathBuf {
+pub(crate) fn jobs(dir: &Path) -> std::path::PathBuf {
     state(dir).join("jobs")
 }
 
 /// The private directory of the one run launched in `dir`.
-fn run_dir(dir: &Path) -> std::path::PathBuf {
+pub(crate) fn run_dir(dir: &Path) -> std::path::PathBuf {
     std::fs::read_dir(jobs(dir))
         .unwrap()
         .filter_map(Result::ok)
@@ -39,7 +40,7 @@ fn run_dir(dir: &Path) -> std::path::PathBuf {
 }
 
 /// Replaces what changes between runs: the directory, times, the binary's build and digest.
-fn normalise(script: &str, dir: &Path) -> String {
+pub(crate) fn normalise(script: &str, dir: &Path) -> String {
     let s = script.replace(&state(dir).display().to_string(), "[STATE]");
     let s = s.replace(&dir.display().to_string(), "[DIR]");
     let s = regex::Regex::new(r"\b[0-9a-f]{64}\b")
@@ -58,14 +59,14 @@ fn normalise(script: &str, dir: &Path) -> String {
 }
 
 /// `rayslurm launch ARGS` in `dir`, its launches' private tree hidden inside it.
-fn launch_in(dir: &Path, args: &[&str]) -> Run {
+pub(crate) fn launch_in(dir: &Path, args: &[&str]) -> Run {
     rayslurm(std::iter::once("launch").chain(args.iter().copied()))
         .cwd(dir)
         .env("RAYSLURM_STATE_DIR", state(dir))
 }
 
 /// Runs a dry-run launch in a fresh directory and returns the normalised script.
-fn dry_run(args: &[&str]) -> String {
+pub(crate) fn dry_run(args: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let mut argv = vec!["--dry-run", "--exp-name", "exp"];
     argv.extend_from_slice(args);
@@ -74,7 +75,7 @@ fn dry_run(args: &[&str]) -> String {
 }
 
 /// Files in a directory, hidden ones (the binary copy) excluded.
-fn visible_files(dir: &Path) -> Vec<String> {
+pub(crate) fn visible_files(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .filter_map(Result::ok)

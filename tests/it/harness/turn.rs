@@ -1,0 +1,186 @@
+//! A test's turn on the test cluster: at most `RAYSLURM_TEST_AT_ONCE` end-to-end tests hold it
+//! at once, the longest ([`LONG_FIRST`]) first, and each turn's times go to
+//! `RAYSLURM_TEST_TIMES` when asked for.
+
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::Instant;
+
+/// A test's turn on the cluster: shared with other tests, or the crash partition for a test
+/// that kills a node (one such test at a time). Held until the test ends; then, when
+/// `RAYSLURM_TEST_TIMES` names a file, one line is added to it: the test's name, its kind of
+/// turn, the seconds it waited for the turn and the seconds it held it, and when it got it
+/// (seconds after the first test asked for a turn; see docs/testing.md, "Timing a run").
+pub struct Turn {
+    crash: Option<MutexGuard<'static, ()>>,
+    /// Its place among the tests that hold the cluster at once; given up after the line.
+    _admitted: Admitted,
+    test: String,
+    asked: Instant,
+    given: Instant,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let Some(file) = std::env::var_os("RAYSLURM_TEST_TIMES") else {
+            return;
+        };
+        let line = format!(
+            "{}\t{}\twaited {:.1}\tran {:.1}\tat {:.1}\n",
+            self.test,
+            if self.crash.is_some() {
+                "crash"
+            } else {
+                "shared"
+            },
+            (self.given - self.asked).as_secs_f64(),
+            self.given.elapsed().as_secs_f64(),
+            (self.given - *FIRST_ASKED.get_or_init(Instant::now)).as_secs_f64(),
+        );
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+        if let Err(e) = appended {
+            eprintln!("cannot add to RAYSLURM_TEST_TIMES: {e}");
+        }
+    }
+}
+
+/// The tests that hold the cluster longest (from the figures in docs/benchmarks.md), and those of
+/// 3 nodes among them (which start only while 3 of the 4 nodes are free): they get their turn
+/// first, so that the suite does not end with one of them running alone.
+/// Each is named as libtest lists it; `long_first_names_are_tests` keeps the list true.
+pub const LONG_FIRST: &[&str] = &[
+    "doc_examples::e2e_doc_examples::e2e_doc_examples_readme_every_command",
+    "bootstrap::e2e_bootstrap::three_nodes_form_a_cluster_and_the_command_sees_them",
+    "doc_examples::e2e_doc_examples::e2e_doc_examples_clusters",
+    "bootstrap::e2e_failures::a_ready_timeout_fails_the_job_and_stops_starting_workers",
+    "python_api::e2e_python::the_python_docs_examples_run",
+    "bootstrap::e2e_bootstrap::plain_multi_node_program_without_ray",
+    "clusters::e2e_clusters::two_clusters_on_one_node_see_only_their_own_jobs_and_the_time_limit_ends_one",
+    "per_node::e2e_per_node::every_node_runs_the_command_with_its_ranks_after_its_setup",
+    "elastic::e2e_elastic::an_elastic_cluster_grows_with_demand_and_shrinks_when_idle",
+    "per_node::e2e_per_node::a_real_jax_group_forms_across_the_nodes",
+    "clusters::e2e_exec_ranks::exec_per_node_runs_one_rank_on_each_node",
+    "bootstrap::e2e_bootstrap::scancel_during_the_run_leaves_no_ray_process",
+    "elastic::e2e_elastic::a_lost_worker_job_is_replaced_and_queued_jobs_still_succeed",
+    "elastic::e2e_elastic::the_time_limit_drains_and_ends_an_elastic_clusters_worker_jobs",
+    "per_node::e2e_per_node::a_setup_that_fails_on_one_node_fails_the_run_naming_it",
+    "per_node::e2e_per_node::a_rank_that_fails_gives_its_code_and_the_others_are_stopped",
+    "per_node::e2e_per_node::scancel_of_a_per_node_run_leaves_nothing",
+    "bootstrap::e2e_failures::a_job_sent_elsewhere_with_chdir_runs_there",
+    "runs::e2e_slurm_calls::an_idle_cluster_and_its_queue_ask_slurm_almost_never",
+    "clusters::e2e_clusters::a_cluster_runs_many_jobs_through_rays_queue",
+    "bootstrap::e2e_failures::a_killed_bootstrap_leaves_nothing_and_says_so",
+    "runs::e2e_slurm_calls::a_followed_run_asks_slurm_once_every_ten_seconds_and_its_nodes_never_poll",
+    "launch::e2e_code_snapshot::a_ray_run_and_its_setup_work_in_the_copy",
+    "long_runs::e2e_long_runs::a_job_slurm_requeues_as_preemption_does_resumes_on_its_next_attempt",
+    "clusters::e2e_clusters::an_idle_cluster_releases_its_allocation",
+    "shared_cluster::e2e_auth::a_client_without_the_token_is_refused_on_every_port",
+    "bootstrap::e2e_bootstrap::two_jobs_share_a_node_and_ray_is_told_each_ones_cpu_and_memory",
+    "long_runs::e2e_long_runs::the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resumes",
+    "bootstrap::e2e_bootstrap::a_temp_root_name_taken_on_the_nodes_does_not_fail_the_run",
+    "bootstrap::e2e_stops::the_time_limit_stops_the_run_cleanly",
+];
+
+/// Which tests hold the cluster now, and which wait: at most `RAYSLURM_TEST_AT_ONCE` (6) at
+/// once, whatever the number of libtest's threads (tests/run.sh gives it one for every test,
+/// so that every test asks at the start and the long ones can go first).
+struct Gate {
+    holding: usize,
+    /// (rank in [`LONG_FIRST`], or its length for any other test; order of asking).
+    waiting: Vec<(usize, u64)>,
+    asked: u64,
+}
+
+static GATE: Mutex<Gate> = Mutex::new(Gate {
+    holding: 0,
+    waiting: Vec::new(),
+    asked: 0,
+});
+static GATE_OPENED: Condvar = Condvar::new();
+
+/// A test's place among those holding the cluster.
+pub struct Admitted;
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        GATE.lock().unwrap_or_else(PoisonError::into_inner).holding -= 1;
+        GATE_OPENED.notify_all();
+    }
+}
+
+/// Waits until the test may hold the cluster: a place is free and no test before it in line
+/// waits. First in line is a test that kills a node (they run one after another, on nodes of
+/// their own: a chain that must start early), then the [`LONG_FIRST`], then the others in
+/// the order they asked.
+pub(super) fn admit(test: &str, kills_a_node: bool) -> Admitted {
+    let at_once: usize = std::env::var("RAYSLURM_TEST_AT_ONCE")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(6);
+    let rank = if kills_a_node {
+        0
+    } else {
+        1 + LONG_FIRST
+            .iter()
+            .position(|t| *t == test)
+            .unwrap_or(LONG_FIRST.len())
+    };
+    let mut gate = GATE.lock().unwrap_or_else(PoisonError::into_inner);
+    gate.asked += 1;
+    let me = (rank, gate.asked);
+    gate.waiting.push(me);
+    while gate.holding >= at_once || gate.waiting.iter().min() != Some(&me) {
+        gate = GATE_OPENED
+            .wait(gate)
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+    gate.waiting.retain(|w| *w != me);
+    gate.holding += 1;
+    // The next in line may be admitted too, if there is room.
+    GATE_OPENED.notify_all();
+    Admitted
+}
+
+/// When the first test asked for a turn.
+static FIRST_ASKED: OnceLock<Instant> = OnceLock::new();
+
+pub(super) fn turn(
+    test: &str,
+    crash: Option<MutexGuard<'static, ()>>,
+    admitted: Admitted,
+    asked: Instant,
+) -> Turn {
+    FIRST_ASKED.get_or_init(|| asked);
+    Turn {
+        crash,
+        _admitted: admitted,
+        test: test.to_owned(),
+        asked,
+        given: Instant::now(),
+    }
+}
+
+/// Every name in [`LONG_FIRST`] is a test of this binary, as libtest lists it: a renamed or
+/// moved test would silently lose its place in line.
+#[test]
+fn long_first_names_are_tests() {
+    let listed = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--list", "--format", "terse"])
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{listed:?}");
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let tests: Vec<&str> = (listed.lines())
+        .filter_map(|l| l.strip_suffix(": test"))
+        .collect();
+    for name in LONG_FIRST {
+        assert!(
+            tests.contains(name),
+            "{name} is in LONG_FIRST but is no test of this binary (`cargo test --test it -- --list`)"
+        );
+    }
+}

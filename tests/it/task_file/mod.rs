@@ -1,0 +1,5 @@
+//! Task files (`launch TASK.yaml`, docs/task-files.md): what each field becomes and each
+//! refusal, and, end to end, the seeds' tasks run on the test cluster.
+
+mod cli;
+mod e2e_task_file;
