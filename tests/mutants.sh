@@ -27,13 +27,13 @@ if [[ $(cargo mutants --version 2>/dev/null) != "cargo-mutants $version" ]]; the
 fi
 
 declare -A files=(
-  [private_tree]=src/sys/private_tree.rs
+  [private_tree]='src/sys/private_tree/*.rs'
   [socket_owner]=src/sys/socket_owner.rs
   [ray_auth]=src/bootstrap/ray_auth.rs
   [ports]='src/bootstrap/ports/*.rs'
   [validate]=src/launch/validate.rs
   [owned_directives]=src/launch/owned_directives.rs
-  [settings]='src/commands/settings/*.rs'
+  [settings]='src/commands/settings/**/*.rs'
   [task_file]='src/launch/task_file/*.rs'
 )
 order=(private_tree socket_owner ray_auth ports validate owned_directives settings task_file)

@@ -66,7 +66,7 @@ pub(crate) fn run(args: &BootstrapArgs) -> Result<ExitCode> {
         return Ok(exit_code(head::watchdog(args, &alloc)));
     }
     signals::install()?;
-    let code = if args.worker && args.cluster.per_node {
+    let code = if args.worker && args.cluster.program.per_node {
         rank::run(args, &alloc, &env)
     } else if args.worker {
         worker::run(args, &alloc, &env)

@@ -53,8 +53,8 @@ pub(crate) fn node_ip(
     net::choose(
         &alloc.node,
         &candidates,
-        cluster.interface.as_deref(),
-        cluster.ip_family,
+        cluster.nodes.interface.as_deref(),
+        cluster.nodes.ip_family,
         &net::resolve(&alloc.node),
     )
 }

@@ -91,13 +91,13 @@ fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_nod
     // Always copied line by line, never inherited: the task's stdout also carries its reports
     // and heartbeats, which a last line without a newline would swallow.
     let output = |what: &str| {
-        if args.cluster.no_prefix {
+        if args.cluster.program.no_prefix {
             Output::Prefixed(String::new())
         } else {
             Output::Prefixed(format!("[{what} {node}] "))
         }
     };
-    if first_on_node && let Some(setup) = &args.cluster.setup {
+    if first_on_node && let Some(setup) = &args.cluster.program.setup {
         let stop = || {
             matches!(
                 orders.try_recv(),
@@ -121,7 +121,7 @@ fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_nod
         return 1;
     };
     let code = match UserCommand::spawn(command, &env, &output(&ranks.rank.to_string())) {
-        Ok(cmd) => watch(cmd, &orders, args.cluster.command_grace()),
+        Ok(cmd) => watch(cmd, &orders, args.cluster.nodes.command_grace()),
         Err(e) => {
             say(
                 node,

@@ -30,7 +30,7 @@ impl RayAuth {
     /// The head's: makes the run's directory and this attempt's token, and removes the tokens
     /// of earlier attempts of the same job.
     pub(crate) fn prepare(args: &BootstrapArgs, alloc: &Allocation) -> Result<Self> {
-        if args.cluster.no_ray_auth {
+        if args.cluster.ray.no_ray_auth {
             return Ok(Self::Disabled);
         }
         let dir = args
@@ -57,7 +57,7 @@ impl RayAuth {
 
     /// A worker's: the head made the token before it started the workers.
     pub(crate) fn of_worker(args: &BootstrapArgs, alloc: &Allocation) -> Self {
-        match (&args.run_dir, args.cluster.no_ray_auth) {
+        match (&args.run_dir, args.cluster.ray.no_ray_auth) {
             (Some(dir), false) => Self::Token(token_file(dir, &alloc.job_id, alloc.restart_count)),
             _ => Self::Disabled,
         }
@@ -202,6 +202,7 @@ fn new_token() -> Result<String> {
 mod tests {
     use super::*;
     use crate::handoff::cluster::ClusterOptions;
+    use crate::handoff::cluster::RayOptions;
     use std::os::unix::fs::PermissionsExt;
 
     fn alloc(restart_count: u32) -> Allocation {
@@ -222,7 +223,10 @@ mod tests {
             dir.join("x.d"),
             0,
             ClusterOptions {
-                no_ray_auth,
+                ray: RayOptions {
+                    no_ray_auth,
+                    ..RayOptions::default()
+                },
                 ..ClusterOptions::default()
             },
         )

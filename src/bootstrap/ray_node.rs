@@ -322,7 +322,7 @@ pub(crate) fn start_node(
             "`ray` was not found on PATH on node {node}; make --load-env put Ray on PATH on every node (e.g. `source venv/bin/activate`)"
         ));
     }
-    let memory = MemorySplit::of(alloc.memory_on_node, cluster.object_store_memory);
+    let memory = MemorySplit::of(alloc.memory_on_node, cluster.ray.object_store_memory);
     let (head_address, held) = match role {
         NodeRole::Head(held) => {
             say(node, memory.describe());
@@ -330,28 +330,28 @@ pub(crate) fn start_node(
         }
         NodeRole::Worker(address) => (
             Some(address),
-            ports::choose_ray(node, false, cluster.port_base).map_err(|e| e.to_string())?,
+            ports::choose_ray(node, false, cluster.nodes.port_base).map_err(|e| e.to_string())?,
         ),
     };
     check_shm(node, memory.object_store);
     // Head-only flags (dashboard, autoscaler, ...) would make a worker's `ray start` fail.
     let head_args = if head_address.is_none() {
-        &cluster.ray_head_args
+        &cluster.ray.ray_head_args
     } else {
         &None
     };
     let mut extra = Vec::new();
     let mut env = auth.env();
-    if !cluster.ray_metrics {
+    if !cluster.ray.ray_metrics {
         env.push((job_env::RAY_ENABLE_METRICS_COLLECTION, "false".to_owned()));
     }
-    if cluster.serve {
+    if cluster.serve.on {
         let head_ip = head_address
             .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
             .map_or(ip, |a| a.ip());
         env.extend(node_env(alloc, head_ip));
     }
-    if head_address.is_none() && cluster.serve {
+    if head_address.is_none() && cluster.serve.on {
         // A persistent cluster's Jobs API is for the login node: it must listen on the node's
         // address (the token keeps everyone else out).
         let any = if ip.is_ipv6() { "::" } else { "0.0.0.0" };
@@ -363,11 +363,11 @@ pub(crate) fn start_node(
         ));
         env.push((
             job_env::RAY_JOB_STOP_WAIT_TIME_S,
-            cluster.command_grace().as_secs().to_string(),
+            cluster.nodes.command_grace().as_secs().to_string(),
         ));
     }
     for (flag, text) in [
-        ("--ray-args", &cluster.ray_args),
+        ("--ray-args", &cluster.ray.ray_args),
         ("--ray-head-args", head_args),
     ] {
         if let Some(text) = text {
@@ -381,7 +381,7 @@ pub(crate) fn start_node(
         ip,
         ports,
         num_cpus: alloc.cpus_on_node,
-        num_gpus: cluster.ray_gpus(alloc.gpus_on_node),
+        num_gpus: cluster.ray.gpus(alloc.gpus_on_node),
         memory: memory.ray,
         object_store_memory: memory.object_store,
         extra: &extra,

@@ -190,11 +190,9 @@ mod tests {
     fn configuration_variables_never_change_what_the_bootstrap_parses() {
         const CHILD: &str = "RAYSLURM_UNIT_TEST_CHILD";
         let head = BootstrapArgs::head("/logs/x.state.json".into(), "/logs/x.d".into(), 2, {
-            ClusterOptions {
-                ready_timeout: 5,
-                stop_grace: 6,
-                ..ClusterOptions::default()
-            }
+            let mut cluster = ClusterOptions::default();
+            (cluster.nodes.ready_timeout, cluster.nodes.stop_grace) = (5, 6);
+            cluster
         });
         if std::env::var_os(CHILD).is_some() {
             for (name, value) in EVERY_VARIABLE {

@@ -100,7 +100,7 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
         show_dry_run(printer, config.json, &config.job.exp_name, &files)?;
         return Ok(Submitted::DryRun);
     }
-    if config.cluster.max_nodes.is_some() {
+    if config.cluster.serve.max_nodes.is_some() {
         check_worker_jobs(config, &files, &link, printer)?;
     }
     let snapshot = match listing {
@@ -235,10 +235,10 @@ fn sbatch(
     let submitted_at = Local::now().fixed_offset();
 
     let workdir = std::env::current_dir().unwrap_or_else(|_| config.log_dir.clone());
-    let launch = (!config.cluster.serve).then(|| Box::new(RecordedLaunch::of(config, &link)));
+    let launch = (!config.cluster.serve.on).then(|| Box::new(RecordedLaunch::of(config, &link)));
     let record = RunRecord {
-        cluster: config.cluster.serve,
-        max_nodes: config.cluster.max_nodes,
+        cluster: config.cluster.serve.on,
+        max_nodes: config.cluster.serve.max_nodes,
         container_image: config.cluster.container.container_image.clone(),
         run_dir: link.run_dir,
         binary: Some(bin.path.clone()),

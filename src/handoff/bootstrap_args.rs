@@ -192,10 +192,11 @@ mod tests {
             ray_logs_dir: Some("/shared/x.ray-logs".into()),
             trust_unverified_owner: Some("65534".into()),
             pyxis_container: Some(PyxisName::new("42", 0, "00ff")),
-            cluster: ClusterOptions {
-                ip_family: IpFamily::V4,
-                ray_args: Some("--x=1".into()),
-                ..ClusterOptions::default()
+            cluster: {
+                let mut cluster = ClusterOptions::default();
+                cluster.nodes.ip_family = IpFamily::V4;
+                cluster.ray.ray_args = Some("--x=1".into());
+                cluster
             },
         };
         let head = BootstrapArgs::head(

@@ -144,16 +144,16 @@ fn directives(job: &JobRequest, log: &Path, cluster: &ClusterOptions, link: &Lin
         &gpus,
         job.tasks_per_node,
     ));
-    if cluster.stop_grace > 0 {
+    if cluster.nodes.stop_grace > 0 {
         // Slurm's warning before the time limit, to the bootstrap alone and in a signal of its
         // own (never taken for scancel's SIGTERM); the command then gets `--signal`.
         d.push(format!(
             "--signal=B:{}@{}",
             SignalName(TIME_WARNING).short(),
-            cluster.stop_grace
+            cluster.nodes.stop_grace
         ));
     }
-    if cluster.requeue {
+    if cluster.long_run.requeue {
         d.push("--requeue".to_owned());
     }
     if let Some(dependency) = &link.dependency {

@@ -63,7 +63,7 @@ impl Head<'_> {
 
     /// Serves jobs (`up`) or runs the command, and says how the run ended.
     pub(super) fn run(mut self) -> Outcome {
-        if self.args.cluster.serve {
+        if self.args.cluster.serve.on {
             return self.serve();
         }
         self.publish_or_warn();
@@ -80,11 +80,11 @@ impl Head<'_> {
             dashboard: ray.dashboard_announced,
             nodes: self.nodes.clone(),
             cpus_per_node: self.alloc.cpus_on_node,
-            gpus_per_node: self.args.cluster.ray_gpus(self.alloc.gpus_on_node),
+            gpus_per_node: self.args.cluster.ray.gpus(self.alloc.gpus_on_node),
             ready_at: Local::now().to_rfc3339_opts(SecondsFormat::Secs, false),
             token_file: ray.auth.token_path().map(Into::into),
             rayslurm_bin: std::env::current_exe().unwrap_or_default(),
-            idle_timeout: self.args.cluster.idle_timeout,
+            idle_timeout: self.args.cluster.serve.idle_timeout,
             attempt: self.alloc.restart_count,
             gcs_address: Some(ray.address.clone()),
         }

@@ -189,7 +189,7 @@ impl Head<'_> {
             w.command_started(command.pgid());
         }
         let mut watch = Watch {
-            grace: self.args.cluster.command_grace(),
+            grace: self.args.cluster.nodes.command_grace(),
             stop: None,
             node_failure: None,
             ray_mark: self.ray.is_some().then(|| self.started.run_mark()),
@@ -235,7 +235,7 @@ impl Head<'_> {
         for signal in signals::take() {
             // The time warning: the command gets the user's --signal, and Ray stays up
             // for the grace so that the program can still use it to checkpoint.
-            let to_command = signals::for_command(signal, self.args.cluster.signal);
+            let to_command = signals::for_command(signal, self.args.cluster.long_run.signal);
             say(
                 node,
                 format!(

@@ -64,13 +64,17 @@ fn run_attempt(args: &BootstrapArgs, alloc: &Allocation, started: &mut Started) 
     };
     let t0 = Instant::now();
     // A per-node run's ranks make the head node's copy themselves, as on every node.
-    if let Some(snapshot) = args.snapshot.as_deref().filter(|_| !args.cluster.per_node) {
+    if let Some(snapshot) = args
+        .snapshot
+        .as_deref()
+        .filter(|_| !args.cluster.program.per_node)
+    {
         match NodeWorkdir::make(snapshot, alloc) {
             Ok(w) => started.workdir = Some(w),
             Err(why) => return Outcome::startup_failed(why),
         }
     }
-    if args.cluster.per_node {
+    if args.cluster.program.per_node {
         return per_node::run(args, alloc, started, ip, t0);
     }
     let start_up = StartUp {
@@ -81,8 +85,8 @@ fn run_attempt(args: &BootstrapArgs, alloc: &Allocation, started: &mut Started) 
         t0,
         setups: setups::Setups::new(
             &alloc.nodes,
-            args.cluster.setup.is_some(),
-            args.cluster.setup_timeout,
+            args.cluster.program.setup.is_some(),
+            args.cluster.program.setup_timeout,
         ),
     };
     match start_up.start() {

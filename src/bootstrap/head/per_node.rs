@@ -81,7 +81,7 @@ pub(super) fn run(
     // Held from its choice until the ranks start, so that nothing else takes it meanwhile;
     // then left to rank 0's framework to bind, and kept from every other run's choice until
     // the run ends.
-    let master = match ports::choose_master(&alloc.node, args.cluster.port_base) {
+    let master = match ports::choose_master(&alloc.node, args.cluster.nodes.port_base) {
         Ok(held) => held,
         Err(e) => return Outcome::startup_failed(e.to_string()),
     };
@@ -171,8 +171,8 @@ impl PerNode<'_> {
     fn gather_and_set_up(&mut self, master_port: u16, t0: Instant) -> Result<(), Outcome> {
         let nodes = self.alloc.nodes.clone();
         let c = &self.args.cluster;
-        let timeout = Duration::from_secs(u64::from(c.ready_timeout));
-        let mut setups = Setups::new(&nodes, c.setup.is_some(), c.setup_timeout);
+        let timeout = Duration::from_secs(u64::from(c.nodes.ready_timeout));
+        let mut setups = Setups::new(&nodes, c.program.setup.is_some(), c.program.setup_timeout);
         let mut ips: HashMap<String, IpAddr> = HashMap::new();
         let mut told = false;
         loop {
@@ -283,7 +283,7 @@ impl PerNode<'_> {
     /// Passes the signals the job got on to every rank; a stop gives them their grace.
     fn pass_signals(&mut self, watch: &mut RanksWatch) {
         let node = &self.alloc.node;
-        let grace = self.args.cluster.command_grace();
+        let grace = self.args.cluster.nodes.command_grace();
         for signal in signals::take() {
             if !signals::stops_run(self.args.run_dir.as_deref(), signal) {
                 say(
@@ -297,7 +297,7 @@ impl PerNode<'_> {
                 continue;
             }
             // The time warning: the ranks get the user's --signal and the grace.
-            let to_ranks = signals::for_command(signal, self.args.cluster.signal);
+            let to_ranks = signals::for_command(signal, self.args.cluster.long_run.signal);
             say(
                 node,
                 format!(

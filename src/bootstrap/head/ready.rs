@@ -86,8 +86,12 @@ impl StartUp<'_> {
         mut ray: Option<(RayStart, &mut RayHead)>,
     ) -> Result<BTreeMap<u32, Joined>, Outcome> {
         let c = &self.args.cluster;
-        let timeout = Duration::from_secs(u64::from(c.ready_timeout));
-        let mut ready = Readiness::new(self.alloc.nodes.len() as u32, c.min_nodes, ray.is_none());
+        let timeout = Duration::from_secs(u64::from(c.nodes.ready_timeout));
+        let mut ready = Readiness::new(
+            self.alloc.nodes.len() as u32,
+            c.nodes.min_nodes,
+            ray.is_none(),
+        );
         loop {
             if let Some(signal) = signals::take().into_iter().find(|s| signals::stops(*s)) {
                 return Err(Outcome::stopped_while_starting(signal));
@@ -161,10 +165,10 @@ impl StartUp<'_> {
                 IpAddr::V6(v6) => format!("[{v6}]"),
             },
             others: head.ports.other_http().to_vec(),
-            metrics_asked: self.args.cluster.ray_metrics,
+            metrics_asked: self.args.cluster.ray.ray_metrics,
         };
         let check = AuthCheck::spawn(token.to_owned(), ports, auth_check::PATIENCE);
-        if !self.args.cluster.serve {
+        if !self.args.cluster.serve.on {
             head.auth_check = Some(check);
             return Ok(());
         }

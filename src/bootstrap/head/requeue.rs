@@ -30,8 +30,8 @@ impl Requeue {
 pub(super) fn decide(ending: Ending, options: &ClusterOptions, restart: u32) -> Requeue {
     match ending {
         Ending::Preempted => Requeue::BySlurm,
-        Ending::TimeLimit | Ending::NodeFailed if options.requeue => {
-            if restart < options.max_requeues {
+        Ending::TimeLimit | Ending::NodeFailed if options.long_run.requeue => {
+            if restart < options.long_run.max_requeues {
                 Requeue::ByRayslurm
             } else {
                 Requeue::BudgetSpent
@@ -43,7 +43,7 @@ pub(super) fn decide(ending: Ending, options: &ClusterOptions, restart: u32) -> 
 
 /// What the log and the final state say of it, if anything.
 pub(super) fn note(requeue: Requeue, options: &ClusterOptions, restart: u32) -> Option<String> {
-    let max = options.max_requeues;
+    let max = options.long_run.max_requeues;
     match requeue {
         Requeue::No => None,
         Requeue::ByRayslurm => Some(format!(
@@ -60,11 +60,15 @@ pub(super) fn note(requeue: Requeue, options: &ClusterOptions, restart: u32) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handoff::cluster::LongRunOptions;
 
     fn options(requeue: bool, max_requeues: u32) -> ClusterOptions {
         ClusterOptions {
-            requeue,
-            max_requeues,
+            long_run: LongRunOptions {
+                requeue,
+                max_requeues,
+                ..LongRunOptions::default()
+            },
             ..ClusterOptions::default()
         }
     }

@@ -117,7 +117,8 @@ impl Head<'_> {
             format!(
                 "cluster up: Ray's Jobs API at {}{}; submit jobs with `rayslurm exec`",
                 info.api_address(),
-                c.idle_timeout
+                c.serve
+                    .idle_timeout
                     .map(|t| format!(", released after {t} s without a job"))
                     .unwrap_or_default()
             ),
@@ -145,9 +146,9 @@ impl Head<'_> {
                 if signal == signals::TIME_WARNING
                     && api.active_ids().is_ok_and(|ids| !ids.is_empty())
                 {
-                    self.drain(Deadline::TimeLimit, c.command_grace(), &mut false);
+                    self.drain(Deadline::TimeLimit, c.nodes.command_grace(), &mut false);
                 }
-                break stopped(&api, signal, c.command_grace());
+                break stopped(&api, signal, c.nodes.command_grace());
             }
             if let Some(why) = check_nodes(
                 &mut self.started.workers,
@@ -157,7 +158,7 @@ impl Head<'_> {
             ) {
                 break Outcome::of_command(1, Some(why), None);
             }
-            if let Some(outcome) = idle.check(&api, c.idle_timeout, &node) {
+            if let Some(outcome) = idle.check(&api, c.serve.idle_timeout, &node) {
                 break outcome;
             }
             if let Some(elastic) = &mut elastic {

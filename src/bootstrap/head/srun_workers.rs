@@ -69,7 +69,7 @@ impl WorkerStep {
             format!("--nodelist={}", others.join(",")),
             "--job-name=rayslurm-workers".to_owned(),
         ];
-        if args.cluster.min_nodes.is_none() {
+        if args.cluster.nodes.min_nodes.is_none() {
             // A worker that fails ends the step at once, and so the job.
             srun.push("--kill-on-bad-exit=1".to_owned());
         }

@@ -37,7 +37,7 @@ pub(super) fn prepare(
     started: &mut Started,
 ) -> Result<IpAddr, Outcome> {
     let no_command = args.command.as_deref().unwrap_or_default().is_empty();
-    if no_command && !args.cluster.serve {
+    if no_command && !args.cluster.serve.on {
         return Err(Outcome::startup_failed(
             "no --command was given to the bootstrap",
         ));
@@ -109,9 +109,9 @@ impl<'a> StartUp<'a> {
         // from them, the setups and the command their rendezvous port.
         let node = &self.alloc.node;
         let fail = |e: ports::PortError| Outcome::startup_failed(e.to_string());
-        let master = ports::choose_master(node, c.port_base).map_err(fail)?;
+        let master = ports::choose_master(node, c.nodes.port_base).map_err(fail)?;
         let ray_ports = if c.with_ray() {
-            Some(ports::choose_ray(node, true, c.port_base).map_err(fail)?)
+            Some(ports::choose_ray(node, true, c.nodes.port_base).map_err(fail)?)
         } else {
             None
         };
@@ -128,11 +128,11 @@ impl<'a> StartUp<'a> {
             .unwrap_or_else(|| HostPort(self.ip, 0).to_string());
         // With a setup the workers start at once and run theirs while the head runs its own;
         // without, Ray's head starts first, as the head's setup would otherwise.
-        let spawn_first = c.setup.is_some();
+        let spawn_first = c.program.setup.is_some();
         if spawn_first {
             self.spawn_workers(&head_address, master.port)?;
         }
-        if let Some(setup) = &c.setup {
+        if let Some(setup) = &c.program.setup {
             self.run_setup(setup, master.port)?;
         }
         let (mut ray_start, mut ray) = (None, None);

@@ -108,9 +108,9 @@ fn start(
 ) -> Result<(), String> {
     let node = &alloc.node;
     let c = &args.cluster;
-    in_image::check(node, !c.no_ray)?;
+    in_image::check(node, !c.program.no_ray)?;
     let ip = node_ip(alloc, c).map_err(|e| e.to_string())?;
-    if let Some(setup) = &c.setup {
+    if let Some(setup) = &c.program.setup {
         let head_ip = args
             .head_address
             .as_deref()
@@ -136,7 +136,7 @@ fn start(
             return Err(setup_failed(node, code));
         }
     }
-    if !c.no_ray {
+    if !c.program.no_ray {
         let head = args
             .head_address
             .as_deref()
@@ -200,7 +200,7 @@ fn watch_stdin() -> HeadSays {
 /// Waits until the head says stop or a stop signal comes, watching that Ray stays alive.
 fn watch(args: &BootstrapArgs, node: &str, run: &RunMark, told_to_stop: &AtomicBool) -> i32 {
     let mut last_check = Instant::now();
-    let mut watching = !args.cluster.no_ray;
+    let mut watching = !args.cluster.program.no_ray;
     loop {
         if told_to_stop.load(Ordering::SeqCst) || signals::take().into_iter().any(signals::stops) {
             return 0;

@@ -48,7 +48,7 @@ impl AgainSettings {
             return Err(UsageError::new("--again is empty")
                 .hint("name the run to run again: its experiment name or job id"));
         }
-        let (log_dir, log_dir_is_default) = super::launch::resolve_log_dir(&args.job.log_dir, src);
+        let (log_dir, log_dir_is_default) = super::job::resolve_log_dir(&args.job.log_dir, src);
         check_log_dir_text(&log_dir)?;
         Ok(Some(Self {
             run: run.clone(),

@@ -1,22 +1,28 @@
-//! The cluster's flags (`launch`'s and `up`'s) resolved into the options the bootstrap gets.
+//! The cluster's flags `launch` and `up` share, resolved into three of the bootstrap's groups:
+//! what runs on the nodes, how the nodes come together, what Ray is started with.
 
 use crate::cli::ClusterArgs;
 use crate::error::{UsageError, show};
 use crate::handoff::cluster::{
-    ClusterOptions, DEFAULT_MAX_PENDING_WORKERS, DEFAULT_MAX_REQUEUES, DEFAULT_READY_TIMEOUT,
-    DEFAULT_STOP_GRACE, DEFAULT_WORKER_IDLE_TIMEOUT, IpFamily, parse_ray_args,
+    DEFAULT_READY_TIMEOUT, DEFAULT_STOP_GRACE, IpFamily, NodeOptions, ProgramOptions, RayOptions,
+    parse_ray_args,
 };
-use crate::handoff::container::ContainerOptions;
-use crate::handoff::signal_name::SignalName;
 use crate::launch::config::{Sources, layered};
 
-/// The cluster's flags (with the files' values and the defaults) into the options the
-/// bootstrap gets: `launch`'s and `up`'s.
+/// The groups the cluster's shared flags resolve into.
+pub(super) struct SharedGroups {
+    pub(super) program: ProgramOptions,
+    pub(super) nodes: NodeOptions,
+    pub(super) ray: RayOptions,
+}
+
+/// The cluster's flags (with the files' values and the defaults) into their groups: `launch`'s
+/// and `up`'s.
 pub(super) fn resolve(
     args: &ClusterArgs,
     num_nodes: u32,
     src: &Sources,
-) -> Result<ClusterOptions, UsageError> {
+) -> Result<SharedGroups, UsageError> {
     let ClusterArgs {
         no_ray,
         per_node,
@@ -50,48 +56,41 @@ pub(super) fn resolve(
         ray_args.as_deref(),
         ray_head_args.as_deref(),
     )
-    .map_err(|e| super::launch::from_where(e, &typed, src))?;
+    .map_err(|e| super::job::from_where(e, &typed, src))?;
     check_flags(args, num_nodes)?;
     // Ray's options from config files mean nothing to a run without Ray.
     let for_ray = |o: Option<String>| o.filter(|_| !*per_node);
-    Ok(ClusterOptions {
-        no_ray: *no_ray,
-        per_node: *per_node,
-        setup: setup.clone(),
-        no_prefix: *no_prefix,
-        serve: false,
-        idle_timeout: None,
-        interface,
-        ip_family: layered(*ip_family, &p.ip_family, &u.ip_family).unwrap_or(IpFamily::Auto),
-        min_nodes: *min_nodes,
-        ready_timeout: layered(*ready_timeout, &p.ready_timeout, &u.ready_timeout)
-            .unwrap_or(DEFAULT_READY_TIMEOUT),
-        setup_timeout: layered(*setup_timeout, &p.setup_timeout, &u.setup_timeout)
-            .filter(|_| setup.is_some()),
-        object_store_memory: layered(
-            *object_store_memory,
-            &p.object_store_memory,
-            &u.object_store_memory,
-        )
-        .filter(|_| !*per_node),
-        ray_args: for_ray(ray_args),
-        ray_head_args: for_ray(ray_head_args),
-        port_base: *port_base,
-        stop_grace: layered(*stop_grace, &p.stop_grace, &u.stop_grace)
-            .unwrap_or(DEFAULT_STOP_GRACE),
-        no_ray_auth: *no_ray_auth || layered(None, &p.ray_auth, &u.ray_auth) == Some(false),
-        ray_metrics: *ray_metrics,
-        // `launch`'s own (see `resolve_long_run`); a cluster of `up` keeps the defaults.
-        signal: SignalName::default(),
-        requeue: false,
-        max_requeues: DEFAULT_MAX_REQUEUES,
-        // `up`'s own (see `UpSettings::resolve`); a run of `launch` never grows.
-        max_nodes: None,
-        worker_idle_timeout: DEFAULT_WORKER_IDLE_TIMEOUT,
-        max_pending_workers: DEFAULT_MAX_PENDING_WORKERS,
-        replace_failed: false,
-        // Resolved apart from the cluster's flags (`super::container`).
-        container: ContainerOptions::default(),
+    Ok(SharedGroups {
+        program: ProgramOptions {
+            no_ray: *no_ray,
+            per_node: *per_node,
+            setup: setup.clone(),
+            setup_timeout: layered(*setup_timeout, &p.setup_timeout, &u.setup_timeout)
+                .filter(|_| setup.is_some()),
+            no_prefix: *no_prefix,
+        },
+        nodes: NodeOptions {
+            interface,
+            ip_family: layered(*ip_family, &p.ip_family, &u.ip_family).unwrap_or(IpFamily::Auto),
+            min_nodes: *min_nodes,
+            ready_timeout: layered(*ready_timeout, &p.ready_timeout, &u.ready_timeout)
+                .unwrap_or(DEFAULT_READY_TIMEOUT),
+            port_base: *port_base,
+            stop_grace: layered(*stop_grace, &p.stop_grace, &u.stop_grace)
+                .unwrap_or(DEFAULT_STOP_GRACE),
+        },
+        ray: RayOptions {
+            object_store_memory: layered(
+                *object_store_memory,
+                &p.object_store_memory,
+                &u.object_store_memory,
+            )
+            .filter(|_| !*per_node),
+            ray_args: for_ray(ray_args),
+            ray_head_args: for_ray(ray_head_args),
+            no_ray_auth: *no_ray_auth || layered(None, &p.ray_auth, &u.ray_auth) == Some(false),
+            ray_metrics: *ray_metrics,
+        },
     })
 }
 

@@ -1,8 +1,10 @@
 //! Each command's arguments resolved once into what the command takes (as uv's `settings.rs`):
 //! below `commands/`, nothing knows clap or `cli`.
 //!
-//! `launch` and `up` resolve into a [`LaunchConfig`](crate::launch::config::LaunchConfig)
-//! (their job, cluster and container flags alike: [`launch`], [`cluster`], [`container`]);
+//! `launch` and `up` resolve into a [`LaunchConfig`](crate::launch::config::LaunchConfig):
+//! their job flags alike ([`job`]), and a cluster built in one piece from typed groups, each
+//! resolved whole by one function: what runs, the nodes and Ray ([`cluster`]), the image
+//! ([`container`]), a long run's ([`long_run`], `launch`'s), serving and growth (`up`'s);
 //! `up` into [`up::UpSettings`]; `exec` into [`exec::ExecSettings`]; `launch --again` into [`again::AgainSettings`]; the others into the settings of
 //! [`runs`] and [`clusters`]. A task file named on the command line is turned into flags first
 //! ([`task_file`]).
@@ -12,7 +14,9 @@ mod cluster;
 pub(crate) mod clusters;
 mod container;
 pub(crate) mod exec;
+mod job;
 pub(crate) mod launch;
+mod long_run;
 pub(crate) mod runs;
 pub(crate) mod task_file;
 pub(crate) mod up;

@@ -1,11 +1,13 @@
 //! `up`'s arguments resolved: the cluster's name, and the job it submits, resolved from the job
 //! and cluster flags it shares with `launch`, kept alive for `exec` instead of running a
-//! command.
+//! command: its cluster is built in one piece, with the serving group its own flags resolve
+//! into ([`resolve_serve`]); a cluster of `up` is never requeued.
 
 use crate::cli::{ElasticArgs, UpArgs};
 use crate::error::{UsageError, show};
 use crate::handoff::cluster::{
-    ClusterOptions, DEFAULT_MAX_PENDING_WORKERS, DEFAULT_WORKER_IDLE_TIMEOUT,
+    ClusterOptions, DEFAULT_MAX_PENDING_WORKERS, DEFAULT_WORKER_IDLE_TIMEOUT, LongRunOptions,
+    ServeOptions,
 };
 use crate::launch::config::{self, LaunchConfig, Sources};
 use crate::launch::validate;
@@ -41,15 +43,15 @@ impl UpSettings {
             json,
         } = args;
         validate::cluster_name(name)?;
-        let job = super::launch::resolve_job(job, name, NO_COMMAND, src)?;
-        let mut cluster = super::cluster::resolve(cluster, job.request.num_nodes, src)?;
-        cluster.container = super::container::resolve(container, src)?;
+        let job = super::job::resolve_job(job, name, NO_COMMAND, src)?;
+        let shared = super::cluster::resolve(cluster, job.request.num_nodes, src)?;
+        let container = super::container::resolve(container, src)?;
         // The files' `signal` is `launch`'s, but a bad one is refused here too.
-        super::launch::signal_of(None, src)?;
-        super::launch::check_stop_grace(&cluster, job.request.time.as_deref())?;
+        super::long_run::signal_of(None, src)?;
+        super::job::check_stop_grace(&shared.nodes, job.request.time.as_deref())?;
         for (flag, given) in [
-            ("--per-node", cluster.per_node),
-            ("--no-ray", cluster.no_ray),
+            ("--per-node", shared.program.per_node),
+            ("--no-ray", shared.program.no_ray),
         ] {
             if given {
                 return Err(UsageError::new(format!(
@@ -58,14 +60,20 @@ impl UpSettings {
                 .hint("use `rayslurm launch` for a run without Ray"));
             }
         }
-        cluster.serve = true;
-        cluster.idle_timeout = config::idle_timeout(*idle_timeout, src);
-        resolve_elastic(
+        let serve = resolve_serve(
+            config::idle_timeout(*idle_timeout, src),
             elastic,
             job.request.num_nodes,
             job.request.nodelist.as_deref(),
-            &mut cluster,
         )?;
+        let cluster = ClusterOptions {
+            program: shared.program,
+            nodes: shared.nodes,
+            ray: shared.ray,
+            long_run: LongRunOptions::default(),
+            serve,
+            container,
+        };
         let config = LaunchConfig {
             job: job.request,
             log_dir: job.log_dir,
@@ -89,14 +97,15 @@ impl UpSettings {
     }
 }
 
-/// `--max-nodes` and the flags that go with it into the cluster's options: checked against
-/// the cluster's own nodes, and refused without `--max-nodes` (they would do nothing).
-fn resolve_elastic(
+/// The serving group: serving, released after `idle_timeout` without a job, and growing with
+/// `--max-nodes` and the flags that go with it, checked against the cluster's own nodes, and
+/// refused without `--max-nodes` (they would do nothing).
+fn resolve_serve(
+    idle_timeout: Option<u32>,
     args: &ElasticArgs,
     num_nodes: u32,
     nodelist: Option<&str>,
-    cluster: &mut ClusterOptions,
-) -> Result<(), UsageError> {
+) -> Result<ServeOptions, UsageError> {
     let ElasticArgs {
         max_nodes,
         worker_idle_timeout,
@@ -118,7 +127,11 @@ fn resolve_elastic(
                 )));
             }
         }
-        return Ok(());
+        return Ok(ServeOptions {
+            on: true,
+            idle_timeout,
+            ..ServeOptions::default()
+        });
     };
     if max_nodes < num_nodes {
         return Err(UsageError::new(format!(
@@ -136,11 +149,14 @@ fn resolve_elastic(
         ))
         .hint("choose the nodes with --partition or --constraint instead, or drop --max-nodes for a cluster of fixed nodes"));
     }
-    cluster.max_nodes = Some(max_nodes);
-    cluster.worker_idle_timeout = worker_idle_timeout.unwrap_or(DEFAULT_WORKER_IDLE_TIMEOUT);
-    cluster.max_pending_workers = max_pending_workers.unwrap_or(DEFAULT_MAX_PENDING_WORKERS);
-    cluster.replace_failed = *replace_failed;
-    Ok(())
+    Ok(ServeOptions {
+        on: true,
+        idle_timeout,
+        max_nodes: Some(max_nodes),
+        worker_idle_timeout: worker_idle_timeout.unwrap_or(DEFAULT_WORKER_IDLE_TIMEOUT),
+        max_pending_workers: max_pending_workers.unwrap_or(DEFAULT_MAX_PENDING_WORKERS),
+        replace_failed: *replace_failed,
+    })
 }
 
 #[cfg(test)]
@@ -169,10 +185,10 @@ mod tests {
     fn elastic(argv: &[&str]) -> (Option<u32>, u32, u32, bool) {
         let c = resolve(argv).unwrap().config.cluster;
         (
-            c.max_nodes,
-            c.worker_idle_timeout,
-            c.max_pending_workers,
-            c.replace_failed,
+            c.serve.max_nodes,
+            c.serve.worker_idle_timeout,
+            c.serve.max_pending_workers,
+            c.serve.replace_failed,
         )
     }
 
@@ -218,7 +234,7 @@ mod tests {
             unreachable!()
         };
         let c = super::super::launch::resolve(&args, &Sources::default()).unwrap();
-        assert_eq!(c.cluster.max_nodes, None);
+        assert_eq!(c.cluster.serve.max_nodes, None);
         assert!(
             crate::cli::Cli::try_parse_from([
                 "rayslurm",

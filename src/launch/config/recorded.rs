@@ -135,15 +135,13 @@ mod tests {
             json: true,
             follow: false,
             cancel_on_interrupt: true,
-            cluster: ClusterOptions {
-                setup: Some("pip install -e .".into()),
-                requeue: true,
-                ray_args: Some("--num-cpus=1 'a b'".into()),
-                container: crate::handoff::container::ContainerOptions {
-                    container_image: Some("/images/a b.sqsh".into()),
-                    ..Default::default()
-                },
-                ..ClusterOptions::default()
+            cluster: {
+                let mut cluster = ClusterOptions::default();
+                cluster.program.setup = Some("pip install -e .".into());
+                cluster.long_run.requeue = true;
+                cluster.ray.ray_args = Some("--num-cpus=1 'a b'".into());
+                cluster.container.container_image = Some("/images/a b.sqsh".into());
+                cluster
             },
             after: None,
             singleton: false,

@@ -36,7 +36,7 @@ impl Elastic {
     /// The cluster's elastic part, if `--max-nodes` asks for one.
     pub(super) fn start(head: &Head) -> Result<Option<Self>, String> {
         let (args, alloc, node) = (head.args, head.alloc, head.node());
-        let Some(max_nodes) = args.cluster.max_nodes else {
+        let Some(max_nodes) = args.cluster.serve.max_nodes else {
             return Ok(None);
         };
         let ray = head.ray.as_ref().ok_or("an elastic cluster needs Ray")?;
@@ -57,8 +57,8 @@ impl Elastic {
         let limits = Limits {
             max_nodes,
             head_nodes: alloc.nodes.len() as u32,
-            max_pending: args.cluster.max_pending_workers.max(1),
-            idle_timeout: u64::from(args.cluster.worker_idle_timeout),
+            max_pending: args.cluster.serve.max_pending_workers.max(1),
+            idle_timeout: u64::from(args.cluster.serve.worker_idle_timeout),
         };
         let file = WorkerJobs {
             head_job: alloc.job_id.clone(),
@@ -69,7 +69,13 @@ impl Elastic {
             paused: None,
             updated_at: Local::now().to_rfc3339_opts(SecondsFormat::Secs, false),
         };
-        let mut jobs = Jobs::new(run_dir, script, options, file, args.cluster.replace_failed);
+        let mut jobs = Jobs::new(
+            run_dir,
+            script,
+            options,
+            file,
+            args.cluster.serve.replace_failed,
+        );
         jobs.write(node);
         let status = RayStatus::start(ray, &head.started.mark, node)
             .map_err(|e| say(node, format!("warning: cannot ask Ray for its demand ({e}); only `rayslurm scale` grows the cluster")))

@@ -1,6 +1,6 @@
 //! The private tree's rules on their own: the owner and mode checks on a directory's status,
 //! the accepted owners, what `check` refuses and what errors say (each case one a mutant of
-//! `private_tree.rs` got past before; docs/testing.md, "Mutation testing").
+//! `private_tree` got past before; docs/benchmarks.md, "Mutation testing").
 
 use super::*;
 use std::os::unix::fs::PermissionsExt;

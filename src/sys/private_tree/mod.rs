@@ -414,5 +414,4 @@ mod tests {
 }
 
 #[cfg(test)]
-#[path = "private_tree_tests.rs"]
 mod rule_tests;

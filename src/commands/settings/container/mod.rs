@@ -27,7 +27,7 @@ pub(super) fn resolve(args: &ContainerArgs, src: &Sources) -> Result<ContainerOp
         ("container_workdir", container_workdir.is_some()),
         ("container_runtime", container_runtime.is_some()),
     ];
-    let from_where = |e| super::launch::from_where(e, &typed, src);
+    let from_where = |e| super::job::from_where(e, &typed, src);
     let image = layered(
         container_image.clone(),
         &p.container_image,
@@ -195,5 +195,4 @@ fn image_for(
 }
 
 #[cfg(test)]
-#[path = "container_tests.rs"]
 mod tests;
