@@ -30,7 +30,7 @@ pub(crate) use image::{Container, Inside};
 pub(crate) use mount::Mount;
 
 /// Every runtime, in the order `--container-runtime` lists them and a login node's are found.
-static RUNTIMES: [&dyn Runtime; 4] = [
+static RUNTIMES: &[&dyn Runtime] = &[
     &pyxis::Pyxis,
     &apptainer::Apptainer::APPTAINER,
     &apptainer::Apptainer::SINGULARITY,
