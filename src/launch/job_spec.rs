@@ -10,7 +10,7 @@ use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::cluster::ClusterOptions;
 use crate::handoff::run_files::RunFiles;
 use crate::handoff::signal_name::{SignalName, TIME_WARNING};
-use crate::launch::config::{JobRequest, LaunchConfig};
+use crate::launch::config::{JobRequest, LaunchConfig, Link};
 #[cfg(test)]
 use crate::launch::gpu_directive::GpuDirective;
 use crate::launch::gpu_directive::{self, GpuRequest};
@@ -38,16 +38,6 @@ pub(crate) struct JobSpec<'a> {
     pub(crate) state_path: String,
     pub(crate) rayslurm_bin: String,
     pub(crate) bootstrap_args: Vec<BootstrapArg>,
-}
-
-/// Where a run stands among others: the run it follows (`--after`), whose private directory
-/// it keeps using, and whether it waits for it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Link {
-    /// Slurm's `--dependency`, if the run must wait (`afterany:ID`, `singleton`, or both).
-    pub(crate) dependency: Option<String>,
-    /// The run directory of the run followed, used instead of this run's own.
-    pub(crate) run_dir: Option<PathBuf>,
 }
 
 impl<'a> JobSpec<'a> {

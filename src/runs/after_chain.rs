@@ -7,7 +7,7 @@
 use anyhow::Result;
 
 use crate::error::{UsageError, show};
-use crate::launch::job_spec::Link;
+use crate::launch::config::Link;
 use crate::printer::Printer;
 use crate::runs::select;
 use crate::runs::status;

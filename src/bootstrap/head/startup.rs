@@ -1,6 +1,6 @@
 //! What a run's start-up holds while it runs: the run's arguments and allocation, what it has
-//! started so far, the head's IP, its clock and the nodes' setups. [`super::start`] starts the
-//! cluster with it, [`super::ready`] waits on it until enough nodes have joined.
+//! started so far, the head's IP, its clock and the nodes' setups. The start (`start.rs`)
+//! starts the cluster with it, and waits on it (`ready.rs`) until enough nodes have joined.
 
 use std::net::IpAddr;
 use std::time::Instant;

@@ -65,6 +65,16 @@ pub(crate) struct EnvVar {
     pub(crate) value: String,
 }
 
+/// Where a run stands among others: the run it follows (`--after`), whose private directory
+/// it keeps using, and whether it waits for it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Link {
+    /// Slurm's `--dependency`, if the run must wait (`afterany:ID`, `singleton`, or both).
+    pub(crate) dependency: Option<String>,
+    /// The run directory of the run followed, used instead of this run's own.
+    pub(crate) run_dir: Option<PathBuf>,
+}
+
 /// A launch, resolved and validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LaunchConfig {
@@ -86,7 +96,7 @@ pub(crate) struct LaunchConfig {
     pub(crate) singleton: bool,
     /// The place among other runs already resolved (`launch --again`: the recorded run's),
     /// instead of resolving `after` and `singleton` at submission.
-    pub(crate) link: Option<crate::launch::job_spec::Link>,
+    pub(crate) link: Option<Link>,
     /// `--snapshot`/`--workdir`: the workdir copied at submission.
     pub(crate) snapshot: Option<crate::launch::snapshot::SnapshotPlan>,
 }

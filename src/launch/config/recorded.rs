@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::Link;
 use super::{JobRequest, LaunchConfig};
 use crate::handoff::cluster::{ClusterOptions, joined_words};
-use crate::launch::job_spec::Link;
 use crate::launch::snapshot::SnapshotPlan;
 use crate::launch::template::UserTemplate;
 

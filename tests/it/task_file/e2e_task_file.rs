@@ -312,12 +312,12 @@ fn e2e_task_file_seed_001_sets_up_each_node_in_a_directory_of_its_own() {
                 "git clone --depth 1 https://github.com/pytorch/examples || true",
                 format!("git clone --depth 1 {repo} examples"),
             ),
-            // uv makes no temp files; ensurepip does, in TMPDIR, and leaves them when the
-            // run stops it (the shared variant's fail-fast): here they stay in the workdir.
+            // uv makes no temp files; ensurepip and pip do, in TMPDIR, and leave them when the
+            // run stops them (the shared variant's fail-fast): here they stay in the workdir.
             ("uv venv --python 3.10", "TMPDIR=$PWD python3 -m venv .venv".into()),
             (
                 "    uv pip install -r requirements.txt \"numpy<2\" \"torch==2.7.1+cu118\" --extra-index-url https://download.pytorch.org/whl/cu118",
-                "    pip install --no-index -r requirements.txt\n    mkdir data".into(),
+                "    TMPDIR=$PWD pip install --no-index -r requirements.txt\n    mkdir data".into(),
             ),
             (
                 "    torchrun \\",
