@@ -351,3 +351,52 @@ impl ServeOptions {
         )
     }
 }
+
+/// Every option of every group set, none at its default: the round trip of the flags
+/// (`super::tests`) holds for each. A new field is set here, beside its group.
+#[cfg(test)]
+pub(super) fn every_option() -> super::ClusterOptions {
+    super::ClusterOptions {
+        program: ProgramOptions {
+            no_ray: true,
+            per_node: true,
+            setup: Some("pip install -e . && echo 'ready'".into()),
+            setup_timeout: Some(3600),
+            no_prefix: true,
+        },
+        nodes: NodeOptions {
+            interface: Some("ib0".into()),
+            ip_family: IpFamily::V6,
+            min_nodes: Some(2),
+            ready_timeout: 7,
+            port_base: Some(20_000),
+            stop_grace: 0,
+        },
+        ray: RayOptions {
+            object_store_memory: Some(100_000_000),
+            ray_args: Some("--object-manager-port=0 'a b'".into()),
+            ray_head_args: Some("--include-dashboard=false".into()),
+            no_ray_auth: true,
+            ray_metrics: true,
+        },
+        long_run: LongRunOptions {
+            signal: SignalName(nix::sys::signal::Signal::SIGUSR1),
+            requeue: true,
+            max_requeues: 5,
+        },
+        serve: ServeOptions {
+            on: true,
+            idle_timeout: Some(1800),
+            max_nodes: Some(8),
+            worker_idle_timeout: 60,
+            max_pending_workers: 1,
+            replace_failed: true,
+        },
+        container: crate::handoff::container::ContainerOptions {
+            container_image: Some("/images/a b.sqsh".into()),
+            container_mounts: vec!["/data:/mnt/data:ro".parse().unwrap()],
+            container_workdir: Some("/mnt/data".into()),
+            container_runtime: crate::containers::ContainerRuntime::named("apptainer"),
+        },
+    }
+}

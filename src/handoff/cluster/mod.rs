@@ -11,8 +11,6 @@ use clap::Args;
 
 use crate::error::{UsageError, show};
 use crate::handoff::container::ContainerOptions;
-#[cfg(test)]
-use crate::handoff::signal_name::SignalName;
 pub(crate) use groups::{
     DEFAULT_MAX_PENDING_WORKERS, DEFAULT_MAX_REQUEUES, DEFAULT_READY_TIMEOUT, DEFAULT_STOP_GRACE,
     DEFAULT_WORKER_IDLE_TIMEOUT, IpFamily, LongRunOptions, NodeOptions, ProgramOptions, RayOptions,
@@ -123,52 +121,6 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn every_option() -> ClusterOptions {
-        ClusterOptions {
-            program: ProgramOptions {
-                no_ray: true,
-                per_node: true,
-                setup: Some("pip install -e . && echo 'ready'".into()),
-                setup_timeout: Some(3600),
-                no_prefix: true,
-            },
-            nodes: NodeOptions {
-                interface: Some("ib0".into()),
-                ip_family: IpFamily::V6,
-                min_nodes: Some(2),
-                ready_timeout: 7,
-                port_base: Some(20_000),
-                stop_grace: 0,
-            },
-            ray: RayOptions {
-                object_store_memory: Some(100_000_000),
-                ray_args: Some("--object-manager-port=0 'a b'".into()),
-                ray_head_args: Some("--include-dashboard=false".into()),
-                no_ray_auth: true,
-                ray_metrics: true,
-            },
-            long_run: LongRunOptions {
-                signal: SignalName(nix::sys::signal::Signal::SIGUSR1),
-                requeue: true,
-                max_requeues: 5,
-            },
-            serve: ServeOptions {
-                on: true,
-                idle_timeout: Some(1800),
-                max_nodes: Some(8),
-                worker_idle_timeout: 60,
-                max_pending_workers: 1,
-                replace_failed: true,
-            },
-            container: ContainerOptions {
-                container_image: Some("/images/a b.sqsh".into()),
-                container_mounts: vec!["/data:/mnt/data:ro".parse().unwrap()],
-                container_workdir: Some("/mnt/data".into()),
-                container_runtime: crate::containers::ContainerRuntime::named("apptainer"),
-            },
-        }
-    }
-
     fn parse(words: Vec<String>) -> ClusterOptions {
         ClusterOptions::from_words(&words).expect("parses")
     }
@@ -182,7 +134,7 @@ mod tests {
     #[test]
     fn ray_args_num_gpus_is_what_ray_is_told() {
         let with = |args: Option<&str>| {
-            let mut o = every_option();
+            let mut o = groups::every_option();
             o.ray.ray_args = args.map(str::to_owned);
             o.ray.gpus(2)
         };
@@ -194,7 +146,7 @@ mod tests {
 
     #[test]
     fn flags_round_trip_as_the_script_and_the_worker_step_write_them() {
-        for options in [every_option(), ClusterOptions::default()] {
+        for options in [groups::every_option(), ClusterOptions::default()] {
             let separate: Vec<String> = options
                 .to_flags()
                 .into_iter()
@@ -209,7 +161,7 @@ mod tests {
     /// `ray start` refuses head-only flags, and failed every job.
     #[test]
     fn head_only_ray_args_never_reach_the_workers() {
-        let words = joined_words(every_option().for_workers().to_flags()).join(" ");
+        let words = joined_words(groups::every_option().for_workers().to_flags()).join(" ");
         assert!(
             words.contains("--ray-args=--object-manager-port=0"),
             "{words}"
