@@ -281,28 +281,13 @@ mod tests {
     fn the_setup_timeout_comes_from_the_flag_or_the_files_and_only_with_a_setup() {
         let mut s = src();
         s.user.setup_timeout = Some(600);
-        assert_eq!(
-            resolve(&[], &s).unwrap().cluster.program.setup_timeout,
-            None
-        );
+        let timeout =
+            |argv: &[&str], s: &Sources| resolve(argv, s).unwrap().cluster.program.setup_timeout;
+        assert_eq!(timeout(&[], &s), None);
         let with_setup = ["--setup", "make"];
-        assert_eq!(
-            resolve(&with_setup, &s)
-                .unwrap()
-                .cluster
-                .program
-                .setup_timeout,
-            Some(600)
-        );
+        assert_eq!(timeout(&with_setup, &s), Some(600));
         s.project.setup_timeout = Some(60);
-        assert_eq!(
-            resolve(&with_setup, &s)
-                .unwrap()
-                .cluster
-                .program
-                .setup_timeout,
-            Some(60)
-        );
+        assert_eq!(timeout(&with_setup, &s), Some(60));
         let cli = ["--setup", "make", "--setup-timeout", "5"];
         assert_eq!(
             resolve(&cli, &s).unwrap().cluster.program.setup_timeout,
