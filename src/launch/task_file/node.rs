@@ -187,9 +187,13 @@ impl Localizer for NoPlace {
     }
 }
 
-/// Parses a whole task file.
+/// Parses a whole task file, by YAML 1.2's core schema as SkyPilot's files are written: only
+/// `true` and `false` are booleans, so that `N`, `Y`, `ON` and `NO` stay what they say (keys of
+/// `envs` among them), where YAML 1.1 would read them as `false` and `true`.
 pub(crate) fn parse(text: &str) -> Result<Line<Node>, SyntaxError> {
-    serde_saphyr::from_str::<Line<Node>>(text).map_err(|e| SyntaxError::of(&e))
+    let yaml_12 = serde_saphyr::options! { strict_booleans: true };
+    serde_saphyr::from_str_with_options::<Line<Node>>(text, yaml_12)
+        .map_err(|e| SyntaxError::of(&e))
 }
 
 #[cfg(test)]
@@ -217,6 +221,31 @@ mod tests {
         assert_eq!(res[1].1.value, Node::Int(4));
         assert_eq!(top[2].1.value, Node::Str("echo hi\n".into()));
         assert_eq!(res[0].1.value, Node::Str("A100:8".into()));
+    }
+
+    /// YAML 1.1 would read these keys as `false`, `true`, `true`, `false` (and `NO` and `N`
+    /// would then collide); SkyPilot's `envs` are written as YAML 1.2 reads them.
+    #[test]
+    fn only_true_and_false_are_booleans() {
+        let text = "N: 8\nY: yes\nON: on\nNO: no\nT: true\nF: false\n";
+        let Node::Map(top) = parse(text).unwrap().value else {
+            panic!("a map")
+        };
+        let read: Vec<(&str, &Node)> = top
+            .iter()
+            .map(|(k, v)| (k.value.as_str(), &v.value))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                ("N", &Node::Int(8)),
+                ("Y", &Node::Str("yes".into())),
+                ("ON", &Node::Str("on".into())),
+                ("NO", &Node::Str("no".into())),
+                ("T", &Node::Bool(true)),
+                ("F", &Node::Bool(false)),
+            ]
+        );
     }
 
     #[test]

@@ -177,6 +177,23 @@ fn ray_job_runs_the_command_on_the_head_of_a_ray_cluster() {
     assert!(script.contains("#SBATCH --job-name=task"), "{script}");
 }
 
+/// YAML 1.2's booleans only: `N`, `Y`, `ON`, `NO` are the names of variables, as SkyPilot's
+/// files mean them (YAML 1.1 read them as `false` and `true`: `export false=8`).
+#[test]
+fn env_names_that_yaml_1_1_would_read_as_booleans_stay_names() {
+    let task = "run: echo $N\nenvs:\n  N: 8\n  Y: yes\n  ON: 1\n  NO: x\n";
+    let (dir, ran) = dry_run_task(task, &[]);
+    assert_eq!(ran.output.status.code().unwrap_or(-1), 0, "{}", ran.stderr);
+    let script = normalise(&ran.stdout, dir.path());
+    for line in ["export N=8", "export Y=yes", "export ON=1", "export NO=x"] {
+        assert!(script.contains(line), "{line}: {script}");
+    }
+    assert!(
+        !script.contains("export true") && !script.contains("export false"),
+        "{script}"
+    );
+}
+
 #[test]
 fn an_env_without_a_value_comes_from_the_command_line() {
     let task = "run: echo $KEY\nenvs:\n  KEY:\n";
