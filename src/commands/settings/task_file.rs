@@ -206,7 +206,14 @@ fn words_of(sub: &str, given: &Given) -> Result<Vec<OsString>, String> {
     };
     match (&given.value, takes_value) {
         (Value::Switch(true), false) => Ok(vec![format!("--{}", given.long).into()]),
-        (Value::Switch(false), false) => Ok(Vec::new()),
+        // `false` of a switch whose default is on (`exclusive`) is its `--no-` twin.
+        (Value::Switch(false), false) => {
+            let no = format!("no-{}", given.long);
+            Ok(match option_takes_value(sub, &no) {
+                Some(false) => vec![format!("--{no}").into()],
+                _ => Vec::new(),
+            })
+        }
         (Value::Switch(_), true) => {
             Err(format!("`--{}` takes a value, not true/false", given.long))
         }

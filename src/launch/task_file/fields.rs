@@ -191,7 +191,7 @@ fn workdir(r: &mut Reading, field: &str, value: &Line<Node>) -> Result<(), Refus
             "give a local directory; a git repository as workdir is not supported: clone it in `setup`",
         ));
     };
-    let dir = r.cwd.join(PathBuf::from(dir));
+    let dir = r.cwd.join(home_expanded(dir));
     let dir = dir
         .canonicalize()
         .map_err(|e| Refusal::new(field, value.line, format!("`{}`: {e}", dir.display())))?;
@@ -204,6 +204,16 @@ fn workdir(r: &mut Reading, field: &str, value: &Line<Node>) -> Result<(), Refus
     }
     r.given.push(apply_workdir(field, value.line, &dir));
     Ok(())
+}
+
+/// `~` and `~/...` as a shell (and SkyPilot) reads them: under your home directory.
+fn home_expanded(path: &str) -> PathBuf {
+    let home = || std::env::home_dir().unwrap_or_default();
+    match path.strip_prefix('~') {
+        Some("") => home(),
+        Some(rest) if rest.starts_with('/') => home().join(&rest[1..]),
+        _ => PathBuf::from(path),
+    }
 }
 
 /// `file_mounts:` of local paths need nothing on a shared filesystem; buckets are refused.

@@ -167,6 +167,26 @@ mod tests {
         );
     }
 
+    /// `workdir: ~/code` is under your home directory, as a shell and SkyPilot read it.
+    #[test]
+    fn a_workdir_from_tilde_is_under_the_home_directory() {
+        let home = std::env::home_dir().unwrap();
+        let code = tempfile::tempdir_in(&home).unwrap();
+        let name = code.path().file_name().unwrap().to_str().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let path = task(tmp.path(), &format!("run: x\nworkdir: ~/{name}\n"));
+        let given = format!("{:?}", read(&path, tmp.path()).unwrap().given);
+        let want = code.path().canonicalize().unwrap();
+        assert!(
+            given.contains(&format!("{:?}", want.display().to_string())),
+            "{given}"
+        );
+        // `~user` is not expanded: a path of that name is looked for here.
+        let path = task(tmp.path(), "run: x\nworkdir: ~nobody/x\n");
+        let err = read(&path, tmp.path()).unwrap_err();
+        assert!(err.message.contains("~nobody/x"), "{}", err.message);
+    }
+
     /// `num_nodes:` is a whole number of at least 1.
     #[test]
     fn num_nodes_below_one_is_refused() {

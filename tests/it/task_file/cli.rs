@@ -194,6 +194,25 @@ fn env_names_that_yaml_1_1_would_read_as_booleans_stay_names() {
     );
 }
 
+/// `rayslurm: {exclusive: false}` shares the node (`--no-exclusive`); the command line's
+/// `--exclusive` still wins.
+#[test]
+fn a_switch_that_is_on_by_default_is_turned_off_by_false() {
+    let task = "run: echo hi\nrayslurm:\n  exclusive: false\n";
+    for (args, exclusive) in [(&[][..], false), (&["--exclusive"][..], true)] {
+        let (dir, ran) = dry_run_task(task, args);
+        assert_eq!(ran.output.status.code().unwrap_or(-1), 0, "{}", ran.stderr);
+        let script = normalise(&ran.stdout, dir.path());
+        assert_eq!(
+            script.contains("#SBATCH --exclusive"),
+            exclusive,
+            "{args:?}: {script}"
+        );
+    }
+    let (dir, ran) = dry_run_task("run: echo hi\nrayslurm:\n  exclusive: true\n", &[]);
+    assert!(normalise(&ran.stdout, dir.path()).contains("#SBATCH --exclusive"));
+}
+
 #[test]
 fn an_env_without_a_value_comes_from_the_command_line() {
     let task = "run: echo $KEY\nenvs:\n  KEY:\n";
