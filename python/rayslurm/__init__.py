@@ -116,7 +116,9 @@ def launch(
             flags[key] = flags[key]._target()
     args = ["launch", *_cli.flags(flags), "--json"]
     if task is not None:
-        args += ["--", os.fspath(task)]
+        # Never read as a flag (`--` is for the command's words): `./-x.yaml`, not `-x.yaml`.
+        task = os.fspath(task)
+        args.append(os.path.join(".", task) if task.startswith("-") else task)
     return Job.from_launch(_cli.call_json(args, dict))
 
 

@@ -49,7 +49,9 @@ pub(crate) struct LaunchArgs {
 
     /// The command, as typed into bash: on the head node of the Ray cluster (with --no-ray, on
     /// the head node alone; with --per-node, on every node, once a task).
-    #[arg(value_name = "CMD", long, allow_hyphen_values = true, required_unless_present_any = ["task", "again"], help_heading = heading::JOB)]
+    ///
+    /// Or give it after `--`, each word quoted as given: `-- python train.py --lr 0.1`.
+    #[arg(value_name = "CMD", long, allow_hyphen_values = true, conflicts_with = "args", required_unless_present_any = ["task", "again", "args"], help_heading = heading::JOB)]
     pub(crate) command: Option<String>,
 
     /// Run RUN (an experiment name or job id) again, as a new recorded run.
@@ -96,6 +98,10 @@ pub(crate) struct LaunchArgs {
     /// the parser, not by clap.
     #[arg(skip)]
     pub(crate) given: Vec<String>,
+
+    /// The command and its arguments after `--`, each quoted as given (instead of --command).
+    #[arg(value_name = "CMD ARGS", last = true)]
+    pub(crate) args: Vec<String>,
 }
 
 /// The code a run gets: a copy of its workdir made at submission (`launch`).

@@ -34,6 +34,7 @@ const APIS: &[Api] = &[
             ("follow", "job.wait(), job.logs(follow=True)"),
             ("cancel_on_interrupt", "goes with --follow"),
             ("no_exclusive", "exclusive=False"),
+            ("args", "the words of a list `command`"),
         ],
         own_way: &[],
     },

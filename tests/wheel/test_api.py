@@ -122,14 +122,14 @@ class Rendering(FakeBinary):
         self.assertEqual(
             self.argv(),
             ["launch", "--num-gpus=a100:4", "--setup-timeout=3600", "--snapshot"]
-            + ["--workdir=src", "--snapshot-max-size=2G", "--json", "--", "train.yaml"],
+            + ["--workdir=src", "--snapshot-max-size=2G", "--json", "train.yaml"],
         )
         # With a name and command too: the flags typed override the file's.
         rayslurm.launch("x", "true", task=Path("t.yaml"), num_gpus=2)
         self.assertEqual(
             self.argv(),
             ["launch", "--exp-name=x", "--command=true", "--num-gpus=2", "--json"]
-            + ["--", "t.yaml"],
+            + ["t.yaml"],
         )
 
     def test_again_takes_a_job_an_id_or_a_name(self) -> None:

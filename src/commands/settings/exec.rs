@@ -115,8 +115,9 @@ impl ExecSettings {
     }
 }
 
-/// The command: `--command` as written, or the words after `--`, each quoted.
-fn command_of(command: Option<&str>, words: &[String]) -> Result<String, UsageError> {
+/// The command: `--command` as written, or the words after `--`, each quoted (`exec`'s and
+/// `launch`'s).
+pub(super) fn command_of(command: Option<&str>, words: &[String]) -> Result<String, UsageError> {
     let command = match (command, words) {
         (Some(c), []) => c.to_owned(),
         (None, words) if !words.is_empty() => words

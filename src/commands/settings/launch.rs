@@ -37,28 +37,10 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
             },
         again: _,
         given: _,
+        args: words,
     } = args;
-    // A task file's flags were put in front of the command line's (`commands::task_file`).
-    let from_file = |what: &str| {
-        UsageError::new(format!("{what} is missing")).hint(match task {
-            Some(t) => format!(
-                "give `{}` a `run:` field (or `name:`), or pass the flag",
-                t.display()
-            ),
-            None => "pass it on the command line, or run a recorded run again with --again RUN"
-                .to_owned(),
-        })
-    };
-    let exp_name = exp_name.as_deref().ok_or_else(|| from_file("--exp-name"))?;
-    let command = command
-        .as_deref()
-        .ok_or_else(|| from_file("--command (a task file's `run`)"))?;
-    validate::exp_name(exp_name)?;
-    if command.trim().is_empty() {
-        return Err(UsageError::new("--command is empty").hint(
-            "give the command to run on the head node, e.g. `--command \"python train.py\"`",
-        ));
-    }
+    let (exp_name, command) = name_and_command(task.as_deref(), exp_name, command, words)?;
+    let command = command.as_str();
     let job = super::job::resolve_job(job, exp_name, command, src)?;
     let shared = super::cluster::resolve(cluster, job.request.num_nodes, src)?;
     let container = super::container::resolve(container, src)?;
@@ -93,6 +75,41 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
         link: None,
         snapshot: resolve_snapshot(snapshot, &src.cwd)?,
     })
+}
+
+/// The experiment name and the command (`--command`, or the words after `--`), checked; a
+/// missing one says where it could come from (a task file's `name:` and `run:`).
+fn name_and_command<'a>(
+    task: Option<&Path>,
+    exp_name: &'a Option<String>,
+    command: &Option<String>,
+    words: &[String],
+) -> Result<(&'a str, String), UsageError> {
+    // A task file's flags were put in front of the command line's (`commands::task_file`).
+    let from_file = |what: &str| {
+        UsageError::new(format!("{what} is missing")).hint(match task {
+            Some(t) => format!(
+                "give `{}` a `run:` field (or `name:`), or pass the flag",
+                t.display()
+            ),
+            None => "pass it on the command line, or run a recorded run again with --again RUN"
+                .to_owned(),
+        })
+    };
+    let exp_name = exp_name.as_deref().ok_or_else(|| from_file("--exp-name"))?;
+    let command = match command {
+        None if !words.is_empty() => super::exec::command_of(None, words)?,
+        _ => command
+            .clone()
+            .ok_or_else(|| from_file("--command (a task file's `run`)"))?,
+    };
+    validate::exp_name(exp_name)?;
+    if command.trim().is_empty() {
+        return Err(UsageError::new("--command is empty").hint(
+            "give the command to run on the head node, e.g. `--command \"python train.py\"`",
+        ));
+    }
+    Ok((exp_name, command))
 }
 
 /// `--snapshot`, `--workdir`, `--snapshot-max-size` and `--empty-workdir`: the snapshot asked

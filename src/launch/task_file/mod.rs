@@ -100,12 +100,36 @@ impl Reading {
 }
 
 /// Reads the task file at `path` (relative to `cwd`).
+/// A program named where a task file goes (`rayslurm launch train.py`): a script by its name
+/// (`.py`, `.sh`, `.bash`) or its `#!` line is the command, not a task file.
+fn refuse_a_program(path: &Path, text: &str) -> Result<(), UsageError> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default();
+    let run = match ext {
+        "py" => "python",
+        "sh" | "bash" => "bash",
+        _ if text.starts_with("#!") => "",
+        _ => return Ok(()),
+    };
+    let command = format!("{run} {}", path.display()).trim().to_owned();
+    Err(UsageError::new(format!(
+        "`{}` is a program, not a task file (SkyPilot's YAML format)",
+        path.display()
+    ))
+    .hint(format!(
+        "give it as the command: `--command \"{command}\"`, or after `--`: `rayslurm launch --exp-name NAME -- {command}`"
+    )))
+}
+
 pub(crate) fn read(path: &Path, cwd: &Path) -> Result<TaskFile, UsageError> {
     let full = cwd.join(path);
     let text = std::fs::read_to_string(&full).map_err(|e| {
         UsageError::new(format!("cannot read task file `{}`: {e}", path.display()))
             .hint("name a task file (YAML) that exists, e.g. `rayslurm launch task.yaml`")
     })?;
+    refuse_a_program(path, &text)?;
     let stem = full
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

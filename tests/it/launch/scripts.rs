@@ -168,3 +168,43 @@ fn without_prelude(script: &str) -> String {
         .replace(script, "")
         .into_owned()
 }
+
+/// `launch -- CMD ARGS` as `exec` takes it: each word quoted as given, the same script as
+/// `--command` with that line; both at once are refused.
+#[test]
+fn the_words_after_two_dashes_are_the_command() {
+    let words = dry_run(&["--", "python", "train.py", "a b", "$HOME"]);
+    let line = dry_run(&["--command", "python train.py 'a b' '$HOME'"]);
+    assert_eq!(words, line);
+    let dir = tempfile::tempdir().unwrap();
+    let both = [
+        "--exp-name",
+        "x",
+        "--command",
+        "true",
+        "--",
+        "python",
+        "x.py",
+    ];
+    let ran = launch_in(dir.path(), &both).expect_status(2).run();
+    assert!(ran.stderr.contains("cannot be used with"), "{}", ran.stderr);
+}
+
+/// A program named where a task file goes is refused as one, saying how to run it.
+#[test]
+fn a_program_given_as_the_task_file_is_refused_with_how_to_run_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("train.py"), "print('hi')\n").unwrap();
+    std::fs::write(dir.path().join("run"), "#!/bin/sh\necho hi\n").unwrap();
+    for (file, command) in [("train.py", "python train.py"), ("run", "run")] {
+        let ran = launch_in(dir.path(), &[file]).expect_status(2).run();
+        assert!(
+            ran.stderr
+                .contains(&format!("`{file}` is a program, not a task file"))
+                && ran.stderr.contains(&format!("-- {command}`")),
+            "{}",
+            ran.stderr
+        );
+    }
+    assert!(!super::jobs(dir.path()).exists(), "nothing written");
+}
