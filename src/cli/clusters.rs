@@ -171,8 +171,9 @@ pub(crate) struct ExecArgs {
     #[arg(value_name = "SIZE", long)]
     pub(crate) snapshot_max_size: Option<String>,
 
-    /// An environment variable for the job, `KEY=VALUE` (repeatable).
-    #[arg(long = "env", allow_hyphen_values = true)]
+    /// An environment variable for the job, `KEY=VALUE` (repeatable); `KEY` alone takes its
+    /// value from this shell.
+    #[arg(value_name = "KEY[=VALUE]", long = "env", allow_hyphen_values = true)]
     pub(crate) env: Vec<String>,
 
     /// Environment variables from FILE: `KEY=VALUE` lines (repeatable).

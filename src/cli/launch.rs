@@ -286,7 +286,10 @@ pub(crate) struct JobArgs {
     pub(crate) load_env: Option<String>,
 
     /// An environment variable for the command, `KEY=VALUE` (repeatable).
-    #[arg(value_name = "KEY=VALUE", long = "env", allow_hyphen_values = true, help_heading = heading::ENVIRONMENT)]
+    ///
+    /// `KEY` alone takes its value from this shell (`--env HF_TOKEN`), so that a secret never
+    /// appears on a command line.
+    #[arg(value_name = "KEY[=VALUE]", long = "env", allow_hyphen_values = true, help_heading = heading::ENVIRONMENT)]
     pub(crate) env: Vec<String>,
 
     /// Environment variables from FILE: `KEY=VALUE` lines (repeatable).

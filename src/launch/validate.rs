@@ -211,8 +211,7 @@ pub(crate) static ENV_NAME: LazyLock<Regex> =
 /// `--env KEY=VALUE`, split into its name and value.
 pub(crate) fn env_pair(value: &str) -> Result<(String, String), UsageError> {
     let Some((key, val)) = value.split_once('=') else {
-        return Err(UsageError::new(format!("--env {} has no `=`", show(value)))
-            .hint("write --env NAME=VALUE, e.g. `--env OMP_NUM_THREADS=4`"));
+        return from_here(value);
     };
     if !ENV_NAME.is_match(key) {
         // Only the name: the value may be a secret.
@@ -224,6 +223,32 @@ pub(crate) fn env_pair(value: &str) -> Result<(String, String), UsageError> {
         .hint("names start with a letter or `_` and hold only letters, digits and `_`"));
     }
     Ok((key.to_owned(), val.to_owned()))
+}
+
+/// `--env NAME` alone: the value this shell has for NAME (as SkyPilot's `--env NAME`), so that
+/// a secret never appears on a command line, which `ps` shows to every user of the machine.
+fn from_here(name: &str) -> Result<(String, String), UsageError> {
+    let hint = "write --env NAME=VALUE, or export NAME in this shell and give --env NAME (e.g. `--env HF_TOKEN`)";
+    if !ENV_NAME.is_match(name) {
+        return Err(UsageError::new(format!(
+            "--env {} is neither NAME=VALUE nor a variable's name",
+            show(name)
+        ))
+        .hint(hint));
+    }
+    match std::env::var(name) {
+        Ok(value) => Ok((name.to_owned(), value)),
+        Err(std::env::VarError::NotPresent) => Err(UsageError::new(format!(
+            "--env {name} takes its value from this shell, and {name} is not set here"
+        ))
+        .hint(format!(
+            "export {name}=... first, or write --env {name}=VALUE"
+        ))),
+        Err(std::env::VarError::NotUnicode(_)) => Err(UsageError::new(format!(
+            "--env {name}: the value of {name} in this shell is not UTF-8 text"
+        ))
+        .hint(hint)),
+    }
 }
 
 /// The node-local directory (`/tmp`, `/var/tmp`, `/dev/shm`, `$TMPDIR`) that `dir` is in, if
@@ -371,9 +396,18 @@ mod tests {
     fn env_pairs() {
         assert_eq!(env_pair("A=b=c").unwrap(), ("A".into(), "b=c".into()));
         assert_eq!(env_pair("_X=").unwrap(), ("_X".into(), String::new()));
-        for bad in ["A", "1A=x", "A-B=x", "=x", "A B=x"] {
+        for bad in ["1A=x", "A-B=x", "=x", "A B=x", "A B", "1A"] {
             assert!(env_pair(bad).is_err(), "{bad}");
         }
+        // A name alone: this shell's value, or refused when it has none.
+        let path = std::env::var("PATH").unwrap();
+        assert_eq!(env_pair("PATH").unwrap(), ("PATH".into(), path));
+        let unset = env_pair("RAYSLURM_TEST_SURELY_UNSET_7").unwrap_err();
+        assert!(
+            unset.message.contains("is not set here"),
+            "{}",
+            unset.message
+        );
     }
 
     #[test]

@@ -54,12 +54,14 @@ pub(crate) fn expand(
     for (key, line) in &task.needed_env {
         if !typed_env
             .iter()
-            .any(|e| e.split_once('=').is_some_and(|(k, _)| k == key))
+            .any(|e| e.split_once('=').map_or(e.as_str(), |(k, _)| k) == key)
         {
             return Err(Refusal::new(
                 &format!("envs.{key}"),
                 *line,
-                format!("has no value: give it with `--env {key}=VALUE`"),
+                format!(
+                    "has no value: give it with `--env {key}` (its value in this shell) or `--env {key}=VALUE`"
+                ),
             )
             .into_error(&task.path));
         }

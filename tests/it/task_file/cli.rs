@@ -213,6 +213,56 @@ fn a_switch_that_is_on_by_default_is_turned_off_by_false() {
     assert!(normalise(&ran.stdout, dir.path()).contains("#SBATCH --exclusive"));
 }
 
+/// A key without a value in the file takes this shell's value with `--env KEY` (SkyPilot's
+/// way to pass a secret), as a plain launch's `--env KEY` does; unset, it is refused.
+#[test]
+fn an_env_named_alone_takes_its_value_from_the_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("task.yaml"),
+        "run: echo $KEY\nenvs:\n  KEY:\n",
+    )
+    .unwrap();
+    let with = |args: &[&str], value: Option<&str>| {
+        let mut run =
+            crate::launch::launch_in(dir.path(), args).env("RAYSLURM_CONFIG", "/dev/null");
+        run = match value {
+            Some(v) => run.env("KEY", v),
+            None => run.env_remove("KEY"),
+        };
+        run.run()
+    };
+    let ran = with(
+        &["task.yaml", "--dry-run", "--env", "KEY"],
+        Some("from-shell"),
+    );
+    assert_eq!(ran.output.status.code().unwrap_or(-1), 0, "{}", ran.stderr);
+    assert!(normalise(&ran.stdout, dir.path()).contains("export KEY=from-shell"));
+    let plain = [
+        "--dry-run",
+        "--exp-name",
+        "x",
+        "--command",
+        "true",
+        "--env",
+        "KEY",
+    ];
+    let ran = with(&plain, Some("v 2"));
+    assert!(
+        normalise(&ran.stdout, dir.path()).contains("export KEY='v 2'"),
+        "{}",
+        ran.stderr
+    );
+    let ran = with(&plain, None);
+    assert_eq!(ran.output.status.code().unwrap_or(-1), 2);
+    assert!(
+        ran.stderr
+            .contains("--env KEY takes its value from this shell, and KEY is not set here"),
+        "{}",
+        ran.stderr
+    );
+}
+
 #[test]
 fn an_env_without_a_value_comes_from_the_command_line() {
     let task = "run: echo $KEY\nenvs:\n  KEY:\n";
