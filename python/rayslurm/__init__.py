@@ -92,7 +92,8 @@ def launch(
         exclusive: ``True`` for ``--exclusive``, ``False`` for ``--no-exclusive``, ``None``
             for rayslurm's default (exclusive).
         env: ``{"KEY": value}`` or ``["KEY=VALUE", ...]``, one ``--env`` each (values are
-            masked in errors); ``env_file``: a path or a list of paths, for secrets.
+            masked in errors); ``env_file``: a path or a list of paths, for secrets;
+            ``secret``: as ``env``, one ``--secret`` each (a dry run shows ``***``).
         sbatch_arg: extra sbatch options, one ``--sbatch-arg`` each.
         dry_run: write the script and submit nothing: the job has ``submitted == False``,
             ``job_id is None``, and ``job.script_text`` is the script.

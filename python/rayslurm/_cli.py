@@ -47,7 +47,7 @@ ENDED_STATES = frozenset(
 _NEGATED = {"exclusive": "--no-exclusive"}
 
 #: The flags whose ``KEY=VALUE`` values are masked wherever the package shows a command line.
-_SECRET_FLAGS = ("--env",)
+_SECRET_FLAGS = ("--env", "--secret")
 
 Command = Union[str, Sequence[str]]
 PathLike = Union[str, "os.PathLike[str]"]

@@ -60,6 +60,7 @@ class Resources(TypedDict, total=False):
     load_env: Optional[str]
     env: Optional[Env]
     env_file: Optional[EnvFiles]
+    secret: Optional[Env]
     setup: Optional[str]
     setup_timeout: Optional[int]
 

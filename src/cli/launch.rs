@@ -299,6 +299,13 @@ pub(crate) struct JobArgs {
     /// a key given here too.
     #[arg(value_name = "FILE", long, help_heading = heading::ENVIRONMENT)]
     pub(crate) env_file: Vec<PathBuf>,
+
+    /// A secret for the command, `KEY` (its value in this shell) or `KEY=VALUE` (repeatable).
+    ///
+    /// Set as --env sets it, and never shown: a dry run prints `***` for its value, which is
+    /// only in the run's private script.
+    #[arg(value_name = "KEY[=VALUE]", long, allow_hyphen_values = true, help_heading = heading::ENVIRONMENT)]
+    pub(crate) secret: Vec<String>,
 }
 
 /// The cluster's flags as the user gives them; resolved (with config files and defaults) into

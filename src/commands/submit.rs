@@ -13,9 +13,9 @@ use crate::error::show;
 use crate::handoff::elastic::worker_sbatch_args;
 use crate::handoff::job_env;
 use crate::handoff::run_files::{RunFiles, create_private_dir};
-use crate::launch::config::LaunchConfig;
 use crate::launch::config::Link;
 use crate::launch::config::recorded::RecordedLaunch;
+use crate::launch::config::{LaunchConfig, without_secrets};
 use crate::launch::digest_check::with_digest_check;
 use crate::launch::job_spec::JobSpec;
 use crate::launch::job_spec::snapshot_dir;
@@ -98,7 +98,7 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
     }
     let (files, bin) = write_script(config, &template, &link, printer)?;
     if config.dry_run {
-        show_dry_run(printer, config.json, &config.job.exp_name, &files)?;
+        show_dry_run(printer, config, &files)?;
         return Ok(Submitted::DryRun);
     }
     if config.cluster.serve.max_nodes.is_some() {
@@ -113,17 +113,17 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
 
 /// What a dry run shows: the script it wrote (or, with `--json`, its paths), and how to submit
 /// it as a run rayslurm records.
+/// A secret's value (`--secret`) is shown as `***`: it is only in the private script.
 pub(crate) fn show_dry_run(
     printer: &Printer,
-    json: bool,
-    exp_name: &str,
+    config: &LaunchConfig,
     files: &RunFiles,
 ) -> Result<()> {
     let text = std::fs::read_to_string(&files.script)?;
-    if json {
-        print_result(printer, json, exp_name, files, None)?;
+    if config.json {
+        print_result(printer, true, &config.job.exp_name, files, None)?;
     } else {
-        printer.result(text.trim_end());
+        printer.result(without_secrets(&text, &config.job.env).trim_end());
     }
     // Not `sbatch SCRIPT`: that would make a run no record names (`status`, `logs` and
     // `--again` would not know it), writing into the log and state this script names.

@@ -177,6 +177,7 @@ mod tests {
             env: vec![EnvVar {
                 key: "A".into(),
                 value: "1".into(),
+                secret: false,
             }],
             num_nodes: 2,
             tasks_per_node: 1,

@@ -49,6 +49,7 @@ pub(super) fn resolve_job(
         sbatch_args,
         env,
         env_file,
+        secret,
         log_dir,
         template,
     } = args;
@@ -70,10 +71,7 @@ pub(super) fn resolve_job(
         (sbatch_args, num_gpus.per_node > 0),
     )
     .map_err(|e| from_where(e, &typed, src))?;
-    let env = config::env_vars(env_file, env)?
-        .into_iter()
-        .map(|(key, value)| EnvVar { key, value })
-        .collect();
+    let env = env_and_secrets(env_file, env, secret)?;
     let load_env =
         layered(load_env.clone(), &p.load_env, &u.load_env).filter(|l| !l.trim().is_empty());
     let (log_dir, log_dir_is_default) = resolve_log_dir(log_dir, src);
@@ -109,6 +107,34 @@ pub(super) fn resolve_job(
         log_dir_is_default,
         template,
     })
+}
+
+/// `--env-file`, `--env` and `--secret` in one list, each key once: a secret wins over the
+/// same key in `--env` (its value is then never shown).
+fn env_and_secrets(
+    env_file: &[PathBuf],
+    env: &[String],
+    secret: &[String],
+) -> Result<Vec<EnvVar>, UsageError> {
+    let secrets = config::env_vars(&[], secret).map_err(|e| {
+        UsageError::new(e.message.replace("--env", "--secret"))
+            .hint(e.hint.unwrap_or_default().replace("--env", "--secret"))
+    })?;
+    let mut vars: Vec<EnvVar> = config::env_vars(env_file, env)?
+        .into_iter()
+        .filter(|(key, _)| !secrets.iter().any(|(k, _)| k == key))
+        .map(|(key, value)| EnvVar {
+            key,
+            value,
+            secret: false,
+        })
+        .collect();
+    vars.extend(secrets.into_iter().map(|(key, value)| EnvVar {
+        key,
+        value,
+        secret: true,
+    }));
+    Ok(vars)
 }
 
 /// The user's own template (`--template`, relative to the working directory), read now: the

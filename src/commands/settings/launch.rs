@@ -257,7 +257,8 @@ mod tests {
             j.env,
             vec![EnvVar {
                 key: "A".into(),
-                value: "1".into()
+                value: "1".into(),
+                secret: false,
             }]
         );
         assert_eq!(c.log_dir, PathBuf::from("/work/proj/logs"));

@@ -27,11 +27,19 @@ pub(crate) fn expand(
 ) -> Result<Cli, UsageError> {
     let (sub, path, typed_env) = match &cli.command {
         Command::Launch(args) => match &args.task {
-            Some(path) => ("launch", path.clone(), args.job.env.clone()),
+            Some(path) => (
+                "launch",
+                path.clone(),
+                [&args.job.env[..], &args.job.secret].concat(),
+            ),
             None => return Ok(cli),
         },
         Command::Up(args) => match &args.task {
-            Some(path) => ("up", path.clone(), args.job.env.clone()),
+            Some(path) => (
+                "up",
+                path.clone(),
+                [&args.job.env[..], &args.job.secret].concat(),
+            ),
             None => return Ok(cli),
         },
         Command::Exec(args) => match &args.task {
@@ -203,6 +211,14 @@ fn resolves(sub: &str, words: &[OsString]) -> Result<(), String> {
 
 /// One flag's words (`--long=value` each), or why it cannot be one.
 fn words_of(sub: &str, given: &Given) -> Result<Vec<OsString>, String> {
+    // `exec` has no `--secret`: a secret is an `--env` of the job there.
+    let given = &match given.long.as_str() {
+        "secret" if option_takes_value(sub, "secret").is_none() => Given {
+            long: "env".to_owned(),
+            ..given.clone()
+        },
+        _ => given.clone(),
+    };
     let Some(takes_value) = option_takes_value(sub, &given.long) else {
         return Err(format!("`{sub}` has no option `--{}`", given.long));
     };

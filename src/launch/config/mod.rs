@@ -58,11 +58,36 @@ pub(crate) struct JobRequest {
     pub(crate) sbatch_args: Vec<String>,
 }
 
-/// One `--env KEY=VALUE`.
+/// One `--env KEY=VALUE` (or `--secret`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct EnvVar {
     pub(crate) key: String,
     pub(crate) value: String,
+    /// A `--secret`: its value is never shown.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) secret: bool,
+}
+
+/// `text` (a script as written) with the values of the secrets among `env` shown as `***`:
+/// their `export KEY=...` lines as the template writes them, and the value itself anywhere
+/// else where it is long enough to be told apart (6 characters or more).
+pub(crate) fn without_secrets(text: &str, env: &[EnvVar]) -> String {
+    let mut secrets: Vec<&EnvVar> = env
+        .iter()
+        .filter(|v| v.secret && !v.value.is_empty())
+        .collect();
+    let mut text = text.to_owned();
+    for var in &secrets {
+        let quoted = crate::sys::quote::shell_quote(&var.value);
+        let line = format!("export {}={quoted}", var.key);
+        text = text.replace(&line, &format!("export {}='***'", var.key));
+    }
+    // The longest first: a value inside another is not left half shown.
+    secrets.sort_by_key(|v| std::cmp::Reverse(v.value.len()));
+    for var in secrets.iter().filter(|v| v.value.len() >= 6) {
+        text = text.replace(&var.value, "***");
+    }
+    text
 }
 
 /// Where a run stands among others: the run it follows (`--after`), whose private directory
@@ -159,4 +184,35 @@ pub(crate) fn check_log_dir_text(dir: &Path) -> Result<(), UsageError> {
         .hint("choose a --log-dir whose path has no spaces, quotes, `%` or `\\`"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn var(key: &str, value: &str, secret: bool) -> EnvVar {
+        EnvVar {
+            key: key.into(),
+            value: value.into(),
+            secret,
+        }
+    }
+
+    /// A secret's line and its value anywhere else are `***`, a value inside another one
+    /// included; an `--env` is shown as it is, and a short secret only on its own line.
+    #[test]
+    fn secrets_are_shown_as_stars() {
+        let env = [
+            var("A", "token-123", true),
+            var("B", "token-123-more", true),
+            var("C", "x y", true),
+            var("D", "token-123", false),
+        ];
+        let text = "export A=token-123\nexport B=token-123-more\nexport C='x y'\n\
+                    export D=token-123\necho token-123-more x y\n";
+        assert_eq!(
+            without_secrets(text, &env),
+            "export A='***'\nexport B='***'\nexport C='***'\nexport D=***\necho *** x y\n"
+        );
+    }
 }

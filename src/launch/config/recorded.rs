@@ -107,6 +107,7 @@ mod tests {
                 env: vec![super::super::EnvVar {
                     key: "K".into(),
                     value: "v 1".into(),
+                    secret: false,
                 }],
                 num_nodes: 3,
                 tasks_per_node: 2,

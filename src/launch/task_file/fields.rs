@@ -170,10 +170,12 @@ fn envs(r: &mut Reading, field: &str, value: &Line<Node>) -> Result<(), Refusal>
                         format!("is {}: give one value", other.kind()),
                     )
                 })?;
+                // A secret's value is never shown (`--secret`, where the command has it).
+                let long = if field == "secrets" { "secret" } else { "env" };
                 r.given.push(Given::one(
                     &name,
                     key.line,
-                    "env",
+                    long,
                     format!("{}={text}", key.value),
                 ));
             }

@@ -124,3 +124,54 @@ fn verbose_never_echoes_a_value() {
     .expect_stdout_lacks("flag-secret")
     .run();
 }
+
+/// `--secret KEY=VALUE` (or `KEY`, its value in this shell) is set as `--env` sets it, in the
+/// private script only: a dry run shows `***`, and a task file's `secrets:` are secrets too.
+#[test]
+fn a_secret_reaches_only_the_private_script_and_a_dry_run_shows_stars() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::write(
+        dir.path().join("task.yaml"),
+        format!("run: echo hi\nsecrets:\n  FILE_TOKEN: {SECRET}-file\n  SHELL_TOKEN:\n"),
+    )
+    .unwrap();
+    let plain = ["launch", "--exp-name", "x", "--command", "true"];
+    let task = ["launch", "task.yaml"];
+    let api = format!("API_KEY={SECRET}");
+    for (args, keys) in [
+        (&plain[..], &["API_KEY", "SHELL_TOKEN"][..]),
+        (&task[..], &["FILE_TOKEN", "SHELL_TOKEN"][..]),
+    ] {
+        let mut argv = args.to_vec();
+        argv.extend(["--dry-run", "--secret", &api]);
+        argv.extend(["--secret", "SHELL_TOKEN"]);
+        let ran = rayslurm(&argv)
+            .cwd(dir.path())
+            .env("RAYSLURM_STATE_DIR", &state)
+            .env("RAYSLURM_CONFIG", "/dev/null")
+            .env("SHELL_TOKEN", format!("{SECRET}-shell"))
+            .expect_status(0)
+            .expect_stdout_lacks(SECRET)
+            .expect_stderr_lacks(SECRET)
+            .run();
+        for key in keys {
+            assert!(
+                ran.stdout.contains(&format!("export {key}='***'\n")),
+                "{key}: {}",
+                ran.stdout
+            );
+        }
+        // The script itself, private to the user, has the values.
+        let script = ran.stderr.split("dry run: wrote ").nth(1).unwrap();
+        let script = script.split(" (not submitted").next().unwrap();
+        let text = std::fs::read_to_string(script).unwrap();
+        assert!(
+            text.contains(&format!("export SHELL_TOKEN={SECRET}-shell\n")),
+            "{text}"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(script).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{script}: {mode:o}");
+    }
+}

@@ -119,13 +119,15 @@ fn each_field_becomes_its_flag() {
         "#SBATCH --comment=from-file",
         "export MODEL=small",
         "export STEPS=10",
-        "export TOKEN=s3cret",
+        // A secret: in the private script only.
+        "export TOKEN='***'",
         "  --per-node \\",
         "  --setup 'echo setting up",
         "  --command 'echo run $MODEL",
     ] {
         assert!(script.contains(line), "{line}: {script}");
     }
+    assert!(!script.contains("s3cret"), "{script}");
     assert_eq!(
         ran.stderr
             .matches("resources.disk_size` needs nothing here")
