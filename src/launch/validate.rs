@@ -208,15 +208,15 @@ pub(crate) fn memory_bytes(flag: &str, value: &str) -> Result<u64, UsageError> {
 pub(crate) static ENV_NAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[A-Za-z_][A-Za-z0-9_]*$").expect("valid regex"));
 
-/// `--env KEY=VALUE`, split into its name and value.
-pub(crate) fn env_pair(value: &str) -> Result<(String, String), UsageError> {
+/// `--env KEY=VALUE` (or `--secret`, named by `flag`), split into its name and value.
+pub(crate) fn env_pair(flag: &str, value: &str) -> Result<(String, String), UsageError> {
     let Some((key, val)) = value.split_once('=') else {
-        return from_here(value);
+        return from_here(flag, value);
     };
     if !ENV_NAME.is_match(key) {
         // Only the name: the value may be a secret.
         return Err(UsageError::new(format!(
-            "--env {}=...: {} is not a valid variable name",
+            "{flag} {}=...: {} is not a valid variable name",
             show(key),
             show(key)
         ))
@@ -227,27 +227,28 @@ pub(crate) fn env_pair(value: &str) -> Result<(String, String), UsageError> {
 
 /// `--env NAME` alone: the value this shell has for NAME (as SkyPilot's `--env NAME`), so that
 /// a secret never appears on a command line, which `ps` shows to every user of the machine.
-fn from_here(name: &str) -> Result<(String, String), UsageError> {
-    let hint = "write --env NAME=VALUE, or export NAME in this shell and give --env NAME (e.g. `--env HF_TOKEN`)";
+fn from_here(flag: &str, name: &str) -> Result<(String, String), UsageError> {
     if !ENV_NAME.is_match(name) {
         return Err(UsageError::new(format!(
-            "--env {} is neither NAME=VALUE nor a variable's name",
+            "{flag} {} is neither NAME=VALUE nor a variable's name",
             show(name)
         ))
-        .hint(hint));
+        .hint(format!(
+            "write {flag} NAME=VALUE, or export NAME in this shell and give {flag} NAME (e.g. `{flag} HF_TOKEN`)"
+        )));
     }
     match std::env::var(name) {
         Ok(value) => Ok((name.to_owned(), value)),
         Err(std::env::VarError::NotPresent) => Err(UsageError::new(format!(
-            "--env {name} takes its value from this shell, and {name} is not set here"
+            "{flag} {name} takes its value from this shell, and {name} is not set here"
         ))
         .hint(format!(
-            "export {name}=... first, or write --env {name}=VALUE"
+            "export {name}=... first, or write {flag} {name}=VALUE"
         ))),
         Err(std::env::VarError::NotUnicode(_)) => Err(UsageError::new(format!(
-            "--env {name}: the value of {name} in this shell is not UTF-8 text"
+            "{flag} {name}: the value of {name} in this shell is not UTF-8 text"
         ))
-        .hint(hint)),
+        .hint(format!("write {flag} {name}=VALUE"))),
     }
 }
 
@@ -394,15 +395,21 @@ mod tests {
 
     #[test]
     fn env_pairs() {
-        assert_eq!(env_pair("A=b=c").unwrap(), ("A".into(), "b=c".into()));
-        assert_eq!(env_pair("_X=").unwrap(), ("_X".into(), String::new()));
+        assert_eq!(
+            env_pair("--env", "A=b=c").unwrap(),
+            ("A".into(), "b=c".into())
+        );
+        assert_eq!(
+            env_pair("--env", "_X=").unwrap(),
+            ("_X".into(), String::new())
+        );
         for bad in ["1A=x", "A-B=x", "=x", "A B=x", "A B", "1A"] {
-            assert!(env_pair(bad).is_err(), "{bad}");
+            assert!(env_pair("--env", bad).is_err(), "{bad}");
         }
         // A name alone: this shell's value, or refused when it has none.
         let path = std::env::var("PATH").unwrap();
-        assert_eq!(env_pair("PATH").unwrap(), ("PATH".into(), path));
-        let unset = env_pair("RAYSLURM_TEST_SURELY_UNSET_7").unwrap_err();
+        assert_eq!(env_pair("--env", "PATH").unwrap(), ("PATH".into(), path));
+        let unset = env_pair("--env", "RAYSLURM_TEST_SURELY_UNSET_7").unwrap_err();
         assert!(
             unset.message.contains("is not set here"),
             "{}",

@@ -80,7 +80,9 @@ impl ExecSettings {
                 .hint("e.g. `-n 2` with --per-node for one rank on each of two nodes"));
         }
         let command = command_of(command.as_deref(), args)?;
-        let env = config::env_vars(env_file, env)?.into_iter().collect();
+        let env = config::env_vars(env_file, ("--env", env))?
+            .into_iter()
+            .collect();
         let memory = memory
             .as_deref()
             .map(|m| validate::memory_bytes("--memory", m))

@@ -116,11 +116,8 @@ fn env_and_secrets(
     env: &[String],
     secret: &[String],
 ) -> Result<Vec<EnvVar>, UsageError> {
-    let secrets = config::env_vars(&[], secret).map_err(|e| {
-        UsageError::new(e.message.replace("--env", "--secret"))
-            .hint(e.hint.unwrap_or_default().replace("--env", "--secret"))
-    })?;
-    let mut vars: Vec<EnvVar> = config::env_vars(env_file, env)?
+    let secrets = config::env_vars(&[], ("--secret", secret))?;
+    let mut vars: Vec<EnvVar> = config::env_vars(env_file, ("--env", env))?
         .into_iter()
         .filter(|(key, _)| !secrets.iter().any(|(k, _)| k == key))
         .map(|(key, value)| EnvVar {

@@ -146,17 +146,18 @@ pub(crate) fn idle_timeout(cli: Option<u32>, src: &Sources) -> Option<u32> {
 }
 
 /// The variables of `--env-file` files (read here: the one file resolution reads) then of
-/// `--env`, each key once, with the value given last: `launch`'s, `up`'s and `exec`'s.
+/// `flag`'s pairs (`--env`, `--secret`), each key once, with the value given last: `launch`'s,
+/// `up`'s and `exec`'s.
 pub(crate) fn env_vars(
     files: &[PathBuf],
-    pairs: &[String],
+    (flag, pairs): (&str, &[String]),
 ) -> Result<Vec<(String, String)>, UsageError> {
     let mut vars = Vec::new();
     for file in files {
         vars.extend(env_file::read(file)?);
     }
     for pair in pairs {
-        vars.push(validate::env_pair(pair)?);
+        vars.push(validate::env_pair(flag, pair)?);
     }
     let mut seen = std::collections::HashSet::new();
     let mut last_first: Vec<_> = vars
