@@ -415,6 +415,14 @@ mod tests {
             "{}",
             unset.message
         );
+        let secret = env_pair("--secret", "RAYSLURM_TEST_SURELY_UNSET_7").unwrap_err();
+        assert!(
+            secret
+                .message
+                .starts_with("--secret RAYSLURM_TEST_SURELY_UNSET_7 takes"),
+            "{}",
+            secret.message
+        );
     }
 
     #[test]
