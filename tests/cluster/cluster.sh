@@ -32,7 +32,11 @@
 #   Partition "lab" (default), the nodes after the first N in partition "crash" (only the tests
 #   that kill a node use them, so that no other test's job is on a node they kill), partition
 #   "labshare" over the lab nodes with OverSubscribe=FORCE:4 (several runs on one node beyond its
-#   2 CPUs, as on a site's shared partition: tests/it/shared_cluster/e2e_ports.rs), CPUs=2 RealMemory=4000 DefMemPerCPU=1000 per node, MinJobAge=300,
+#   2 CPUs, as on a site's shared partition: tests/it/shared_cluster/e2e_ports.rs), "labspot"
+#   (preemptible: PreemptMode=REQUEUE) and "labhigh" (PriorityTier=10, requeues labspot's jobs)
+#   over the lab nodes, fake GPUs (device files /dev/nvidia0..7, no driver): nodes 1-2
+#   gpu:a100_80gb:4,gpu:l4:4, nodes 3-4 gpu:h100:8, nodes 5-6 an untyped gpu:4 and partition
+#   "labgpu" (a site whose partitions stand for GPU types), CPUs=2 RealMemory=4000 DefMemPerCPU=1000 per node, MinJobAge=300,
 #   AuthInfo=cred_expire=10 (a requeued job may start again after 11 s, not Slurm's 121 s),
 #   SchedulerParameters=bf_interval=2 (a small job waiting behind a big one starts within 2 s of
 #   room freeing up, not 30: the tests run side by side and queue behind each other) and
@@ -58,6 +62,8 @@ readonly RUN=/run/${LAB}                      # runtime state: PIDs, node count
 readonly LOCK=/run/${LAB}.lock
 readonly SLURM_CONF=/etc/slurm/slurm.conf
 readonly SLURM_CONF_BAK=/etc/slurm/slurm.conf.${LAB}.bak
+readonly GRES_CONF=/etc/slurm/gres.conf
+readonly GRES_CONF_BAK=/etc/slurm/gres.conf.${LAB}.bak
 # slurmdbd reads slurmdbd.conf beside slurm.conf; accounting keeps ended jobs for sacct
 readonly DBD_CONF=/etc/slurm/slurmdbd.conf
 readonly DBD_CONF_BAK=/etc/slurm/slurmdbd.conf.${LAB}.bak
@@ -76,6 +82,9 @@ readonly CTLD_IP6=${NET6}:2
 readonly PARTITION=lab
 readonly CRASH_PARTITION=crash
 readonly SHARE_PARTITION=labshare
+readonly SPOT_PARTITION=labspot               # preemptible: a labhigh job requeues its jobs
+readonly HIGH_PARTITION=labhigh
+readonly GPU_PARTITION=labgpu                 # the nodes whose GPUs have no type
 readonly CLUSTER_NAME=rayslurmlab
 readonly MAX_NODES=10
 readonly UP_TIMEOUT=${RAYSLURM_LAB_UP_TIMEOUT:-60}
@@ -246,23 +255,85 @@ SlurmctldLogFile=${LOGDIR}/slurmctld.log
 SlurmdLogFile=${LOGDIR}/slurmd.%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
+GresTypes=gpu
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
 EOF
     # pyxis, when tests/cluster/build-pyxis.sh has built it (for Debian's Slurm only: a SPANK
     # plugin is built for one Slurm release), in a plugstack file of its own.
     if [[ $SLURM == debian && -f $PYXIS_PLUGSTACK ]]; then
       printf 'PlugStackConfig=%s\n' "$PYXIS_PLUGSTACK"
     fi
+    local gres untyped=()
     for ((i = 1; i <= n; i++)); do
-      printf 'NodeName=%s NodeAddr=%s CPUs=2 RealMemory=4000 State=UNKNOWN\n' "$(node_name "$i")" "$(node_ip4 "$i")"
-      if ((i <= n - c)); then lab+=("$(node_name "$i")"); else crash+=("$(node_name "$i")"); fi
+      gres=
+      if ((i <= n - c)); then
+        lab+=("$(node_name "$i")")
+        gres=$(node_gres "$i")
+        [[ $gres == gpu:[0-9]* ]] && untyped+=("$(node_name "$i")")
+      else
+        crash+=("$(node_name "$i")")
+      fi
+      printf 'NodeName=%s NodeAddr=%s CPUs=2 RealMemory=4000%s State=UNKNOWN\n' "$(node_name "$i")" "$(node_ip4 "$i")" "${gres:+ Gres=$gres}"
     done
-    local IFS=,
-    printf 'PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP\n' "$PARTITION" "${lab[*]}"
-    printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP OverSubscribe=FORCE:4\n' "$SHARE_PARTITION" "${lab[*]}"
+    local IFS=, off='PreemptMode=OFF'
+    printf 'PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP %s\n' "$PARTITION" "${lab[*]}" "$off"
+    printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP OverSubscribe=FORCE:4 %s\n' "$SHARE_PARTITION" "${lab[*]}" "$off"
+    printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE\n' "$SPOT_PARTITION" "${lab[*]}"
+    printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP PriorityTier=10 %s\n' "$HIGH_PARTITION" "${lab[*]}" "$off"
+    if ((${#untyped[@]} > 0)); then
+      printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP %s\n' "$GPU_PARTITION" "${untyped[*]}" "$off"
+    fi
     if ((c > 0)); then
-      printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP\n' "$CRASH_PARTITION" "${crash[*]}"
+      printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP %s\n' "$CRASH_PARTITION" "${crash[*]}" "$off"
     fi
   }
+}
+
+# node_gres K: lab node K's fake GPUs as slurm.conf's Gres= gives them (empty: none): typed GRES
+# of two spellings a site may use, and untyped GRES standing for a type by partition
+# ($GPU_PARTITION); each GPU is a device file of its own (make_gpu_devices), as Slurm wants.
+node_gres() {
+  case $1 in
+    1 | 2) echo 'gpu:a100_80gb:4,gpu:l4:4' ;;
+    3 | 4) echo 'gpu:h100:8' ;;
+    5 | 6) echo 'gpu:4' ;;
+  esac
+}
+
+# render_gres_conf T C: gres.conf for T nodes, the last C of them crash nodes (no GPUs)
+render_gres_conf() {
+  local n=$1 c=${2:-0} i name
+  printf '%s: written by tests/cluster/cluster.sh; removed by "cluster.sh down"\n' "$MARK"
+  for ((i = 1; i <= n - c; i++)); do
+    name=$(node_name "$i")
+    case $(node_gres "$i") in
+      gpu:a100_80gb:*)
+        printf 'NodeName=%s Name=gpu Type=a100_80gb File=/dev/nvidia[0-3]\n' "$name"
+        printf 'NodeName=%s Name=gpu Type=l4 File=/dev/nvidia[4-7]\n' "$name"
+        ;;
+      gpu:h100:*) printf 'NodeName=%s Name=gpu Type=h100 File=/dev/nvidia[0-7]\n' "$name" ;;
+      gpu:[0-9]*) printf 'NodeName=%s Name=gpu File=/dev/nvidia[0-3]\n' "$name" ;;
+    esac
+  done
+}
+
+# make_gpu_devices: /dev/nvidia0..7 as character devices (major 195, as NVIDIA's), recorded so
+# that `down` removes only those it made. No driver stands behind them: nothing opens them.
+make_gpu_devices() {
+  local k
+  for ((k = 0; k < 8; k++)); do
+    [[ -e /dev/nvidia$k ]] && continue
+    mknod -m 0666 "/dev/nvidia$k" c 195 "$k"
+    echo "/dev/nvidia$k" >>"${RUN}/made-devices"
+  done
+}
+
+remove_gpu_devices() {
+  local f
+  [[ -f ${RUN}/made-devices ]] || return 0
+  while read -r f; do [[ -c $f ]] && rm -f "$f"; done <"${RUN}/made-devices"
+  rm -f "${RUN}/made-devices"
 }
 
 write_slurm_conf() {
@@ -273,6 +344,12 @@ write_slurm_conf() {
   fi
   render_slurm_conf "$1" "$2" >"${SLURM_CONF}.tmp"
   mv -f "${SLURM_CONF}.tmp" "$SLURM_CONF"
+  if [[ -f $GRES_CONF && ! -f $GRES_CONF_BAK ]] && ! head -n1 "$GRES_CONF" | grep -qF "$MARK"; then
+    log "backing up existing $GRES_CONF to $GRES_CONF_BAK"
+    cp -p "$GRES_CONF" "$GRES_CONF_BAK"
+  fi
+  render_gres_conf "$1" "$2" >"${GRES_CONF}.tmp"
+  mv -f "${GRES_CONF}.tmp" "$GRES_CONF"
   write_epilog
 }
 
@@ -321,6 +398,12 @@ restore_slurm_conf() {
   fi
   if [[ -f $SLURM_CONF ]] && head -n1 "$SLURM_CONF" | grep -qF "$MARK"; then
     rm -f "$SLURM_CONF"
+  fi
+  if [[ -f $GRES_CONF ]] && head -n1 "$GRES_CONF" | grep -qF "$MARK"; then
+    rm -f "$GRES_CONF"
+  fi
+  if [[ -f $GRES_CONF_BAK ]]; then
+    mv -f "$GRES_CONF_BAK" "$GRES_CONF"
   fi
   if [[ -f $SLURM_CONF_BAK ]]; then
     mv -f "$SLURM_CONF_BAK" "$SLURM_CONF"
@@ -499,6 +582,7 @@ is_up() {
   local n=$1 c=$2 i states
   [[ $(recorded_n || true) == "$n" && $(recorded_c) == "$c" && $(recorded_slurm) == "$SLURM" ]] || return 1
   cmp -s <(render_slurm_conf "$n" "$c") "$SLURM_CONF" || return 1
+  cmp -s <(render_gres_conf "$n" "$c") "$GRES_CONF" || return 1
   alive "$(pid_of ctld || true)" || return 1
   alive "$(pid_of acct || true)" || return 1
   for ((i = 1; i <= n; i++)); do alive "$(pid_of "$(node_name "$i")" || true)" || return 1; done
@@ -553,6 +637,7 @@ do_down() {
   ip link del "$BRIDGE" 2>/dev/null || true
   hosts_remove
   restore_slurm_conf
+  remove_gpu_devices
   rm -rf "$RUN" "${VAR:?}/state" "${VAR:?}/spool" "${VAR:?}/tmp" "${VAR:?}/run" "${MYSQL_DATA:?}"
 }
 
@@ -609,6 +694,7 @@ cmd_up() {
   echo "$c" >"${RUN}/crash-nodes"
   echo "$SLURM" >"$SLURM_RECORD"
   write_slurm_conf "$n" "$c"
+  make_gpu_devices
   write_dbd_conf
   hosts_add "$n"
   setup_bridge
