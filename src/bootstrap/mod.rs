@@ -30,6 +30,7 @@ mod protocol;
 mod rank;
 mod ray_auth;
 mod ray_node;
+mod ray_version;
 mod signals;
 mod user_code;
 mod workdir;

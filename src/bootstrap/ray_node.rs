@@ -19,6 +19,7 @@ use crate::bootstrap::in_image;
 use crate::bootstrap::node::{check_shm, say};
 use crate::bootstrap::ports::{self, HeldRayPorts, RayPorts};
 use crate::bootstrap::ray_auth::RayAuth;
+use crate::bootstrap::ray_version;
 use crate::bootstrap::user_code::env::node_env;
 use crate::handoff::cluster::ClusterOptions;
 use crate::handoff::cluster::parse_ray_args;
@@ -317,10 +318,11 @@ pub(crate) fn start_node(
 ) -> Result<(RayStart, RayPorts), String> {
     let node = &alloc.node;
     // Inside an image, `in_image::check` has found `ray` there.
-    if !in_image::is_set() && which::which("ray").is_err() {
-        return Err(format!(
+    if !in_image::is_set() {
+        let ray = which::which("ray").map_err(|_| format!(
             "`ray` was not found on PATH on node {node}; make --load-env put Ray on PATH on every node (e.g. `source venv/bin/activate`)"
-        ));
+        ))?;
+        ray_version::check(node, &ray)?;
     }
     let memory = MemorySplit::of(alloc.memory_on_node, cluster.ray.object_store_memory);
     let (head_address, held) = match role {

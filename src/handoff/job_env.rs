@@ -47,6 +47,17 @@ pub(crate) const SKYPILOT_NODE_RANK: &str = "SKYPILOT_NODE_RANK";
 pub(crate) const SKYPILOT_NODE_IPS: &str = "SKYPILOT_NODE_IPS";
 pub(crate) const SKYPILOT_NUM_NODES: &str = "SKYPILOT_NUM_NODES";
 pub(crate) const SKYPILOT_NUM_GPUS_PER_NODE: &str = "SKYPILOT_NUM_GPUS_PER_NODE";
+/// SkyPilot's task variables (`bootstrap::user_code::skypilot`): the task's ID, the cluster's
+/// description (JSON) and the user, in setup and run.
+pub(crate) const SKYPILOT_TASK_ID: &str = "SKYPILOT_TASK_ID";
+pub(crate) const SKYPILOT_CLUSTER_INFO: &str = "SKYPILOT_CLUSTER_INFO";
+pub(crate) const SKYPILOT_USER: &str = "SKYPILOT_USER";
+/// SkyPilot's names in `setup` for three of the rank variables: (run name, setup name).
+pub(crate) const SKYPILOT_SETUP_NAMES: &[(&str, &str)] = &[
+    (SKYPILOT_NODE_RANK, "SKYPILOT_SETUP_NODE_RANK"),
+    (SKYPILOT_NODE_IPS, "SKYPILOT_SETUP_NODE_IPS"),
+    (SKYPILOT_NUM_GPUS_PER_NODE, "SKYPILOT_SETUP_NUM_GPUS_PER_NODE"),
+];
 /// Read by the head's dashboard agent: how long a job may wait in Ray's queue before Ray fails
 /// it (15 min by default). A persistent cluster's jobs wait as long as the allocation lives.
 pub(crate) const RAY_JOB_START_TIMEOUT_SECONDS: &str = "RAY_JOB_START_TIMEOUT_SECONDS";

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::Path;
 
+use super::skypilot;
 use crate::bootstrap::allocation::Allocation;
 use crate::handoff::job_env::{self, RankValue};
 use crate::slurm::env as slurm_env;
@@ -120,8 +121,9 @@ pub(crate) fn node_env(alloc: &Allocation, head_ip: IpAddr) -> Vec<(&'static str
     ]
 }
 
-/// What the command (and setup) learns of the run's attempts: how many came before, and the
-/// run's private directory, the same for every attempt, for its checkpoints.
+/// What the command (and setup) learns of the run's attempts: how many came before, the run's
+/// private directory, the same for every attempt, for its checkpoints, and SkyPilot's task
+/// variables (the task's ID is the same for every attempt too).
 pub(crate) fn attempt_env(alloc: &Allocation, run_dir: Option<&Path>) -> Vec<(String, String)> {
     let mut env = vec![(
         job_env::RESTART_COUNT.to_owned(),
@@ -130,6 +132,9 @@ pub(crate) fn attempt_env(alloc: &Allocation, run_dir: Option<&Path>) -> Vec<(St
     if let Some(dir) = run_dir {
         env.push((job_env::RUN_DIR.to_owned(), dir.display().to_string()));
     }
+    env.extend(skypilot::task_env(alloc, run_dir, &|k| {
+        std::env::var(k).ok()
+    }));
     env
 }
 
@@ -183,8 +188,8 @@ mod tests {
         a.restart_count = 2;
         let env = attempt_env(&a, Some(Path::new("/shared/x_1122-093005.d")));
         assert_eq!(
-            env,
-            vec![
+            env[..2],
+            [
                 ("RAYSLURM_RESTART_COUNT".to_owned(), "2".to_owned()),
                 (
                     "RAYSLURM_RUN_DIR".to_owned(),

@@ -9,6 +9,7 @@ use nix::sys::signal::Signal;
 use crate::bootstrap::node::{TICK, say};
 use crate::bootstrap::signals;
 use crate::bootstrap::user_code::command::{Output, UserCommand};
+use crate::bootstrap::user_code::skypilot;
 use crate::sys::process::exit_code_of;
 
 /// How long a setup told to stop has before it is killed.
@@ -31,7 +32,8 @@ pub(crate) fn run(
     told_to_stop: &dyn Fn() -> bool,
 ) -> i32 {
     let t0 = Instant::now();
-    let Ok(mut cmd) = UserCommand::spawn(setup, env, output) else {
+    let env = skypilot::with_setup_names(env);
+    let Ok(mut cmd) = UserCommand::spawn(setup, &env, output) else {
         return 1;
     };
     let mut stopping: Option<Instant> = None;
