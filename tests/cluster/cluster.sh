@@ -278,7 +278,8 @@ EOF
     done
     local IFS=, off='PreemptMode=OFF'
     printf 'PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP %s\n' "$PARTITION" "${lab[*]}" "$off"
-    printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP OverSubscribe=FORCE:4 %s\n' "$SHARE_PARTITION" "${lab[*]}" "$off"
+    # (not PreemptMode=OFF here: with it, Slurm 22.05 stops oversubscribing the partition)
+    printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP OverSubscribe=FORCE:4\n' "$SHARE_PARTITION" "${lab[*]}"
     printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE\n' "$SPOT_PARTITION" "${lab[*]}"
     printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP PriorityTier=10 %s\n' "$HIGH_PARTITION" "${lab[*]}" "$off"
     if ((${#untyped[@]} > 0)); then

@@ -18,7 +18,7 @@ fn three_nodes_form_a_cluster_and_the_command_sees_them() {
     copy_example(&dir, "ray_nodes.py");
     let script = dir.join("ray_nodes.py");
     let cmd = format!(
-        "python {} && env | grep -E '^(RAYSLURM_|RAY_ADDRESS=|PYTHONUNBUFFERED=)' && printf 'IPS<%s>\\n' \"$RAYSLURM_NODE_IPS\"",
+        "python {} && env | grep -E '^(RAYSLURM_|RAY_ADDRESS=|PYTHONUNBUFFERED=)' && printf 'IPS<%s>\\n' \"$RAYSLURM_NODE_IPS\" && echo \"devices=${{CUDA_VISIBLE_DEVICES-}}\"",
         script.display()
     );
     let job =
@@ -44,7 +44,17 @@ fn three_nodes_form_a_cluster_and_the_command_sees_them() {
         "{log}"
     );
     assert!(log.contains(&format!("RAY_ADDRESS={head_ip}:")), "{log}");
-    assert!(log.contains("RAYSLURM_NUM_GPUS_PER_NODE=0"), "{log}");
+    // A whole node comes with all its GPUs (the lab's nodes 1 to 6 have some): what Slurm
+    // made visible, counted.
+    let devices = log
+        .lines()
+        .find_map(|l| l.strip_prefix("devices="))
+        .unwrap_or_else(|| panic!("{log}"));
+    let gpus = devices.split(',').filter(|d| !d.is_empty()).count();
+    assert!(
+        log.contains(&format!("RAYSLURM_NUM_GPUS_PER_NODE={gpus}\n")),
+        "{log}"
+    );
     assert!(
         log.contains(&format!("Ray dashboard on {} at 127.0.0.1:", nodes[0])),
         "{log}"

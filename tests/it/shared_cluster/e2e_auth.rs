@@ -93,9 +93,10 @@ fn a_client_without_the_token_is_refused_on_every_port() {
     let dir = lab.workdir("auth");
     std::fs::write(dir.join("probe.py"), PROBE).unwrap();
     // A --port-base layout, so that the probe knows where Ray Client's server is (chosen
-    // ports are told to no one but Ray). Below the ephemeral range (32768 up), where outgoing
-    // connections of the node's other programs could hold one of its ports.
-    let base = (29_000 + (std::process::id() % 20) * 100).to_string();
+    // ports are told to no one but Ray). Below 10000, where no other run's chosen ports are
+    // (they are between 10000 and the ephemeral range), nor its outgoing connections' (the
+    // ephemeral range, 32768 up), nor what these leave in TIME_WAIT.
+    let base = (4_000 + (std::process::id() % 20) * 100).to_string();
     let job = crate::harness::launch_with_dashboard(
         lab,
         &dir,
