@@ -2,7 +2,8 @@
 //! with its own rank. It tells the head its node's IP (the node's first task), learns every
 //! node's from the head, runs the node's setup (the first task), waits for the head's word that
 //! every setup succeeded, runs the command with the rank environment, and reports the command's
-//! exit code. The head decides the run's end: the task exits 0 whatever its command did, so that
+//! exit code; what the command left running lives until the whole run ends, as in a Slurm
+//! step. The head decides the run's end: the task exits 0 whatever its command did, so that
 //! srun's `--kill-on-bad-exit` (which kills at once, with SIGKILL) fires only if the task
 //! itself fails.
 
@@ -120,22 +121,45 @@ fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_nod
         say(node, "error: no --command was given to the task");
         return 1;
     };
-    let code = match UserCommand::spawn(command, &env, &output(&ranks.rank.to_string())) {
-        Ok(cmd) => watch(cmd, &orders, args.cluster.nodes.command_grace()),
+    let exit = |code| {
+        report(&Report::Exit {
+            rank: ranks.rank,
+            node: node.clone(),
+            code,
+        });
+    };
+    let mut cmd = match UserCommand::spawn(command, &env, &output(&ranks.rank.to_string())) {
+        Ok(cmd) => cmd,
         Err(e) => {
             say(
                 node,
                 format!("error: cannot start bash for the command: {e}"),
             );
-            127
+            exit(127);
+            return 0;
         }
     };
-    report(&Report::Exit {
-        rank: ranks.rank,
-        node: node.clone(),
-        code,
-    });
+    exit(watch(&mut cmd, &orders, args.cluster.nodes.command_grace()));
+    // What the command started and left running lives on until the whole run ends, as in a
+    // Slurm step (a rank that is done may have started a server the others use), then goes.
+    until_the_run_ends(&cmd, &orders);
+    cmd.stop_leftovers();
     0
+}
+
+/// Waits for the run's end (the head's stop, the head gone, or a stop signal), passing the
+/// head's signals on to what a finished command left running.
+fn until_the_run_ends(cmd: &UserCommand, orders: &Receiver<Order>) {
+    loop {
+        match orders.recv_timeout(TICK) {
+            Ok(Order::Stop { .. }) | Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            Ok(Order::Signal { signal }) => cmd.signal(signal),
+            Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if signals::take().into_iter().any(signals::stops) {
+            return;
+        }
+    }
 }
 
 /// The node's first task: checks that the run's image starts here (the head's bootstrap has
@@ -162,16 +186,12 @@ const HEAD_GONE_GRACE: Duration = Duration::from_secs(3);
 
 /// Waits for the command, passing signals on; the head's stop order (or the head gone) stops
 /// it: SIGTERM, then SIGKILL once its grace has passed.
-fn watch(mut cmd: UserCommand, orders: &Receiver<Order>, signal_grace: Duration) -> i32 {
+fn watch(cmd: &mut UserCommand, orders: &Receiver<Order>, signal_grace: Duration) -> i32 {
     let mut kill_at: Option<Instant> = None;
     let mut head_gone = false;
     loop {
         match cmd.try_wait() {
-            Ok(Some(status)) => {
-                // What it started in its group and left running goes with it.
-                cmd.stop_leftovers();
-                return exit_code_of(status);
-            }
+            Ok(Some(status)) => return exit_code_of(status),
             Ok(None) => {}
             Err(_) => return 1,
         }

@@ -56,7 +56,10 @@ pub(crate) const SKYPILOT_USER: &str = "SKYPILOT_USER";
 pub(crate) const SKYPILOT_SETUP_NAMES: &[(&str, &str)] = &[
     (SKYPILOT_NODE_RANK, "SKYPILOT_SETUP_NODE_RANK"),
     (SKYPILOT_NODE_IPS, "SKYPILOT_SETUP_NODE_IPS"),
-    (SKYPILOT_NUM_GPUS_PER_NODE, "SKYPILOT_SETUP_NUM_GPUS_PER_NODE"),
+    (
+        SKYPILOT_NUM_GPUS_PER_NODE,
+        "SKYPILOT_SETUP_NUM_GPUS_PER_NODE",
+    ),
 ];
 /// Read by the head's dashboard agent: how long a job may wait in Ray's queue before Ray fails
 /// it (15 min by default). A persistent cluster's jobs wait as long as the allocation lives.

@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -74,24 +75,42 @@ impl UserCommand {
         let _ = killpg(self.pgid, signal);
     }
 
-    /// The command's status once it has ended (and its prefixed output is all copied).
+    /// The command's status once it has ended (and its prefixed output is copied: all of it,
+    /// unless something it left running holds its output open, whose lines keep coming).
     pub(crate) fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
         let status = self.child.try_wait()?;
         if status.is_some() {
-            for copier in self.copiers.drain(..) {
-                let _ = copier.join();
-            }
+            self.settle_copiers(LAST_OUTPUT);
         }
         Ok(status)
     }
 
     /// Whatever the command left running in its group is stopped too.
-    pub(crate) fn stop_leftovers(&self) {
+    pub(crate) fn stop_leftovers(&mut self) {
         self.signal(Signal::SIGTERM);
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(100));
         self.signal(Signal::SIGKILL);
+        self.settle_copiers(LAST_OUTPUT);
+    }
+
+    /// Joins the copiers that are done within `within`; one whose pipe a process the command
+    /// left running (a server started with `&`) still holds is left to copy its lines.
+    fn settle_copiers(&mut self, within: Duration) {
+        let deadline = Instant::now() + within;
+        while self.copiers.iter().any(|c| !c.is_finished()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let (done, running): (Vec<_>, Vec<_>) =
+            self.copiers.drain(..).partition(JoinHandle::is_finished);
+        for copier in done {
+            let _ = copier.join();
+        }
+        self.copiers = running;
     }
 }
+
+/// How long an ended command's output copiers get to copy its last lines.
+const LAST_OUTPUT: Duration = Duration::from_millis(300);
 
 /// Copies `from` line by line, each with `prefix` in front, to stdout (or stderr), flushing
 /// every line so that the job's log grows as the command writes.

@@ -18,13 +18,19 @@ pub(crate) fn task_env(
     run_dir: Option<&Path>,
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<(String, String)> {
-    let job_name = var("SLURM_JOB_NAME").unwrap_or_else(|| "rayslurm".to_owned());
+    // The run's directory is `NAME_MMDD-HHMMSS.d`; a step's own SLURM_JOB_NAME is the step's.
     let run = run_dir
         .and_then(Path::file_name)
-        .map(|n| n.to_string_lossy().trim_end_matches(".d").to_owned())
-        .unwrap_or_else(|| job_name.clone());
+        .map(|n| n.to_string_lossy().trim_end_matches(".d").to_owned());
+    let name = run
+        .as_deref()
+        .and_then(|r| r.rsplit_once('_'))
+        .map(|(name, _)| name.to_owned())
+        .or_else(|| var("SLURM_JOB_NAME"))
+        .unwrap_or_else(|| "rayslurm".to_owned());
+    let run = run.unwrap_or_else(|| name.clone());
     let info = serde_json::json!({
-        "cluster_name": job_name,
+        "cluster_name": name,
         "cloud": "Slurm",
         "region": var("SLURM_CLUSTER_NAME").unwrap_or_default(),
         "zone": var("SLURM_JOB_PARTITION").unwrap_or_default(),
@@ -82,7 +88,7 @@ mod tests {
         let var = |k: &str| {
             Some(
                 match k {
-                    "SLURM_JOB_NAME" => "train",
+                    "SLURM_JOB_NAME" => "rayslurm-ranks",
                     "SLURM_CLUSTER_NAME" => "lab",
                     "SLURM_JOB_PARTITION" => "gpu",
                     "USER" => "alice",
@@ -102,7 +108,7 @@ mod tests {
         assert_eq!(get("SKYPILOT_USER"), "alice");
         // Without a run directory, the job's name stands for the run.
         let env = task_env(&alloc(), None, &var);
-        assert_eq!(env[0].1, "rayslurm-train_42");
+        assert_eq!(env[0].1, "rayslurm-rayslurm-ranks_42");
     }
 
     #[test]

@@ -284,3 +284,45 @@ fn a_ready_timeout_fails_the_job_and_stops_starting_workers() {
     assert!(log.contains("not ready after --ready-timeout 2 s"), "{log}");
     assert_clean(&job);
 }
+
+/// A node whose Ray is older than the oldest rayslurm runs (2.52, the first with token
+/// authentication) is refused before `ray start`, naming both versions. The old Ray is the
+/// layout pip leaves (`bin/ray` naming its Python, the package's `ray-VERSION.dist-info`),
+/// whose metadata is all the check reads: it is refused before anything of it runs.
+#[test]
+fn a_node_with_a_ray_older_than_the_oldest_supported_is_refused_naming_both_versions() {
+    let Some((lab, _turn)) = lab() else {
+        return;
+    };
+    let venv = lab.workdir("oldray").join("venv");
+    let bin = venv.join("bin");
+    std::fs::create_dir_all(venv.join("lib/python3.11/site-packages/ray-2.49.2.dist-info"))
+        .unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    let python = lab.venv.join("bin/python3");
+    std::os::unix::fs::symlink(&python, bin.join("python3")).unwrap();
+    std::fs::write(
+        bin.join("ray"),
+        format!(
+            "#!{}/python3\nimport sys\nprint('should-not-run'); sys.exit(1)\n",
+            bin.display()
+        ),
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(bin.join("ray")).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(bin.join("ray"), perms).unwrap();
+    let load_env = format!("export PATH={}:$PATH", bin.display());
+    let job = crate::harness::launch_with_env(
+        lab,
+        "oldray",
+        &load_env,
+        &["-n", "2", "--command", "echo should-not-run"],
+    );
+    let (_, log) = job.expect_startup_failure(Duration::from_secs(120));
+    assert!(
+        log.contains("Ray 2.49.2 on node") && log.contains("is older than Ray 2.52.0"),
+        "{log}"
+    );
+    assert_clean(&job);
+}

@@ -109,7 +109,8 @@ fn e2e_a_failing_rank_of_a_three_node_task_ends_it_within_seconds() {
 const EARLY_RANK_TASK: &str = r#"num_nodes: 2
 run: |
   if [ "$SKYPILOT_NODE_RANK" = 1 ]; then
-    sleep 4747.5 &
+    m=rstest-bg
+    (exec -a "$m-MARK" sleep 300) &
     echo rank-1-ends-early
     exit 0
   fi
@@ -124,7 +125,12 @@ fn e2e_a_rank_that_ends_early_keeps_its_background_processes_until_the_run_ends(
     };
     let dir = lab.workdir("skyearly");
     let go_on = dir.join("go-on");
-    let task = EARLY_RANK_TASK.replace("GO_ON", &go_on.display().to_string());
+    // The background process's name, this test's own (a marker no command line holds).
+    let mark = format!("{}", std::process::id());
+    let bg = format!("rstest-bg-{mark}");
+    let task = EARLY_RANK_TASK
+        .replace("GO_ON", &go_on.display().to_string())
+        .replace("MARK", &mark);
     std::fs::write(dir.join("skyearly.yaml"), task).unwrap();
     let job = launch_in(lab, &dir, "skyearly", &["skyearly.yaml", "--per-node"]);
     job.wait_for_log("rank-1-ends-early", Duration::from_secs(300));
@@ -132,7 +138,7 @@ fn e2e_a_rank_that_ends_early_keeps_its_background_processes_until_the_run_ends(
     std::thread::sleep(Duration::from_secs(3));
     let log = job.log_text();
     assert_eq!(
-        processes_with(&["sleep 4747.5"]).len(),
+        processes_with(&[&bg]).len(),
         1,
         "rank 1's background process, while rank 0 still runs: {log}"
     );
@@ -142,11 +148,11 @@ fn e2e_a_rank_that_ends_early_keeps_its_background_processes_until_the_run_ends(
     assert_eq!(info["JobState"], "COMPLETED", "{log}");
     assert!(log.contains("rank-0-ends"), "{log}");
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !processes_with(&["sleep 4747.5"]).is_empty() && Instant::now() < deadline {
+    while !processes_with(&[&bg]).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(
-        processes_with(&["sleep 4747.5"]).is_empty(),
+        processes_with(&[&bg]).is_empty(),
         "stopped at the run's end: {log}"
     );
     assert_clean(&job);
