@@ -292,7 +292,8 @@ mod tests {
             assert!(e.contains(why), "{r}: {e}");
         };
         taken("use_spot: false");
-        refused("use_spot: true", "spot instances are a cloud's");
+        assert!(taken("use_spot: true").contains("use-spot"));
+        refused("use_spot: maybe", "give true or false");
         refused("cloud: aws", "a task runs on this Slurm cluster");
         assert!(taken("accelerators: {A100: 2}").contains("A100:2"));
         refused("accelerators: {A100: 2, H100: 8}", "accelerators");

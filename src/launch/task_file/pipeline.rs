@@ -146,4 +146,51 @@ mod tests {
         assert_eq!(given[0].value, Value::Values(vec!["pipe-train".into()]));
         assert_eq!(given[1].value, Value::Values(vec!["pipe-2".into()]));
     }
+
+    /// A task file in `dir`, named `task.yaml`, holding `text`.
+    fn task(dir: &std::path::Path, text: &str) -> std::path::PathBuf {
+        let path = dir.join("task.yaml");
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// A file of several YAML documents is a pipeline: each stage read as a task, named
+    /// PIPELINE-STAGE; `read` (for `up` and `exec`) refuses it.
+    #[test]
+    fn a_pipeline_is_read_stage_by_stage() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = task(
+            tmp.path(),
+            "name: pipe\n---\nname: train\nrun: a\n---\nrun: b\nresources:\n  cpus: 1\n",
+        );
+        let stages = crate::launch::task_file::read_stages(&path, tmp.path()).unwrap();
+        let names: Vec<String> = stages
+            .iter()
+            .map(|s| {
+                let g = s.given.iter().find(|g| g.long == "exp-name").unwrap();
+                format!("{:?}", g.value)
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [r#"Values(["pipe-train"])"#, r#"Values(["pipe-2"])"#]
+        );
+        assert!(stages.iter().all(|s| s.pipeline.as_deref() == Some("pipe")));
+        // A refusal in a later stage names its line in the file.
+        let path = task(tmp.path(), "run: a\n---\nrun: b\ncloud: aws\n");
+        let err = crate::launch::task_file::read_stages(&path, tmp.path()).unwrap_err();
+        assert!(
+            err.message
+                .starts_with(&format!("{}:4: cloud", path.display())),
+            "{}",
+            err.message
+        );
+        let path = task(tmp.path(), "run: a\n---\nrun: b\n");
+        let err = crate::launch::task_file::read(&path, tmp.path()).unwrap_err();
+        assert!(
+            err.message.contains("only `launch` runs a pipeline"),
+            "{}",
+            err.message
+        );
+    }
 }

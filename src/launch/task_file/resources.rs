@@ -8,6 +8,8 @@ use super::{Reading, Refusal};
 use crate::launch::gpu_directive::GpuRequest;
 
 mod placement;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use placement::{SLURM_CLUSTER, USE_SPOT};
 
