@@ -2,4 +2,5 @@
 //! refusal, and, end to end, the seeds' tasks run on the test cluster.
 
 mod cli;
+mod cli_stages;
 mod e2e_task_file;
