@@ -96,7 +96,7 @@ fn a_pipeline_dry_run_shows_every_stage() {
         stderr
             .lines()
             .filter(|l| l.starts_with("pipeline ") || l.starts_with("dry run: wrote"))
-            .map(|l| crate::harness::filter_stamps(l)),
+            .map(crate::harness::filter_stamps),
     );
     insta::assert_snapshot!("pipeline_dry_run", shown.join("\n"));
     // The stages are checked before anything is written: a bad one refuses the whole file.
