@@ -3,4 +3,5 @@
 
 mod cli;
 mod cli_stages;
+mod e2e_stages;
 mod e2e_task_file;
