@@ -157,7 +157,9 @@ fn e2e_task_file_spot_task_is_requeued_when_preempted_and_finishes() {
     let job = &jobs[0];
     let info = scontrol_job(job);
     assert_eq!(info["Partition"], "labspot", "{info:?}");
-    assert_eq!(info["Requeue"], "1", "{info:?}");
+    // Asked of Slurm, not left to its default (a site may have `JobRequeue=0`).
+    let script = std::fs::read_to_string(&info["Command"]).unwrap();
+    assert!(script.contains("\n#SBATCH --requeue\n"), "{script}");
     let log = std::path::PathBuf::from(&info["StdOut"]);
     let started = Instant::now();
     while !std::fs::read_to_string(&log)
@@ -197,6 +199,11 @@ fn e2e_task_file_spot_task_is_requeued_when_preempted_and_finishes() {
         text.contains("spot attempt 1") && text.contains("spot done"),
         "{text}"
     );
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(log.with_extension("state.json")).unwrap())
+            .unwrap();
+    assert_eq!(state["attempts"][0]["ending"], "preempted", "{state}");
+    assert_eq!(state["attempts"][1]["ending"], "completed", "{state}");
 }
 
 /// Two task files that each ask for one CPU share one node: both run on it at once.
