@@ -98,7 +98,7 @@ fn stage_line(
 
 /// What is printed of `ports`: each with the `ssh -L` line that forwards it from the run's
 /// head node (its batch host, which `squeue -o %B` names) to this login node.
-fn forwards(ports: &[String], job: Option<&str>) -> Vec<String> {
+pub(crate) fn forwards(ports: &[String], job: Option<&str>) -> Vec<String> {
     if ports.is_empty() {
         return Vec::new();
     }

@@ -21,6 +21,7 @@ use crate::launch::task_file::{
 use crate::printer::Printer;
 
 use super::task_site::{Spot, check_cluster};
+use crate::commands::task_launch::forwards;
 
 /// One stage of a task file's `launch` (the file's one task, or a stage of its pipeline): its
 /// arguments, with the file's flags, and what the launch prints of it.
@@ -99,6 +100,12 @@ pub(crate) fn expand(
     for notice in tasks.iter().flat_map(|t| &t.notices) {
         printer.info(notice);
     }
+    if sub != "launch" {
+        // `launch` prints them with its job's id; here the job is the cluster's.
+        for line in tasks.iter().flat_map(|t| forwards(&t.ports, None)) {
+            printer.info(&line);
+        }
+    }
     let mut stages = Vec::new();
     let mut first = None;
     for (task, (cli, again)) in tasks.into_iter().zip(parsed) {
@@ -176,7 +183,11 @@ fn flags(sub: &str, task: &TaskFile) -> Result<Vec<OsString>, UsageError> {
                     spot = Some(Spot::from_config().map_err(refused)?);
                 }
                 if let Some(spot) = &spot {
-                    site.extend(spot.flags(given).map_err(refused)?);
+                    let infra = task
+                        .given
+                        .iter()
+                        .find(|g| g.field == "resources.infra" && g.long == "partition");
+                    site.extend(spot.flags(given, infra).map_err(refused)?);
                 }
                 continue;
             }
@@ -372,6 +383,17 @@ mod tests {
 
     /// `resources.image_id` is the image of `launch`'s run and of `up`'s cluster; an `exec`
     /// job runs in its cluster's image, so the field gives `exec` nothing.
+    /// A task asking for part of a node shares it under `launch` and `up`; an `exec` job
+    /// runs on its cluster's nodes, as they were placed (and is never requeued).
+    #[test]
+    fn part_of_a_node_is_shared_by_launch_and_up_and_means_nothing_to_exec() {
+        let yaml =
+            "run: ls\nresources:\n  cpus: 1\n  job_recovery: FAILOVER\n  infra: slurm/*/gpu\n";
+        assert_eq!(given_to(yaml, "--no-exclusive"), ["launch", "up"]);
+        assert_eq!(given_to(yaml, "--requeue"), ["launch"]);
+        assert_eq!(given_to(yaml, "--partition=gpu"), ["launch", "up"]);
+    }
+
     #[test]
     fn the_image_is_launchs_and_ups_and_never_execs() {
         let yaml = "run: ls\nresources:\n  image_id: docker:ubuntu:24.04\n";

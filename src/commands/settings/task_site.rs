@@ -3,7 +3,7 @@
 //! `spot_qos`), and `infra: slurm/CLUSTER` is checked against this cluster's name.
 
 use crate::launch::config::{FileDefaults, Sources, layered};
-use crate::launch::task_file::{Given, Refusal};
+use crate::launch::task_file::{Given, Refusal, Value};
 use crate::printer::Printer;
 use crate::sys::process::Cmd;
 
@@ -31,8 +31,25 @@ impl Spot {
     }
 
     /// `use_spot: true` (at `given`'s field and line) as the flags of the site's preemptible
-    /// partition and QOS; refused, naming the keys, where the config names neither.
-    pub(super) fn flags(&self, given: &Given) -> Result<Vec<Given>, Refusal> {
+    /// partition and QOS; refused, naming the keys, where the config names neither, and where
+    /// the file's `infra` names another partition (`infra`).
+    pub(super) fn flags(
+        &self,
+        given: &Given,
+        infra: Option<&Given>,
+    ) -> Result<Vec<Given>, Refusal> {
+        if let (Some(spot), Some(infra)) = (&self.partition, infra)
+            && infra.value != Value::Values(vec![spot.clone()])
+        {
+            return Err(Refusal::new(
+                &given.field,
+                given.line,
+                format!(
+                    "runs in the site's spot partition `{spot}` (`spot_partition`), but `infra` (line {}) names another: keep one of them",
+                    infra.line
+                ),
+            ));
+        }
         let mut flags = Vec::new();
         for (long, value) in [("partition", &self.partition), ("qos", &self.qos)] {
             if let Some(value) = value {
@@ -99,7 +116,7 @@ mod tests {
         };
         let given = Given::switch("resources.use_spot", 4, "use-spot");
         let longs = |spot: Spot| {
-            spot.flags(&given)
+            spot.flags(&given, None)
                 .map(|f| {
                     f.iter()
                         .map(|g| format!("{}={:?}", g.long, g.value))
@@ -121,5 +138,12 @@ mod tests {
             why.contains("spot_partition") && why.contains("spot_qos"),
             "{why}"
         );
+        // A partition of the file's `infra` other than the spot one is a contradiction.
+        let spot = Spot::of(&file(Some("labspot"), None), &FileDefaults::default());
+        let infra = Given::one("resources.infra", 5, "partition", "lab");
+        let why = spot.flags(&given, Some(&infra)).unwrap_err().why;
+        assert!(why.contains("`labspot`") && why.contains("line 5"), "{why}");
+        let same = Given::one("resources.infra", 5, "partition", "labspot");
+        assert!(spot.flags(&given, Some(&same)).is_ok());
     }
 }
