@@ -108,6 +108,13 @@ fn a_pipeline_dry_run_shows_every_stage() {
         "{stderr}"
     );
     assert!(!dir.path().join(".state").exists());
+    // A name typed would name every stage alike.
+    let (_dir, code, _, stderr) = dry_run(task, None, &["--exp-name", "x"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("two stages of the pipeline `task.yaml` are both named `x`"),
+        "{stderr}"
+    );
     // `up` runs one task, not a pipeline.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("p.yaml"), "run: a\n---\nrun: b\n").unwrap();
