@@ -126,7 +126,8 @@ fn run(
                 return commands::again::run(&again, printer);
             }
             if !stages.is_empty() {
-                return commands::task_launch::run(&stages, &sources, printer);
+                let stages = settings::task_file::resolve_stages(&stages, &sources)?;
+                return commands::task_launch::run(&stages, printer);
             }
             let config = settings::launch::resolve(&args, &sources)?;
             commands::launch::run(&config, printer)

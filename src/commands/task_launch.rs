@@ -1,16 +1,17 @@
 //! `rayslurm launch TASK.yaml`: each stage of the task file submitted in order (one for a file
 //! of one task). A pipeline's stage waits for the one before it to succeed (Slurm's
 //! `afterok`) and is cancelled by Slurm if it fails (`--kill-on-invalid-dep=yes`): every
-//! stage is resolved, and so checked, before the first is submitted. The ports a task serves
+//! stage was resolved, and so checked, before the first is submitted
+//! (`settings::task_file::resolve_stages`). The ports a task serves
 //! are printed with the command that forwards each one to the login node.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::commands::settings::task_file::Stage;
+use crate::commands::settings::task_file::StageSettings;
 use crate::commands::submit::{Submitted, submit};
-use crate::launch::config::{LaunchConfig, Link, Sources};
+use crate::launch::config::Link;
 use crate::printer::Printer;
 use crate::runs::follow;
 use crate::runs::log_tail::Start;
@@ -19,15 +20,12 @@ use crate::runs::log_tail::Start;
 /// failed), instead of leaving it pending for ever.
 const CANCEL_IF_NEVER: &str = "--kill-on-invalid-dep=yes";
 
-pub(crate) fn run(stages: &[Stage], sources: &Sources, printer: &Printer) -> Result<ExitCode> {
-    let configs = stages
-        .iter()
-        .map(|s| super::settings::launch::resolve(&s.args, sources))
-        .collect::<Result<Vec<LaunchConfig>, _>>()?;
-    let count = configs.len();
+pub(crate) fn run(stages: &[StageSettings], printer: &Printer) -> Result<ExitCode> {
+    let count = stages.len();
     let mut before: Option<(String, Option<String>)> = None;
     let mut runs = Vec::new();
-    for (i, (stage, mut config)) in stages.iter().zip(configs).enumerate() {
+    for (i, stage) in stages.iter().enumerate() {
+        let mut config = stage.config.clone();
         let name = config.job.exp_name.clone();
         if let Some(pipeline) = &stage.pipeline {
             printer.info(&stage_line(pipeline, i, count, &name, before.as_ref()));

@@ -14,7 +14,7 @@ use std::path::Path;
 use crate::cli::parse::{check_option, exec_command_tip, option_takes_value, parse_with_inserted};
 use crate::cli::{Cli, Command, ContainerArgs, LaunchArgs};
 use crate::error::UsageError;
-use crate::launch::config::Sources;
+use crate::launch::config::{LaunchConfig, Sources};
 use crate::launch::task_file::{
     self, EMPTY_WORKDIR, Given, Refusal, SLURM_CLUSTER, TaskFile, USE_SPOT, Value,
 };
@@ -32,6 +32,31 @@ pub(crate) struct Stage {
     pub(crate) ports: Vec<String>,
     /// The pipeline it is a stage of, by name.
     pub(crate) pipeline: Option<String>,
+}
+
+/// A stage resolved: the launch it is, and what the launch prints of it.
+#[derive(Debug)]
+pub(crate) struct StageSettings {
+    pub(crate) config: LaunchConfig,
+    pub(crate) ports: Vec<String>,
+    pub(crate) pipeline: Option<String>,
+}
+
+/// Every stage resolved (and so checked) before the first is submitted.
+pub(crate) fn resolve_stages(
+    stages: &[Stage],
+    sources: &Sources,
+) -> Result<Vec<StageSettings>, UsageError> {
+    stages
+        .iter()
+        .map(|s| {
+            Ok(StageSettings {
+                config: super::launch::resolve(&s.args, sources)?,
+                ports: s.ports.clone(),
+                pipeline: s.pipeline.clone(),
+            })
+        })
+        .collect()
 }
 
 /// `cli` again with its task file's flags, or as it is when it names none; for `launch`, each
