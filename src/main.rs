@@ -78,8 +78,8 @@ fn main() -> ExitCode {
     let var = |name: &std::ffi::OsStr| std::env::var_os(name);
     let cli = cli::parse::parse(argv.clone(), &var);
     let printer = Printer::new(cli.quiet);
-    let cli = match settings::task_file::expand(cli, &argv, &var, &printer) {
-        Ok(cli) => cli,
+    let (cli, stages) = match settings::task_file::expand(cli, &argv, &var, &printer) {
+        Ok(expanded) => expanded,
         Err(error) => {
             eprint!("{}", error::report(&error.into()));
             return ExitCode::from(2);
@@ -100,7 +100,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    match run(cli.command, cli.from_variables, &printer) {
+    match run(cli.command, stages, cli.from_variables, &printer) {
         Ok(code) => code,
         Err(error) => {
             eprint!("{}", error::report(&error));
@@ -115,6 +115,7 @@ fn main() -> ExitCode {
 
 fn run(
     command: Command,
+    stages: Vec<settings::task_file::Stage>,
     variables: Vec<(String, String)>,
     printer: &Printer,
 ) -> anyhow::Result<ExitCode> {
@@ -123,6 +124,10 @@ fn run(
             let sources = Sources::load(printer, variables)?;
             if let Some(again) = AgainSettings::resolve(&args, &sources)? {
                 return commands::again::run(&again, printer);
+            }
+            if !stages.is_empty() {
+                let stages = settings::task_file::resolve_stages(&stages, &sources)?;
+                return commands::task_launch::run(&stages, printer);
             }
             let config = settings::launch::resolve(&args, &sources)?;
             commands::launch::run(&config, printer)

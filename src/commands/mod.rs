@@ -17,6 +17,7 @@ pub(crate) mod scale;
 pub(crate) mod settings;
 pub(crate) mod status;
 pub(crate) mod submit;
+pub(crate) mod task_launch;
 pub(crate) mod template;
 pub(crate) mod trust;
 pub(crate) mod up;

@@ -19,4 +19,5 @@ pub(crate) mod launch;
 mod long_run;
 pub(crate) mod runs;
 pub(crate) mod task_file;
+mod task_site;
 pub(crate) mod up;

@@ -12,19 +12,61 @@ use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 use crate::cli::parse::{check_option, exec_command_tip, option_takes_value, parse_with_inserted};
-use crate::cli::{Cli, Command, ContainerArgs};
+use crate::cli::{Cli, Command, ContainerArgs, LaunchArgs};
 use crate::error::UsageError;
-use crate::launch::config::Sources;
-use crate::launch::task_file::{self, EMPTY_WORKDIR, Given, Refusal, TaskFile, Value};
+use crate::launch::config::{LaunchConfig, Sources};
+use crate::launch::task_file::{
+    self, EMPTY_WORKDIR, Given, Refusal, SLURM_CLUSTER, TaskFile, USE_SPOT, Value,
+};
 use crate::printer::Printer;
 
-/// `cli` again with its task file's flags, or as it is when it names none.
+use super::task_site::{Spot, check_cluster};
+use crate::commands::task_launch::forwards;
+
+/// One stage of a task file's `launch` (the file's one task, or a stage of its pipeline): its
+/// arguments, with the file's flags, and what the launch prints of it.
+#[derive(Debug)]
+pub(crate) struct Stage {
+    pub(crate) args: Box<LaunchArgs>,
+    /// The ports its task serves (`resources.ports`), to forward.
+    pub(crate) ports: Vec<String>,
+    /// The pipeline it is a stage of, by name.
+    pub(crate) pipeline: Option<String>,
+}
+
+/// A stage resolved: the launch it is, and what the launch prints of it.
+#[derive(Debug)]
+pub(crate) struct StageSettings {
+    pub(crate) config: LaunchConfig,
+    pub(crate) ports: Vec<String>,
+    pub(crate) pipeline: Option<String>,
+}
+
+/// Every stage resolved (and so checked) before the first is submitted.
+pub(crate) fn resolve_stages(
+    stages: &[Stage],
+    sources: &Sources,
+) -> Result<Vec<StageSettings>, UsageError> {
+    stages
+        .iter()
+        .map(|s| {
+            Ok(StageSettings {
+                config: super::launch::resolve(&s.args, sources)?,
+                ports: s.ports.clone(),
+                pipeline: s.pipeline.clone(),
+            })
+        })
+        .collect()
+}
+
+/// `cli` again with its task file's flags, or as it is when it names none; for `launch`, each
+/// stage of the file as well (one for a file of one task; none without a task file).
 pub(crate) fn expand(
     cli: Cli,
     argv: &[OsString],
     var: &dyn Fn(&OsStr) -> Option<OsString>,
     printer: &Printer,
-) -> Result<Cli, UsageError> {
+) -> Result<(Cli, Vec<Stage>), UsageError> {
     let (sub, path, typed_env) = match &cli.command {
         Command::Launch(args) => match &args.task {
             Some(path) => (
@@ -32,7 +74,7 @@ pub(crate) fn expand(
                 path.clone(),
                 [&args.job.env[..], &args.job.secret].concat(),
             ),
-            None => return Ok(cli),
+            None => return Ok((cli, Vec::new())),
         },
         Command::Up(args) => match &args.task {
             Some(path) => (
@@ -40,13 +82,13 @@ pub(crate) fn expand(
                 path.clone(),
                 [&args.job.env[..], &args.job.secret].concat(),
             ),
-            None => return Ok(cli),
+            None => return Ok((cli, Vec::new())),
         },
         Command::Exec(args) => match &args.task {
             Some(path) => ("exec", path.clone(), args.env.clone()),
-            None => return Ok(cli),
+            None => return Ok((cli, Vec::new())),
         },
-        _ => return Ok(cli),
+        _ => return Ok((cli, Vec::new())),
     };
     let cwd = std::env::current_dir()
         .map_err(|e| UsageError::new(format!("cannot read the current directory: {e}")))?;
@@ -57,8 +99,74 @@ pub(crate) fn expand(
         ))
         .hint(exec_command_tip(&path.to_string_lossy())));
     }
-    let task = task_file::read(&path, &cwd)?;
-    let words = flags(sub, &task)?;
+    let tasks = match sub {
+        "launch" => task_file::read_stages(&path, &cwd)?,
+        _ => vec![task_file::read(&path, &cwd)?],
+    };
+    let mut parsed = Vec::new();
+    for task in &tasks {
+        let words = flags(sub, task)?;
+        check_needed_env(task, &typed_env)?;
+        let parse = || {
+            parse_with_inserted(argv, var, sub, &words).map_err(|e| {
+                let text = e.to_string();
+                UsageError::new(format!(
+                    "with task file `{}`: {}",
+                    task.path.display(),
+                    text.lines()
+                        .next()
+                        .unwrap_or_default()
+                        .trim_start_matches("error: ")
+                ))
+            })
+        };
+        parsed.push((parse()?, parse()?));
+    }
+    for notice in tasks.iter().flat_map(|t| &t.notices) {
+        printer.info(notice);
+    }
+    if sub != "launch" {
+        // `launch` prints them with its job's id; here the job is the cluster's.
+        for line in tasks.iter().flat_map(|t| forwards(&t.ports, None)) {
+            printer.info(&line);
+        }
+    }
+    let mut stages = Vec::new();
+    let mut first = None;
+    for (task, (cli, again)) in tasks.into_iter().zip(parsed) {
+        if let Command::Launch(args) = again.command {
+            stages.push(Stage {
+                args,
+                ports: task.ports,
+                pipeline: task.pipeline,
+            });
+        }
+        first.get_or_insert(cli);
+    }
+    distinct_names(&path, &stages)?;
+    let cli = first.ok_or_else(|| UsageError::new("the task file has no task"))?;
+    Ok((cli, stages))
+}
+
+/// Each stage of a pipeline is a run of its own name (a name typed with `--exp-name` would
+/// give them all one).
+fn distinct_names(path: &Path, stages: &[Stage]) -> Result<(), UsageError> {
+    for (i, stage) in stages.iter().enumerate() {
+        let name = &stage.args.exp_name;
+        if stages[..i].iter().any(|s| s.args.exp_name == *name) {
+            return Err(UsageError::new(format!(
+                "two stages of the pipeline `{}` are both named `{}`",
+                path.display(),
+                name.as_deref().unwrap_or_default()
+            ))
+            .hint("give each stage its own `name:` (the run is PIPELINE-NAME), and no --exp-name on the command line"));
+        }
+    }
+    Ok(())
+}
+
+/// `envs:`/`secrets:` keys without a value must be typed (`--env KEY`).
+fn check_needed_env(task: &TaskFile, typed_env: &[String]) -> Result<(), UsageError> {
     for (key, line) in &task.needed_env {
         if !typed_env
             .iter()
@@ -74,20 +182,7 @@ pub(crate) fn expand(
             .into_error(&task.path));
         }
     }
-    for notice in &task.notices {
-        printer.info(notice);
-    }
-    parse_with_inserted(argv, var, sub, &words).map_err(|e| {
-        let text = e.to_string();
-        UsageError::new(format!(
-            "with task file `{}`: {}",
-            task.path.display(),
-            text.lines()
-                .next()
-                .unwrap_or_default()
-                .trim_start_matches("error: ")
-        ))
-    })
+    Ok(())
 }
 
 /// Whether `exec CLUSTER WORD` names a task file: a file that exists, or a name ending in
@@ -100,10 +195,40 @@ fn names_a_task_file(path: &Path) -> bool {
 /// The file's flags as words of `sub`, each checked.
 fn flags(sub: &str, task: &TaskFile) -> Result<Vec<OsString>, UsageError> {
     let mut all = Vec::new();
+    let mut spot = None;
+    let mut site = Vec::new();
     for given in &task.given {
         if launch_only(sub, given) {
             continue;
         }
+        let refused = |r: Refusal| r.into_error(&task.path);
+        match given.long.as_str() {
+            USE_SPOT => {
+                if spot.is_none() {
+                    spot = Some(Spot::from_config().map_err(refused)?);
+                }
+                if let Some(spot) = &spot {
+                    let infra = task
+                        .given
+                        .iter()
+                        .find(|g| g.field == "resources.infra" && g.long == "partition");
+                    site.extend(spot.flags(given, infra).map_err(refused)?);
+                }
+                continue;
+            }
+            SLURM_CLUSTER => {
+                if let Value::Values(names) = &given.value {
+                    for name in names {
+                        check_cluster(given, name).map_err(refused)?;
+                    }
+                }
+                continue;
+            }
+            _ => {}
+        }
+        site.push(given.clone());
+    }
+    for given in &site {
         let given = &for_command(sub, given)
             .map_err(|why| Refusal::new(&given.field, given.line, why).into_error(&task.path))?;
         let words = words_of(sub, given)
@@ -128,9 +253,20 @@ fn launch_only(sub: &str, given: &Given) -> bool {
     }
     let long = given.long.as_str();
     match sub {
-        "up" => ["exp-name", "command", "per-node", EMPTY_WORKDIR].contains(&long),
-        // A cluster's jobs run in its own image.
-        "exec" => [EMPTY_WORKDIR, "container-image"].contains(&long),
+        // A cluster of `up` is never requeued.
+        "up" => ["exp-name", "command", "per-node", EMPTY_WORKDIR, "requeue"].contains(&long),
+        // A cluster's jobs run in its own image, on its nodes, as it was placed.
+        "exec" => {
+            [
+                EMPTY_WORKDIR,
+                "container-image",
+                "exclusive",
+                "requeue",
+                USE_SPOT,
+            ]
+            .contains(&long)
+                || given.field == "resources.infra"
+        }
         _ => false,
     }
 }
@@ -272,6 +408,17 @@ mod tests {
 
     /// `resources.image_id` is the image of `launch`'s run and of `up`'s cluster; an `exec`
     /// job runs in its cluster's image, so the field gives `exec` nothing.
+    /// A task asking for part of a node shares it under `launch` and `up`; an `exec` job
+    /// runs on its cluster's nodes, as they were placed (and is never requeued).
+    #[test]
+    fn part_of_a_node_is_shared_by_launch_and_up_and_means_nothing_to_exec() {
+        let yaml =
+            "run: ls\nresources:\n  cpus: 1\n  job_recovery: FAILOVER\n  infra: slurm/*/gpu\n";
+        assert_eq!(given_to(yaml, "--no-exclusive"), ["launch", "up"]);
+        assert_eq!(given_to(yaml, "--requeue"), ["launch"]);
+        assert_eq!(given_to(yaml, "--partition=gpu"), ["launch", "up"]);
+    }
+
     #[test]
     fn the_image_is_launchs_and_ups_and_never_execs() {
         let yaml = "run: ls\nresources:\n  image_id: docker:ubuntu:24.04\n";

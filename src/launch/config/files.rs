@@ -58,6 +58,10 @@ pub(crate) struct FileDefaults {
     pub(crate) container_workdir: Option<PathBuf>,
     /// `--container-runtime`: `"pyxis"`, `"apptainer"`, `"singularity"` or `"charliecloud"`.
     pub(crate) container_runtime: Option<ContainerRuntime>,
+    /// The partition a task file's `use_spot: true` runs in: the site's preemptible one.
+    pub(crate) spot_partition: Option<String>,
+    /// The QOS a task file's `use_spot: true` runs with: the site's preemptible one.
+    pub(crate) spot_qos: Option<String>,
     /// Where the values came from: the file, and each key's line (for errors).
     #[serde(skip)]
     pub(crate) origin: Option<FileOrigin>,

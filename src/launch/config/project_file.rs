@@ -84,7 +84,7 @@ impl Ownership {
 /// The others only describe where and how big the job is, or how long it waits (`partition`,
 /// `account`, `qos`, `constraint`, `time`, `gpu_directive`, `interface`, `ip_family`,
 /// `object_store_memory`, `ready_timeout`, `setup_timeout`, `stop_grace`, `signal`, `max_requeues`,
-/// `idle_timeout`; `container_runtime` only says how the site runs images): at worst a job that
+/// `idle_timeout`, `spot_partition`, `spot_qos`; `container_runtime` only says how the site runs images): at worst a job that
 /// is refused, waits or ends early. Every field is named here, so that a new key is a compile
 /// error until it is put on one side.
 pub(crate) fn guarded_keys(defaults: &FileDefaults) -> Vec<&'static str> {
@@ -114,6 +114,8 @@ pub(crate) fn guarded_keys(defaults: &FileDefaults) -> Vec<&'static str> {
         container_mounts,
         container_workdir,
         container_runtime: _,
+        spot_partition: _,
+        spot_qos: _,
         origin: _,
     } = defaults;
     [

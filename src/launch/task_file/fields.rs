@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::given::{Given, Value};
-use super::node::{self, Line, Node};
+use super::node::{Line, Node};
 use super::{Reading, Refusal, apply_workdir, resources};
 use crate::launch::validate;
 
@@ -47,9 +47,9 @@ const RAY_JOB: &str = "ray_job";
 /// The flag a file without `workdir:` gives (`launch` only: see `commands::settings::task_file`).
 pub(crate) const EMPTY_WORKDIR: &str = "empty-workdir";
 
-/// Reads the file's `text` into `r`; `stem` names the job when `name` does not.
-pub(super) fn read(r: &mut Reading, text: &str, stem: &str) -> Result<(), Refusal> {
-    let root = node::parse(text).map_err(Refusal::syntax)?;
+/// Reads one YAML document of the file (the file, or one stage of a pipeline) into `r`;
+/// `stem` names the job when `name` does not.
+pub(super) fn read_document(r: &mut Reading, root: Line<Node>, stem: &str) -> Result<(), Refusal> {
     let entries = match root.value {
         Node::Map(entries) => entries,
         Node::Null => Vec::new(),

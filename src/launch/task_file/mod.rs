@@ -13,10 +13,12 @@ use crate::error::UsageError;
 mod fields;
 pub(crate) mod given;
 pub(crate) mod node;
+mod pipeline;
 mod resources;
 
 pub(crate) use fields::EMPTY_WORKDIR;
 pub(crate) use given::{Given, Value};
+pub(crate) use resources::{SLURM_CLUSTER, USE_SPOT};
 
 /// A task file, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +32,11 @@ pub(crate) struct TaskFile {
     pub(crate) needed_env: Vec<(String, u32)>,
     /// One line for each field that needs nothing here.
     pub(crate) notices: Vec<String>,
+    /// `resources.ports`: the ports the task serves on its head node (`8080`, `10052-10100`),
+    /// to be forwarded to the login node.
+    pub(crate) ports: Vec<String>,
+    /// The pipeline this file is a stage of (a file of several YAML documents), by its name.
+    pub(crate) pipeline: Option<String>,
 }
 
 /// A field refused: its name, line and why.
@@ -88,6 +95,7 @@ pub(crate) struct Reading {
     pub(crate) given: Vec<Given>,
     pub(crate) needed_env: Vec<(String, u32)>,
     pub(crate) notices: Vec<String>,
+    pub(crate) ports: Vec<String>,
     /// The directory relative `workdir`s are taken from.
     pub(crate) cwd: PathBuf,
 }
@@ -99,7 +107,6 @@ impl Reading {
     }
 }
 
-/// Reads the task file at `path` (relative to `cwd`).
 /// A program named where a task file goes (`rayslurm launch train.py`): a script by its name
 /// (`.py`, `.sh`, `.bash`) or its `#!` line is the command, not a task file.
 fn refuse_a_program(path: &Path, text: &str) -> Result<(), UsageError> {
@@ -123,7 +130,24 @@ fn refuse_a_program(path: &Path, text: &str) -> Result<(), UsageError> {
     )))
 }
 
+/// Reads the task file at `path` (relative to `cwd`): one task. A pipeline (several YAML
+/// documents) is refused: only `launch` runs one ([`read_stages`]).
 pub(crate) fn read(path: &Path, cwd: &Path) -> Result<TaskFile, UsageError> {
+    let mut stages = read_stages(path, cwd)?;
+    if stages.len() > 1 || stages[0].pipeline.is_some() {
+        return Err(UsageError::new(format!(
+            "`{}` is a pipeline ({} stages, one a YAML document): only `launch` runs a pipeline",
+            path.display(),
+            stages.len()
+        ))
+        .hint("run it with `rayslurm launch FILE`, or give this command a file of one task"));
+    }
+    Ok(stages.remove(0))
+}
+
+/// Reads the task file at `path` (relative to `cwd`): its one task, or each stage of a
+/// pipeline in order.
+pub(crate) fn read_stages(path: &Path, cwd: &Path) -> Result<Vec<TaskFile>, UsageError> {
     let full = cwd.join(path);
     let text = std::fs::read_to_string(&full).map_err(|e| {
         UsageError::new(format!("cannot read task file `{}`: {e}", path.display()))
@@ -134,15 +158,28 @@ pub(crate) fn read(path: &Path, cwd: &Path) -> Result<TaskFile, UsageError> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let documents = node::parse_all(&text).map_err(|e| Refusal::syntax(e).into_error(path))?;
+    let stages = pipeline::split(documents, &stem).map_err(|r| r.into_error(path))?;
+    stages
+        .into_iter()
+        .map(|stage| read_stage(path, cwd, stage))
+        .collect()
+}
+
+/// One stage (or the file's one task) into a [`TaskFile`].
+fn read_stage(path: &Path, cwd: &Path, stage: pipeline::Stage) -> Result<TaskFile, UsageError> {
     let mut reading = Reading {
         cwd: cwd.to_owned(),
         ..Reading::default()
     };
-    fields::read(&mut reading, &text, &stem).map_err(|r| r.into_error(path))?;
+    fields::read_document(&mut reading, stage.document, &stage.default_name)
+        .and_then(|()| pipeline::name_stage(&mut reading.given, stage.pipeline.as_deref()))
+        .map_err(|r| r.into_error(path))?;
     let Reading {
         given,
         needed_env,
         notices,
+        ports,
         ..
     } = reading;
     let notices = notices
@@ -154,6 +191,8 @@ pub(crate) fn read(path: &Path, cwd: &Path) -> Result<TaskFile, UsageError> {
         given,
         needed_env,
         notices,
+        ports,
+        pipeline: stage.pipeline,
     })
 }
 
@@ -253,7 +292,8 @@ mod tests {
             assert!(e.contains(why), "{r}: {e}");
         };
         taken("use_spot: false");
-        refused("use_spot: true", "spot instances are a cloud's");
+        assert!(taken("use_spot: true").contains("use-spot"));
+        refused("use_spot: maybe", "give true or false");
         refused("cloud: aws", "a task runs on this Slurm cluster");
         assert!(taken("accelerators: {A100: 2}").contains("A100:2"));
         refused("accelerators: {A100: 2, H100: 8}", "accelerators");

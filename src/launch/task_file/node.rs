@@ -189,10 +189,11 @@ impl Localizer for NoPlace {
 
 /// Parses a whole task file, by YAML 1.2's core schema as SkyPilot's files are written: only
 /// `true` and `false` are booleans, so that `N`, `Y`, `ON` and `NO` stay what they say (keys of
-/// `envs` among them), where YAML 1.1 would read them as `false` and `true`.
-pub(crate) fn parse(text: &str) -> Result<Line<Node>, SyntaxError> {
+/// `envs` among them), where YAML 1.1 would read them as `false` and `true`. Each YAML document
+/// is one value: SkyPilot's pipelines are several, separated by `---`; empty ones are skipped.
+pub(crate) fn parse_all(text: &str) -> Result<Vec<Line<Node>>, SyntaxError> {
     let yaml_12 = serde_saphyr::options! { strict_booleans: true };
-    serde_saphyr::from_str_with_options::<Line<Node>>(text, yaml_12)
+    serde_saphyr::from_multiple_with_options::<Line<Node>>(text, yaml_12)
         .map_err(|e| SyntaxError::of(&e))
 }
 
@@ -203,7 +204,7 @@ mod tests {
     #[test]
     fn keys_and_values_keep_their_lines() {
         let text = "name: x\n\nresources:\n  accelerators: A100:8\n  cpus: 4\nsetup: |\n  echo hi\nenvs:\n  A: 1\n";
-        let Node::Map(top) = parse(text).unwrap().value else {
+        let Node::Map(top) = parse_all(text).unwrap().remove(0).value else {
             panic!("a map")
         };
         let lines: Vec<(&str, u32)> = top
@@ -228,7 +229,7 @@ mod tests {
     #[test]
     fn only_true_and_false_are_booleans() {
         let text = "N: 8\nY: yes\nON: on\nNO: no\nT: true\nF: false\n";
-        let Node::Map(top) = parse(text).unwrap().value else {
+        let Node::Map(top) = parse_all(text).unwrap().remove(0).value else {
             panic!("a map")
         };
         let read: Vec<(&str, &Node)> = top
@@ -250,14 +251,14 @@ mod tests {
 
     #[test]
     fn bad_yaml_says_where() {
-        let err = parse("name: x\nrun: [unclosed\n").unwrap_err();
+        let err = parse_all("name: x\nrun: [unclosed\n").unwrap_err();
         assert_eq!((err.line, err.column), (2, 6), "{err:?}");
         assert_eq!(err.message, "unclosed bracket '['");
-        let err = parse("name: x\nrun: echo\n  bad: indent\n").unwrap_err();
+        let err = parse_all("name: x\nrun: echo\n  bad: indent\n").unwrap_err();
         assert_eq!((err.line, err.column), (3, 6), "{err:?}");
         assert!(!err.message.contains("line"), "{err:?}");
         assert!(!err.message.contains('\n'), "{err:?}");
-        let err = parse("a: 1\na: 2\n").unwrap_err();
+        let err = parse_all("a: 1\na: 2\n").unwrap_err();
         assert_eq!(
             (err.line, err.message.as_str()),
             (2, "duplicate mapping key: a")

@@ -2,10 +2,16 @@
 //! `memory` (per node) map to the job's request, `image_id: docker:IMAGE` to the run's image;
 //! placement in clouds is refused, and what needs nothing on a cluster gets a notice.
 
-use super::given::Given;
+use super::given::{Given, Value};
 use super::node::{Line, Node};
 use super::{Reading, Refusal};
 use crate::launch::gpu_directive::GpuRequest;
+
+mod placement;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use placement::{SLURM_CLUSTER, USE_SPOT};
 
 /// The fields refused, and why.
 const REFUSED: &[(&str, &str)] = &[
@@ -13,19 +19,11 @@ const REFUSED: &[(&str, &str)] = &[
         "cloud",
         "a task runs on this Slurm cluster: choose the partition with `rayslurm: {partition: NAME}`",
     ),
-    (
-        "infra",
-        "a task runs on this Slurm cluster: choose the partition with `rayslurm: {partition: NAME}`",
-    ),
     ("region", "a Slurm cluster has no regions"),
     ("zone", "a Slurm cluster has no zones"),
     (
         "instance_type",
         "Slurm allocates nodes, not instance types: ask for `accelerators`, `cpus`, `memory`, or `rayslurm: {constraint: FEATURES}`",
-    ),
-    (
-        "job_recovery",
-        "use `rayslurm: {requeue: true}` to requeue the job when it is stopped",
     ),
     (
         "any_of",
@@ -53,10 +51,6 @@ const NO_ACTION: &[(&str, &str)] = &[
         "disk_tier",
         "nodes use their own disks and the shared filesystem",
     ),
-    (
-        "ports",
-        "the nodes of a job reach each other's ports directly",
-    ),
     ("labels", "Slurm jobs carry no labels"),
 ];
 
@@ -72,6 +66,19 @@ pub(super) fn read(r: &mut Reading, value: &Line<Node>) -> Result<(), Refusal> {
             ),
         ));
     };
+    // Less than a whole node asked for: the node is shared, as SkyPilot's Slurm jobs share it
+    // (`rayslurm: {exclusive: true}`, after this, takes it whole again).
+    if entries
+        .iter()
+        .any(|(k, _)| ["cpus", "memory", "accelerators"].contains(&k.value.as_str()))
+    {
+        r.given.push(Given {
+            field: "resources".to_owned(),
+            line: value.line,
+            long: "exclusive".to_owned(),
+            value: Value::Switch(false),
+        });
+    }
     for (key, value) in entries {
         let field = format!("resources.{}", key.value);
         let line = key.line;
@@ -91,20 +98,16 @@ pub(super) fn read(r: &mut Reading, value: &Line<Node>) -> Result<(), Refusal> {
             "memory" => r
                 .given
                 .push(Given::one(&field, line, "mem", memory(&field, value)?)),
+            "infra" => r.given.extend(placement::infra(&field, value)?),
+            "job_recovery" => placement::job_recovery(r, &field, value)?,
+            "ports" => r.ports.extend(placement::ports(&field, value)?),
             "image_id" => r.given.push(Given::one(
                 &field,
                 line,
                 "container-image",
                 image_id(&field, value)?,
             )),
-            "use_spot" if value.value == Node::Bool(false) => {}
-            "use_spot" => {
-                return Err(Refusal::new(
-                    &field,
-                    line,
-                    "spot instances are a cloud's: use `rayslurm: {qos: ...}` or a preemptible partition, with `requeue: true`",
-                ));
-            }
+            "use_spot" => r.given.extend(placement::use_spot(&field, value)?),
             other => {
                 if let Some((_, why)) = REFUSED.iter().find(|(k, _)| *k == other) {
                     return Err(Refusal::new(&field, line, *why));
@@ -183,9 +186,46 @@ fn cpus(field: &str, value: &Line<Node>) -> Result<String, Refusal> {
     Ok((at_least(field, value, "CPUs")?.ceil() as u64).to_string())
 }
 
-/// `memory: 64` or `64+`: GB per node, as `--mem` (in MB where a fraction).
+/// `memory: 64`, `64+`, `64GB`, `1024MB+` (SkyPilot's units: B, K(B), M(B), G(B), T(B), P(B),
+/// any case; GB without one): per node, as `--mem` in whole GB, else in MB (rounded up).
 fn memory(field: &str, value: &Line<Node>) -> Result<String, Refusal> {
-    let gb = at_least(field, value, "GB")?;
+    const UNITS: &[(&str, f64)] = &[
+        ("kb", 1.0 / (1024.0 * 1024.0)),
+        ("k", 1.0 / (1024.0 * 1024.0)),
+        ("mb", 1.0 / 1024.0),
+        ("m", 1.0 / 1024.0),
+        ("gb", 1.0),
+        ("g", 1.0),
+        ("tb", 1024.0),
+        ("t", 1024.0),
+        ("pb", 1024.0 * 1024.0),
+        ("p", 1024.0 * 1024.0),
+        ("b", 1.0 / (1024.0 * 1024.0 * 1024.0)),
+    ];
+    let text = value.value.scalar_text().unwrap_or_default();
+    let lower = text
+        .trim()
+        .trim_end_matches('+')
+        .trim()
+        .to_ascii_lowercase();
+    let (number, per_gb) = UNITS
+        .iter()
+        .find_map(|(unit, per_gb)| lower.strip_suffix(unit).map(|n| (n.trim(), *per_gb)))
+        .unwrap_or((lower.as_str(), 1.0));
+    let gb = number
+        .parse::<f64>()
+        .ok()
+        .map(|n| n * per_gb)
+        .filter(|n| n.is_finite() && *n > 0.0)
+        .ok_or_else(|| {
+            Refusal::new(
+                field,
+                value.line,
+                format!(
+                    "`{text}` is not an amount of memory (for example `32`, `32+` or `64GB`; units KB, MB, GB, TB, PB)"
+                ),
+            )
+        })?;
     Ok(if gb.fract() == 0.0 {
         format!("{}G", gb as u64)
     } else {

@@ -188,6 +188,9 @@ fn every_config_file_key_is_tested_and_has_a_variable() {
     in_file.sort_unstable();
     let mut tested: Vec<&str> = KEYS.iter().map(|k| k.file).collect();
     tested.push("ray_auth");
+    // A task file's `use_spot: true` reads these, no flag or variable does:
+    // task_file::cli_stages::use_spot_takes_the_sites_spot_partition_or_names_the_keys.
+    tested.extend(["spot_partition", "spot_qos"]);
     tested.sort_unstable();
     assert_eq!(in_file, tested);
     for key in KEYS {

@@ -2,5 +2,7 @@
 //! refusal, and, end to end, the seeds' tasks run on the test cluster.
 
 mod cli;
+mod cli_stages;
 mod e2e_skypilot_shapes;
+mod e2e_stages;
 mod e2e_task_file;

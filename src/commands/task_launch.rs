@@ -1,0 +1,165 @@
+//! `rayslurm launch TASK.yaml`: each stage of the task file submitted in order (one for a file
+//! of one task). A pipeline's stage waits for the one before it to succeed (Slurm's
+//! `afterok`) and is cancelled by Slurm if it fails (`--kill-on-invalid-dep=yes`): every
+//! stage was resolved, and so checked, before the first is submitted
+//! (`settings::task_file::resolve_stages`). The ports a task serves
+//! are printed with the command that forwards each one to the login node.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::commands::settings::task_file::StageSettings;
+use crate::commands::submit::{Submitted, submit};
+use crate::launch::config::Link;
+use crate::printer::Printer;
+use crate::runs::follow;
+use crate::runs::log_tail::Start;
+
+/// Slurm's option that cancels a job whose dependency can never be met (a stage before it
+/// failed), instead of leaving it pending for ever.
+const CANCEL_IF_NEVER: &str = "--kill-on-invalid-dep=yes";
+
+pub(crate) fn run(stages: &[StageSettings], printer: &Printer) -> Result<ExitCode> {
+    let count = stages.len();
+    let mut before: Option<(String, Option<String>)> = None;
+    let mut runs = Vec::new();
+    for (i, stage) in stages.iter().enumerate() {
+        let mut config = stage.config.clone();
+        let name = config.job.exp_name.clone();
+        if let Some(pipeline) = &stage.pipeline {
+            printer.info(&stage_line(pipeline, i, count, &name, before.as_ref()));
+        }
+        if let Some((_, job)) = &before {
+            // `--after` is the first stage's: each later one follows the stage before it.
+            config.after = None;
+            config.link = Some(Link {
+                dependency: job.as_ref().map(|id| format!("afterok:{id}")),
+                run_dir: None,
+            });
+            config.job.sbatch_args.push(CANCEL_IF_NEVER.to_owned());
+        }
+        let submitted = submit(&config, printer)?;
+        let job = match &submitted {
+            Submitted::Job { record, .. } => Some(record.job_id.clone()),
+            Submitted::DryRun => None,
+        };
+        for line in forwards(&stage.ports, job.as_deref()) {
+            printer.info(&line);
+        }
+        before = Some((name, job));
+        runs.push((config, submitted));
+    }
+    for (config, submitted) in &runs {
+        let Submitted::Job { record, stored } = submitted else {
+            continue;
+        };
+        if !config.follow {
+            continue;
+        }
+        let request = follow::Request {
+            record,
+            stored: stored.as_deref().map(|(store, run)| (store, run)),
+            start: Start::Beginning,
+            cancel_on_interrupt: config.cancel_on_interrupt,
+        };
+        let code = follow::follow(&request, printer)?;
+        if code != ExitCode::SUCCESS {
+            return Ok(code);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `pipeline P: stage 2 of 3, P-eval (starts when P-train, job 12, has succeeded)`.
+fn stage_line(
+    pipeline: &str,
+    i: usize,
+    count: usize,
+    name: &str,
+    before: Option<&(String, Option<String>)>,
+) -> String {
+    let when = match before {
+        None => String::new(),
+        Some((prev, Some(job))) => {
+            format!(" (starts when {prev}, job {job}, has succeeded; cancelled if it fails)")
+        }
+        Some((prev, None)) => format!(
+            " (submitted with --dependency=afterok:<{prev}'s job> {CANCEL_IF_NEVER}: starts when {prev} has succeeded, cancelled if it fails)"
+        ),
+    };
+    format!(
+        "pipeline {pipeline}: stage {} of {count}, {name}{when}",
+        i + 1
+    )
+}
+
+/// What is printed of `ports`: each with the `ssh -L` line that forwards it from the run's
+/// head node (its batch host, which `squeue -o %B` names) to this login node.
+pub(crate) fn forwards(ports: &[String], job: Option<&str>) -> Vec<String> {
+    if ports.is_empty() {
+        return Vec::new();
+    }
+    let job = job.unwrap_or("JOBID");
+    let head = format!("$(squeue -h -j {job} -o %B)");
+    let login = nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "LOGIN_NODE".to_owned());
+    let mut lines = vec![format!(
+        "ports {} are served on the run's head node; once it runs, forward each to this login node (any user of it can then connect: serve only what asks for its own login):",
+        ports.join(", ")
+    )];
+    for port in ports {
+        let tunnel = match port.split_once('-') {
+            None => format!("-L {port}:localhost:{port}"),
+            Some((a, b)) => format!(
+                "$(for p in $(seq {a} {b}); do printf -- '-L %s:localhost:%s ' $p $p; done)"
+            ),
+        };
+        lines.push(format!("  {port}: ssh -N {tunnel} {head}"));
+    }
+    lines.push(format!(
+        "  (from a laptop, the same ports onward: ssh -N -L PORT:localhost:PORT {login})"
+    ));
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_port_gets_its_ssh_forward_through_the_head_node() {
+        let lines = forwards(&["8080".into(), "9000-9002".into()], Some("42"));
+        assert!(
+            lines[0].starts_with("ports 8080, 9000-9002 are served"),
+            "{lines:?}"
+        );
+        assert_eq!(
+            lines[1],
+            "  8080: ssh -N -L 8080:localhost:8080 $(squeue -h -j 42 -o %B)"
+        );
+        assert!(lines[2].contains("$(seq 9000 9002)"), "{lines:?}");
+        assert!(forwards(&[], Some("42")).is_empty());
+        assert!(forwards(&["1".into()], None)[1].contains("-j JOBID"));
+    }
+
+    #[test]
+    fn a_later_stage_says_which_it_waits_for() {
+        let line = stage_line(
+            "p",
+            1,
+            3,
+            "p-eval",
+            Some(&("p-train".into(), Some("12".into()))),
+        );
+        assert_eq!(
+            line,
+            "pipeline p: stage 2 of 3, p-eval (starts when p-train, job 12, has succeeded; cancelled if it fails)"
+        );
+        assert_eq!(
+            stage_line("p", 0, 3, "p-1", None),
+            "pipeline p: stage 1 of 3, p-1"
+        );
+    }
+}
