@@ -319,10 +319,7 @@ pub(crate) fn start_node(
     let node = &alloc.node;
     // Inside an image, `in_image::check` has found `ray` there.
     if !in_image::is_set() {
-        let ray = which::which("ray").map_err(|_| format!(
-            "`ray` was not found on PATH on node {node}; make --load-env put Ray on PATH on every node (e.g. `source venv/bin/activate`)"
-        ))?;
-        ray_version::check(node, &ray)?;
+        ray_version::check_on_path(node)?;
     }
     let memory = MemorySplit::of(alloc.memory_on_node, cluster.ray.object_store_memory);
     let (head_address, held) = match role {

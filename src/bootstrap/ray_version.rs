@@ -34,6 +34,14 @@ impl Version {
     }
 }
 
+/// Finds `ray` on PATH and refuses it when it is older than [`OLDEST`].
+pub(crate) fn check_on_path(node: &str) -> Result<(), String> {
+    let ray = which::which("ray").map_err(|_| format!(
+        "`ray` was not found on PATH on node {node}; make --load-env put Ray on PATH on every node (e.g. `source venv/bin/activate`)"
+    ))?;
+    check(node, &ray)
+}
+
 /// Refuses the Ray that the script `ray` runs when it is older than [`OLDEST`]; a Ray whose
 /// version cannot be read (an unusual layout) is let through, for the start-up checks to judge.
 pub(crate) fn check(node: &str, ray: &Path) -> Result<(), String> {
