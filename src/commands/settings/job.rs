@@ -9,6 +9,7 @@ use crate::error::{UsageError, show};
 use crate::handoff::cluster::NodeOptions;
 use crate::launch::config::{self, EnvVar, JobRequest, Sources, check_log_dir_text, layered};
 use crate::launch::gpu_directive::GpuDirective;
+use crate::launch::gpu_names::GpuNaming;
 use crate::launch::template::UserTemplate;
 use crate::launch::{owned_directives, validate};
 use crate::slurm::duration;
@@ -32,6 +33,7 @@ pub(super) fn resolve_job(
     let JobArgs {
         num_nodes,
         num_gpus,
+        num_gpus_from,
         gpu_directive,
         node,
         partition,
@@ -68,7 +70,7 @@ pub(super) fn resolve_job(
     check_job_text(
         [&partition, &account, &qos, &constraint, node, &time],
         [mem, mem_per_cpu],
-        (sbatch_args, num_gpus.per_node > 0),
+        (sbatch_args, num_gpus.first().per_node > 0),
     )
     .map_err(|e| from_where(e, &typed, src))?;
     let env = env_and_secrets(env_file, env, secret)?;
@@ -85,10 +87,15 @@ pub(super) fn resolve_job(
         num_nodes: *num_nodes,
         tasks_per_node: *tasks_per_node,
         cpus_per_task: *cpus_per_task,
-        num_gpus: num_gpus.per_node,
-        gpu_type: num_gpus.kind.clone(),
+        num_gpus: num_gpus.first().per_node,
+        gpu_type: num_gpus.first().kind,
         gpu_directive: layered(*gpu_directive, &p.gpu_directive, &u.gpu_directive)
             .unwrap_or(GpuDirective::GpusPerTask),
+        gpu_naming: GpuNaming::of(
+            num_gpus,
+            num_gpus_from.clone(),
+            layered(None, &p.gpu_partitions, &u.gpu_partitions).unwrap_or_default(),
+        ),
         partition,
         account,
         qos,

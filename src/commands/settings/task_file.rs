@@ -15,6 +15,7 @@ use crate::cli::parse::{check_option, exec_command_tip, option_takes_value, pars
 use crate::cli::{Cli, Command, ContainerArgs};
 use crate::error::UsageError;
 use crate::launch::config::Sources;
+use crate::launch::gpu_names::GpuAsk;
 use crate::launch::task_file::{self, EMPTY_WORKDIR, Given, Refusal, TaskFile, Value};
 use crate::printer::Printer;
 
@@ -77,7 +78,7 @@ pub(crate) fn expand(
     for notice in &task.notices {
         printer.info(notice);
     }
-    parse_with_inserted(argv, var, sub, &words).map_err(|e| {
+    let mut cli = parse_with_inserted(argv, var, sub, &words).map_err(|e| {
         let text = e.to_string();
         UsageError::new(format!(
             "with task file `{}`: {}",
@@ -87,7 +88,34 @@ pub(crate) fn expand(
                 .unwrap_or_default()
                 .trim_start_matches("error: ")
         ))
-    })
+    })?;
+    note_gpu_origin(&mut cli, &task);
+    Ok(cli)
+}
+
+/// Where the GPUs `cli` asks for came from, when the file gave them (the command line did
+/// not override them): what a refusal of their name at submission names.
+fn note_gpu_origin(cli: &mut Cli, task: &TaskFile) {
+    let Some(given) = task.given.iter().find(|g| g.long == "num-gpus") else {
+        return;
+    };
+    let Value::Values(values) = &given.value else {
+        return;
+    };
+    let job = match &mut cli.command {
+        Command::Launch(args) => &mut args.job,
+        Command::Up(args) => &mut args.job,
+        _ => return,
+    };
+    let from_file = values.last().and_then(|v| v.parse::<GpuAsk>().ok());
+    if from_file.as_ref() == Some(&job.num_gpus) {
+        job.num_gpus_from = Some(format!(
+            "{}:{}: {}",
+            task.path.display(),
+            given.line,
+            given.field
+        ));
+    }
 }
 
 /// Whether `exec CLUSTER WORD` names a task file: a file that exists, or a name ending in
@@ -161,9 +189,12 @@ fn for_command(sub: &str, given: &Given) -> Result<Given, String> {
         "mem" => "memory",
         "num-gpus" => {
             // The GPUs' type is the cluster's: Ray counts GPUs, not types.
+            // Of candidates, the first's count.
             if let Value::Values(values) = &mut given.value {
                 for v in values {
-                    *v = v.rsplit(':').next().unwrap_or_default().to_owned();
+                    if let Ok(ask) = v.parse::<GpuAsk>() {
+                        *v = ask.first().per_node.to_string();
+                    }
                 }
             }
             "num-gpus"
