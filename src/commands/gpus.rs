@@ -42,7 +42,8 @@ pub(crate) fn run(json: bool, printer: &Printer) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The rows, partitions in sinfo's order and types sorted (those without one last).
+/// The rows: the default partition first, then the others by name; in each, the types by
+/// name, GPUs without one last.
 pub(crate) fn rows(nodes: &[NodeGpus]) -> Vec<GpuRow> {
     let mut rows: Vec<GpuRow> = Vec::new();
     for node in nodes {
@@ -85,11 +86,10 @@ pub(crate) fn rows(nodes: &[NodeGpus]) -> Vec<GpuRow> {
             row.free += free;
         }
     }
-    let order: Vec<String> = nodes.iter().map(|n| n.partition.clone()).collect();
-    let rank = |p: &str| order.iter().position(|o| o == p).unwrap_or(usize::MAX);
     rows.sort_by(|a, b| {
-        (rank(&a.partition), a.gpu.is_none(), &a.gpu).cmp(&(
-            rank(&b.partition),
+        (!a.default, &a.partition, a.gpu.is_none(), &a.gpu).cmp(&(
+            !b.default,
+            &b.partition,
             b.gpu.is_none(),
             &b.gpu,
         ))

@@ -188,6 +188,8 @@ fn every_config_file_key_is_tested_and_has_a_variable() {
     in_file.sort_unstable();
     let mut tested: Vec<&str> = KEYS.iter().map(|k| k.file).collect();
     tested.push("ray_auth");
+    // A table of GPU type -> partition: no flag, no variable (tests/it/gpus/).
+    tested.push("gpu_partitions");
     tested.sort_unstable();
     assert_eq!(in_file, tested);
     for key in KEYS {
