@@ -9,7 +9,7 @@ use crate::error::{UsageError, show};
 use crate::handoff::cluster::NodeOptions;
 use crate::launch::config::{self, EnvVar, JobRequest, Sources, check_log_dir_text, layered};
 use crate::launch::gpu_directive::GpuDirective;
-use crate::launch::gpu_names::GpuNaming;
+use crate::launch::gpu_names::{GpuAsk, GpuNaming};
 use crate::launch::template::UserTemplate;
 use crate::launch::{owned_directives, validate};
 use crate::slurm::duration;
@@ -91,11 +91,7 @@ pub(super) fn resolve_job(
         gpu_type: num_gpus.first().kind,
         gpu_directive: layered(*gpu_directive, &p.gpu_directive, &u.gpu_directive)
             .unwrap_or(GpuDirective::GpusPerTask),
-        gpu_naming: GpuNaming::of(
-            num_gpus,
-            num_gpus_from.clone(),
-            layered(None, &p.gpu_partitions, &u.gpu_partitions).unwrap_or_default(),
-        ),
+        gpu_naming: gpu_naming(num_gpus, num_gpus_from, src),
         partition,
         account,
         qos,
@@ -114,6 +110,14 @@ pub(super) fn resolve_job(
         log_dir_is_default,
         template,
     })
+}
+
+/// What the GPUs' names are looked up with at submission, where they name a type: the request
+/// as written, where a task file gave it, and the files' `gpu_partitions`.
+fn gpu_naming(ask: &GpuAsk, from: &Option<String>, src: &Sources) -> Option<GpuNaming> {
+    let (p, u) = (&src.project, &src.user);
+    let partitions = layered(None, &p.gpu_partitions, &u.gpu_partitions).unwrap_or_default();
+    GpuNaming::of(ask, from.clone(), partitions)
 }
 
 /// `--env-file`, `--env` and `--secret` in one list, each key once: a secret wins over the

@@ -70,17 +70,16 @@ impl std::str::FromStr for GpuAsk {
             .split(',')
             .map(str::parse::<GpuRequest>)
             .collect::<Result<Vec<_>, _>>()?;
-        if candidates.len() > 1 || inner != text {
-            if let Some(c) = candidates
+        if (candidates.len() > 1 || inner != text)
+            && let Some(c) = candidates
                 .iter()
                 .find(|c| c.kind.is_none() || c.per_node == 0)
-            {
-                return Err(format!(
-                    "each candidate of `{}` names a type and at least one GPU (`TYPE:N`), not `{}`",
-                    text.escape_debug(),
-                    Show(c)
-                ));
-            }
+        {
+            return Err(format!(
+                "each candidate of `{}` names a type and at least one GPU (`TYPE:N`), not `{}`",
+                text.escape_debug(),
+                Show(c)
+            ));
         }
         Ok(Self { candidates, pick })
     }
