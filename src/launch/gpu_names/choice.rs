@@ -33,6 +33,8 @@ pub(crate) struct Job<'a> {
     pub(crate) label: &'a str,
     pub(crate) partition: Option<&'a str>,
     pub(crate) num_nodes: u32,
+    /// A whole node a job: only an idle node is free for it.
+    pub(crate) exclusive: bool,
     /// The config's `gpu_partitions`: type -> partition.
     pub(crate) gpu_partitions: &'a BTreeMap<String, String>,
 }
@@ -267,7 +269,7 @@ fn count(
     }
     let free_nodes = have
         .iter()
-        .filter(|n| n.free(kind) >= request.per_node)
+        .filter(|n| n.free(kind) >= request.per_node && (!job.exclusive || n.is_idle()))
         .count();
     Ok(Fit {
         written: written.clone(),
@@ -301,6 +303,15 @@ mod tests {
                        node6|labgpu|idle|gpu:4|gpu:0|\n";
 
     fn chose(ask: &str, num_nodes: u32, map: &[(&str, &str)]) -> Result<Chosen, Refused> {
+        chose_on(ask, num_nodes, map, false)
+    }
+
+    fn chose_on(
+        ask: &str,
+        num_nodes: u32,
+        map: &[(&str, &str)],
+        exclusive: bool,
+    ) -> Result<Chosen, Refused> {
         let map: BTreeMap<String, String> = map
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -309,6 +320,7 @@ mod tests {
             label: "accelerators",
             partition: None,
             num_nodes,
+            exclusive,
             gpu_partitions: &map,
         };
         choose(&ask.parse().unwrap(), &parse_sinfo_gpus(LAB), &job)
@@ -384,6 +396,9 @@ mod tests {
         let c = chose("[H100:4,L4:1]", 1, &[]).unwrap();
         assert_eq!(c.request, req(Some("h100"), 4));
         let c = chose("[H100:8,L4:1]", 1, &[]).unwrap();
+        assert_eq!(c.request, req(Some("l4"), 1));
+        // A whole-node job: node4 (mixed) is not free for it, node1 (idle) is.
+        let c = chose_on("[H100:4,L4:1]", 1, &[], true).unwrap();
         assert_eq!(c.request, req(Some("l4"), 1));
         // None free for 2 nodes of 8 h100: the first, which waits.
         let c = chose("[H100:8,A100-80GB:4]", 2, &[]).unwrap();

@@ -57,6 +57,10 @@ pub(crate) fn for_site<'a>(
     let Some(naming) = &config.job.gpu_naming else {
         return Ok(Cow::Borrowed(config));
     };
+    // A partition goes into an `#SBATCH` line as it is written.
+    for (kind, partition) in &naming.gpu_partitions {
+        crate::launch::validate::directive(&format!("gpu_partitions.{kind}"), partition)?;
+    }
     let label = if naming.origin.is_some() {
         "accelerators"
     } else {
@@ -76,6 +80,7 @@ pub(crate) fn for_site<'a>(
         label,
         partition: config.job.partition.as_deref(),
         num_nodes: config.job.num_nodes,
+        exclusive: config.job.exclusive,
         gpu_partitions: &naming.gpu_partitions,
     };
     let chosen = choice::choose(&naming.ask, &nodes, &job).map_err(|refused| {

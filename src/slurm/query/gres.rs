@@ -41,6 +41,11 @@ impl NodeGpus {
         (base == "idle" || base == "mixed") && !state.contains('*')
     }
 
+    /// Whether no job runs on the node: free for a job that takes the whole node.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.takes_jobs() && self.state.to_ascii_lowercase().starts_with("idle")
+    }
+
     /// GPUs of `kind` the node has (of any type for `None`: an untyped request takes any).
     pub(crate) fn total(&self, kind: Option<&str>) -> u32 {
         sum(&self.gpus, kind)
@@ -240,6 +245,11 @@ mod tests {
             ("reserved", false),
         ] {
             assert_eq!(node(state).takes_jobs(), takes, "{state}");
+            assert_eq!(
+                node(state).is_idle(),
+                takes && !state.eq_ignore_ascii_case("mixed"),
+                "{state}"
+            );
         }
     }
 }

@@ -127,3 +127,34 @@ fn a_fraction_of_a_gpu_is_refused_saying_what_to_ask_for() {
     .expect_stderr_contains("ask for `h100:1`")
     .run();
 }
+
+/// A partition of `gpu_partitions` goes into an `#SBATCH` line: one word, refused before Slurm
+/// is asked.
+#[test]
+fn a_gpu_partition_that_is_not_one_word_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("site.toml");
+    std::fs::write(
+        &config,
+        "[launch]\ngpu_partitions = { v100 = \"lab\\n#SBATCH --x\" }\n",
+    )
+    .unwrap();
+    launch_in(
+        dir.path(),
+        &[
+            "--dry-run",
+            "--exp-name",
+            "x",
+            "--command",
+            "true",
+            "--num-gpus",
+            "V100:1",
+        ],
+    )
+    .env("RAYSLURM_CONFIG", &config)
+    .expect_status(2)
+    .expect_stderr_contains(
+        "error: gpu_partitions.v100 `lab\\n#SBATCH --x` contains the control character",
+    )
+    .run();
+}
