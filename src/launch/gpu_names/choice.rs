@@ -39,6 +39,19 @@ pub(crate) struct Job<'a> {
     pub(crate) gpu_partitions: &'a BTreeMap<String, String>,
 }
 
+/// Why a candidate cannot be had: in full, and in a few words for the choice's line.
+#[derive(Debug)]
+struct Unfit {
+    short: &'static str,
+    why: String,
+}
+
+impl Unfit {
+    fn new(short: &'static str, why: String) -> Self {
+        Self { short, why }
+    }
+}
+
 /// One candidate the site can give.
 #[derive(Debug)]
 struct Fit {
@@ -60,7 +73,7 @@ impl Fit {
 
 /// The candidate of `ask` to ask Slurm for, given the site's `nodes`.
 pub(crate) fn choose(ask: &GpuAsk, nodes: &[NodeGpus], job: &Job) -> Result<Chosen, Refused> {
-    let tried: Vec<(GpuRequest, Result<Fit, String>)> = ask
+    let tried: Vec<(GpuRequest, Result<Fit, Unfit>)> = ask
         .candidates
         .iter()
         .map(|c| (c.clone(), fit(c, nodes, job)))
@@ -75,7 +88,7 @@ pub(crate) fn choose(ask: &GpuAsk, nodes: &[NodeGpus], job: &Job) -> Result<Chos
     let Some(picked) = picked else {
         let whys: Vec<&str> = tried
             .iter()
-            .filter_map(|(_, f)| f.as_ref().err().map(String::as_str))
+            .filter_map(|(_, f)| f.as_ref().err().map(|u| u.why.as_str()))
             .collect();
         return Err(Refused {
             why: whys.join("; "),
@@ -88,7 +101,7 @@ pub(crate) fn choose(ask: &GpuAsk, nodes: &[NodeGpus], job: &Job) -> Result<Chos
             .filter(|(w, _)| *w != picked.written)
             .map(|(w, f)| match f {
                 Ok(f) => format!("{} ({})", f.target(), free(f.free_nodes)),
-                Err(_) => format!("{} (not on this site)", Show(w)),
+                Err(unfit) => format!("{} ({})", Show(w), unfit.short),
             })
             .collect();
         let mut said = vec![];
@@ -176,7 +189,7 @@ fn types_of(nodes: &[&NodeGpus]) -> Vec<String> {
 }
 
 /// `c` on this site, or why not.
-fn fit(c: &GpuRequest, nodes: &[NodeGpus], job: &Job) -> Result<Fit, String> {
+fn fit(c: &GpuRequest, nodes: &[NodeGpus], job: &Job) -> Result<Fit, Unfit> {
     let Some(written) = c.kind.as_deref() else {
         // Untyped: any GPU of the job's partition.
         return count(c, c.clone(), None, &scope(nodes, job.partition), job);
@@ -186,8 +199,11 @@ fn fit(c: &GpuRequest, nodes: &[NodeGpus], job: &Job) -> Result<Fit, String> {
     {
         let in_p: Vec<&NodeGpus> = scope(nodes, Some(p));
         if !in_p.iter().any(|n| n.partition == *p) {
-            return Err(format!(
-                "`{written}` is partition `{p}` in the config's gpu_partitions, but Slurm has no partition `{p}`"
+            return Err(Unfit::new(
+                "not on this site",
+                format!(
+                    "`{written}` is partition `{p}` in the config's gpu_partitions, but Slurm has no partition `{p}`"
+                ),
             ));
         }
         let untyped = GpuRequest {
@@ -201,9 +217,12 @@ fn fit(c: &GpuRequest, nodes: &[NodeGpus], job: &Job) -> Result<Fit, String> {
     let site = match find(written, &types) {
         Found::Same(t) | Found::OnlyOfFamily(t) => t,
         Found::Several(all) => {
-            return Err(format!(
-                "`{written}` is any of this site's {}: name one",
-                all.join(", ")
+            return Err(Unfit::new(
+                "several types of that name",
+                format!(
+                    "`{written}` is any of this site's {}: name one",
+                    all.join(", ")
+                ),
             ));
         }
         Found::Missing { family } => {
@@ -215,9 +234,12 @@ fn fit(c: &GpuRequest, nodes: &[NodeGpus], job: &Job) -> Result<Fit, String> {
                     if some.len() == 1 { "does" } else { "do" }
                 ),
             };
-            return Err(format!(
-                "`{written}` is not a GPU type of this site{memory}: its types are {}",
-                listing(&types, &here)
+            return Err(Unfit::new(
+                "not on this site",
+                format!(
+                    "`{written}` is not a GPU type of this site{memory}: its types are {}",
+                    listing(&types, &here)
+                ),
             ));
         }
     };
@@ -251,7 +273,7 @@ fn count(
     partition: Option<String>,
     nodes: &[&NodeGpus],
     job: &Job,
-) -> Result<Fit, String> {
+) -> Result<Fit, Unfit> {
     let kind = request.kind.as_deref();
     let have: Vec<&&NodeGpus> = nodes
         .iter()
@@ -259,12 +281,15 @@ fn count(
         .collect();
     if have.len() < job.num_nodes as usize {
         let most = nodes.iter().map(|n| n.total(kind)).max().unwrap_or(0);
-        return Err(format!(
-            "`{}` needs {} with {} each, and this site has {} (the most on a node: {most})",
-            Show(written),
-            nodes_word(job.num_nodes),
-            Show(&request),
-            nodes_word(have.len() as u32),
+        return Err(Unfit::new(
+            "too few nodes with that many",
+            format!(
+                "`{}` needs {} with {} each, and this site has {} (the most on a node: {most})",
+                Show(written),
+                nodes_word(job.num_nodes),
+                Show(&request),
+                nodes_word(have.len() as u32),
+            ),
         ));
     }
     let free_nodes = have
@@ -379,6 +404,12 @@ mod tests {
             c.note.as_deref(),
             Some(
                 "accelerators: chose a100_80gb:4 (A100-80GB:4; 1 node free), over h100:8 (0 nodes free)"
+            )
+        );
+        let c = chose("{A100-80GB:4,L4:8,A100-40GB:1}", 1, &[]).unwrap();
+        assert!(
+            c.note.unwrap().ends_with(
+                "over L4:8 (too few nodes with that many), A100-40GB:1 (not on this site)"
             )
         );
         // Two h100 nodes exist, none of them free for 8: the other one.
