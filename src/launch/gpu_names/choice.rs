@@ -86,12 +86,26 @@ pub(crate) fn choose(ask: &GpuAsk, nodes: &[NodeGpus], job: &Job) -> Result<Chos
         Pick::MostFree => fits.iter().rev().max_by_key(|f| (enough(f), f.free_nodes)),
     };
     let Some(picked) = picked else {
-        let whys: Vec<&str> = tried
-            .iter()
-            .filter_map(|(_, f)| f.as_ref().err().map(|u| u.why.as_str()))
-            .collect();
+        let why = match &tried[..] {
+            [(_, Err(unfit))] => unfit.why.clone(),
+            _ => {
+                let each: Vec<String> = (tried.iter())
+                    .filter_map(|(w, f)| {
+                        f.as_ref()
+                            .err()
+                            .map(|u| format!("{} ({})", Show(w), u.short))
+                    })
+                    .collect();
+                let here = scope(nodes, job.partition);
+                format!(
+                    "none of the candidates can be had here: {}; this site's GPU types are {}",
+                    each.join(", "),
+                    listing(&types_of(&here), &here)
+                )
+            }
+        };
         return Err(Refused {
-            why: whys.join("; "),
+            why,
             hint: hint(nodes, job),
         });
     };
@@ -108,13 +122,11 @@ pub(crate) fn choose(ask: &GpuAsk, nodes: &[NodeGpus], job: &Job) -> Result<Chos
         if Show(&picked.written).to_string() != picked.target() {
             said.push(Show(&picked.written).to_string());
         }
-        said.push(free(picked.free_nodes));
+        let mut free_now = free(picked.free_nodes);
         if !enough(picked) {
-            said.push(format!(
-                "none has {} free now: it waits",
-                nodes_word(job.num_nodes)
-            ));
+            free_now.push_str(&format!(", {} needed: it waits", job.num_nodes));
         }
+        said.push(free_now);
         Some(format!(
             "{}: chose {} ({}), over {}",
             job.label,
@@ -436,10 +448,9 @@ mod tests {
         assert_eq!(c.request, req(Some("h100"), 8));
         assert!(c.note.unwrap().contains("it waits"));
         let e = chose("[V100:1,T4:1]", 1, &[]).unwrap_err();
-        assert!(
-            e.why.contains("`V100` is not") && e.why.contains("; `T4` is not"),
-            "{}",
-            e.why
+        assert_eq!(
+            e.why,
+            "none of the candidates can be had here: V100:1 (not on this site), T4:1 (not on this site); this site's GPU types are a100_80gb, h100, l4 (and GPUs without a type)"
         );
     }
 

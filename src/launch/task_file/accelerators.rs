@@ -59,8 +59,30 @@ impl Accelerators {
             ));
         };
         let mut each = Vec::new();
+        let mut spot = Vec::new();
         for item in items {
-            each.push(candidate(r, &field, item)?);
+            let (gpus, on_spot) = candidate(r, &field, item)?;
+            if on_spot {
+                spot.push(item.line);
+            } else {
+                each.push(gpus);
+            }
+        }
+        if !spot.is_empty() {
+            // `any_of: [{use_spot: true}, {use_spot: false}]`: spot or not, whichever comes.
+            if each.is_empty() {
+                return Err(Refusal::new(
+                    &field,
+                    spot[0],
+                    format!(
+                        "every candidate asks for `use_spot: true`: give `use_spot: true` beside `{}` instead",
+                        key.value
+                    ),
+                ));
+            }
+            r.notices.push(format!(
+                "`{field}`: the candidates with `use_spot: true` are left out: the others run as any job does"
+            ));
         }
         self.candidates = Some((field, key.line, pick, each));
         Ok(())
@@ -73,6 +95,12 @@ impl Accelerators {
                 .own
                 .map(|(field, line, ask)| Given::one(&field, line, "num-gpus", ask.to_string())));
         };
+        // Candidates that differ only in their place or spot: `accelerators` alone.
+        if each.iter().all(Option::is_none) {
+            return Ok(self
+                .own
+                .map(|(field, line, ask)| Given::one(&field, line, "num-gpus", ask.to_string())));
+        }
         let own = self.own.as_ref().map(|(_, _, ask)| ask);
         if own.is_some_and(|a| a.candidates.len() > 1) {
             return Err(Refusal::new(
@@ -97,12 +125,13 @@ impl Accelerators {
     }
 }
 
-/// One candidate of `any_of`/`ordered`: its `accelerators`, if it names any.
+/// One candidate of `any_of`/`ordered`: its `accelerators`, if it names any, and whether it
+/// asks for spot instances.
 fn candidate(
     r: &mut Reading,
     field: &str,
     item: &Line<Node>,
-) -> Result<Option<GpuRequest>, Refusal> {
+) -> Result<(Option<GpuRequest>, bool), Refusal> {
     let Node::Map(entries) = &item.value else {
         return Err(Refusal::new(
             field,
@@ -113,7 +142,7 @@ fn candidate(
             ),
         ));
     };
-    let mut gpus = None;
+    let (mut gpus, mut spot) = (None, false);
     for (key, value) in entries {
         let inner = format!("{field}.{}", key.value);
         match key.value.as_str() {
@@ -127,6 +156,9 @@ fn candidate(
                     ));
                 }
                 gpus = Some(ask.first());
+            }
+            "use_spot" if matches!(value.value, Node::Bool(_)) => {
+                spot = value.value == Node::Bool(true);
             }
             k if PLACES.contains(&k) => r.notice(
                 &inner,
@@ -145,7 +177,7 @@ fn candidate(
             }
         }
     }
-    Ok(gpus)
+    Ok((gpus, spot))
 }
 
 /// `A100:8`, `A100` (one), `{A100: 8}`, a set `{A100:8, H100:8}` (or `{A100: 8, H100: 8}`),
@@ -185,8 +217,10 @@ fn ask(field: &str, value: &Line<Node>) -> Result<GpuAsk, Refusal> {
             for item in items {
                 match &item.value {
                     Node::Str(s) => all.push(one(s, None, item.line)?),
+                    // `- V100: null` is one, as SkyPilot reads it.
                     Node::Map(e) if e.len() == 1 => {
-                        all.push(one(&e[0].0.value, Some(&e[0].1), item.line)?)
+                        let count = (e[0].1.value != Node::Null).then_some(&e[0].1);
+                        all.push(one(&e[0].0.value, count, item.line)?);
                     }
                     other => {
                         return Err(bad(
@@ -250,6 +284,10 @@ mod tests {
             ("  accelerators: {A100: 8, H100: 4}\n", "{A100:8,H100:4}"),
             ("  accelerators: [A100:8, H100:8]\n", "[A100:8,H100:8]"),
             ("  accelerators:\n    - L4:1\n    - H100\n", "[L4:1,H100:1]"),
+            (
+                "  accelerators:\n    - T4: 1\n    - V100: null\n    - \"A100:2\"\n",
+                "[T4:1,V100:1,A100:2]",
+            ),
         ] {
             let got = taken(yaml);
             assert!(got.contains(&format!("{want:?}")), "{yaml}: {got}");
@@ -273,8 +311,19 @@ mod tests {
         );
         // Candidates that differ only in their cloud: the one request.
         let got = taken("  accelerators: H100\n  any_of:\n    - infra: aws\n    - infra: gcp\n");
-        assert!(got.contains("\"H100:1\""), "{got}");
+        assert!(
+            got.contains("\"H100:1\"") && got.ends_with("resources.accelerators"),
+            "{got}"
+        );
         assert_eq!(gpus("  any_of:\n    - infra: aws\n").unwrap(), None);
+        // Spot or not, whichever comes: not spot.
+        let got = taken(
+            "  accelerators: {H200:8, A100-80GB:8}\n  any_of:\n    - use_spot: true\n    - use_spot: false\n",
+        );
+        assert!(
+            got.contains("\"A100-80GB:8\"") || got.contains("{H200:8,A100-80GB:8}"),
+            "{got}"
+        );
     }
 
     #[test]
@@ -289,6 +338,10 @@ mod tests {
                 "only `accelerators` may differ",
             ),
             ("  any_of: H100\n", "give a list of candidates"),
+            (
+                "  any_of:\n    - use_spot: true\n",
+                "give `use_spot: true` beside `any_of`",
+            ),
             ("  any_of:\n    - H100\n", "give a mapping"),
             (
                 "  any_of:\n    - accelerators: {A:1, B:1}\n",

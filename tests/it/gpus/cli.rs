@@ -37,7 +37,7 @@ fn an_unknown_type_is_refused_listing_the_sites_types_after_one_sinfo_call() {
         .shims(site.path())
         .expect_status(2)
         .expect_stderr_contains(
-            "error: task.yaml:3: resources.accelerators: `V100` is not a GPU type of this site: its types are a100_80gb, h200, l4; `T4` is not a GPU type of this site: its types are a100_80gb, h200, l4\n",
+            "error: task.yaml:3: resources.accelerators: none of the candidates can be had here: V100:2 (not on this site), T4:1 (not on this site); this site's GPU types are a100_80gb, h200, l4\n",
         )
         .expect_stderr_contains("`rayslurm gpus` lists them")
         .run();
