@@ -60,6 +60,7 @@ impl Accelerators {
         };
         let mut each = Vec::new();
         let mut spot = Vec::new();
+        let before = r.notices.len();
         for item in items {
             let (gpus, on_spot) = candidate(r, &field, item)?;
             if on_spot {
@@ -68,6 +69,11 @@ impl Accelerators {
                 each.push(gpus);
             }
         }
+        // One notice a key, however many candidates give it.
+        let mut seen = std::collections::HashSet::new();
+        let added: Vec<String> = r.notices.drain(before..).collect();
+        r.notices
+            .extend(added.into_iter().filter(|n| seen.insert(n.clone())));
         if !spot.is_empty() {
             // `any_of: [{use_spot: true}, {use_spot: false}]`: spot or not, whichever comes.
             if each.is_empty() {
