@@ -312,6 +312,15 @@ mod tests {
         );
     }
 
+    /// `exec` asks Ray for a count: of candidates, the first's; `launch` and `up` keep them
+    /// all, for the site's names at submission.
+    #[test]
+    fn exec_takes_the_count_of_the_first_candidate() {
+        let yaml = "run: ls\nresources:\n  accelerators: {H100:8, L4:2}\n";
+        assert_eq!(given_to(yaml, "--num-gpus=8"), ["exec"]);
+        assert_eq!(given_to(yaml, "--num-gpus={H100:8,L4:2}"), ["launch", "up"]);
+    }
+
     /// `exec CLUSTER WORD`: a file that exists, or a `.yaml`/`.yml` name (then reported
     /// missing), is a task file; any other word is a command.
     #[test]
