@@ -143,6 +143,7 @@ fn run(
         }
         Command::Exec(args) => commands::exec::run(&ExecSettings::resolve(&args)?, printer),
         Command::Queue(args) => commands::queue::run(&QueueSettings::resolve(&args), printer),
+        Command::Gpus(args) => commands::gpus::run(args.json, printer),
         Command::Scale(args) => commands::scale::run(&ScaleSettings::resolve(&args), printer),
         Command::Down(args) => commands::down::run(&DownSettings::resolve(&args), printer),
         Command::Dashboard(args) => {

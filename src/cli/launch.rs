@@ -11,7 +11,8 @@ use super::values::{count, node_count, positive_count};
 use crate::env_vars;
 use crate::handoff::cluster::IpFamily;
 use crate::handoff::signal_name::SignalName;
-use crate::launch::gpu_directive::{GpuDirective, GpuRequest};
+use crate::launch::gpu_directive::GpuDirective;
+use crate::launch::gpu_names::GpuAsk;
 
 /// `--gpu-directive`'s values, with the help each shows.
 impl ValueEnum for GpuDirective {
@@ -234,12 +235,20 @@ pub(crate) struct JobArgs {
     #[arg(value_name = "N", long, value_parser = positive_count, allow_hyphen_values = true, help_heading = heading::RESOURCES)]
     pub(crate) cpus_per_task: Option<u32>,
 
-    /// GPUs per node, of a type where given (e.g. `4`, `a100:4`).
+    /// GPUs per node, of a type where given (e.g. `4`, `a100:4`, `A100-80GB:4`).
     ///
-    /// N GPUs on each node, whatever --tasks-per-node is; TYPE is the site's GPU type (its
-    /// GRES type, as `sinfo -o %G` shows it). Ray is told N per node.
-    #[arg(value_name = "[TYPE:]N", long, default_value = "0", value_parser = clap::value_parser!(GpuRequest), allow_hyphen_values = true, help_heading = heading::RESOURCES)]
-    pub(crate) num_gpus: GpuRequest,
+    /// N GPUs on each node, whatever --tasks-per-node is. TYPE is looked up among the site's
+    /// GPU types (`rayslurm gpus`; case, `-` and `_` alike, so SkyPilot's `A100-80GB` is
+    /// `a100_80gb`) or the config's `gpu_partitions`. Candidates: `{h100:8,a100:4}` takes the
+    /// one with free nodes now, `[h100:8,a100:4]` the first in order with free nodes. Ray is
+    /// told N per node.
+    #[arg(value_name = "[TYPE:]N", long, default_value = "0", value_parser = clap::value_parser!(GpuAsk), allow_hyphen_values = true, help_heading = heading::RESOURCES)]
+    pub(crate) num_gpus: GpuAsk,
+
+    /// Where a task file gave --num-gpus (`task.yaml:5: resources.accelerators`), for its
+    /// refusals.
+    #[arg(skip)]
+    pub(crate) num_gpus_from: Option<String>,
 
     /// How GPUs are requested [default: gpus-per-task]
     ///

@@ -29,7 +29,7 @@ pub(crate) use clusters::{
 pub(crate) use container::ContainerArgs;
 pub(crate) use launch::{ClusterArgs, JobArgs, LaunchArgs, LongRunArgs, SnapshotArgs};
 pub(crate) use runs::{CancelArgs, LogsArgs, StatusArgs};
-pub(crate) use utility::{CompletionsArgs, ManArgs, PortsArgs, RelayArgs, TrustArgs};
+pub(crate) use utility::{CompletionsArgs, GpusArgs, ManArgs, PortsArgs, RelayArgs, TrustArgs};
 
 /// `rayslurm --version`: the version, the commit and the target it was built for.
 const VERSION: &str = concat!(
@@ -98,6 +98,12 @@ pub(crate) enum Command {
     Exec(Box<ExecArgs>),
     /// Show a cluster's jobs, nodes, free resources and time left.
     Queue(QueueArgs),
+    /// Show the site's GPUs: partitions, GPU types, nodes, total and free (one sinfo call).
+    ///
+    /// The types are the names `--num-gpus TYPE:N` and a task file's `accelerators` are
+    /// matched to (SkyPilot's `A100-80GB` is a site's `a100_80gb`). FREE counts the GPUs not in
+    /// use on nodes that take jobs now (idle or mixed).
+    Gpus(GpusArgs),
     /// Grow or shrink an elastic cluster (`up --max-nodes`): +N, -N or =N nodes.
     ///
     /// Asks the cluster's head for N worker jobs more (`+N`), N fewer (`-N`: pending ones first,

@@ -1,4 +1,4 @@
-//! The arguments of the commands around the others: `trust`, `completions`, `man`, and the
+//! The arguments of the commands around the others: `gpus`, `trust`, `completions`, `man`, and the
 //! hidden `relay`.
 
 use std::path::PathBuf;
@@ -29,6 +29,13 @@ pub(crate) struct TrustArgs {
     /// List the trusted files.
     #[arg(long, conflicts_with_all = ["file", "revoke"])]
     pub(crate) list: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GpusArgs {
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

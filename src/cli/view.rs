@@ -52,6 +52,7 @@ pub(crate) const EXAMPLES: &[(&str, &[&str])] = &[
         "queue",
         &["rayslurm queue lab", "rayslurm queue lab --json"],
     ),
+    ("gpus", &["rayslurm gpus", "rayslurm gpus --json"]),
     (
         "scale",
         &[

@@ -54,6 +54,8 @@ pub(crate) enum Submitted {
 
 /// Renders the script, submits it and records the run: `launch` and `up` alike.
 pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitted> {
+    // The GPUs as the site names them, before anything is checked or written.
+    let config = &*crate::launch::gpu_names::for_site(config, printer)?;
     // Everything that can be refused is checked before a file is written.
     // A dry run writes nothing there, so it need not be writable (nor, the default, made).
     log_dir::check(&config.log_dir, config.log_dir_is_default, !config.dry_run)?;

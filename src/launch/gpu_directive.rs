@@ -32,10 +32,13 @@ impl std::str::FromStr for GpuRequest {
             None => (None, value),
         };
         let per_node = count.trim().parse::<u32>().map_err(|_| {
-            format!(
-                "`{}` is not a GPU count per node: give `N` or `TYPE:N` (for example `4` or `a100:4`)",
-                value.escape_debug()
-            )
+            match count.trim().parse::<f64>() {
+                Ok(f) if f.is_finite() && f > 0.0 && f.fract() != 0.0 => fraction(value, kind, f),
+                _ => format!(
+                    "`{}` is not a GPU count per node: give `N` or `TYPE:N` (for example `4` or `a100:4`)",
+                    value.escape_debug()
+                ),
+            }
         })?;
         if let Some(k) = kind
             && (k.is_empty()
@@ -53,6 +56,19 @@ impl std::str::FromStr for GpuRequest {
             per_node,
         })
     }
+}
+
+/// Why `TYPE:0.5` is refused, and what to write instead.
+fn fraction(value: &str, kind: Option<&str>, count: f64) -> String {
+    let whole = format!(
+        "{}{}",
+        kind.map(|k| format!("{k}:")).unwrap_or_default(),
+        count.ceil()
+    );
+    format!(
+        "`{}` asks for a part of a GPU, which Slurm does not give (a job gets whole GPUs): ask for `{whole}` and share it inside the job (Ray: `@ray.remote(num_gpus={count})` on each task)",
+        value.escape_debug()
+    )
 }
 
 /// The `#SBATCH` option that asks for `gpus` on each node of a job with `tasks_per_node`
@@ -113,6 +129,10 @@ mod tests {
         ] {
             assert!(bad.parse::<GpuRequest>().is_err(), "{bad}");
         }
+        // A part of a GPU says what to ask for instead.
+        let why = "A100:0.5".parse::<GpuRequest>().unwrap_err();
+        assert!(why.contains("asks for a part of a GPU"), "{why}");
+        assert!(why.contains("ask for `A100:1`"), "{why}");
     }
 
     /// `--per-node --tasks-per-node 8 --num-gpus 8` once rendered `--gpus-per-task=8`: 64

@@ -185,6 +185,7 @@ mod tests {
             num_gpus: 1,
             gpu_type: None,
             gpu_directive: GpuDirective::GpusPerTask,
+            gpu_naming: None,
             partition: Some("gpu".into()),
             account: None,
             qos: None,

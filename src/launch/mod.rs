@@ -6,6 +6,7 @@
 pub(crate) mod config;
 pub(crate) mod digest_check;
 pub(crate) mod gpu_directive;
+pub(crate) mod gpu_names;
 pub(crate) mod job_spec;
 pub(crate) mod log_dir;
 pub(crate) mod node_binary;

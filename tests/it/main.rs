@@ -16,6 +16,7 @@ mod config;
 mod containers;
 mod doc_examples;
 mod elastic;
+mod gpus;
 mod launch;
 mod long_runs;
 mod per_node;

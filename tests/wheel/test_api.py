@@ -365,11 +365,12 @@ class DryRunsWithTheRealBinary(Scratch):
     def test_a_task_file_and_the_new_flags_reach_the_script(self) -> None:
         task = self.root / "train.yaml"
         task.write_text("name: tf\nnum_nodes: 2\nsetup: echo hi\nrun: echo run\n")
+        # A count without a type: a type is looked up among the site's (docs/gpus.md).
         job = rayslurm.launch(
-            task=task, num_gpus="a100:4", setup_timeout=600, dry_run=True, log_dir=self.logs
+            task=task, num_gpus="4", setup_timeout=600, dry_run=True, log_dir=self.logs
         )
         self.assertEqual(job.name, "tf")
-        for line in ("#SBATCH --nodes=2\n", "#SBATCH --gpus-per-task=a100:4\n", "--setup-timeout 600"):
+        for line in ("#SBATCH --nodes=2\n", "#SBATCH --gpus-per-task=4\n", "--setup-timeout 600"):
             self.assertIn(line, job.script_text)
         cluster = rayslurm.up("c2", task, setup_timeout=60, dry_run=True, log_dir=self.logs)
         self.assertIn("#SBATCH --nodes=2\n", cluster.script_text)

@@ -9,6 +9,7 @@ use crate::error::{UsageError, show};
 use crate::handoff::cluster::NodeOptions;
 use crate::launch::config::{self, EnvVar, JobRequest, Sources, check_log_dir_text, layered};
 use crate::launch::gpu_directive::GpuDirective;
+use crate::launch::gpu_names::{GpuAsk, GpuNaming};
 use crate::launch::template::UserTemplate;
 use crate::launch::{owned_directives, validate};
 use crate::slurm::duration;
@@ -32,6 +33,7 @@ pub(super) fn resolve_job(
     let JobArgs {
         num_nodes,
         num_gpus,
+        num_gpus_from,
         gpu_directive,
         node,
         partition,
@@ -68,7 +70,7 @@ pub(super) fn resolve_job(
     check_job_text(
         [&partition, &account, &qos, &constraint, node, &time],
         [mem, mem_per_cpu],
-        (sbatch_args, num_gpus.per_node > 0),
+        (sbatch_args, num_gpus.first().per_node > 0),
     )
     .map_err(|e| from_where(e, &typed, src))?;
     let env = env_and_secrets(env_file, env, secret)?;
@@ -85,10 +87,11 @@ pub(super) fn resolve_job(
         num_nodes: *num_nodes,
         tasks_per_node: *tasks_per_node,
         cpus_per_task: *cpus_per_task,
-        num_gpus: num_gpus.per_node,
-        gpu_type: num_gpus.kind.clone(),
+        num_gpus: num_gpus.first().per_node,
+        gpu_type: num_gpus.first().kind,
         gpu_directive: layered(*gpu_directive, &p.gpu_directive, &u.gpu_directive)
             .unwrap_or(GpuDirective::GpusPerTask),
+        gpu_naming: gpu_naming(num_gpus, num_gpus_from, src),
         partition,
         account,
         qos,
@@ -107,6 +110,14 @@ pub(super) fn resolve_job(
         log_dir_is_default,
         template,
     })
+}
+
+/// What the GPUs' names are looked up with at submission, where they name a type: the request
+/// as written, where a task file gave it, and the files' `gpu_partitions`.
+fn gpu_naming(ask: &GpuAsk, from: &Option<String>, src: &Sources) -> Option<GpuNaming> {
+    let (p, u) = (&src.project, &src.user);
+    let partitions = layered(None, &p.gpu_partitions, &u.gpu_partitions).unwrap_or_default();
+    GpuNaming::of(ask, from.clone(), partitions)
 }
 
 /// `--env-file`, `--env` and `--secret` in one list, each key once: a secret wins over the

@@ -15,6 +15,7 @@ use crate::cli::parse::{check_option, exec_command_tip, option_takes_value, pars
 use crate::cli::{Cli, Command, ContainerArgs, LaunchArgs};
 use crate::error::UsageError;
 use crate::launch::config::{LaunchConfig, Sources};
+use crate::launch::gpu_names::GpuAsk;
 use crate::launch::task_file::{
     self, EMPTY_WORKDIR, Given, Refusal, SLURM_CLUSTER, TaskFile, USE_SPOT, Value,
 };
@@ -107,20 +108,10 @@ pub(crate) fn expand(
     for task in &tasks {
         let words = flags(sub, task)?;
         check_needed_env(task, &typed_env)?;
-        let parse = || {
-            parse_with_inserted(argv, var, sub, &words).map_err(|e| {
-                let text = e.to_string();
-                UsageError::new(format!(
-                    "with task file `{}`: {}",
-                    task.path.display(),
-                    text.lines()
-                        .next()
-                        .unwrap_or_default()
-                        .trim_start_matches("error: ")
-                ))
-            })
-        };
-        parsed.push((parse()?, parse()?));
+        parsed.push((
+            parse_with_task(argv, var, sub, &words, task)?,
+            parse_with_task(argv, var, sub, &words, task)?,
+        ));
     }
     for notice in tasks.iter().flat_map(|t| &t.notices) {
         printer.info(notice);
@@ -146,6 +137,29 @@ pub(crate) fn expand(
     distinct_names(&path, &stages)?;
     let cli = first.ok_or_else(|| UsageError::new("the task file has no task"))?;
     Ok((cli, stages))
+}
+
+/// The command line parsed with `task`'s flags (`words`) in front; where its GPUs came from.
+fn parse_with_task(
+    argv: &[OsString],
+    var: &dyn Fn(&OsStr) -> Option<OsString>,
+    sub: &str,
+    words: &[OsString],
+    task: &TaskFile,
+) -> Result<Cli, UsageError> {
+    let mut cli = parse_with_inserted(argv, var, sub, words).map_err(|e| {
+        let text = e.to_string();
+        UsageError::new(format!(
+            "with task file `{}`: {}",
+            task.path.display(),
+            text.lines()
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("error: ")
+        ))
+    })?;
+    note_gpu_origin(&mut cli, task);
+    Ok(cli)
 }
 
 /// Each stage of a pipeline is a run of its own name (a name typed with `--exp-name` would
@@ -183,6 +197,31 @@ fn check_needed_env(task: &TaskFile, typed_env: &[String]) -> Result<(), UsageEr
         }
     }
     Ok(())
+}
+
+/// Where the GPUs `cli` asks for came from, when the file gave them (the command line did
+/// not override them): what a refusal of their name at submission names.
+fn note_gpu_origin(cli: &mut Cli, task: &TaskFile) {
+    let Some(given) = task.given.iter().find(|g| g.long == "num-gpus") else {
+        return;
+    };
+    let Value::Values(values) = &given.value else {
+        return;
+    };
+    let job = match &mut cli.command {
+        Command::Launch(args) => &mut args.job,
+        Command::Up(args) => &mut args.job,
+        _ => return,
+    };
+    let from_file = values.last().and_then(|v| v.parse::<GpuAsk>().ok());
+    if from_file.as_ref() == Some(&job.num_gpus) {
+        job.num_gpus_from = Some(format!(
+            "{}:{}: {}",
+            task.path.display(),
+            given.line,
+            given.field
+        ));
+    }
 }
 
 /// Whether `exec CLUSTER WORD` names a task file: a file that exists, or a name ending in
@@ -297,9 +336,12 @@ fn for_command(sub: &str, given: &Given) -> Result<Given, String> {
         "mem" => "memory",
         "num-gpus" => {
             // The GPUs' type is the cluster's: Ray counts GPUs, not types.
+            // Of candidates, the first's count.
             if let Value::Values(values) = &mut given.value {
                 for v in values {
-                    *v = v.rsplit(':').next().unwrap_or_default().to_owned();
+                    if let Ok(ask) = v.parse::<GpuAsk>() {
+                        *v = ask.first().per_node.to_string();
+                    }
                 }
             }
             "num-gpus"
@@ -426,6 +468,15 @@ mod tests {
             given_to(yaml, "--container-image=docker://ubuntu:24.04"),
             ["launch", "up"]
         );
+    }
+
+    /// `exec` asks Ray for a count: of candidates, the first's; `launch` and `up` keep them
+    /// all, for the site's names at submission.
+    #[test]
+    fn exec_takes_the_count_of_the_first_candidate() {
+        let yaml = "run: ls\nresources:\n  accelerators: {H100:8, L4:2}\n";
+        assert_eq!(given_to(yaml, "--num-gpus=8"), ["exec"]);
+        assert_eq!(given_to(yaml, "--num-gpus={H100:8,L4:2}"), ["launch", "up"]);
     }
 
     /// `exec CLUSTER WORD`: a file that exists, or a `.yaml`/`.yml` name (then reported

@@ -30,6 +30,9 @@ pub(crate) struct FileDefaults {
     pub(crate) load_env: Option<String>,
     pub(crate) template: Option<PathBuf>,
     pub(crate) gpu_directive: Option<GpuDirective>,
+    /// GPU type -> the partition that stands for it, on a site whose GRES has no types
+    /// (`gpu_partitions = { v100 = "labgpu" }`).
+    pub(crate) gpu_partitions: Option<std::collections::BTreeMap<String, String>>,
     pub(crate) interface: Option<String>,
     /// `"auto"`, `4` or `6` (`"4"` and `"6"` too), as `--ip-family` takes them.
     #[serde(default, deserialize_with = "ip_family_in_file")]

@@ -16,6 +16,7 @@ use crate::error::UsageError;
 use crate::error::show;
 use crate::handoff::cluster::ClusterOptions;
 use crate::launch::gpu_directive::GpuDirective;
+use crate::launch::gpu_names::GpuNaming;
 use crate::launch::validate;
 
 pub(crate) mod env_file;
@@ -45,6 +46,10 @@ pub(crate) struct JobRequest {
     /// The GPUs' type (`--num-gpus TYPE:N`), as the site names it.
     pub(crate) gpu_type: Option<String>,
     pub(crate) gpu_directive: GpuDirective,
+    /// The GPUs as written, where they name a type: looked up among the site's at submission
+    /// (`gpu_names::for_site`); never a template key, never recorded.
+    #[serde(skip)]
+    pub(crate) gpu_naming: Option<GpuNaming>,
     pub(crate) partition: Option<String>,
     pub(crate) account: Option<String>,
     pub(crate) qos: Option<String>,

@@ -82,7 +82,7 @@ impl Ownership {
 ///   (where `python train.py` is read) among them.
 ///
 /// The others only describe where and how big the job is, or how long it waits (`partition`,
-/// `account`, `qos`, `constraint`, `time`, `gpu_directive`, `interface`, `ip_family`,
+/// `account`, `qos`, `constraint`, `time`, `gpu_directive`, `gpu_partitions`, `interface`, `ip_family`,
 /// `object_store_memory`, `ready_timeout`, `setup_timeout`, `stop_grace`, `signal`, `max_requeues`,
 /// `idle_timeout`, `spot_partition`, `spot_qos`; `container_runtime` only says how the site runs images): at worst a job that
 /// is refused, waits or ends early. Every field is named here, so that a new key is a compile
@@ -98,6 +98,7 @@ pub(crate) fn guarded_keys(defaults: &FileDefaults) -> Vec<&'static str> {
         load_env,
         template,
         gpu_directive: _,
+        gpu_partitions: _,
         interface: _,
         ip_family: _,
         object_store_memory: _,

@@ -115,6 +115,7 @@ mod tests {
                 num_gpus: 2,
                 gpu_type: Some("a100".into()),
                 gpu_directive: GpuDirective::Gres,
+                gpu_naming: None,
                 partition: Some("gpu".into()),
                 account: None,
                 qos: None,

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::UsageError;
 
+mod accelerators;
 mod fields;
 pub(crate) mod given;
 pub(crate) mod node;
@@ -296,7 +297,7 @@ mod tests {
         refused("use_spot: maybe", "give true or false");
         refused("cloud: aws", "a task runs on this Slurm cluster");
         assert!(taken("accelerators: {A100: 2}").contains("A100:2"));
-        refused("accelerators: {A100: 2, H100: 8}", "accelerators");
+        assert!(taken("accelerators: {A100: 2, H100: 8}").contains("{A100:2,H100:8}"));
         assert!(taken("cpus: 4+").contains("cpus"));
         refused("cpus: 0", "cpus");
         refused("cpus: \"inf\"", "cpus");

@@ -1,11 +1,12 @@
-//! SkyPilot's `resources:` on Slurm: `accelerators` (GPUs of a type per node), `cpus` and
+//! SkyPilot's `resources:` on Slurm: `accelerators` (GPUs of a type per node, or candidates
+//! with `any_of`/`ordered`: `accelerators.rs`), `cpus` and
 //! `memory` (per node) map to the job's request, `image_id: docker:IMAGE` to the run's image;
 //! placement in clouds is refused, and what needs nothing on a cluster gets a notice.
 
+use super::accelerators::Accelerators;
 use super::given::{Given, Value};
 use super::node::{Line, Node};
 use super::{Reading, Refusal};
-use crate::launch::gpu_directive::GpuRequest;
 
 mod placement;
 #[cfg(test)]
@@ -24,14 +25,6 @@ const REFUSED: &[(&str, &str)] = &[
     (
         "instance_type",
         "Slurm allocates nodes, not instance types: ask for `accelerators`, `cpus`, `memory`, or `rayslurm: {constraint: FEATURES}`",
-    ),
-    (
-        "any_of",
-        "one request per task here: give one `accelerators` value",
-    ),
-    (
-        "ordered",
-        "one request per task here: give one `accelerators` value",
     ),
     ("accelerator_args", "TPU settings mean nothing on Slurm"),
     (
@@ -68,9 +61,10 @@ pub(super) fn read(r: &mut Reading, value: &Line<Node>) -> Result<(), Refusal> {
     };
     // Less than a whole node asked for: the node is shared, as SkyPilot's Slurm jobs share it
     // (`rayslurm: {exclusive: true}`, after this, takes it whole again).
+    let partial = ["cpus", "memory", "accelerators", "any_of", "ordered"];
     if entries
         .iter()
-        .any(|(k, _)| ["cpus", "memory", "accelerators"].contains(&k.value.as_str()))
+        .any(|(k, _)| partial.contains(&k.value.as_str()))
     {
         r.given.push(Given {
             field: "resources".to_owned(),
@@ -79,16 +73,12 @@ pub(super) fn read(r: &mut Reading, value: &Line<Node>) -> Result<(), Refusal> {
             value: Value::Switch(false),
         });
     }
+    let mut gpus = Accelerators::default();
     for (key, value) in entries {
         let field = format!("resources.{}", key.value);
         let line = key.line;
         match key.value.as_str() {
-            "accelerators" => r.given.push(Given::one(
-                &field,
-                line,
-                "num-gpus",
-                accelerators(&field, value)?,
-            )),
+            "accelerators" | "any_of" | "ordered" => gpus.take(r, key, value)?,
             "cpus" => r.given.push(Given::one(
                 &field,
                 line,
@@ -124,44 +114,8 @@ pub(super) fn read(r: &mut Reading, value: &Line<Node>) -> Result<(), Refusal> {
             }
         }
     }
+    r.given.extend(gpus.given()?);
     Ok(())
-}
-
-/// `A100:8`, `A100` (one), `{A100: 8}` into `--num-gpus`' `TYPE:N`.
-fn accelerators(field: &str, value: &Line<Node>) -> Result<String, Refusal> {
-    let bad = |why: String| Refusal::new(field, value.line, why);
-    let (kind, count) = match &value.value {
-        Node::Str(s) => match s.rsplit_once(':') {
-            Some((k, n)) => (k.trim().to_owned(), n.trim().to_owned()),
-            None => (s.trim().to_owned(), "1".to_owned()),
-        },
-        Node::Map(entries) if entries.len() == 1 => {
-            let (k, n) = &entries[0];
-            let n = n.value.scalar_text().unwrap_or_default();
-            (k.value.clone(), n)
-        }
-        Node::Map(_) | Node::Seq(_) => {
-            return Err(bad(
-                "several candidate accelerators: give one, as `TYPE:N`".into()
-            ));
-        }
-        other => {
-            return Err(bad(format!(
-                "is {}: give `TYPE:N`, e.g. `A100:8`",
-                other.kind()
-            )));
-        }
-    };
-    let request: GpuRequest = format!("{kind}:{count}").parse().map_err(|why: String| {
-        bad(format!(
-            "{why}; Slurm gives whole GPUs, so fractions are not supported"
-        ))
-    })?;
-    Ok(format!(
-        "{}:{}",
-        request.kind.unwrap_or_default(),
-        request.per_node
-    ))
 }
 
 /// A number, or a number with `+` ("at least"; Slurm gives at least what is asked).

@@ -1,6 +1,7 @@
 //! Asking Slurm what became of jobs: `squeue` while slurmctld knows a job (`--states=all` also
 //! shows jobs that ended less than MinJobAge ago), `scontrol show job` for an exit code, and
-//! `sacct` only where accounting answers (many sites disable it).
+//! `sacct` only where accounting answers (many sites disable it); and `sinfo` for the site's
+//! GPUs ([`gres`]), which launches resolve GPU names against.
 //!
 //! Each command's machine-readable output is parsed by a small tested function. A failing
 //! `squeue` (a controller restart, a timeout) is [`QueryError::Unavailable`]: callers retry and
@@ -16,6 +17,7 @@
 mod captured;
 mod client;
 mod fields;
+mod gres;
 mod job_state;
 mod sacct;
 #[cfg(test)]
@@ -25,6 +27,9 @@ mod squeue;
 mod submission;
 
 pub(crate) use self::client::QueryError;
+#[cfg(test)]
+pub(crate) use self::gres::parse_sinfo_gpus;
+pub(crate) use self::gres::{NodeGpus, sinfo_gpus};
 pub(crate) use self::job_state::{Phase, SlurmExit, SlurmState};
 pub(crate) use self::sacct::{SacctEntry, sacct};
 pub(crate) use self::scontrol::scontrol_job;

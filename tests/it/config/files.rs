@@ -191,6 +191,8 @@ fn every_config_file_key_is_tested_and_has_a_variable() {
     // A task file's `use_spot: true` reads these, no flag or variable does:
     // task_file::cli_stages::use_spot_takes_the_sites_spot_partition_or_names_the_keys.
     tested.extend(["spot_partition", "spot_qos"]);
+    // A table of GPU type -> partition: no flag, no variable (tests/it/gpus/).
+    tested.push("gpu_partitions");
     tested.sort_unstable();
     assert_eq!(in_file, tested);
     for key in KEYS {

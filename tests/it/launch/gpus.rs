@@ -1,7 +1,22 @@
 //! `--num-gpus [TYPE:]N`: N GPUs on each node, of TYPE where given, in the site's directive
 //! (docs/gpus.md), whatever `--tasks-per-node` is; and what Ray is told.
 
-use super::dry_run;
+use super::{launch_in, normalise};
+use crate::gpus::slurm_unreachable;
+
+/// A dry run's script where Slurm cannot be asked for its GPU types, so that a type goes as
+/// written (tests/it/gpus/ has the site's names).
+fn dry_run(args: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let no_slurm = slurm_unreachable();
+    let mut argv = vec!["--dry-run", "--exp-name", "exp"];
+    argv.extend_from_slice(args);
+    let ran = launch_in(dir.path(), &argv)
+        .shims(no_slurm.path())
+        .expect_status(0)
+        .run();
+    normalise(&ran.stdout, dir.path())
+}
 
 /// The script's `#SBATCH` GPU line for `args` (a dry run), or `None`.
 fn gpu_line(args: &[&str]) -> Option<String> {

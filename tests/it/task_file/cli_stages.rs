@@ -20,8 +20,11 @@ fn dry_run(
     std::fs::write(&config_path, config.unwrap_or_default()).unwrap();
     let mut argv = vec!["task.yaml", "--dry-run"];
     argv.extend_from_slice(args);
+    // GPU types go as written where Slurm cannot be asked (tests/it/gpus/ has the site's).
+    let no_slurm = crate::gpus::slurm_unreachable();
     let ran = launch_in(dir.path(), &argv)
         .env("RAYSLURM_CONFIG", &config_path)
+        .shims(no_slurm.path())
         .run();
     let code = ran.output.status.code().unwrap_or(-1);
     let (out, err) = (
