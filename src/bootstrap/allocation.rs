@@ -90,23 +90,31 @@ fn leading_number(text: &str) -> Option<u32> {
 /// The GPUs this node has for the job, in order of trust: the devices actually visible
 /// (`CUDA_VISIBLE_DEVICES`), Slurm's count for the node, Slurm's per-node or per-task request,
 /// then what was asked at launch. Ray is always told a number, so it never takes GPUs the job
-/// was not given.
+/// was not given. A whole node (`--exclusive`) comes with all its GPUs, of every type, in the
+/// batch step, while a step sees those asked for: where GPUs were asked for, the count is at
+/// most that, so that every node of the run says the same.
 pub(crate) fn gpus_on_node(env: &HashMap<String, String>, requested: u32) -> u32 {
     let get = |k: &str| env.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
-    if let Some(devices) = get(slurm_env::CUDA_VISIBLE_DEVICES) {
-        if devices == "NoDevFiles" || devices == "-1" {
-            return 0;
-        }
-        return devices.split(',').filter(|d| !d.trim().is_empty()).count() as u32;
+    let given = match get(slurm_env::CUDA_VISIBLE_DEVICES) {
+        Some("NoDevFiles" | "-1") => return 0,
+        Some(devices) => devices.split(',').filter(|d| !d.trim().is_empty()).count() as u32,
+        None => match [
+            slurm_env::SLURM_GPUS_ON_NODE,
+            slurm_env::SLURM_GPUS_PER_NODE,
+            slurm_env::SLURM_GPUS_PER_TASK,
+        ]
+        .iter()
+        .find_map(|k| get(k).and_then(leading_number))
+        {
+            Some(n) => n,
+            None => return requested,
+        },
+    };
+    if requested > 0 {
+        given.min(requested)
+    } else {
+        given
     }
-    [
-        slurm_env::SLURM_GPUS_ON_NODE,
-        slurm_env::SLURM_GPUS_PER_NODE,
-        slurm_env::SLURM_GPUS_PER_TASK,
-    ]
-    .iter()
-    .find_map(|k| get(k).and_then(leading_number))
-    .unwrap_or(requested)
 }
 
 #[cfg(test)]
@@ -166,7 +174,12 @@ mod tests {
     fn gpu_count_prefers_what_is_visible() {
         assert_eq!(gpus_on_node(&env(&[]), 0), 0);
         assert_eq!(gpus_on_node(&env(&[]), 2), 2);
-        assert_eq!(gpus_on_node(&env(&[("SLURM_GPUS_ON_NODE", "4")]), 2), 4);
+        assert_eq!(gpus_on_node(&env(&[("SLURM_GPUS_ON_NODE", "4")]), 0), 4);
+        // A whole node's 8 GPUs, 2 asked for: 2, as on the nodes whose step sees 2.
+        assert_eq!(
+            gpus_on_node(&env(&[("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7")]), 2),
+            2
+        );
         assert_eq!(
             gpus_on_node(&env(&[("SLURM_GPUS_PER_NODE", "gpu:a100:3")]), 0),
             3

@@ -67,6 +67,51 @@ fn e2e_a_skypilot_gpu_name_runs_on_the_nodes_of_the_sites_type() {
     assert_clean(&job);
 }
 
+/// A whole node (the CLI's default, `--exclusive`) comes with all 8 of node1's GPUs, of both
+/// types, in the head's batch step, while the workers' step sees the 2 asked for: every node
+/// tells Ray 2, so Ray has the 4 asked for, not 10.
+#[test]
+fn e2e_a_whole_node_tells_ray_the_gpus_asked_for_not_all_it_has() {
+    let Some((lab, _turn)) = lab() else {
+        return;
+    };
+    let dir = lab.workdir("gpuwhole");
+    let load_env = lab.load_env();
+    let cmd = "python -c 'import os, ray; ray.init(); print(\"visible\", len(os.environ[\"CUDA_VISIBLE_DEVICES\"].split(\",\")), \"ray\", int(ray.cluster_resources()[\"GPU\"]))'";
+    let before = node_tmp_entries();
+    let out = rayslurm([
+        "launch",
+        "--json",
+        "--exp-name",
+        "gpuwhole",
+        "-n",
+        "2",
+        "--load-env",
+        &load_env,
+        "--time",
+        "10",
+        "--exclusive",
+        "--num-gpus",
+        "a100_80gb:2",
+        "--object-store-memory",
+        "100000000",
+        NO_DASHBOARD,
+        "--command",
+        cmd,
+    ])
+    .cwd(&dir)
+    .output();
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "launch failed: {stderr}");
+    let job = Job::launched(&out.stdout, dir.clone(), before);
+    let info = job.wait(Duration::from_secs(300));
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    // The head sees the whole node's 8; Ray is told 2 a node.
+    assert!(log.lines().any(|l| l == "visible 8 ray 4"), "{log}");
+    assert_clean(&job);
+}
+
 #[test]
 fn e2e_an_unknown_gpu_type_is_refused_before_submission() {
     let Some((lab, _turn)) = lab() else {
