@@ -190,6 +190,14 @@ pub(crate) struct ExecArgs {
     #[arg(value_name = "FILE", long)]
     pub(crate) env_file: Vec<PathBuf>,
 
+    /// A secret for the job, `KEY` (its value in this shell) or `KEY=VALUE` (repeatable).
+    ///
+    /// As --env, but its value never reaches Ray: it is written to a file only you can read,
+    /// beside the job's record, which the job's shell reads before the command. It wins over
+    /// the same key in --env and --env-file.
+    #[arg(value_name = "KEY[=VALUE]", long, allow_hyphen_values = true)]
+    pub(crate) secret: Vec<String>,
+
     /// The command as one string, run through bash (instead of `-- CMD ARGS...`).
     #[arg(long, allow_hyphen_values = true, conflicts_with = "args")]
     pub(crate) command: Option<String>,

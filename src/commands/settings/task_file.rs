@@ -25,12 +25,14 @@ pub(crate) fn expand(
     var: &dyn Fn(&OsStr) -> Option<OsString>,
     printer: &Printer,
 ) -> Result<Cli, UsageError> {
-    let (sub, path, typed_env) = match &cli.command {
+    // The `--env` and the `--secret` typed, each a task file's key without a value may take.
+    let (sub, path, typed_env, typed_secrets) = match &cli.command {
         Command::Launch(args) => match &args.task {
             Some(path) => (
                 "launch",
                 path.clone(),
-                [&args.job.env[..], &args.job.secret].concat(),
+                args.job.env.clone(),
+                args.job.secret.clone(),
             ),
             None => return Ok(cli),
         },
@@ -38,12 +40,13 @@ pub(crate) fn expand(
             Some(path) => (
                 "up",
                 path.clone(),
-                [&args.job.env[..], &args.job.secret].concat(),
+                args.job.env.clone(),
+                args.job.secret.clone(),
             ),
             None => return Ok(cli),
         },
         Command::Exec(args) => match &args.task {
-            Some(path) => ("exec", path.clone(), args.env.clone()),
+            Some(path) => ("exec", path.clone(), args.env.clone(), args.secret.clone()),
             None => return Ok(cli),
         },
         _ => return Ok(cli),
@@ -59,16 +62,22 @@ pub(crate) fn expand(
     }
     let task = task_file::read(&path, &cwd)?;
     let words = flags(sub, &task)?;
-    for (key, line) in &task.needed_env {
-        if !typed_env
+    for (field, line) in &task.needed_env {
+        // `secrets.KEY` is given by a `--secret` alone, so that its value is never shown.
+        let (flag, typed) = match field.split_once('.') {
+            Some(("secrets", _)) => ("--secret", &typed_secrets),
+            _ => ("--env", &typed_env),
+        };
+        let key = field.split_once('.').map_or(field.as_str(), |(_, k)| k);
+        if !typed
             .iter()
             .any(|e| e.split_once('=').map_or(e.as_str(), |(k, _)| k) == key)
         {
             return Err(Refusal::new(
-                &format!("envs.{key}"),
+                field,
                 *line,
                 format!(
-                    "has no value: give it with `--env {key}` (its value in this shell) or `--env {key}=VALUE`"
+                    "has no value: give it with `{flag} {key}` (its value in this shell) or `{flag} {key}=VALUE`"
                 ),
             )
             .into_error(&task.path));
@@ -211,14 +220,6 @@ fn resolves(sub: &str, words: &[OsString]) -> Result<(), String> {
 
 /// One flag's words (`--long=value` each), or why it cannot be one.
 fn words_of(sub: &str, given: &Given) -> Result<Vec<OsString>, String> {
-    // `exec` has no `--secret`: a secret is an `--env` of the job there.
-    let given = &match given.long.as_str() {
-        "secret" if option_takes_value(sub, "secret").is_none() => Given {
-            long: "env".to_owned(),
-            ..given.clone()
-        },
-        _ => given.clone(),
-    };
     let Some(takes_value) = option_takes_value(sub, &given.long) else {
         return Err(format!("`{sub}` has no option `--{}`", given.long));
     };
