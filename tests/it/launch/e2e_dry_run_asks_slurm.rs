@@ -1,6 +1,6 @@
 //! End to end, on the real test cluster: a dry run asks Slurm whether it would take the job
-//! (`sbatch --test-only`) and prints Slurm's own answer: its refusal of a wrong partition or
-//! node count (exit 0; exit 2 with `--check`), its estimate of the start for a right one, for
+//! (`sbatch --test-only`) and prints Slurm's own answer: its refusal of a wrong partition, node
+//! count or GPU type (exit 0; exit 2 with `--check`), its estimate of the start for a right one, for
 //! `launch` and `up` alike. Nothing is submitted: neither the queue nor accounting ever has a
 //! job of the dry runs' name. Skipped loudly without the cluster, failing under CI=true.
 
@@ -77,6 +77,14 @@ fn a_dry_run_shows_slurms_refusal_and_submits_nothing() {
         )
         .expect_stderr_contains("node configuration is not available")
         .run();
+    // A GPU type no node has (the lab's GRES are typed: a100_80gb, l4, h100).
+    launch(&["--check", "--sbatch-arg=--gres=gpu:nosuch:1"])
+        .expect_status(2)
+        .expect_stderr_contains(
+            "error: Slurm would refuse this job (sbatch --test-only, nothing submitted): ",
+        )
+        .expect_stderr_contains("node configuration is not available")
+        .run();
     in_dir(&dir, &["up", &name, "--dry-run", "--partition", "nope"])
         .expect_status(0)
         .expect_stderr_contains(
@@ -111,6 +119,22 @@ fn a_dry_run_shows_slurms_estimate() {
     .run();
     assert_eq!(jobs_named(&name), "", "a dry run submitted a job");
     let said = regex::Regex::new(&format!("Slurm would take this job {estimate}")).unwrap();
+    assert!(said.is_match(&ran.stderr), "{}", ran.stderr);
+    // A GPU type the lab's nodes 1 and 2 have.
+    let ran = in_dir(
+        &dir,
+        &[
+            "launch",
+            "--exp-name",
+            &name,
+            "--command",
+            "true",
+            "--check",
+            "--sbatch-arg=--gres=gpu:a100_80gb:2",
+        ],
+    )
+    .expect_status(0)
+    .run();
     assert!(said.is_match(&ran.stderr), "{}", ran.stderr);
     let ran = in_dir(&dir, &["up", &name, "--dry-run"])
         .expect_status(0)
