@@ -77,21 +77,16 @@ pub(crate) fn test_only(options: &[String], script: &Path, bound: Duration) -> T
     let child = cmd
         .command()
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn();
     let mut child = match child {
         Ok(child) => child,
         Err(e) => return TestOnly::NoAnswer(cmd.spawn_error(e).to_string()),
     };
-    // Read on its own thread, so that a full pipe never stalls sbatch past the bound.
-    let stderr = child.stderr.take().map(|mut pipe| {
-        std::thread::spawn(move || {
-            let mut text = Vec::new();
-            let _ = pipe.read_to_end(&mut text);
-            text
-        })
-    });
+    // Each read on its own thread, so that a full pipe never stalls sbatch past the bound.
+    let stderr = child.stderr.take().map(read_all);
+    let stdout = child.stdout.take().map(read_all);
     let t0 = Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -108,12 +103,29 @@ pub(crate) fn test_only(options: &[String], script: &Path, bound: Duration) -> T
             Err(e) => return TestOnly::NoAnswer(format!("`{cmd}`: {e}")),
         }
     };
-    let said = stderr
-        .and_then(|t| t.join().ok())
-        .map(|t| String::from_utf8_lossy(&t).into_owned())
-        .unwrap_or_default();
+    let text = |t: Option<std::thread::JoinHandle<Vec<u8>>>| {
+        t.and_then(|t| t.join().ok())
+            .map(|t| String::from_utf8_lossy(&t).into_owned())
+            .unwrap_or_default()
+    };
+    // sbatch writes its answer on stderr (Slurm 22.05); stdout only where stderr is empty.
+    let (stderr, stdout) = (text(stderr), text(stdout));
+    let said = if stderr.trim().is_empty() {
+        stdout
+    } else {
+        stderr
+    };
     judge_test_only(status.success(), &said, || {
         cmd.failed(status, said.as_bytes())
+    })
+}
+
+/// All a pipe gives, read on a thread of its own.
+fn read_all(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = pipe.read_to_end(&mut text);
+        text
     })
 }
 
