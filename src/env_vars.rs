@@ -29,6 +29,8 @@ pub(crate) const SNAPSHOT_MAX_SIZE: &str = "RAYSLURM_SNAPSHOT_MAX_SIZE";
 pub(crate) const STOP_GRACE: &str = "RAYSLURM_STOP_GRACE";
 /// `true` (or `1`, `yes`, `on`) is `--no-ray-auth`, the config key `ray_auth = false`.
 pub(crate) const NO_RAY_AUTH: &str = "RAYSLURM_NO_RAY_AUTH";
+/// Seconds a dry run (and `up --max-nodes`) gives `sbatch --test-only` to answer; default 20.
+pub(crate) const TEST_ONLY_TIMEOUT: &str = "RAYSLURM_TEST_ONLY_TIMEOUT";
 /// `up --idle-timeout`.
 pub(crate) const IDLE_TIMEOUT: &str = "RAYSLURM_IDLE_TIMEOUT";
 /// `--container-image`, `--container-mounts`, `--container-workdir`, `--container-runtime`:

@@ -96,7 +96,9 @@ def launch(
             ``secret``: as ``env``, one ``--secret`` each (a dry run shows ``***``).
         sbatch_arg: extra sbatch options, one ``--sbatch-arg`` each.
         dry_run: write the script and submit nothing: the job has ``submitted == False``,
-            ``job_id is None``, and ``job.script_text`` is the script.
+            ``job_id is None``, and ``job.script_text`` is the script. Slurm is asked
+            whether it would take it (``sbatch --test-only``); ``check=True`` raises when it
+            would not, or cannot be asked (and implies ``dry_run``).
         Every other parameter is the flag of the same name (``_`` for ``-``): see
         ``rayslurm launch --help``; ``False`` and ``None`` leave a flag out.
 

@@ -133,9 +133,11 @@ class Detach(TypedDict, total=False):
 
 
 class DryRun(TypedDict, total=False):
-    """Write the script and submit nothing (both)."""
+    """Write the script and submit nothing, asking Slurm whether it would take it (both);
+    ``check``: Slurm's refusal, or no answer, raises (exit 2); implies ``dry_run``."""
 
     dry_run: bool
+    check: bool
 
 
 LAUNCH = (LaunchRun, Resources, Container, Snapshot, Inside, Ray, LongRun, DryRun)

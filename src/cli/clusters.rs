@@ -47,9 +47,16 @@ pub(crate) struct UpArgs {
     #[arg(long, short, help_heading = heading::OUTPUT)]
     pub(crate) detach: bool,
 
-    /// Write and show the script; submit nothing.
+    /// Write and show the script, and ask Slurm whether it would take it; submit nothing.
     #[arg(long, help_heading = heading::OUTPUT)]
     pub(crate) dry_run: bool,
+
+    /// Ask Slurm and fail (exit 2) if it would refuse the job or cannot be asked; implies --dry-run.
+    ///
+    /// A dry run always asks Slurm whether it would take the job (`sbatch --test-only`, which
+    /// submits nothing) and prints its answer, but exits 0 whatever Slurm said.
+    #[arg(long, help_heading = heading::OUTPUT)]
+    pub(crate) check: bool,
 
     /// Print the job id, script and log paths as JSON on stdout.
     #[arg(long, help_heading = heading::OUTPUT)]
@@ -182,6 +189,14 @@ pub(crate) struct ExecArgs {
     /// to every user of the machine. --env wins over a key given here too.
     #[arg(value_name = "FILE", long)]
     pub(crate) env_file: Vec<PathBuf>,
+
+    /// A secret for the job, `KEY` (its value in this shell) or `KEY=VALUE` (repeatable).
+    ///
+    /// As --env, but its value never reaches Ray: it is written to a file only you can read,
+    /// beside the job's record, which the job's shell reads before the command. It wins over
+    /// the same key in --env and --env-file.
+    #[arg(value_name = "KEY[=VALUE]", long, allow_hyphen_values = true)]
+    pub(crate) secret: Vec<String>,
 
     /// The command as one string, run through bash (instead of `-- CMD ARGS...`).
     #[arg(long, allow_hyphen_values = true, conflicts_with = "args")]

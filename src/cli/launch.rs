@@ -76,9 +76,16 @@ pub(crate) struct LaunchArgs {
     #[command(flatten)]
     pub(crate) snapshot: SnapshotArgs,
 
-    /// Write and show the script; submit nothing.
+    /// Write and show the script, and ask Slurm whether it would take it; submit nothing.
     #[arg(long, help_heading = heading::OUTPUT)]
     pub(crate) dry_run: bool,
+
+    /// Ask Slurm and fail (exit 2) if it would refuse the job or cannot be asked; implies --dry-run.
+    ///
+    /// A dry run always asks Slurm whether it would take the job (`sbatch --test-only`, which
+    /// submits nothing) and prints its answer, but exits 0 whatever Slurm said.
+    #[arg(long, help_heading = heading::OUTPUT)]
+    pub(crate) check: bool,
 
     /// Print the job id, script and log paths as JSON on stdout.
     #[arg(long, help_heading = heading::OUTPUT)]

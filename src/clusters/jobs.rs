@@ -37,6 +37,9 @@ pub(crate) struct JobRecord {
     /// `exec --snapshot`: the copy of the workdir the job starts in, with its git commit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) snapshot: Option<SnapshotInfo>,
+    /// `exec --secret`: the job's shell reads its secrets from [`Self::secrets_file`] first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) secrets: bool,
 }
 
 fn jobs_dir(run_dir: &Path) -> PathBuf {
@@ -72,6 +75,7 @@ impl JobRecord {
                 num_gpus: None,
                 nodes: None,
                 snapshot: None,
+                secrets: false,
             };
             let mut file = Staged::new(&dir, "job", 0o600)?;
             file.write_json(&record)?;
@@ -94,6 +98,7 @@ impl JobRecord {
     /// Forgets a job Ray never took, and its snapshot (whole or in part) if it has one.
     pub(crate) fn remove(&self, run_dir: &Path) {
         let _ = std::fs::remove_file(jobs_dir(run_dir).join(format!("{}.json", self.id)));
+        let _ = std::fs::remove_file(self.secrets_file());
         // A link there is removed, not followed.
         let _ = std::fs::remove_dir_all(self.snapshot_dir());
     }
@@ -109,13 +114,51 @@ impl JobRecord {
         self.snapshot.as_ref().map_or(&self.workdir, |s| &s.path)
     }
 
+    /// Where `exec --secret` keeps the job's secrets: beside its log (`jobs/N.secrets`), in the
+    /// cluster's private directory, readable by the user alone.
+    pub(crate) fn secrets_file(&self) -> PathBuf {
+        self.log.with_extension("secrets")
+    }
+
+    /// Writes `secrets` as `export KEY='VALUE'` lines (mode 0600) for the job's shell to read
+    /// before its command: their values never reach Ray, which keeps a job's `runtime_env` in
+    /// its job table and its logs, nor a command line.
+    pub(crate) fn write_secrets(
+        &mut self,
+        secrets: &std::collections::BTreeMap<String, String>,
+    ) -> Result<()> {
+        if secrets.is_empty() {
+            return Ok(());
+        }
+        let dir = self.log.parent().unwrap_or(Path::new("."));
+        let mut file = Staged::new(dir, "secrets", 0o600)?;
+        let lines: String = secrets
+            .iter()
+            .map(|(k, v)| format!("export {k}={}\n", shell_quote(v)))
+            .collect();
+        file.write_all(lines.as_bytes())?;
+        file.replace(&self.secrets_file())?;
+        self.secrets = true;
+        Ok(())
+    }
+
+    /// `command` as bash runs it for this job: with `exec --secret`, its secrets' file read
+    /// first (by its path: a value is never on a command line), the job failing if it cannot.
+    pub(crate) fn with_secrets(&self, command: &str) -> String {
+        if !self.secrets {
+            return command.to_owned();
+        }
+        let file = shell_quote(&self.secrets_file().display().to_string());
+        format!(". {file} || exit 1\n{command}")
+    }
+
     /// What Ray runs: the command through bash in its start directory, its output appended
     /// to the job's log on the shared filesystem.
     pub(crate) fn entrypoint(&self) -> String {
         let path = |p: &Path| shell_quote(&p.display().to_string());
         let program = match self.nodes {
             Some(_) => super::ranks::program(&self.log),
-            None => format!("bash -c {}", shell_quote(&self.command)),
+            None => format!("bash -c {}", shell_quote(&self.with_secrets(&self.command))),
         };
         format!(
             "cd {} && exec {program} >> {} 2>&1",

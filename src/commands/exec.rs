@@ -114,6 +114,10 @@ fn submit(
     job.num_cpus = settings.num_cpus;
     job.num_gpus = settings.num_gpus;
     job.nodes = ranks;
+    if let Err(e) = job.write_secrets(&settings.secrets) {
+        job.remove(&cluster.run_dir);
+        return Err(e.context("the job's secrets could not be written, so nothing was submitted"));
+    }
     if let Some(listing) = listing {
         match listing.write(&job.snapshot_dir()) {
             Ok(info) => job.snapshot = info,
@@ -130,9 +134,16 @@ fn submit(
     }
     job.save(&cluster.run_dir)?;
     if let Some(nodes) = ranks {
-        let mut spec = RankSpec::new(nodes, settings.num_cpus, settings.num_gpus, &job.command);
+        // Each rank's shell reads the secrets (the driver's own environment is not theirs).
+        let command = job.with_secrets(&job.command);
+        let setup = settings
+            .ranks
+            .as_ref()
+            .and_then(|r| r.setup.as_deref())
+            .map(|s| job.with_secrets(s));
+        let mut spec = RankSpec::new(nodes, settings.num_cpus, settings.num_gpus, &command);
         spec.memory = settings.memory;
-        spec.setup = settings.ranks.as_ref().and_then(|r| r.setup.as_deref());
+        spec.setup = setup.as_deref();
         spec.workdir = job.start_dir();
         ranks::write(&job.log, &spec)?;
     }

@@ -2,6 +2,7 @@
 //! [`submit`] is the submission `launch` and `up` share.
 
 pub(crate) mod again;
+pub(crate) mod ask_slurm;
 pub(crate) mod bin_copies;
 pub(crate) mod cancel;
 pub(crate) mod completions;

@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use chrono::Local;
 use serde::Serialize;
 
+use crate::commands::ask_slurm;
 use crate::commands::bin_copies::prune_copies;
 use crate::error::UsageError;
 use crate::error::show;
@@ -28,7 +29,7 @@ use crate::launch::validate;
 use crate::printer::Printer;
 use crate::runs::after_chain;
 use crate::runs::store::{RunRecord, RunStore, StoredRun};
-use crate::slurm::sbatch as slurm;
+use crate::slurm::sbatch::{self as slurm, TestOnly};
 use crate::state_dir::{private_root, tree_error};
 
 /// What a launch produced, as `--json` prints it.
@@ -101,6 +102,7 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
     let (files, bin) = write_script(config, &template, &link, printer)?;
     if config.dry_run {
         show_dry_run(printer, config, &files)?;
+        ask_slurm::dry_run(config, &files, printer)?;
         return Ok(Submitted::DryRun);
     }
     if config.cluster.serve.max_nodes.is_some() {
@@ -115,7 +117,8 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
 
 /// What a dry run shows: the script it wrote (or, with `--json`, its paths), and how to submit
 /// it as a run rayslurm records.
-/// A secret's value (`--secret`) is shown as `***`: it is only in the private script.
+/// A secret's value (`--secret`) is shown as `***`: it is only in the private script. Slurm is
+/// then asked whether it would take the script ([`ask_slurm::dry_run`]).
 pub(crate) fn show_dry_run(
     printer: &Printer,
     config: &LaunchConfig,
@@ -211,16 +214,20 @@ fn check_worker_jobs(
 ) -> Result<()> {
     let run_dir = link.run_dir.clone().unwrap_or_else(|| files.dir.clone());
     let options = worker_sbatch_args(&config.job.exp_name, &run_dir, "test.0");
-    let said = slurm::test_only(&options, &files.script).with_context(|| {
-        format!(
-            "Slurm refuses the worker jobs of elastic cluster {} (--max-nodes), so nothing was submitted; the script is kept at `{}`",
-            show(&config.job.exp_name),
-            files.script.display()
-        )
-    })?;
+    let said = match slurm::test_only(&options, &files.script, ask_slurm::bound()?) {
+        TestOnly::Accepted(said) => said,
+        TestOnly::Refused(why) | TestOnly::NoAnswer(why) => {
+            return Err(anyhow::anyhow!(why)).with_context(|| {
+                format!(
+                    "Slurm refuses the worker jobs of elastic cluster {} (--max-nodes), so nothing was submitted; the script is kept at `{}`",
+                    show(&config.job.exp_name),
+                    files.script.display()
+                )
+            });
+        }
+    };
     printer.info(&format!(
-        "Slurm takes this cluster's worker jobs (sbatch --test-only: {})",
-        if said.is_empty() { "accepted" } else { &said }
+        "Slurm takes this cluster's worker jobs (sbatch --test-only: {said})"
     ));
     Ok(())
 }

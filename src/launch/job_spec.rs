@@ -203,6 +203,7 @@ mod tests {
             log_dir_is_default: false,
             template: None,
             dry_run: false,
+            check: false,
             json: false,
             follow: false,
             cancel_on_interrupt: false,

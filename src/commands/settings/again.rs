@@ -11,6 +11,7 @@ use crate::launch::config::{Sources, check_log_dir_text};
 const GOES_WITH: &[&str] = &[
     "--again",
     "--dry-run",
+    "--check",
     "--json",
     "--follow",
     "--cancel-on-interrupt",
@@ -41,7 +42,7 @@ impl AgainSettings {
                 show(run)
             ))
             .hint(format!(
-                "drop {other}, or launch anew with the options you want (`rayslurm launch --exp-name NAME --command CMD {other} ...`); --again takes only --follow, --cancel-on-interrupt, --json, --dry-run and --log-dir"
+                "drop {other}, or launch anew with the options you want (`rayslurm launch --exp-name NAME --command CMD {other} ...`); --again takes only --follow, --cancel-on-interrupt, --json, --dry-run, --check and --log-dir"
             )));
         }
         if run.trim().is_empty() {
@@ -55,7 +56,8 @@ impl AgainSettings {
             choices: AgainChoices {
                 log_dir,
                 log_dir_is_default,
-                dry_run: args.dry_run,
+                dry_run: args.dry_run || args.check,
+                check: args.check,
                 json: args.json,
                 follow: args.follow,
                 cancel_on_interrupt: args.cancel_on_interrupt,

@@ -22,8 +22,10 @@ pub(crate) struct ExecSettings {
     pub(crate) num_cpus: Option<f64>,
     pub(crate) num_gpus: Option<f64>,
     pub(crate) memory: Option<u64>,
-    /// `--env-file`'s then `--env`'s variables, each key once.
+    /// `--env-file`'s then `--env`'s variables, each key once, none of `secrets`' keys.
     pub(crate) env: BTreeMap<String, String>,
+    /// `--secret`'s variables: they never reach Ray (see `JobRecord::write_secrets`).
+    pub(crate) secrets: BTreeMap<String, String>,
     /// The command, as bash runs it.
     pub(crate) command: String,
     pub(crate) json: bool,
@@ -57,6 +59,7 @@ impl ExecSettings {
             memory,
             env,
             env_file,
+            secret,
             command,
             json,
             args,
@@ -80,8 +83,12 @@ impl ExecSettings {
                 .hint("e.g. `-n 2` with --per-node for one rank on each of two nodes"));
         }
         let command = command_of(command.as_deref(), args)?;
+        let secrets: BTreeMap<String, String> = config::env_vars(&[], ("--secret", secret))?
+            .into_iter()
+            .collect();
         let env = config::env_vars(env_file, ("--env", env))?
             .into_iter()
+            .filter(|(key, _)| !secrets.contains_key(key))
             .collect();
         let memory = memory
             .as_deref()
@@ -105,6 +112,7 @@ impl ExecSettings {
             num_gpus: *num_gpus,
             memory,
             env,
+            secrets,
             command,
             json: *json,
             ranks: per_node.then(|| RankJob {

@@ -68,12 +68,14 @@ pub(crate) fn expand(
     var: &dyn Fn(&OsStr) -> Option<OsString>,
     printer: &Printer,
 ) -> Result<(Cli, Vec<Stage>), UsageError> {
-    let (sub, path, typed_env) = match &cli.command {
+    // The `--env` and the `--secret` typed, each a task file's key without a value may take.
+    let (sub, path, typed_env, typed_secrets) = match &cli.command {
         Command::Launch(args) => match &args.task {
             Some(path) => (
                 "launch",
                 path.clone(),
-                [&args.job.env[..], &args.job.secret].concat(),
+                args.job.env.clone(),
+                args.job.secret.clone(),
             ),
             None => return Ok((cli, Vec::new())),
         },
@@ -81,12 +83,13 @@ pub(crate) fn expand(
             Some(path) => (
                 "up",
                 path.clone(),
-                [&args.job.env[..], &args.job.secret].concat(),
+                args.job.env.clone(),
+                args.job.secret.clone(),
             ),
             None => return Ok((cli, Vec::new())),
         },
         Command::Exec(args) => match &args.task {
-            Some(path) => ("exec", path.clone(), args.env.clone()),
+            Some(path) => ("exec", path.clone(), args.env.clone(), args.secret.clone()),
             None => return Ok((cli, Vec::new())),
         },
         _ => return Ok((cli, Vec::new())),
@@ -107,7 +110,7 @@ pub(crate) fn expand(
     let mut parsed = Vec::new();
     for task in &tasks {
         let words = flags(sub, task)?;
-        check_needed_env(task, &typed_env)?;
+        check_needed_env(task, &typed_env, &typed_secrets)?;
         parsed.push((
             parse_with_task(argv, var, sub, &words, task)?,
             parse_with_task(argv, var, sub, &words, task)?,
@@ -179,18 +182,28 @@ fn distinct_names(path: &Path, stages: &[Stage]) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// `envs:`/`secrets:` keys without a value must be typed (`--env KEY`).
-fn check_needed_env(task: &TaskFile, typed_env: &[String]) -> Result<(), UsageError> {
-    for (key, line) in &task.needed_env {
-        if !typed_env
+/// `envs:`/`secrets:` keys without a value must be typed (`--env KEY`, `--secret KEY`).
+fn check_needed_env(
+    task: &TaskFile,
+    typed_env: &[String],
+    typed_secrets: &[String],
+) -> Result<(), UsageError> {
+    for (field, line) in &task.needed_env {
+        // `secrets.KEY` is given by a `--secret` alone, so that its value is never shown.
+        let (flag, typed) = match field.split_once('.') {
+            Some(("secrets", _)) => ("--secret", typed_secrets),
+            _ => ("--env", typed_env),
+        };
+        let key = field.split_once('.').map_or(field.as_str(), |(_, k)| k);
+        if !typed
             .iter()
             .any(|e| e.split_once('=').map_or(e.as_str(), |(k, _)| k) == key)
         {
             return Err(Refusal::new(
-                &format!("envs.{key}"),
+                field,
                 *line,
                 format!(
-                    "has no value: give it with `--env {key}` (its value in this shell) or `--env {key}=VALUE`"
+                    "has no value: give it with `{flag} {key}` (its value in this shell) or `{flag} {key}=VALUE`"
                 ),
             )
             .into_error(&task.path));
@@ -389,14 +402,6 @@ fn resolves(sub: &str, words: &[OsString]) -> Result<(), String> {
 
 /// One flag's words (`--long=value` each), or why it cannot be one.
 fn words_of(sub: &str, given: &Given) -> Result<Vec<OsString>, String> {
-    // `exec` has no `--secret`: a secret is an `--env` of the job there.
-    let given = &match given.long.as_str() {
-        "secret" if option_takes_value(sub, "secret").is_none() => Given {
-            long: "env".to_owned(),
-            ..given.clone()
-        },
-        _ => given.clone(),
-    };
     let Some(takes_value) = option_takes_value(sub, &given.long) else {
         return Err(format!("`{sub}` has no option `--{}`", given.long));
     };

@@ -40,6 +40,7 @@ impl UpSettings {
             elastic,
             detach,
             dry_run,
+            check,
             json,
         } = args;
         validate::cluster_name(name)?;
@@ -79,7 +80,8 @@ impl UpSettings {
             log_dir: job.log_dir,
             log_dir_is_default: job.log_dir_is_default,
             template: job.template,
-            dry_run: *dry_run,
+            dry_run: *dry_run || *check,
+            check: *check,
             json: *json,
             follow: false,
             cancel_on_interrupt: false,

@@ -116,6 +116,9 @@ pub(crate) struct LaunchConfig {
     pub(crate) log_dir_is_default: bool,
     pub(crate) template: Option<crate::launch::template::UserTemplate>,
     pub(crate) dry_run: bool,
+    /// `--check` (which implies `dry_run`): Slurm's refusal of the dry run, or no answer from
+    /// it, is an error.
+    pub(crate) check: bool,
     pub(crate) json: bool,
     pub(crate) follow: bool,
     pub(crate) cancel_on_interrupt: bool,

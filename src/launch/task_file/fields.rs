@@ -161,7 +161,7 @@ fn envs(r: &mut Reading, field: &str, value: &Line<Node>) -> Result<(), Refusal>
     for (key, v) in entries {
         let name = format!("{field}.{}", key.value);
         match &v.value {
-            Node::Null => r.needed_env.push((key.value.clone(), key.line)),
+            Node::Null => r.needed_env.push((name.clone(), key.line)),
             other => {
                 let text = other.scalar_text().ok_or_else(|| {
                     Refusal::new(

@@ -28,8 +28,8 @@ pub(crate) struct TaskFile {
     pub(crate) path: PathBuf,
     /// Its flags in order: SkyPilot's fields, then the `rayslurm:` section's.
     pub(crate) given: Vec<Given>,
-    /// `envs:`/`secrets:` keys without a value, which the command line must give with `--env`
-    /// (as SkyPilot's `--env`/`--secret`), and their lines.
+    /// `envs:`/`secrets:` keys without a value (as `envs.KEY`, `secrets.KEY`), which the
+    /// command line must give with `--env` or `--secret` (as SkyPilot's), and their lines.
     pub(crate) needed_env: Vec<(String, u32)>,
     /// One line for each field that needs nothing here.
     pub(crate) notices: Vec<String>,

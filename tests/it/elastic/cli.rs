@@ -114,9 +114,13 @@ fn up_without_max_nodes_and_dry_runs_ask_slurm_nothing_more() {
         .expect_status(0)
         .expect_stdout_contains("--max-nodes 4")
         .run();
+    // The dry run asks once whether Slurm takes the cluster's own job, not its workers'.
     assert_eq!(
         fake.calls("sbatch"),
-        [format!("--parsable {}", scripts_named(&fake, "lab_"))]
+        [
+            format!("--parsable {}", scripts_named(&fake, "lab_")),
+            format!("--test-only {}", scripts_named(&fake, "dry_"))
+        ]
     );
     let record = &records(&fake)[0];
     assert!(!record.contains("max_nodes"), "{record}");

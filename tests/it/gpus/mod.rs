@@ -10,15 +10,20 @@ mod e2e_gpus;
 
 use crate::harness::shim;
 
-/// A directory for PATH whose `sinfo` fails as it does where slurmctld cannot be reached: the
-/// GPU names then go as written (with a warning). The CLI tests of other features that dry-run
-/// a GPU type use it, so that what they check does not depend on the lab's GPUs.
+/// A directory for PATH whose `sinfo` and `sbatch` fail as they do where slurmctld cannot be
+/// reached: the GPU names then go as written (with a warning), and a dry run's question to
+/// Slurm gets no answer. The CLI tests of other features that dry-run a GPU type use it, so
+/// that what they check does not depend on the lab's GPUs.
 pub(crate) fn slurm_unreachable() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    shim(
-        dir.path(),
-        "sinfo",
-        "echo 'sinfo: error: Unable to contact slurm controller (connect failure)' >&2\nexit 1",
-    );
+    for client in ["sinfo", "sbatch"] {
+        shim(
+            dir.path(),
+            client,
+            &format!(
+                "echo '{client}: error: Unable to contact slurm controller (connect failure)' >&2\nexit 1"
+            ),
+        );
+    }
     dir
 }

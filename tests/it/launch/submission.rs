@@ -47,7 +47,8 @@ fn a_dry_run_says_how_to_submit_a_recorded_run() {
         ],
     )
     .expect_status(0)
-    .expect_stderr_lacks("sbatch")
+    // Its question to Slurm (`sbatch --test-only SCRIPT`) is said; no `sbatch SCRIPT`.
+    .expect_stderr_lacks("sbatch /")
     .run();
     let said = normalise(&ran.stderr, dir.path());
     let line = said

@@ -12,6 +12,11 @@ fn a_chain_waits_for_a_live_run_and_starts_at_once_after_an_ended_one() {
     // The run directory of the run followed.
     let same_dir = format!("  --run-dir {} \\\n", run_dir.display());
     fake.shim("squeue", &fake.line("301", "RUNNING"));
+    // The dry runs ask Slurm (`sbatch --test-only`), which would take them.
+    fake.shim(
+        "sbatch",
+        "[ \"$1\" = --test-only ] || exit 1\necho 'sbatch: Job 302 to start' >&2",
+    );
     let mut args = launch("finetune", "true");
     args.extend([
         "--dry-run",

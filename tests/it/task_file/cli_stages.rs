@@ -185,6 +185,12 @@ fn infra_takes_the_partition_and_refuses_another_cluster() {
         "scontrol",
         "[ \"$1 $2\" = 'show config' ] || exit 1\necho 'ClusterName             = labone'",
     );
+    // The dry runs ask Slurm (`sbatch --test-only`), which would take them.
+    shim(
+        shims.path(),
+        "sbatch",
+        "[ \"$1\" = --test-only ] || exit 1\necho 'sbatch: Job 1 to start' >&2",
+    );
     let run = |infra: &str| {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
