@@ -10,14 +10,18 @@ use crate::launch::validate;
 
 /// Top-level fields refused, and why.
 const REFUSED: &[(&str, &str)] = &[
-    (
-        "service",
-        "serving replicas is SkyServe's: launch a job per replica instead",
-    ),
     ("pool", "worker pools are SkyPilot's"),
     (
-        "config",
-        "SkyPilot's own settings mean nothing here: put rayslurm's under `rayslurm:`",
+        "depends_on",
+        "a graph of tasks is not run here: write the tasks as a pipeline, one YAML document each, in the order they run",
+    ),
+    (
+        "dependencies",
+        "a graph of tasks is not run here: write the tasks as a pipeline, one YAML document each, in the order they run",
+    ),
+    (
+        "execution",
+        "tasks run side by side are not run here: launch each task file of its own, or write them as a pipeline",
     ),
     (
         "volumes",
@@ -38,6 +42,19 @@ const REFUSED: &[(&str, &str)] = &[
     (
         "image_id",
         "it goes under `resources:` (`resources: {image_id: docker:IMAGE}`), or give `rayslurm: {container_image: IMAGE}`",
+    ),
+];
+
+/// Top-level fields that are not followed here, each said once, and why.
+const NOTICED: &[(&str, &str)] = &[
+    (
+        "config",
+        "SkyPilot's own settings (its clouds', Kubernetes pods', ...) are not followed: put rayslurm's under `rayslurm:`",
+    ),
+    // As `sky launch` runs a service's file: the task once, without SkyServe.
+    (
+        "service",
+        "`launch` runs the task once, as `sky launch` does; SkyServe's replicas, readiness probe and load balancer are not made",
     ),
 ];
 
@@ -96,6 +113,13 @@ pub(super) fn read_document(r: &mut Reading, root: Line<Node>, stem: &str) -> Re
                 .push(Given::one(field, line, "command", text_of(field, value)?)),
             "file_mounts" => file_mounts(r, value)?,
             "rayslurm" => own = section(value)?,
+            other if NOTICED.iter().any(|(k, _)| *k == other) => {
+                let (_, why) = NOTICED
+                    .iter()
+                    .find(|(k, _)| *k == other)
+                    .unwrap_or(&("", ""));
+                r.notice(other, why);
+            }
             other => {
                 let why = REFUSED
                     .iter()
@@ -111,13 +135,25 @@ pub(super) fn read_document(r: &mut Reading, root: Line<Node>, stem: &str) -> Re
     if !named && validate::exp_name(stem).is_ok() {
         r.given.push(Given::one("name", 0, "exp-name", stem));
     }
-    let has_workdir = entries.iter().any(|(k, _)| k.value == "workdir");
-    as_skypilot_runs(r, has_workdir, &own);
+    let has = |field: &str| entries.iter().any(|(k, _)| k.value == field);
+    if has("setup") && !has("run") {
+        setup_alone(r);
+    }
+    as_skypilot_runs(r, has("workdir"), &own);
     r.given.extend(
         own.into_iter()
             .filter(|g| g.long != RAY_JOB.replace('_', "-")),
     );
     Ok(())
+}
+
+/// A task of `setup` alone, as SkyPilot runs one: every node's setup, then the run ends.
+fn setup_alone(r: &mut Reading) {
+    r.given.push(Given::one("setup", 0, "command", "true"));
+    r.notice(
+        "run",
+        "there is none: the run ends once every node's setup has succeeded",
+    );
 }
 
 /// How and where SkyPilot runs a task, unless the file's own section says otherwise: `run`

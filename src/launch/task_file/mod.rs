@@ -295,7 +295,19 @@ mod tests {
         taken("use_spot: false");
         assert!(taken("use_spot: true").contains("use-spot"));
         refused("use_spot: maybe", "give true or false");
-        refused("cloud: aws", "a task runs on this Slurm cluster");
+        // A cloud's placement is not followed, and says so.
+        let path = task(
+            tmp.path(),
+            "run: x\nresources:\n  cloud: aws\n  region: us-east-1\n  network_tier: best\n",
+        );
+        let notices = read(&path, tmp.path()).unwrap().notices.join("\n");
+        for said in [
+            "`resources.cloud: aws` is not followed: launched with rayslurm, the task runs on this Slurm cluster",
+            "`resources.region: us-east-1` is not followed",
+            "`resources.network_tier` needs nothing here",
+        ] {
+            assert!(notices.contains(said), "{said}: {notices}");
+        }
         assert!(taken("accelerators: {A100: 2}").contains("A100:2"));
         assert!(taken("accelerators: {A100: 2, H100: 8}").contains("{A100:2,H100:8}"));
         assert!(taken("cpus: 4+").contains("cpus"));

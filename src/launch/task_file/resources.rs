@@ -17,22 +17,14 @@ pub(crate) use placement::{SLURM_CLUSTER, USE_SPOT};
 /// The fields refused, and why.
 const REFUSED: &[(&str, &str)] = &[
     (
-        "cloud",
-        "a task runs on this Slurm cluster: choose the partition with `rayslurm: {partition: NAME}`",
-    ),
-    ("region", "a Slurm cluster has no regions"),
-    ("zone", "a Slurm cluster has no zones"),
-    (
         "instance_type",
         "Slurm allocates nodes, not instance types: ask for `accelerators`, `cpus`, `memory`, or `rayslurm: {constraint: FEATURES}`",
     ),
     ("accelerator_args", "TPU settings mean nothing on Slurm"),
-    (
-        "autostop",
-        "a `launch` job ends with its command; a cluster from `up` takes `rayslurm: {idle_timeout: 30m}`",
-    ),
-    ("network_tier", "the cluster's network is what it is"),
 ];
+
+/// A cloud's placement: not followed, said once each ([`placement::ELSEWHERE`]).
+const ELSEWHERE: &[&str] = &["cloud", "region", "zone"];
 
 /// The fields that need nothing on a Slurm cluster, and why.
 const NO_ACTION: &[(&str, &str)] = &[
@@ -45,6 +37,11 @@ const NO_ACTION: &[(&str, &str)] = &[
         "nodes use their own disks and the shared filesystem",
     ),
     ("labels", "Slurm jobs carry no labels"),
+    ("network_tier", "the cluster's network is what it is"),
+    (
+        "autostop",
+        "a `launch` job ends with its command (a cluster from `up` takes `rayslurm: {idle_timeout: 30m}`)",
+    ),
 ];
 
 /// `resources:` into flags.
@@ -88,15 +85,22 @@ pub(super) fn read(r: &mut Reading, value: &Line<Node>) -> Result<(), Refusal> {
             "memory" => r
                 .given
                 .push(Given::one(&field, line, "mem", memory(&field, value)?)),
-            "infra" => r.given.extend(placement::infra(&field, value)?),
+            "infra" => {
+                let given = placement::infra(r, &field, value)?;
+                r.given.extend(given);
+            }
+            place if ELSEWHERE.contains(&place) => r.notices.push(format!(
+                "`{field}: {}` is not followed: {}",
+                value.value.scalar_text().unwrap_or_default(),
+                placement::ELSEWHERE
+            )),
             "job_recovery" => placement::job_recovery(r, &field, value)?,
             "ports" => r.ports.extend(placement::ports(&field, value)?),
-            "image_id" => r.given.push(Given::one(
-                &field,
-                line,
-                "container-image",
-                image_id(&field, value)?,
-            )),
+            "image_id" => {
+                let image = image_id(r, &field, value)?;
+                r.given
+                    .push(Given::one(&field, line, "container-image", image));
+            }
             "use_spot" => r.given.extend(placement::use_spot(&field, value)?),
             other => {
                 if let Some((_, why)) = REFUSED.iter().find(|(k, _)| *k == other) {
@@ -189,20 +193,49 @@ fn memory(field: &str, value: &Line<Node>) -> Result<String, Refusal> {
 
 /// `image_id: docker:IMAGE` into `--container-image docker://IMAGE`, which resolution gives
 /// each runtime in its own spelling (pyxis's is `IMAGE`); a cloud's machine image is refused.
-fn image_id(field: &str, value: &Line<Node>) -> Result<String, Refusal> {
+fn image_id(r: &mut Reading, field: &str, value: &Line<Node>) -> Result<String, Refusal> {
     let text = match &value.value {
-        Node::Str(s) => s.trim(),
+        Node::Str(s) => s.trim().to_owned(),
+        // Images per region, and perhaps a container's: the container's is what runs here.
+        Node::Map(entries) => match entries.iter().find(|(k, _)| k.value == "docker") {
+            Some((_, image)) => {
+                r.notices.push(format!(
+                    "`{field}`: its `docker` image is taken; the cloud's machine images beside it are not followed"
+                ));
+                format!("docker:{}", image.value.scalar_text().unwrap_or_default())
+            }
+            None => {
+                return Err(Refusal::new(
+                    field,
+                    value.line,
+                    "holds a cloud's machine images, one a region, and no `docker` image: give one `docker:IMAGE`",
+                ));
+            }
+        },
         other => {
             return Err(Refusal::new(
                 field,
                 value.line,
-                format!(
-                    "is {}: give one `docker:IMAGE` (images per region are a cloud's)",
-                    other.kind()
-                ),
+                format!("is {}: give one `docker:IMAGE`", other.kind()),
             ));
         }
     };
+    let text = text.as_str();
+    // A name of a registry's image without `docker:` (`rocm/pytorch:latest`), as Kubernetes
+    // tasks write it; a cloud's machine image (`ami-...`, `skypilot:...`, `projects/...`) is not.
+    let plain_image = !text.starts_with("ami-")
+        && !text.starts_with("skypilot:")
+        && !text.starts_with("projects/")
+        && !text.contains("://")
+        && !text.contains(char::is_whitespace)
+        && (text.contains('/') || text.contains(':'))
+        && !text.starts_with("docker:");
+    if plain_image {
+        r.notices.push(format!(
+            "`{field}: {text}` is taken as a container image (`docker:{text}`)"
+        ));
+        return Ok(format!("docker://{text}"));
+    }
     match text.strip_prefix("docker:").map(str::trim) {
         Some(image) if !image.is_empty() => Ok(format!("docker://{image}")),
         _ => Err(Refusal::new(

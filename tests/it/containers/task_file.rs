@@ -67,7 +67,7 @@ fn task_files_with_a_bad_image_are_refused_at_its_line() {
         ),
         (
             "run: x\nresources:\n  image_id:\n    us-east-1: ami-1\n",
-            "task.yaml:4: resources.image_id: is a mapping",
+            "task.yaml:4: resources.image_id: holds a cloud's machine images, one a region, and no `docker` image",
         ),
         (
             "run: x\nimage_id: docker:ubuntu\n",

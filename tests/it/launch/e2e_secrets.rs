@@ -59,9 +59,14 @@ impl Sampler {
         let handle = std::thread::spawn(move || {
             let mut found = Vec::new();
             let mut samples = 0;
-            while !stopped.load(Ordering::Relaxed) {
+            // One sample at least, the last after the stop was asked (what was running then
+            // is still running): a busy machine may not run this thread before the stop.
+            loop {
                 found.extend(cmdlines_with(&needle));
                 samples += 1;
+                if stopped.load(Ordering::Relaxed) {
+                    break;
+                }
                 std::thread::sleep(Duration::from_millis(100));
             }
             (found, samples)

@@ -296,10 +296,6 @@ fn bad_task_files_name_the_line_and_field_and_submit_nothing() {
             "task.yaml:2: image_id: ",
         ),
         (
-            "run: x\nresources:\n  cloud: aws\n",
-            "task.yaml:3: resources.cloud: ",
-        ),
-        (
             "run: x\nresources:\n  use_spot: true\n",
             "task.yaml:3: resources.use_spot: ",
         ),
@@ -322,8 +318,8 @@ fn bad_task_files_name_the_line_and_field_and_submit_nothing() {
         ("run: x\nnum_nodes: 0\n", "task.yaml:2: num_nodes: "),
         ("run: x\nname: a/b\n", "task.yaml:2: name: "),
         (
-            "run: x\nservice:\n  replicas: 2\n",
-            "task.yaml:2: service: ",
+            "run: x\ndepends_on:\n  b: [a]\n",
+            "task.yaml:2: depends_on: a graph of tasks is not run here",
         ),
         (
             "run: x\nnum_node: 2\n",

@@ -103,11 +103,11 @@ fn a_pipeline_dry_run_shows_every_stage() {
     );
     insta::assert_snapshot!("pipeline_dry_run", shown.join("\n"));
     // The stages are checked before anything is written: a bad one refuses the whole file.
-    let bad = "name: pipe\n---\nrun: a\n---\nrun: b\nresources:\n  cloud: aws\n";
+    let bad = "name: pipe\n---\nrun: a\n---\nrun: b\nresources:\n  instance_type: p4d\n";
     let (dir, code, _, stderr) = dry_run(bad, None, &[]);
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.starts_with("error: task.yaml:7: resources.cloud: "),
+        stderr.starts_with("error: task.yaml:7: resources.instance_type: "),
         "{stderr}"
     );
     assert!(!dir.path().join(".state").exists());
@@ -219,10 +219,11 @@ fn infra_takes_the_partition_and_refuses_another_cluster() {
         stderr.starts_with("error: task.yaml:3: resources.infra: names the Slurm cluster `other`, but this is `labone`"),
         "{stderr}"
     );
+    // Another cloud is not followed, and says so: the task runs on this cluster.
     let (code, _, stderr) = run("aws/us-east-1");
-    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(code, 0, "{stderr}");
     assert!(
-        stderr.contains("a task runs on this Slurm cluster"),
+        stderr.contains("`resources.infra: aws/us-east-1` is not followed: launched with rayslurm, the task runs on this Slurm cluster, as `sky launch --infra slurm` runs it"),
         "{stderr}"
     );
 }
@@ -240,5 +241,53 @@ fn ports_are_printed_with_their_forward() {
         "  9000-9001: ssh -N $(for p in $(seq 9000 9001); do printf -- '-L %s:localhost:%s ' $p $p; done) $(squeue -h -j JOBID -o %B)\n",
     ] {
         assert!(stderr.contains(needle), "{needle}: {stderr}");
+    }
+}
+
+/// What SkyPilot's example files hold for other clouds or for SkyPilot itself runs here, each
+/// with a notice: a cloud's placement (as `sky launch --infra slurm` runs such a file), the
+/// network tier, autostop, a `service:` (`sky launch` runs the task once), SkyPilot's
+/// `config:`; a task of `setup` alone ends after every node's setup; an `image_id` that names a
+/// registry's image without `docker:`, or holds one under `docker` beside machine images, is
+/// the run's container image.
+#[test]
+fn what_other_clouds_and_skypilot_itself_hold_runs_here_with_a_notice() {
+    let task = "run: x\nresources:\n  cloud: gcp\n  zone: us-central1-a\n  network_tier: best\n  autostop: 10\nservice:\n  replicas: 2\nconfig:\n  kubernetes:\n    pod_config: {}\n";
+    let (_dir, code, _, stderr) = dry_run(task, None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    for said in [
+        "task.yaml: `resources.cloud: gcp` is not followed: launched with rayslurm, the task runs on this Slurm cluster",
+        "task.yaml: `resources.zone: us-central1-a` is not followed",
+        "task.yaml: `resources.network_tier` needs nothing here",
+        "task.yaml: `resources.autostop` needs nothing here",
+        "task.yaml: `service` needs nothing here: `launch` runs the task once, as `sky launch` does",
+        "task.yaml: `config` needs nothing here: SkyPilot's own settings",
+    ] {
+        assert!(stderr.contains(said), "{said}\n{stderr}");
+    }
+    // Setup alone: every node's setup, then the run ends.
+    let (_dir, code, script, stderr) = dry_run("setup: pip list\n", None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("`run` needs nothing here: there is none: the run ends once every node's setup has succeeded"),
+        "{stderr}"
+    );
+    assert!(script.contains("--command true"), "{script}");
+    // A registry's image without `docker:`, and a `docker` image beside machine images.
+    for (image_id, want) in [
+        (
+            "rocm/pytorch:latest",
+            "is taken as a container image (`docker:rocm/pytorch:latest`)",
+        ),
+        (
+            "{us-east-1: ami-1, docker: 'ubuntu:22.04'}",
+            "its `docker` image is taken; the cloud's machine images beside it are not followed",
+        ),
+    ] {
+        let task = format!("run: x\nresources:\n  image_id: {image_id}\n");
+        let (_dir, code, script, stderr) = dry_run(&task, None, &["--container-runtime", "pyxis"]);
+        assert_eq!(code, 0, "{image_id}: {stderr}");
+        assert!(stderr.contains(want), "{image_id}: {stderr}");
+        assert!(script.contains("--container-image"), "{image_id}: {script}");
     }
 }

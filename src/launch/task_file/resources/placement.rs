@@ -32,6 +32,10 @@ pub(super) fn use_spot(field: &str, value: &Line<Node>) -> Result<Vec<Given>, Re
     }
 }
 
+/// What becomes of a task's placement in a cloud (`cloud`, `region`, `zone`, an `infra` of
+/// another cloud): launched with rayslurm, it runs on this Slurm cluster.
+pub(crate) const ELSEWHERE: &str = "launched with rayslurm, the task runs on this Slurm cluster, as `sky launch --infra slurm` runs it whatever the file names (choose a partition with `rayslurm: {partition: NAME}`)";
+
 /// SkyPilot's recovery strategies; on Slurm each is a requeue of the job on this cluster.
 const STRATEGIES: &[&str] = &["failover", "eager_next_region"];
 
@@ -120,7 +124,11 @@ pub(super) fn job_recovery(
 /// `infra: slurm`, `slurm/CLUSTER` or `slurm/CLUSTER/PARTITION` (SkyPilot's
 /// `CLOUD/REGION/ZONE`, where a Slurm cluster is the region and its partition the zone; `*`
 /// for any): the partition taken, the cluster checked. Another cloud is refused.
-pub(super) fn infra(field: &str, value: &Line<Node>) -> Result<Vec<Given>, Refusal> {
+pub(super) fn infra(
+    r: &mut Reading,
+    field: &str,
+    value: &Line<Node>,
+) -> Result<Vec<Given>, Refusal> {
     let text = value.value.scalar_text().unwrap_or_default();
     let parts: Vec<&str> = text.trim().split('/').map(str::trim).collect();
     let named = |i: usize| {
@@ -129,12 +137,19 @@ pub(super) fn infra(field: &str, value: &Line<Node>) -> Result<Vec<Given>, Refus
             .filter(|p| !p.is_empty() && **p != "*")
             .map(|p| (*p).to_owned())
     };
-    if !parts[0].eq_ignore_ascii_case("slurm") || parts.len() > 3 {
+    if !parts[0].eq_ignore_ascii_case("slurm") {
+        // Another cloud: launched here, the task runs on this cluster, as `sky launch --infra
+        // slurm` runs it whatever the file names.
+        r.notices
+            .push(format!("`{field}: {text}` is not followed: {ELSEWHERE}"));
+        return Ok(Vec::new());
+    }
+    if parts.len() > 3 {
         return Err(Refusal::new(
             field,
             value.line,
             format!(
-                "`{text}`: a task runs on this Slurm cluster: give `slurm`, `slurm/CLUSTER` or `slurm/CLUSTER/PARTITION`, or choose the partition with `rayslurm: {{partition: NAME}}`"
+                "`{text}` is not `slurm`, `slurm/CLUSTER` or `slurm/CLUSTER/PARTITION`: give one of them, or choose the partition with `rayslurm: {{partition: NAME}}`"
             ),
         ));
     }
