@@ -1,6 +1,7 @@
 //! `rayslurm launch TASK.yaml`: each stage of the task file submitted in order (one for a file
 //! of one task). A pipeline's stage waits for the one before it to succeed (Slurm's
-//! `afterok`) and is cancelled by Slurm if it fails (`--kill-on-invalid-dep=yes`): every
+//! `afterok`), or in a graph for those it names (`afterok:A:B`), and is cancelled by Slurm if
+//! one fails (`--kill-on-invalid-dep=yes`): every
 //! stage was resolved, and so checked, before the first is submitted
 //! (`settings::task_file::resolve_stages`). The ports a task serves
 //! are printed with the command that forwards each one to the login node.
@@ -22,19 +23,28 @@ const CANCEL_IF_NEVER: &str = "--kill-on-invalid-dep=yes";
 
 pub(crate) fn run(stages: &[StageSettings], printer: &Printer) -> Result<ExitCode> {
     let count = stages.len();
-    let mut before: Option<(String, Option<String>)> = None;
+    // Each stage submitted so far, by run name, with its job (none in a dry run).
+    let mut submitted_stages: Vec<(String, Option<String>)> = Vec::new();
     let mut runs = Vec::new();
     for (i, stage) in stages.iter().enumerate() {
         let mut config = stage.config.clone();
         let name = config.job.exp_name.clone();
+        let waits: Vec<&(String, Option<String>)> = match &stage.waits_for {
+            None => submitted_stages.last().into_iter().collect(),
+            Some(names) => submitted_stages
+                .iter()
+                .filter(|(n, _)| names.contains(n))
+                .collect(),
+        };
         if let Some(pipeline) = &stage.pipeline {
-            printer.info(&stage_line(pipeline, i, count, &name, before.as_ref()));
+            printer.info(&stage_line(pipeline, i, count, &name, &waits));
         }
-        if let Some((_, job)) = &before {
-            // `--after` is the first stage's: each later one follows the stage before it.
+        if !waits.is_empty() {
+            // `--after` is the first stage's: each later one follows the stages it waits for.
             config.after = None;
+            let jobs: Option<Vec<&str>> = waits.iter().map(|(_, j)| j.as_deref()).collect();
             config.link = Some(Link {
-                dependency: job.as_ref().map(|id| format!("afterok:{id}")),
+                dependency: jobs.map(|ids| format!("afterok:{}", ids.join(":"))),
                 run_dir: None,
             });
             config.job.sbatch_args.push(CANCEL_IF_NEVER.to_owned());
@@ -47,7 +57,7 @@ pub(crate) fn run(stages: &[StageSettings], printer: &Printer) -> Result<ExitCod
         for line in forwards(&stage.ports, job.as_deref()) {
             printer.info(&line);
         }
-        before = Some((name, job));
+        submitted_stages.push((name, job));
         runs.push((config, submitted));
     }
     for (config, submitted) in &runs {
@@ -77,16 +87,41 @@ fn stage_line(
     i: usize,
     count: usize,
     name: &str,
-    before: Option<&(String, Option<String>)>,
+    waits: &[&(String, Option<String>)],
 ) -> String {
-    let when = match before {
-        None => String::new(),
-        Some((prev, Some(job))) => {
+    let names = waits
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect::<Vec<_>>()
+        .join(" and ");
+    let (has, it) = if waits.len() > 1 {
+        ("have", "one")
+    } else {
+        ("has", "it")
+    };
+    let when = match waits {
+        [] => String::new(),
+        [(prev, Some(job))] => {
             format!(" (starts when {prev}, job {job}, has succeeded; cancelled if it fails)")
         }
-        Some((prev, None)) => format!(
-            " (submitted with --dependency=afterok:<{prev}'s job> {CANCEL_IF_NEVER}: starts when {prev} has succeeded, cancelled if it fails)"
-        ),
+        _ if waits.iter().all(|(_, j)| j.is_some()) => {
+            let jobs = waits
+                .iter()
+                .filter_map(|(_, j)| j.as_deref())
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!(" (starts when {names}, jobs {jobs}, {has} succeeded; cancelled if {it} fails)")
+        }
+        _ => {
+            let placeholders = waits
+                .iter()
+                .map(|(n, _)| format!("<{n}'s job>"))
+                .collect::<Vec<_>>()
+                .join(":");
+            format!(
+                " (submitted with --dependency=afterok:{placeholders} {CANCEL_IF_NEVER}: starts when {names} {has} succeeded, cancelled if {it} fails)"
+            )
+        }
     };
     format!(
         "pipeline {pipeline}: stage {} of {count}, {name}{when}",
@@ -146,20 +181,26 @@ mod tests {
 
     #[test]
     fn a_later_stage_says_which_it_waits_for() {
-        let line = stage_line(
-            "p",
-            1,
-            3,
-            "p-eval",
-            Some(&("p-train".into(), Some("12".into()))),
-        );
+        let train = ("p-train".to_owned(), Some("12".to_owned()));
+        let line = stage_line("p", 1, 3, "p-eval", &[&train]);
         assert_eq!(
             line,
             "pipeline p: stage 2 of 3, p-eval (starts when p-train, job 12, has succeeded; cancelled if it fails)"
         );
         assert_eq!(
-            stage_line("p", 0, 3, "p-1", None),
+            stage_line("p", 0, 3, "p-1", &[]),
             "pipeline p: stage 1 of 3, p-1"
+        );
+        // In a graph, a stage may wait for several.
+        let infer = ("p-infer".to_owned(), Some("13".to_owned()));
+        assert_eq!(
+            stage_line("p", 2, 3, "p-eval", &[&train, &infer]),
+            "pipeline p: stage 3 of 3, p-eval (starts when p-train and p-infer, jobs 12, 13, have succeeded; cancelled if one fails)"
+        );
+        let dry = ("p-infer".to_owned(), None);
+        assert_eq!(
+            stage_line("p", 2, 3, "p-eval", &[&train, &dry]),
+            "pipeline p: stage 3 of 3, p-eval (submitted with --dependency=afterok:<p-train's job>:<p-infer's job> --kill-on-invalid-dep=yes: starts when p-train and p-infer have succeeded, cancelled if one fails)"
         );
     }
 }

@@ -33,6 +33,8 @@ pub(crate) struct Stage {
     pub(crate) ports: Vec<String>,
     /// The pipeline it is a stage of, by name.
     pub(crate) pipeline: Option<String>,
+    /// The runs it waits for, in a pipeline that is a graph; `None`: the stage before it.
+    pub(crate) waits_for: Option<Vec<String>>,
 }
 
 /// A stage resolved: the launch it is, and what the launch prints of it.
@@ -41,6 +43,7 @@ pub(crate) struct StageSettings {
     pub(crate) config: LaunchConfig,
     pub(crate) ports: Vec<String>,
     pub(crate) pipeline: Option<String>,
+    pub(crate) waits_for: Option<Vec<String>>,
 }
 
 /// Every stage resolved (and so checked) before the first is submitted.
@@ -55,6 +58,7 @@ pub(crate) fn resolve_stages(
                 config: super::launch::resolve(&s.args, sources)?,
                 ports: s.ports.clone(),
                 pipeline: s.pipeline.clone(),
+                waits_for: s.waits_for.clone(),
             })
         })
         .collect()
@@ -133,6 +137,7 @@ pub(crate) fn expand(
                 args,
                 ports: task.ports,
                 pipeline: task.pipeline,
+                waits_for: task.waits_for,
             });
         }
         first.get_or_insert(cli);

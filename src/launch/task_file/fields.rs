@@ -13,11 +13,11 @@ const REFUSED: &[(&str, &str)] = &[
     ("pool", "worker pools are SkyPilot's"),
     (
         "depends_on",
-        "a graph of tasks is not run here: write the tasks as a pipeline, one YAML document each, in the order they run",
+        "a graph of tasks goes in a pipeline's first document, beside its `name` (docs/task-files.md, Pipelines)",
     ),
     (
         "dependencies",
-        "a graph of tasks is not run here: write the tasks as a pipeline, one YAML document each, in the order they run",
+        "a graph of tasks goes in a pipeline's first document, beside its `name` (docs/task-files.md, Pipelines)",
     ),
     (
         "execution",

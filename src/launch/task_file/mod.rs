@@ -38,6 +38,8 @@ pub(crate) struct TaskFile {
     pub(crate) ports: Vec<String>,
     /// The pipeline this file is a stage of (a file of several YAML documents), by its name.
     pub(crate) pipeline: Option<String>,
+    /// In a pipeline that is a graph, the runs this stage waits for; `None`: the stage before.
+    pub(crate) waits_for: Option<Vec<String>>,
 }
 
 /// A field refused: its name, line and why.
@@ -194,6 +196,7 @@ fn read_stage(path: &Path, cwd: &Path, stage: pipeline::Stage) -> Result<TaskFil
         notices,
         ports,
         pipeline: stage.pipeline,
+        waits_for: stage.waits_for,
     })
 }
 

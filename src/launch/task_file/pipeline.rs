@@ -1,7 +1,9 @@
 //! SkyPilot's pipelines: a task file of several YAML documents, each a stage that starts when
 //! the one before it has succeeded. The first document may hold only the pipeline's `name`;
 //! each stage runs as `PIPELINE-STAGE` (its own `name`, else its place, from 1), so that
-//! `status` shows one line a stage.
+//! `status` shows one line a stage. A first document that also holds `dependencies` (or
+//! `depends_on`: `STAGE: [STAGES]`) makes the pipeline a graph: each stage starts when those
+//! it names have succeeded, side by side with the others.
 
 use super::Refusal;
 use super::given::{Given, Value};
@@ -16,6 +18,15 @@ pub(super) struct Stage {
     pub(super) default_name: String,
     /// The pipeline's name, where the file is one.
     pub(super) pipeline: Option<String>,
+    /// In a graph, the runs it waits for (`PIPELINE-STAGE` each); `None`: the stage before it.
+    pub(super) waits_for: Option<Vec<String>>,
+}
+
+/// The first document of a pipeline: its name and, for a graph, each stage's dependencies.
+struct Header {
+    name: String,
+    line: u32,
+    graph: Option<Line<Node>>,
 }
 
 /// The file's `documents` as its stages: one document is the file's one task; several are a
@@ -30,14 +41,19 @@ pub(super) fn split(mut documents: Vec<Line<Node>>, stem: &str) -> Result<Vec<St
             document,
             default_name: stem.to_owned(),
             pipeline: None,
+            waits_for: None,
         }]);
     }
-    let (name, line) = match header(&documents[0]) {
-        Some(named) => {
+    let Header { name, line, graph } = match header(&documents[0]) {
+        Some(header) => {
             documents.remove(0);
-            named
+            header
         }
-        None => (stem.to_owned(), 0),
+        None => Header {
+            name: stem.to_owned(),
+            line: 0,
+            graph: None,
+        },
     };
     validate::exp_name(&name).map_err(|e| {
         Refusal::new(
@@ -48,28 +64,116 @@ pub(super) fn split(mut documents: Vec<Line<Node>>, stem: &str) -> Result<Vec<St
             ),
         )
     })?;
+    let waits = match &graph {
+        Some(graph) => waits_in_graph(graph, &documents, &name)?,
+        None => vec![None; documents.len()],
+    };
     Ok(documents
         .into_iter()
+        .zip(waits)
         .enumerate()
-        .map(|(i, document)| Stage {
+        .map(|(i, (document, waits_for))| Stage {
             document,
             default_name: format!("{name}-{}", i + 1),
             pipeline: Some(name.clone()),
+            waits_for,
         })
         .collect())
 }
 
-/// The pipeline's name and line, if `document` holds only `name` (SkyPilot's header).
-fn header(document: &Line<Node>) -> Option<(String, u32)> {
+/// The keys of a graph's header that name each stage's dependencies (SkyPilot writes both).
+const GRAPH_KEYS: [&str; 2] = ["dependencies", "depends_on"];
+
+/// SkyPilot's header: a document of `name` alone, or with the graph's dependencies.
+fn header(document: &Line<Node>) -> Option<Header> {
     let Node::Map(entries) = &document.value else {
         return None;
     };
-    match entries.as_slice() {
-        [(key, value)] if key.value == "name" => {
-            Some((value.value.scalar_text().unwrap_or_default(), key.line))
+    let mut header = None;
+    let mut graph = None;
+    for (key, value) in entries {
+        match key.value.as_str() {
+            "name" => header = Some((value.value.scalar_text().unwrap_or_default(), key.line)),
+            k if GRAPH_KEYS.contains(&k) => graph = Some(value.clone()),
+            _ => return None,
         }
-        _ => None,
     }
+    header.map(|(name, line)| Header { name, line, graph })
+}
+
+/// Each stage's dependencies in the graph, as the runs it waits for. A stage is named by its
+/// document's `name`; each it depends on must come before it in the file (the order the
+/// stages are submitted in).
+fn waits_in_graph(
+    graph: &Line<Node>,
+    documents: &[Line<Node>],
+    pipeline: &str,
+) -> Result<Vec<Option<Vec<String>>>, Refusal> {
+    let field = "dependencies";
+    let names: Vec<Option<String>> = documents.iter().map(stage_name).collect();
+    let entries = match &graph.value {
+        Node::Map(entries) => entries.clone(),
+        Node::Null => Vec::new(),
+        other => {
+            return Err(Refusal::new(
+                field,
+                graph.line,
+                format!(
+                    "is {}: give `STAGE: [STAGES it waits for]` lines",
+                    other.kind()
+                ),
+            ));
+        }
+    };
+    let place = |stage: &str, line: u32| {
+        names
+            .iter()
+            .position(|n| n.as_deref() == Some(stage))
+            .ok_or_else(|| {
+                Refusal::new(
+                    field,
+                    line,
+                    format!("`{stage}` is not the `name` of a stage of this pipeline"),
+                )
+            })
+    };
+    let mut waits: Vec<Option<Vec<String>>> = vec![Some(Vec::new()); documents.len()];
+    for (stage, deps) in entries {
+        let at = place(&stage.value, stage.line)?;
+        let deps: Vec<Line<Node>> = match deps.value {
+            Node::Seq(items) => items,
+            Node::Null => Vec::new(),
+            _ => vec![deps],
+        };
+        for dep in deps {
+            let dep_name = dep.value.scalar_text().unwrap_or_default();
+            if place(&dep_name, dep.line)? >= at {
+                return Err(Refusal::new(
+                    field,
+                    dep.line,
+                    format!(
+                        "`{}` waits for `{dep_name}`, which comes after it in the file: put each stage after those it waits for (the order they are submitted in)",
+                        stage.value
+                    ),
+                ));
+            }
+            if let Some(list) = &mut waits[at] {
+                list.push(format!("{pipeline}-{dep_name}"));
+            }
+        }
+    }
+    Ok(waits)
+}
+
+/// A stage's own `name`, as its document gives it.
+fn stage_name(document: &Line<Node>) -> Option<String> {
+    let Node::Map(entries) = &document.value else {
+        return None;
+    };
+    entries
+        .iter()
+        .find(|(k, _)| k.value == "name")
+        .and_then(|(_, v)| v.value.scalar_text())
 }
 
 /// A stage's own `name` as `PIPELINE-NAME` (the run's name, one a stage).
@@ -121,6 +225,38 @@ mod tests {
         assert_eq!(
             names("name: a\nrun: a\n---\nrun: b\n", "t"),
             [("t-1".into(), some("t")), ("t-2".into(), some("t"))]
+        );
+    }
+
+    /// A graph's header gives each stage the runs it waits for; a stage waiting for one after
+    /// it, or for none of the pipeline's, is refused at its line.
+    #[test]
+    fn a_graph_gives_each_stage_what_it_waits_for() {
+        let text = "name: g\ndepends_on:\n  b: [a]\n  c: a\n  d:\n    - b\n    - c\n---\nname: a\nrun: x\n---\nname: b\nrun: x\n---\nname: c\nrun: x\n---\nname: d\nrun: x\n";
+        let waits: Vec<Option<Vec<String>>> = split(parse_all(text).unwrap(), "t")
+            .unwrap()
+            .into_iter()
+            .map(|s| s.waits_for)
+            .collect();
+        let list = |l: &[&str]| Some(l.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>());
+        assert_eq!(
+            waits,
+            [
+                list(&[]),
+                list(&["g-a"]),
+                list(&["g-a"]),
+                list(&["g-b", "g-c"])
+            ]
+        );
+        let late = "name: g\ndependencies:\n  a: [b]\n---\nname: a\nrun: x\n---\nname: b\nrun: x\n";
+        let err = split(parse_all(late).unwrap(), "t").unwrap_err();
+        assert_eq!(err.line, 3, "{err:?}");
+        assert!(err.why.contains("comes after it in the file"), "{err:?}");
+        let unknown = "name: g\ndependencies:\n  a: [zz]\n---\nname: a\nrun: x\n---\nrun: y\n";
+        let err = split(parse_all(unknown).unwrap(), "t").unwrap_err();
+        assert!(
+            err.why.contains("`zz` is not the `name` of a stage"),
+            "{err:?}"
         );
     }
 

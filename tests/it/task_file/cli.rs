@@ -319,7 +319,7 @@ fn bad_task_files_name_the_line_and_field_and_submit_nothing() {
         ("run: x\nname: a/b\n", "task.yaml:2: name: "),
         (
             "run: x\ndepends_on:\n  b: [a]\n",
-            "task.yaml:2: depends_on: a graph of tasks is not run here",
+            "task.yaml:2: depends_on: a graph of tasks goes in a pipeline's first document",
         ),
         (
             "run: x\nnum_node: 2\n",

@@ -128,6 +128,54 @@ fn e2e_task_file_pipeline_runs_stage_after_stage_and_stops_at_a_failure() {
     }
 }
 
+/// SkyPilot's graph of stages (`dependencies:` in the header): `a`, then `b` and `c` side by
+/// side (each waits for the other to have started, so one after the other would time out),
+/// then `d` once both have succeeded.
+#[test]
+fn e2e_task_file_graph_runs_stages_side_by_side_after_those_they_wait_for() {
+    let Some((lab, _turn)) = lab() else {
+        return;
+    };
+    let dir = lab.workdir("graph");
+    let name = unique_name("graph");
+    let out = dir.join("out.txt");
+    let both = |me: &str, other: &str| {
+        format!(
+            "touch {d}/{me}.started; for i in $(seq 150); do [ -e {d}/{other}.started ] && break; sleep 0.2; done; [ -e {d}/{other}.started ] && echo {me} >> {o}",
+            d = dir.display(),
+            o = out.display()
+        )
+    };
+    let text = format!(
+        "name: {name}\ndependencies:\n  b: [a]\n  c: [a]\n  d: [b, c]\n---\nname: a\nresources:\n  cpus: 1\nrun: echo a >> {o}\n---\nname: b\nresources:\n  cpus: 1\nrun: {b}\n---\nname: c\nresources:\n  cpus: 1\nrun: {c}\n---\nname: d\nresources:\n  cpus: 1\nrun: echo d >> {o}\n",
+        o = out.display(),
+        b = both("b", "c"),
+        c = both("c", "b"),
+    );
+    std::fs::write(dir.join("graph.yaml"), text).unwrap();
+    let jobs = launch_file(&dir, "graph.yaml", &lab.load_env(), &[], &[]);
+    assert_eq!(jobs.len(), 4);
+    let ends: Vec<HashMap<String, String>> = jobs
+        .iter()
+        .map(|id| wait_job_end(id, Duration::from_secs(180)))
+        .collect();
+    let states: Vec<&str> = ends.iter().map(|i| i["JobState"].as_str()).collect();
+    assert_eq!(states, ["COMPLETED"; 4], "{ends:?}");
+    let lines = std::fs::read_to_string(&out).unwrap();
+    let order: Vec<&str> = lines.lines().collect();
+    assert_eq!((order[0], order[3]), ("a", "d"), "{order:?}");
+    let mut middle = [order[1], order[2]];
+    middle.sort_unstable();
+    assert_eq!(middle, ["b", "c"], "{order:?}");
+    // d started only once b and c had both ended; b and c only once a had.
+    for (before, after) in [(0, 1), (0, 2), (1, 3), (2, 3)] {
+        assert!(
+            ends[before]["EndTime"] <= ends[after]["StartTime"],
+            "{before} before {after}: {ends:?}"
+        );
+    }
+}
+
 /// `use_spot: true` with `spot_partition: labspot` in the config runs in labspot; a job of
 /// labhigh (which preempts it) on its node requeues it, and its next attempt finishes.
 #[test]
