@@ -77,7 +77,7 @@ pub(crate) fn expand(
     for notice in &task.notices {
         printer.info(notice);
     }
-    parse_with_inserted(argv, var, sub, &words).map_err(|e| {
+    let cli = parse_with_inserted(argv, var, sub, &words).map_err(|e| {
         let text = e.to_string();
         UsageError::new(format!(
             "with task file `{}`: {}",
@@ -87,7 +87,11 @@ pub(crate) fn expand(
                 .unwrap_or_default()
                 .trim_start_matches("error: ")
         ))
-    })
+    })?;
+    if let Command::Launch(args) = &cli.command {
+        task_file::check_destinations(&task, args.container.container_image.is_some())?;
+    }
+    Ok(cli)
 }
 
 /// Whether `exec CLUSTER WORD` names a task file: a file that exists, or a name ending in
@@ -204,6 +208,8 @@ fn resolves(sub: &str, words: &[OsString]) -> Result<(), String> {
     // checked here, all of them together when the command line resolves.
     super::container::check_each(&args.container, &src.cwd).map_err(|e| e.to_string())?;
     args.container = ContainerArgs::default();
+    // A file mount's destination is judged with the image, once the command line is whole.
+    args.snapshot.file_mount.clear();
     super::launch::resolve(&args, &src)
         .map(drop)
         .map_err(|e| e.to_string())
