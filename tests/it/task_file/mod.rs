@@ -2,5 +2,6 @@
 //! refusal, and, end to end, the seeds' tasks run on the test cluster.
 
 mod cli;
+mod code_and_files;
 mod e2e_skypilot_shapes;
 mod e2e_task_file;
