@@ -37,7 +37,7 @@ impl GitSource {
             shallow.args(["--branch", r]);
         }
         let first = match run(shallow.arg("--").arg(&self.url).arg(dest)) {
-            Ok(()) => return Ok(()),
+            Ok(()) => return keep_refs(dest).map_err(|said| self.refused(&said)),
             Err(said) => said,
         };
         // A commit is not a branch or tag: clone it all and check the commit out.
@@ -55,6 +55,7 @@ impl GitSource {
                 .arg(dest)
                 .args(["checkout", "-q", "--detach", reference, "--"]))
         })
+        .and_then(|()| keep_refs(dest))
         .map_err(|said| {
             let _ = std::fs::remove_dir_all(dest);
             self.refused(&said)
@@ -68,6 +69,17 @@ impl GitSource {
         ))
         .hint("check the URL and that the ref (`ref:`, a branch, tag or commit) is in the repository; `git clone URL` must work on this login node")
     }
+}
+
+/// Names the checked-out commit `refs/rayslurm/workdir` in the clone. A snapshot copies files,
+/// not empty directories, and a clone of a tag or commit may hold its refs only in
+/// `packed-refs`: without a file under `refs/`, the nodes' copy would not be a repository.
+fn keep_refs(dest: &Path) -> Result<(), String> {
+    run(Command::new("git").arg("-C").arg(dest).args([
+        "update-ref",
+        "refs/rayslurm/workdir",
+        "HEAD",
+    ]))
 }
 
 /// Runs a git command; what it said on stderr when it fails.
@@ -136,6 +148,8 @@ pub(crate) mod tests {
             }
             .clone_into(&to)
             .unwrap();
+            // A file under `refs/`: a copy of the files alone is still a repository.
+            assert!(to.join(".git/refs/rayslurm/workdir").is_file());
             (
                 to.join("later.py").exists(),
                 to.join("train.py").exists(),

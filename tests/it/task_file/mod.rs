@@ -3,5 +3,6 @@
 
 mod cli;
 mod code_and_files;
+mod e2e_code_and_files;
 mod e2e_skypilot_shapes;
 mod e2e_task_file;
