@@ -26,6 +26,14 @@ fn e2e_file_mounts_and_skyignore_reach_every_node() {
     let dir = lab.workdir("fmounts");
     let unique = dir.file_name().unwrap().to_string_lossy().into_owned();
     std::fs::create_dir_all(dir.join("code/logs")).unwrap();
+    // A git work tree, where `.gitignore` would leave `logs/` out but for the `.skyignore`.
+    let init = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir.join("code"))
+        .args(["init", "-q"])
+        .output()
+        .unwrap();
+    assert!(init.status.success(), "{init:?}");
     std::fs::write(dir.join("code/.gitignore"), "logs/\n").unwrap();
     std::fs::write(dir.join("code/.skyignore"), "secret.txt\n").unwrap();
     std::fs::write(dir.join("code/secret.txt"), "s").unwrap();
