@@ -2,7 +2,8 @@
 //! group: `/tmp` is everyone's, so he can make the destination's directory there first, open
 //! to him, on every node, to read what the victim's run puts in it (or to hand it files of
 //! his). The run must not write into it: it fails at start naming the directory and its owner,
-//! and the planted directories stay empty.
+//! and the planted directories stay empty. The control: directories the victim made herself
+//! there are used.
 
 use std::os::unix::fs::MetadataExt;
 
@@ -23,12 +24,7 @@ fn a_file_mount_under_tmp_never_goes_into_a_directory_another_member_planted() {
     );
     assert!(out.status.success(), "{}", text(&out).1);
     let name = format!("rstest-{}", dir.file_name().unwrap().to_string_lossy());
-    let plant = format!(
-        "for node in {}; do mkdir -m 777 {NODES_TMP}/$node/{name}; done",
-        lab.nodes.join(" ")
-    );
-    let out = sh_as(ATTACKER, &dir, &plant);
-    assert!(out.status.success(), "{}", text(&out).1);
+    mkdir_on_every_node(ATTACKER, &dir, &lab.nodes, &name, "777");
     let planted: Vec<_> = lab
         .nodes
         .iter()
@@ -63,4 +59,46 @@ fn a_file_mount_under_tmp_never_goes_into_a_directory_another_member_planted() {
         Vec::<String>::new(),
         "the victim's files in the planted directories"
     );
+
+    // Control: the same directories made by the victim herself (0700) are used, and the run
+    // reads her file there.
+    let own = format!("{name}-own");
+    mkdir_on_every_node(VICTIM, &dir, &lab.nodes, &own, "700");
+    let control = victim_runs(
+        lab,
+        &dir,
+        "",
+        &format!(
+            "-n 2 --file-mount /tmp/{own}/data=./data --command 'cat /tmp/{own}/data/secret.csv'"
+        ),
+    );
+    for node in &lab.nodes {
+        let _ = std::fs::remove_dir_all(std::path::Path::new(NODES_TMP).join(node).join(&own));
+    }
+    assert_eq!(
+        control.info["JobState"], "COMPLETED",
+        "{}",
+        control.log_text
+    );
+    assert!(
+        control.log_text.contains("victim-data"),
+        "{}",
+        control.log_text
+    );
+}
+
+/// `user` makes `/tmp/NAME` (mode `mode`) on each of `nodes`.
+fn mkdir_on_every_node(
+    user: &str,
+    dir: &std::path::Path,
+    nodes: &[String],
+    name: &str,
+    mode: &str,
+) {
+    let script = format!(
+        "for node in {}; do mkdir -m {mode} {NODES_TMP}/$node/{name}; done",
+        nodes.join(" ")
+    );
+    let out = sh_as(user, dir, &script);
+    assert!(out.status.success(), "{}", text(&out).1);
 }
