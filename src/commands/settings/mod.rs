@@ -14,6 +14,7 @@ mod cluster;
 pub(crate) mod clusters;
 mod container;
 pub(crate) mod exec;
+mod file_mounts;
 mod job;
 pub(crate) mod launch;
 mod long_run;

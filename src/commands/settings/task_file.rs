@@ -77,21 +77,19 @@ pub(crate) fn expand(
     for notice in &task.notices {
         printer.info(notice);
     }
-    let cli = parse_with_inserted(argv, var, sub, &words).map_err(|e| {
-        let text = e.to_string();
-        UsageError::new(format!(
-            "with task file `{}`: {}",
-            task.path.display(),
-            text.lines()
-                .next()
-                .unwrap_or_default()
-                .trim_start_matches("error: ")
-        ))
-    })?;
-    if let Command::Launch(args) = &cli.command {
-        task_file::check_destinations(&task, args.container.container_image.is_some())?;
-    }
-    Ok(cli)
+    parse_with_inserted(argv, var, sub, &words)
+        .map_err(|e| {
+            let text = e.to_string();
+            UsageError::new(format!(
+                "with task file `{}`: {}",
+                task.path.display(),
+                text.lines()
+                    .next()
+                    .unwrap_or_default()
+                    .trim_start_matches("error: ")
+            ))
+        })
+        .and_then(|cli| super::file_mounts::judged(cli, &task))
 }
 
 /// Whether `exec CLUSTER WORD` names a task file: a file that exists, or a name ending in
@@ -205,11 +203,9 @@ fn resolves(sub: &str, words: &[OsString]) -> Result<(), String> {
         ..Sources::default()
     };
     // A container flag means something only beside the image (and the runtime): each alone is
-    // checked here, all of them together when the command line resolves.
+    // checked here, all of them together when the command line resolves (file mounts too).
     super::container::check_each(&args.container, &src.cwd).map_err(|e| e.to_string())?;
-    args.container = ContainerArgs::default();
-    // A file mount's destination is judged with the image, once the command line is whole.
-    args.snapshot.file_mount.clear();
+    (args.container, args.snapshot.file_mount) = (ContainerArgs::default(), Vec::new());
     super::launch::resolve(&args, &src)
         .map(drop)
         .map_err(|e| e.to_string())
