@@ -250,13 +250,16 @@ fn a_file_mount_a_node_cannot_make_is_refused_unless_an_image_binds_it() {
         assert!(ran.stderr.contains(needle), "{needle}: {}", ran.stderr);
     }
     assert!(!state(d).exists());
+    std::fs::write(d.join("img.sqsh"), "").unwrap();
     let ran = launch_in(
         d,
         &[
             "task.yaml",
             "--dry-run",
             "--container-image",
-            "docker://ubuntu:24.04",
+            "img.sqsh",
+            "--container-runtime",
+            "apptainer",
         ],
     )
     .env("RAYSLURM_CONFIG", "/dev/null")
