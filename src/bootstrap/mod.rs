@@ -18,6 +18,7 @@
 mod allocation;
 mod byte_lines;
 mod enroot;
+mod file_mounts;
 mod head;
 mod heartbeat;
 mod in_image;

@@ -3,6 +3,8 @@
 //! A `git clone` or `uv venv` in it does not collide with another node's, and every attempt
 //! of the run starts from the same snapshot, whatever was edited after the launch. With
 //! `--empty-workdir` the snapshot is empty, and each node's copy a new, empty directory.
+//! The run's file mounts that go to the user's home or the node's `/tmp` are placed as the
+//! copy is made (`bootstrap::file_mounts`).
 //!
 //! The copy is `/tmp/rs{uid}-{job}.{restart}-workdir`: always new (mkdir, mode 0700; when the
 //! name is taken, a random suffix gives another, as for Ray's temp root), made by the node's
@@ -18,6 +20,7 @@ use std::time::Instant;
 use nix::fcntl::{Flock, FlockArg};
 
 use crate::bootstrap::allocation::Allocation;
+use crate::bootstrap::file_mounts;
 use crate::bootstrap::node::say;
 use crate::bootstrap::ray_node::{TempRoot, random_suffix};
 use crate::sys::private_tree;
@@ -55,15 +58,21 @@ impl NodeWorkdir {
                 snapshot.display()
             )
         })?;
+        let mounts = file_mounts::place(snapshot).inspect_err(|_| {
+            let _ = std::fs::remove_dir_all(&path);
+        })?;
         let made = Self::enter(path)?;
         // An empty snapshot is `--empty-workdir`'s (a task file without `workdir:`).
-        let what = match files {
+        let mut what = match files {
             0 => "new and empty".to_owned(),
             n => format!(
                 "{n} files copied from the snapshot in {:.1} s",
                 t0.elapsed().as_secs_f64()
             ),
         };
+        if mounts > 0 {
+            what.push_str(&format!("; {mounts} file mounts placed"));
+        }
         say(
             &alloc.node,
             format!(

@@ -122,12 +122,33 @@ pub(crate) struct SnapshotArgs {
     /// that are not ignored, elsewhere every file. At start each node copies it to its own
     /// temp dir, and --setup and the command run there: edits after the launch do not reach
     /// a queued run or its requeued attempts, and nodes do not collide in it.
-    #[arg(long, overrides_with = "empty_workdir", help_heading = heading::ENVIRONMENT)]
+    #[arg(long, overrides_with_all = ["empty_workdir", "git_workdir"], help_heading = heading::ENVIRONMENT)]
     pub(crate) snapshot: bool,
 
     /// The directory --snapshot copies (implies --snapshot).
-    #[arg(value_name = "DIR", long, overrides_with = "empty_workdir", help_heading = heading::ENVIRONMENT)]
+    #[arg(value_name = "DIR", long, overrides_with_all = ["empty_workdir", "git_workdir"], help_heading = heading::ENVIRONMENT)]
     pub(crate) workdir: Option<PathBuf>,
+
+    /// The workdir is a clone of this git repository, made now (a task file's `workdir: {url:}`).
+    ///
+    /// Cloned at submission on this node with `git` (shallow for a branch or tag), then
+    /// copied as --snapshot copies a directory, with its `.git`. A clone that fails is
+    /// refused with what git said.
+    #[arg(value_name = "URL", long, overrides_with_all = ["snapshot", "workdir", "empty_workdir"], help_heading = heading::ENVIRONMENT)]
+    pub(crate) git_workdir: Option<String>,
+
+    /// The branch, tag or commit --git-workdir clones (default: the remote's default branch).
+    #[arg(value_name = "REF", long, requires = "git_workdir", help_heading = heading::ENVIRONMENT)]
+    pub(crate) git_ref: Option<String>,
+
+    /// Copy a local file or directory now and place it at DEST on every node (repeatable).
+    ///
+    /// A task file's `file_mounts: {DEST: SRC}`. DEST relative: in the node's workdir;
+    /// `~/PATH`: under your home; under /tmp: on the node's own disk; any other path only
+    /// with --container-image, bound into the image. Without --snapshot, --workdir or
+    /// --git-workdir, as with --empty-workdir.
+    #[arg(value_name = "DEST=SRC", long, help_heading = heading::ENVIRONMENT)]
+    pub(crate) file_mount: Vec<String>,
 
     /// Each node works in a new, empty directory of its own.
     ///
@@ -135,7 +156,7 @@ pub(crate) struct SnapshotArgs {
     /// nothing is copied into it: a `git clone` or a venv there does not collide with another
     /// node's. What a task file without `workdir:` does. The last of --snapshot, --workdir
     /// and this one given wins.
-    #[arg(long, overrides_with_all = ["snapshot", "workdir"], help_heading = heading::ENVIRONMENT)]
+    #[arg(long, overrides_with_all = ["snapshot", "workdir", "git_workdir"], help_heading = heading::ENVIRONMENT)]
     pub(crate) empty_workdir: bool,
 
     /// Largest snapshot, e.g. `500M`, `2G` (default: 1G; a plain number is megabytes).

@@ -84,9 +84,12 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
     if config
         .snapshot
         .as_ref()
-        .is_some_and(|p| p.workdir.is_none())
+        .is_some_and(|p| p.workdir.is_none() && p.git.is_none())
     {
         printer.info(EMPTY_WORKDIR);
+    }
+    if let Some(plan) = &config.snapshot {
+        crate::launch::file_mounts::announce(plan, printer);
     }
 
     let link = match &config.link {

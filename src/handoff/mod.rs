@@ -7,6 +7,7 @@ pub(crate) mod cluster;
 pub(crate) mod cluster_info;
 pub(crate) mod container;
 pub(crate) mod elastic;
+pub(crate) mod file_mounts;
 pub(crate) mod final_state;
 pub(crate) mod job_env;
 pub(crate) mod port_held;

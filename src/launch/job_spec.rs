@@ -49,6 +49,7 @@ impl<'a> JobSpec<'a> {
         link: &Link,
     ) -> Self {
         let job = &config.job;
+        let cluster = with_image_binds(config, files);
         let accepted = crate::sys::private_tree::accepted_owners();
         let bootstrap_args = BootstrapArgs {
             trust_unverified_owner: (!accepted.is_empty()).then(|| {
@@ -63,7 +64,7 @@ impl<'a> JobSpec<'a> {
                 files.state.clone(),
                 link.run_dir.clone().unwrap_or_else(|| files.dir.clone()),
                 job.num_gpus,
-                config.cluster.clone(),
+                cluster.clone(),
             )
         }
         .to_flags()
@@ -77,7 +78,7 @@ impl<'a> JobSpec<'a> {
             version: env!("CARGO_PKG_VERSION"),
             created,
             job,
-            directives: directives(job, &files.log, &config.cluster, link),
+            directives: directives(job, &files.log, &cluster, link),
             script_path: files.script.display().to_string(),
             log_path: files.log.display().to_string(),
             log_link: crate::launch::script_files::log_link(&config.log_dir, files)
@@ -88,6 +89,18 @@ impl<'a> JobSpec<'a> {
             bootstrap_args,
         }
     }
+}
+
+/// The run's cluster options with its file mounts that go into the image bound there
+/// (`--container-mounts`), each from its copy beside the snapshot.
+fn with_image_binds(config: &LaunchConfig, files: &RunFiles) -> ClusterOptions {
+    let mut cluster = config.cluster.clone();
+    if let Some(plan) = &config.snapshot {
+        let binds =
+            crate::launch::file_mounts::image_binds(&plan.file_mounts, &snapshot_dir(files));
+        cluster.container.container_mounts.extend(binds);
+    }
+    cluster
 }
 
 /// Where a run's snapshot of its workdir is kept: in its own private directory (its own even

@@ -5,6 +5,8 @@
 
 pub(crate) mod config;
 pub(crate) mod digest_check;
+pub(crate) mod file_mounts;
+pub(crate) mod git_workdir;
 pub(crate) mod gpu_directive;
 pub(crate) mod gpu_names;
 pub(crate) mod job_spec;
@@ -12,6 +14,7 @@ pub(crate) mod log_dir;
 pub(crate) mod node_binary;
 pub(crate) mod owned_directives;
 pub(crate) mod script_files;
+pub(crate) mod skyignore;
 pub(crate) mod snapshot;
 pub(crate) mod task_file;
 pub(crate) mod template;

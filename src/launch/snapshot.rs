@@ -2,7 +2,11 @@
 //! that a queued run (and each of its requeued attempts) runs the code as it was when it was
 //! launched, whatever is edited after. In a git repository the copy holds what `git ls-files
 //! -co --exclude-standard` names (tracked files, and untracked ones that are not ignored);
-//! elsewhere every file. Symbolic links are kept as links. The files are listed and their size
+//! elsewhere every file. A `.skyignore` at the workdir's top takes the place of `.gitignore`,
+//! as in SkyPilot: then every file is copied but those its patterns (and those of the
+//! `.skyignore` files below it) name, whatever `.gitignore` says. A git workdir
+//! ([`GitSource`]) is cloned first, and the clone (with its `.git`) is the copy. The run's
+//! file mounts ([`FileMount`]) are copied with it. Symbolic links are kept as links. The files are listed and their size
 //! checked against `--snapshot-max-size` before anything is written ([`Listing::of`]), so that
 //! a refused snapshot leaves nothing behind and submits nothing.
 //!
@@ -18,6 +22,9 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{UsageError, show};
+use crate::launch::file_mounts::{FileMount, MountCopies};
+use crate::launch::git_workdir::GitSource;
+use crate::launch::skyignore;
 use crate::launch::validate;
 use crate::sys::tree_copy::{all_files, copy_entry};
 
@@ -25,11 +32,17 @@ use crate::sys::tree_copy::{all_files, copy_entry};
 pub(crate) const DEFAULT_MAX_SIZE: u64 = 1 << 30;
 
 /// The snapshot a launch asks for: of which directory, and how large it may be.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct SnapshotPlan {
-    /// `None` for `--empty-workdir`: nothing is copied.
+    /// `None` for `--empty-workdir` (nothing is copied) and for a git workdir.
     pub(crate) workdir: Option<PathBuf>,
     pub(crate) max_size: u64,
+    /// `--git-workdir`: the workdir is a clone of it, made at submission.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) git: Option<GitSource>,
+    /// `--file-mount`: copied with the snapshot, placed on each node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) file_mounts: Vec<FileMount>,
 }
 
 impl SnapshotPlan {
@@ -49,6 +62,7 @@ impl SnapshotPlan {
         Ok(Some(Self {
             workdir: Some(workdir),
             max_size: Self::max_size(max_size)?,
+            ..Self::default()
         }))
     }
 
@@ -94,6 +108,10 @@ pub(crate) struct SnapshotInfo {
 pub(crate) struct Listing {
     /// `None` for the empty snapshot (`--empty-workdir`).
     workdir: Option<PathBuf>,
+    /// A git workdir: the clone (removed when the listing goes), and what it was cloned from.
+    clone: Option<(tempfile::TempDir, GitSource)>,
+    /// The file mounts' files.
+    mounts: MountCopies,
     /// Paths relative to the workdir.
     files: Vec<PathBuf>,
     bytes: u64,
@@ -105,26 +123,41 @@ impl Listing {
     /// Lists what the snapshot of `plan` would hold; a usage error if the workdir is not a
     /// directory or the files are larger than the limit.
     pub(crate) fn of(plan: &SnapshotPlan) -> Result<Self, UsageError> {
-        let Some(dir) = &plan.workdir else {
-            return Ok(Self {
-                workdir: None,
-                files: Vec::new(),
-                bytes: 0,
-                commit: None,
-                dirty: None,
-            });
+        let mounts = MountCopies::of(&plan.file_mounts, plan.max_size)?;
+        let clone = match &plan.git {
+            Some(source) => {
+                let tmp = tempfile::tempdir().map_err(|e| {
+                    UsageError::new(format!("cannot make a directory to clone into: {e}"))
+                })?;
+                source.clone_into(&tmp.path().join("clone"))?;
+                Some((tmp, source.clone()))
+            }
+            None => None,
         };
+        let dir = match (&clone, &plan.workdir) {
+            (Some((tmp, _)), _) => tmp.path().join("clone"),
+            (None, Some(dir)) => dir.clone(),
+            (None, None) => {
+                return Ok(Self {
+                    workdir: None,
+                    clone: None,
+                    mounts,
+                    files: Vec::new(),
+                    bytes: 0,
+                    commit: None,
+                    dirty: None,
+                });
+            }
+        };
+        let dir = &dir;
         ensure_workdir(dir)?;
-        let git = git_files(dir);
-        let (files, commit, dirty) = match git {
-            Some(files) => (files, git_commit(dir), git_dirty(dir)),
-            None => (
-                all_files(dir).map_err(|e| {
-                    UsageError::new(format!("cannot list the files of the workdir: {e:#}"))
-                })?,
-                None,
-                None,
-            ),
+        let (files, commit, dirty) = if clone.is_some() {
+            (listed(dir, all_files(dir))?, git_commit(dir), None)
+        } else {
+            match kept_files(dir)? {
+                Kept::Git(files) => (files, git_commit(dir), git_dirty(dir)),
+                Kept::All(files) => (files, None, None),
+            }
         };
         let mut bytes = 0u64;
         let mut kept = Vec::new();
@@ -152,6 +185,8 @@ impl Listing {
         }
         Ok(Self {
             workdir: Some(dir.clone()),
+            clone,
+            mounts,
             files: kept,
             bytes,
             commit,
@@ -166,6 +201,7 @@ impl Listing {
             .mode(0o700)
             .create(dest)
             .with_context(|| format!("cannot create the snapshot `{}`", dest.display()))?;
+        self.mounts.write(dest)?;
         let Some(workdir) = &self.workdir else {
             return Ok(None);
         };
@@ -174,7 +210,10 @@ impl Listing {
         }
         Ok(Some(SnapshotInfo {
             path: dest.to_owned(),
-            workdir: workdir.clone(),
+            workdir: match &self.clone {
+                Some((_, source)) => PathBuf::from(source.shown()),
+                None => workdir.clone(),
+            },
             commit: self.commit.clone(),
             dirty: self.dirty,
             files: self.files.len(),
@@ -204,16 +243,49 @@ fn mb(bytes: u64) -> f64 {
     bytes as f64 / f64::from(1 << 20)
 }
 
+/// What a snapshot keeps of a directory, and by which rule.
+pub(crate) enum Kept {
+    /// What git keeps of a directory in a git work tree.
+    Git(Vec<PathBuf>),
+    /// Every file, or every file a `.skyignore` does not name.
+    All(Vec<PathBuf>),
+}
+
+/// The files a snapshot of `dir` keeps: by its `.skyignore` when it has one at its top (as
+/// SkyPilot, which then leaves `.gitignore` aside), else by git in a git work tree, else all.
+pub(crate) fn kept_files(dir: &Path) -> Result<Kept, UsageError> {
+    if dir.join(skyignore::SKYIGNORE).is_file() {
+        return skyignore::kept(dir).map(Kept::All);
+    }
+    match git_files(dir) {
+        Some(files) => Ok(Kept::Git(files)),
+        None => listed(dir, all_files(dir)).map(Kept::All),
+    }
+}
+
+/// A directory's listing, or a usage error naming it.
+fn listed(dir: &Path, files: Result<Vec<PathBuf>>) -> Result<Vec<PathBuf>, UsageError> {
+    files.map_err(|e| {
+        UsageError::new(format!(
+            "cannot list the files of {}: {e:#}",
+            show(&dir.display().to_string())
+        ))
+    })
+}
+
 /// The files git would keep of `dir`, if it is in a git work tree.
 fn git_files(dir: &Path) -> Option<Vec<PathBuf>> {
-    use std::os::unix::ffi::OsStrExt;
     let out = git(dir, &["ls-files", "-co", "--exclude-standard", "-z"])?;
-    Some(
-        out.split(|b| *b == 0)
-            .filter(|p| !p.is_empty())
-            .map(|p| PathBuf::from(std::ffi::OsStr::from_bytes(p)))
-            .collect(),
-    )
+    Some(nul_separated(&out))
+}
+
+/// `git ... -z`'s paths.
+pub(crate) fn nul_separated(out: &[u8]) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    out.split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| PathBuf::from(std::ffi::OsStr::from_bytes(p)))
+        .collect()
 }
 
 fn git_commit(dir: &Path) -> Option<String> {
@@ -245,6 +317,7 @@ mod tests {
         SnapshotPlan {
             workdir: Some(dir.to_owned()),
             max_size,
+            ..SnapshotPlan::default()
         }
     }
 
@@ -273,10 +346,7 @@ mod tests {
     #[test]
     fn the_empty_snapshot_is_a_private_empty_directory_and_no_record() {
         use std::os::unix::fs::PermissionsExt;
-        let empty = SnapshotPlan {
-            workdir: None,
-            max_size: 0,
-        };
+        let empty = SnapshotPlan::default();
         let dest = tempfile::tempdir().unwrap();
         let snap = dest.path().join("snap");
         let info = Listing::of(&empty).unwrap().write(&snap).unwrap();

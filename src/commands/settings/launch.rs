@@ -10,6 +10,8 @@ use crate::cli::{LaunchArgs, LongRunArgs, SnapshotArgs};
 use crate::error::UsageError;
 use crate::handoff::cluster::{ClusterOptions, ServeOptions};
 use crate::launch::config::{LaunchConfig, Sources};
+use crate::launch::file_mounts::FileMount;
+use crate::launch::git_workdir::GitSource;
 use crate::launch::snapshot::SnapshotPlan;
 use crate::launch::validate;
 
@@ -45,6 +47,7 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
     let job = super::job::resolve_job(job, exp_name, command, src)?;
     let shared = super::cluster::resolve(cluster, job.request.num_nodes, src)?;
     let container = super::container::resolve(container, src)?;
+    let in_image = container.container_image.is_some();
     let long_run = super::long_run::resolve((*signal, *requeue, *max_requeues), src)?;
     super::job::check_stop_grace(&shared.nodes, job.request.time.as_deref())?;
     let cluster = ClusterOptions {
@@ -75,7 +78,7 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
         after: after.clone(),
         singleton: *singleton,
         link: None,
-        snapshot: resolve_snapshot(snapshot, &src.cwd)?,
+        snapshot: resolve_snapshot(snapshot, &src.cwd, in_image)?,
     })
 }
 
@@ -117,25 +120,59 @@ fn name_and_command<'a>(
 /// `--snapshot`, `--workdir`, `--snapshot-max-size` and `--empty-workdir`: the snapshot asked
 /// for, if any (`--empty-workdir`'s holds nothing). A relative workdir is taken from the
 /// current directory.
-fn resolve_snapshot(args: &SnapshotArgs, cwd: &Path) -> Result<Option<SnapshotPlan>, UsageError> {
+fn resolve_snapshot(
+    args: &SnapshotArgs,
+    cwd: &Path,
+    in_image: bool,
+) -> Result<Option<SnapshotPlan>, UsageError> {
     let SnapshotArgs {
         snapshot,
         workdir,
         snapshot_max_size,
         empty_workdir,
+        git_workdir,
+        git_ref,
+        file_mount,
     } = args;
-    if *empty_workdir {
-        return Ok(Some(SnapshotPlan {
-            workdir: None,
+    let file_mounts = file_mount
+        .iter()
+        .map(|m| FileMount::parse(m, cwd, in_image))
+        .collect::<Result<Vec<_>, _>>()?;
+    let plan = if let Some(url) = git_workdir {
+        Some(SnapshotPlan {
+            git: Some(GitSource {
+                url: url.clone(),
+                reference: git_ref.clone(),
+            }),
             max_size: SnapshotPlan::max_size(snapshot_max_size.as_deref())?,
-        }));
-    }
-    SnapshotPlan::resolve(
-        *snapshot,
-        workdir.as_deref(),
-        snapshot_max_size.as_deref(),
-        cwd,
-    )
+            ..SnapshotPlan::default()
+        })
+    } else if *empty_workdir {
+        Some(SnapshotPlan {
+            max_size: SnapshotPlan::max_size(snapshot_max_size.as_deref())?,
+            ..SnapshotPlan::default()
+        })
+    } else {
+        SnapshotPlan::resolve(
+            *snapshot,
+            workdir.as_deref(),
+            snapshot_max_size.as_deref(),
+            cwd,
+        )?
+    };
+    // File mounts come with a snapshot: without one asked for, the empty one's.
+    Ok(match plan {
+        Some(plan) => Some(SnapshotPlan {
+            file_mounts,
+            ..plan
+        }),
+        None if file_mounts.is_empty() => None,
+        None => Some(SnapshotPlan {
+            file_mounts,
+            max_size: SnapshotPlan::max_size(snapshot_max_size.as_deref())?,
+            ..SnapshotPlan::default()
+        }),
+    })
 }
 
 #[cfg(test)]

@@ -12,9 +12,9 @@ use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 use crate::cli::parse::{check_option, exec_command_tip, option_takes_value, parse_with_inserted};
-use crate::cli::{Cli, Command, ContainerArgs, LaunchArgs};
+use crate::cli::{Cli, Command, ContainerArgs};
 use crate::error::UsageError;
-use crate::launch::config::{LaunchConfig, Sources};
+use crate::launch::config::Sources;
 use crate::launch::gpu_names::GpuAsk;
 use crate::launch::task_file::{
     self, EMPTY_WORKDIR, Given, Refusal, SLURM_CLUSTER, TaskFile, USE_SPOT, Value,
@@ -22,47 +22,9 @@ use crate::launch::task_file::{
 use crate::printer::Printer;
 
 use super::task_site::{Spot, check_cluster};
+use super::task_stages::distinct_names;
+pub(crate) use super::task_stages::{Stage, StageSettings, resolve_stages};
 use crate::commands::task_launch::forwards;
-
-/// One stage of a task file's `launch` (the file's one task, or a stage of its pipeline): its
-/// arguments, with the file's flags, and what the launch prints of it.
-#[derive(Debug)]
-pub(crate) struct Stage {
-    pub(crate) args: Box<LaunchArgs>,
-    /// The ports its task serves (`resources.ports`), to forward.
-    pub(crate) ports: Vec<String>,
-    /// The pipeline it is a stage of, by name.
-    pub(crate) pipeline: Option<String>,
-    /// The runs it waits for, in a pipeline that is a graph; `None`: the stage before it.
-    pub(crate) waits_for: Option<Vec<String>>,
-}
-
-/// A stage resolved: the launch it is, and what the launch prints of it.
-#[derive(Debug)]
-pub(crate) struct StageSettings {
-    pub(crate) config: LaunchConfig,
-    pub(crate) ports: Vec<String>,
-    pub(crate) pipeline: Option<String>,
-    pub(crate) waits_for: Option<Vec<String>>,
-}
-
-/// Every stage resolved (and so checked) before the first is submitted.
-pub(crate) fn resolve_stages(
-    stages: &[Stage],
-    sources: &Sources,
-) -> Result<Vec<StageSettings>, UsageError> {
-    stages
-        .iter()
-        .map(|s| {
-            Ok(StageSettings {
-                config: super::launch::resolve(&s.args, sources)?,
-                ports: s.ports.clone(),
-                pipeline: s.pipeline.clone(),
-                waits_for: s.waits_for.clone(),
-            })
-        })
-        .collect()
-}
 
 /// `cli` again with its task file's flags, or as it is when it names none; for `launch`, each
 /// stage of the file as well (one for a file of one task; none without a task file).
@@ -167,24 +129,7 @@ fn parse_with_task(
         ))
     })?;
     note_gpu_origin(&mut cli, task);
-    Ok(cli)
-}
-
-/// Each stage of a pipeline is a run of its own name (a name typed with `--exp-name` would
-/// give them all one).
-fn distinct_names(path: &Path, stages: &[Stage]) -> Result<(), UsageError> {
-    for (i, stage) in stages.iter().enumerate() {
-        let name = &stage.args.exp_name;
-        if stages[..i].iter().any(|s| s.args.exp_name == *name) {
-            return Err(UsageError::new(format!(
-                "two stages of the pipeline `{}` are both named `{}`",
-                path.display(),
-                name.as_deref().unwrap_or_default()
-            ))
-            .hint("give each stage its own `name:` (the run is PIPELINE-NAME), and no --exp-name on the command line"));
-        }
-    }
-    Ok(())
+    super::file_mounts::judged(cli, task)
 }
 
 /// `envs:`/`secrets:` keys without a value must be typed (`--env KEY`, `--secret KEY`).
@@ -397,9 +342,9 @@ fn resolves(sub: &str, words: &[OsString]) -> Result<(), String> {
         ..Sources::default()
     };
     // A container flag means something only beside the image (and the runtime): each alone is
-    // checked here, all of them together when the command line resolves.
+    // checked here, all of them together when the command line resolves (file mounts too).
     super::container::check_each(&args.container, &src.cwd).map_err(|e| e.to_string())?;
-    args.container = ContainerArgs::default();
+    (args.container, args.snapshot.file_mount) = (ContainerArgs::default(), Vec::new());
     super::launch::resolve(&args, &src)
         .map(drop)
         .map_err(|e| e.to_string())

@@ -159,6 +159,7 @@ mod tests {
             snapshot: Some(SnapshotPlan {
                 workdir: Some("/w".into()),
                 max_size: 1 << 20,
+                ..SnapshotPlan::default()
             }),
         };
         let kept = RecordedLaunch::of(&config, config.link.as_ref().unwrap());

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::given::{Given, Value};
 use super::node::{Line, Node};
-use super::{Reading, Refusal, apply_workdir, resources};
+use super::{Reading, Refusal, apply_workdir, mounts, resources};
 use crate::launch::validate;
 
 /// Top-level fields refused, and why.
@@ -222,12 +222,16 @@ fn envs(r: &mut Reading, field: &str, value: &Line<Node>) -> Result<(), Refusal>
 
 /// `workdir: DIR` (relative to the working directory, as SkyPilot takes it).
 fn workdir(r: &mut Reading, field: &str, value: &Line<Node>) -> Result<(), Refusal> {
-    let Node::Str(dir) = &value.value else {
-        return Err(Refusal::new(
-            field,
-            value.line,
-            "give a local directory; a git repository as workdir is not supported: clone it in `setup`",
-        ));
+    let dir = match &value.value {
+        Node::Str(dir) => dir,
+        Node::Map(entries) => return mounts::git_workdir(r, field, value, entries),
+        _ => {
+            return Err(Refusal::new(
+                field,
+                value.line,
+                "give a local directory, or a git repository as `{url: URL, ref: REF}`",
+            ));
+        }
     };
     let dir = r.cwd.join(home_expanded(dir));
     let dir = dir
@@ -254,32 +258,9 @@ fn home_expanded(path: &str) -> PathBuf {
     }
 }
 
-/// `file_mounts:` of local paths need nothing on a shared filesystem; buckets are refused.
+/// `file_mounts:`: local sources copied at submission and placed on each node.
 fn file_mounts(r: &mut Reading, value: &Line<Node>) -> Result<(), Refusal> {
-    let Node::Map(entries) = &value.value else {
-        return Err(Refusal::new(
-            "file_mounts",
-            value.line,
-            "give `DEST: SOURCE` lines",
-        ));
-    };
-    for (dest, source) in entries {
-        let field = format!("file_mounts.{}", dest.value);
-        match &source.value {
-            Node::Str(s) if !s.contains("://") => {}
-            _ => {
-                return Err(Refusal::new(
-                    &field,
-                    dest.line,
-                    "buckets and URLs are not mounted: copy the data to the shared filesystem and read it there",
-                ));
-            }
-        }
-    }
-    if !entries.is_empty() {
-        r.notice("file_mounts", "the nodes see the shared filesystem, so nothing is copied: read each source where it is (the destinations are not created)");
-    }
-    Ok(())
+    mounts::file_mounts(r, value)
 }
 
 /// `rayslurm:`: each key a flag of the command by its own name (`exp_name`, `time`, ...).

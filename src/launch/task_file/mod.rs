@@ -13,12 +13,14 @@ use crate::error::UsageError;
 mod accelerators;
 mod fields;
 pub(crate) mod given;
+mod mounts;
 pub(crate) mod node;
 mod pipeline;
 mod resources;
 
 pub(crate) use fields::EMPTY_WORKDIR;
 pub(crate) use given::{Given, Value};
+pub(crate) use mounts::check_destinations;
 pub(crate) use resources::{SLURM_CLUSTER, USE_SPOT};
 
 /// A task file, read.
@@ -330,18 +332,30 @@ mod tests {
         );
     }
 
-    /// Local `file_mounts:` need nothing and say so; a bucket is refused by name.
+    /// Local `file_mounts:` become `--file-mount DEST=SRC` (SRC from the launch's directory);
+    /// a source that is not there, or a bucket, is refused by name.
     #[test]
-    fn local_file_mounts_are_noticed_and_buckets_refused() {
+    fn local_file_mounts_are_flags_and_buckets_refused() {
         let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("data")).unwrap();
         let path = task(tmp.path(), "run: x\nfile_mounts:\n  /inputs: ./data\n");
         let read = read(&path, tmp.path()).unwrap();
+        let want = format!("/inputs={}", tmp.path().join("./data").display());
         assert!(
-            read.notices
+            read.given
                 .iter()
-                .any(|n| n.contains("`file_mounts` needs nothing here")),
+                .any(|g| g.long == "file-mount"
+                    && g.value == super::Value::Values(vec![want.clone()])),
             "{:?}",
-            read.notices
+            read.given
+        );
+        let path = task(tmp.path(), "run: x\nfile_mounts:\n  /inputs: ./missing\n");
+        let err = super::read(&path, tmp.path()).unwrap_err();
+        assert!(
+            err.message
+                .contains("task.yaml:3: file_mounts./inputs: the source"),
+            "{}",
+            err.message
         );
         let path = task(
             tmp.path(),
@@ -358,5 +372,25 @@ mod tests {
             "{}",
             err.message
         );
+    }
+
+    /// `workdir: {url:, ref:}` is `--git-workdir URL --git-ref REF`; without `url:` refused.
+    #[test]
+    fn a_git_workdir_is_its_url_and_ref() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = task(
+            tmp.path(),
+            "run: x\nworkdir:\n  url: file:///r.git\n  ref: v1\n",
+        );
+        let given = read(&path, tmp.path()).unwrap().given;
+        let longs: Vec<&str> = given.iter().map(|g| g.long.as_str()).collect();
+        assert!(
+            longs.contains(&"git-workdir") && longs.contains(&"git-ref"),
+            "{longs:?}"
+        );
+        assert!(!longs.contains(&"empty-workdir"), "{longs:?}");
+        let path = task(tmp.path(), "run: x\nworkdir:\n  ref: v1\n");
+        let err = read(&path, tmp.path()).unwrap_err();
+        assert!(err.message.contains("needs `url:`"), "{}", err.message);
     }
 }

@@ -5,5 +5,6 @@
 
 mod cli;
 mod e2e_charliecloud;
+mod e2e_file_mounts;
 mod e2e_pyxis;
 mod task_file;

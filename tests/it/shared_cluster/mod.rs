@@ -5,6 +5,7 @@
 //! by another user, and containers that remap ids.
 
 mod e2e_auth;
+mod e2e_planted_mounts;
 mod e2e_ports;
 mod e2e_remapped_ids;
 mod e2e_shared;
