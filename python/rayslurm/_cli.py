@@ -221,16 +221,39 @@ def signal_name(signal: Optional[Union[str, int]]) -> Optional[str]:
     return signal
 
 
+def _values_in_env(args: Sequence[str]) -> Tuple[List[str], Dict[str, str]]:
+    """``args`` with each ``--env=KEY=VALUE`` and ``--secret=KEY=VALUE`` given as ``--env=KEY``
+    and ``--secret=KEY``, and the values in the environment of the program, which takes a
+    key's value from there: a value on its command line would be seen by every user (``ps``).
+    """
+    env = dict(os.environ)
+    out: List[str] = []
+    for arg in args:
+        flag, _, pair = arg.partition("=")
+        key, eq, value = pair.partition("=")
+        if flag in _SECRET_FLAGS and eq and key:
+            env[key] = value
+            out.append(f"{flag}={key}")
+        else:
+            out.append(arg)
+    return out, env
+
+
 def _run(args: Sequence[str]) -> "subprocess.CompletedProcess[str]":
-    argv = [find_bin(), *args]
-    return subprocess.run(
-        argv,
+    given, env = _values_in_env(args)
+    binary = find_bin()
+    proc = subprocess.run(
+        [binary, *given],
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         universal_newlines=True,
         check=False,
     )
+    # The call as asked, values included, so that an error masks any it repeats.
+    proc.args = [binary, *args]
+    return proc
 
 
 def parsed(proc: "subprocess.CompletedProcess[str]") -> Any:
@@ -267,9 +290,11 @@ def stream(args: Sequence[str]) -> Iterator[str]:
     (the job's end is in its status). Only an exit where rayslurm said ``error: ...`` raises
     :class:`RayslurmError`, at the end. Closing the iterator early stops the program.
     """
+    given, env = _values_in_env(args)
     argv = [find_bin(), *args]
     proc = subprocess.Popen(
-        argv,
+        [argv[0], *given],
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

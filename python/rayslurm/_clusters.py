@@ -81,6 +81,7 @@ def exec(  # noqa: A001 (named after rayslurm's command)
     setup: Optional[str] = None,
     env: Optional[Env] = None,
     env_file: Optional[EnvFiles] = None,
+    secret: Optional[Env] = None,
 ) -> ExecJob:
     """Submits ``command`` to a persistent cluster as a Ray job (``rayslurm exec -d --json``).
 
@@ -95,6 +96,8 @@ def exec(  # noqa: A001 (named after rayslurm's command)
         per_node: run the command once on each of ``num_nodes`` distinct nodes (every node
             of the cluster by default), with the rank variables; ``setup`` runs first on each.
         env, env_file: as for :func:`launch`.
+        secret: as ``env``, each a ``--secret``: the job's shell reads it from a file only you
+            can read, so it never reaches Ray's job table or logs (an ``env`` value does).
 
     Raises:
         RayslurmError: refused input or the cluster is not up (``returncode`` 2), or the job
@@ -110,6 +113,7 @@ def exec(  # noqa: A001 (named after rayslurm's command)
         "setup": setup,
         "env": env,
         "env_file": env_file,
+        "secret": secret,
     }
     args = ["exec", cluster_name(cluster), *_cli.flags(options), "-d", "--json"]
     if isinstance(command, str):

@@ -71,10 +71,6 @@ const APIS: &[Api] = &[
             ("snapshot", "not in the Python API yet"),
             ("workdir", "not in the Python API yet"),
             ("snapshot_max_size", "not in the Python API yet"),
-            (
-                "secret",
-                "not in the Python API yet: its flags are on rayslurm's command line, where a secret's value must never be",
-            ),
         ],
         own_way: &[(
             "command",

@@ -100,11 +100,14 @@ class Rendering(FakeBinary):
                 "--sbatch-arg=--mail-type=END",
                 "--num-nodes=2",
                 "--no-exclusive",
-                "--env=SEED=1",
+                "--env=SEED",
                 "--no-ray",
                 "--json",
             ],
         )
+        # A value is never on rayslurm's command line (`ps` shows that to every user): it
+        # comes in its environment, where `--env KEY` takes it from.
+        self.assertEqual(self.env()["SEED"], "1")
         self.assertEqual(
             (job.name, job.job_id, job.submitted, job.log),
             ("sweep", "4242", True, Path(LAUNCHED["log"])),

@@ -289,6 +289,7 @@ class FakeBinary(Scratch):
             self.root,
             "rayslurm",
             f'printf "%s\\n" "$@" > {self.argv_log}\n'
+            f"env > {self.root / 'env'}\n"
             f"cat {self.answer}\n"
             'echo "said on stderr" >&2\n'
             f"exit $(cat {self.code})",
@@ -299,6 +300,11 @@ class FakeBinary(Scratch):
 
     def argv(self) -> list:
         return self.argv_log.read_text().splitlines()
+
+    def env(self) -> dict:
+        """The environment the fake rayslurm was run with."""
+        lines = (self.root / "env").read_text().splitlines()
+        return dict(line.split("=", 1) for line in lines if "=" in line)
 
 
 class Exec(FakeBinary):
@@ -319,7 +325,12 @@ class Exec(FakeBinary):
 
     def test_a_command_line_goes_as_command_and_the_job_comes_back(self) -> None:
         job = rayslurm.exec(
-            "sweep", "python train.py --lr 0.1", name="trial-3", num_cpus=2, env={"LR": 0.1}
+            "sweep",
+            "python train.py --lr 0.1",
+            name="trial-3",
+            num_cpus=2,
+            env={"LR": 0.1},
+            secret={"HF_TOKEN": "hf-0123"},
         )
         self.assertEqual((job.cluster, job.job, job.name), ("sweep", 3, "trial-3"))
         self.assertEqual(job.log, Path(self.JOB["log"]))
@@ -330,12 +341,15 @@ class Exec(FakeBinary):
                 "sweep",
                 "--name=trial-3",
                 "--num-cpus=2",
-                "--env=LR=0.1",
+                "--env=LR",
+                "--secret=HF_TOKEN",
                 "-d",
                 "--json",
                 "--command=python train.py --lr 0.1",
             ],
         )
+        # The values come in rayslurm's environment, never on its command line.
+        self.assertEqual((self.env()["LR"], self.env()["HF_TOKEN"]), ("0.1", "hf-0123"))
 
     def test_a_list_of_words_goes_after_the_double_dash(self) -> None:
         rayslurm.exec("sweep", ["python", "train.py", "--lr", "0.1"], num_gpus=0.5)
