@@ -101,7 +101,8 @@ fn a_dry_run_shows_slurms_estimate() {
     };
     let dir = lab.workdir("e2e-dry-taken");
     let name = unique_name("dry").replace('-', "_");
-    let estimate = r"\(sbatch --test-only, nothing submitted\): Job \d+ to start at \S+ using \d+ processors on nodes \S+ in partition lab\n";
+    // (Slurm 26.05 puts a word between the time and `using`.)
+    let estimate = r"\(sbatch --test-only, nothing submitted\): Job \d+ to start at \S+(?: \S+)? using \d+ processors on nodes \S+ in partition lab\n";
     let ran = in_dir(
         &dir,
         &[
