@@ -16,7 +16,7 @@ for v in $versions; do
   t0=$SECONDS
   log=/tmp/rayslurm-matrix-$v.log
   echo "== Slurm $v (log: $log)" >&2
-  if ! bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-6}" "${RAYSLURM_TEST_CRASH_NODES:-2}" --slurm "$v" >"$log" 2>&1; then
+  if ! bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-8}" "${RAYSLURM_TEST_CRASH_NODES:-2}" --slurm "$v" >"$log" 2>&1; then
     results+=("$v|cluster did not start|$((SECONDS - t0)) s")
     tail -n 20 "$log" >&2
     continue
@@ -31,7 +31,7 @@ for v in $versions; do
   failed=$(grep -E '^    [a-z_:]*e2e_' "$log" | tr -d ' ' | paste -sd, -)
   results+=("$version|${summary:-no result (exit $rc)}${failed:+ (failed: $failed)}|$((SECONDS - t0)) s")
 done
-bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-6}" "${RAYSLURM_TEST_CRASH_NODES:-2}" --slurm debian >/dev/null 2>&1 || true
+bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-8}" "${RAYSLURM_TEST_CRASH_NODES:-2}" --slurm debian >/dev/null 2>&1 || true
 printf '\n| Slurm | e2e tests | time |\n|---|---|---|\n'
 for r in "${results[@]}"; do printf '| %s |\n' "${r//|/ | }"; done
 # " 0 failed" with its space: "10 failed" is a failure.

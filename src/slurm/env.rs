@@ -25,6 +25,16 @@ pub(crate) const SLURM_GPUS_ON_NODE: &str = "SLURM_GPUS_ON_NODE";
 pub(crate) const SLURM_GPUS_PER_NODE: &str = "SLURM_GPUS_PER_NODE";
 pub(crate) const SLURM_GPUS_PER_TASK: &str = "SLURM_GPUS_PER_TASK";
 pub(crate) const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
+/// What Slurm sets on the batch node for the GPUs it has there. A step started from the batch
+/// script inherits them on every node, where slurmd sets them again only on nodes with GPUs of
+/// the job: a node without any would take the batch node's as its own.
+pub(crate) const NODE_GPU_VARS: &[&str] = &[
+    CUDA_VISIBLE_DEVICES,
+    "GPU_DEVICE_ORDINAL",
+    "ROCR_VISIBLE_DEVICES",
+    "ZE_AFFINITY_MASK",
+    SLURM_GPUS_ON_NODE,
+];
 
 /// Set for Slurm's clients (`standard`), so that they print times one way whatever the user set.
 pub(crate) const SLURM_TIME_FORMAT: &str = "SLURM_TIME_FORMAT";

@@ -17,6 +17,7 @@ use crate::bootstrap::node::{TICK, say};
 use crate::bootstrap::protocol::{Order, READY_PREFIX, Report};
 use crate::bootstrap::user_code::setup::setup_failed;
 use crate::handoff::bootstrap_args::BootstrapArgs;
+use crate::slurm::env as slurm_env;
 use crate::sys::process::Cmd;
 
 /// A node that has joined.
@@ -143,8 +144,12 @@ impl WorkerStep {
             .arg(exe)
             .arg("bootstrap")
             .args(worker.to_words());
-        let mut child = cmd
-            .command()
+        let mut command = cmd.command();
+        // Each node's GPUs are its own: not the batch node's, which the step would inherit.
+        for var in slurm_env::NODE_GPU_VARS {
+            command.env_remove(var);
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()

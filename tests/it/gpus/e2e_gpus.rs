@@ -112,6 +112,52 @@ fn e2e_a_whole_node_tells_ray_the_gpus_asked_for_not_all_it_has() {
     assert_clean(&job);
 }
 
+/// A whole GPU node and a node without GPUs, no GPUs asked for: each rank counts its own
+/// node's, none. The batch node's `CUDA_VISIBLE_DEVICES` (all its GPUs, a whole node's) once
+/// reached the other node's rank through the step, which then counted 4.
+#[test]
+fn e2e_a_node_without_gpus_never_counts_the_batch_nodes() {
+    let Some((lab, _turn)) = lab() else {
+        return;
+    };
+    let (gpu_node, plain) = ("node5", lab.nodes.last().unwrap().clone());
+    assert!(lab.nodes.len() > 6, "a lab node without GPUs: {:?}", lab.nodes);
+    let dir = lab.workdir("gpuplain");
+    let load_env = lab.load_env();
+    let nodes = format!("{gpu_node},{plain}");
+    let before = node_tmp_entries();
+    let out = rayslurm([
+        "launch",
+        "--json",
+        "--exp-name",
+        "gpuplain",
+        "-n",
+        "2",
+        "--per-node",
+        "--exclusive",
+        "--load-env",
+        &load_env,
+        "--time",
+        "10",
+        "--node",
+        &nodes,
+        "--command",
+        "echo \"gpus=$RAYSLURM_NUM_GPUS_PER_NODE on $(hostname)\"",
+    ])
+    .cwd(&dir)
+    .output();
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "launch failed: {stderr}");
+    let job = Job::launched(&out.stdout, dir.clone(), before);
+    let info = job.wait(Duration::from_secs(300));
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    for node in [gpu_node, plain.as_str()] {
+        assert!(log.contains(&format!("gpus=0 on {node}\n")), "{node}: {log}");
+    }
+    assert_clean(&job);
+}
+
 #[test]
 fn e2e_an_unknown_gpu_type_is_refused_before_submission() {
     let Some((lab, _turn)) = lab() else {
