@@ -13,8 +13,9 @@ use crate::harness::{
     unique_name,
 };
 
-/// `launch --json` of `args` from `dir`, sharing nodes, as [`crate::harness::launch_in`] does
-/// but keeping what the launch said on stderr.
+/// `launch --json` of `args` from `dir`, sharing nodes unless `args` say `--exclusive` (the
+/// last wins), as [`crate::harness::launch_in`] does but keeping what the launch said on
+/// stderr.
 fn launch_seen(lab: &Lab, dir: &Path, name: &str, args: &[&str]) -> (Job, String) {
     let load_env = lab.load_env();
     let mut argv = vec![
@@ -76,34 +77,24 @@ fn e2e_a_whole_node_tells_ray_the_gpus_asked_for_not_all_it_has() {
         return;
     };
     let dir = lab.workdir("gpuwhole");
-    let load_env = lab.load_env();
     let cmd = "python -c 'import os, ray; ray.init(); print(\"visible\", len(os.environ[\"CUDA_VISIBLE_DEVICES\"].split(\",\")), \"ray\", int(ray.cluster_resources()[\"GPU\"]))'";
-    let before = node_tmp_entries();
-    let out = rayslurm([
-        "launch",
-        "--json",
-        "--exp-name",
+    let (job, _) = launch_seen(
+        lab,
+        &dir,
         "gpuwhole",
-        "-n",
-        "2",
-        "--load-env",
-        &load_env,
-        "--time",
-        "10",
-        "--exclusive",
-        "--num-gpus",
-        "a100_80gb:2",
-        "--object-store-memory",
-        "100000000",
-        NO_DASHBOARD,
-        "--command",
-        cmd,
-    ])
-    .cwd(&dir)
-    .output();
-    let (_, stderr) = text(&out);
-    assert!(out.status.success(), "launch failed: {stderr}");
-    let job = Job::launched(&out.stdout, dir.clone(), before);
+        &[
+            "-n",
+            "2",
+            "--exclusive",
+            "--num-gpus",
+            "a100_80gb:2",
+            "--object-store-memory",
+            "100000000",
+            NO_DASHBOARD,
+            "--command",
+            cmd,
+        ],
+    );
     let info = job.wait(Duration::from_secs(300));
     let log = job.log_text();
     assert_eq!(info["JobState"], "COMPLETED", "{log}");
@@ -121,39 +112,36 @@ fn e2e_a_node_without_gpus_never_counts_the_batch_nodes() {
         return;
     };
     let (gpu_node, plain) = ("node5", lab.nodes.last().unwrap().clone());
-    assert!(lab.nodes.len() > 6, "a lab node without GPUs: {:?}", lab.nodes);
+    assert!(
+        lab.nodes.len() > 6,
+        "a lab node without GPUs: {:?}",
+        lab.nodes
+    );
     let dir = lab.workdir("gpuplain");
-    let load_env = lab.load_env();
     let nodes = format!("{gpu_node},{plain}");
-    let before = node_tmp_entries();
-    let out = rayslurm([
-        "launch",
-        "--json",
-        "--exp-name",
+    let (job, _) = launch_seen(
+        lab,
+        &dir,
         "gpuplain",
-        "-n",
-        "2",
-        "--per-node",
-        "--exclusive",
-        "--load-env",
-        &load_env,
-        "--time",
-        "10",
-        "--node",
-        &nodes,
-        "--command",
-        "echo \"gpus=$RAYSLURM_NUM_GPUS_PER_NODE on $(hostname)\"",
-    ])
-    .cwd(&dir)
-    .output();
-    let (_, stderr) = text(&out);
-    assert!(out.status.success(), "launch failed: {stderr}");
-    let job = Job::launched(&out.stdout, dir.clone(), before);
+        &[
+            "-n",
+            "2",
+            "--per-node",
+            "--exclusive",
+            "--node",
+            &nodes,
+            "--command",
+            "echo \"gpus=$RAYSLURM_NUM_GPUS_PER_NODE on $(hostname)\"",
+        ],
+    );
     let info = job.wait(Duration::from_secs(300));
     let log = job.log_text();
     assert_eq!(info["JobState"], "COMPLETED", "{log}");
     for node in [gpu_node, plain.as_str()] {
-        assert!(log.contains(&format!("gpus=0 on {node}\n")), "{node}: {log}");
+        assert!(
+            log.contains(&format!("gpus=0 on {node}\n")),
+            "{node}: {log}"
+        );
     }
     assert_clean(&job);
 }
