@@ -54,12 +54,19 @@ pub(crate) fn check(node: &str, ray: &Path) -> Result<(), String> {
     }
 }
 
-/// The version of the Ray package beside the Python that `ray`'s `#!` line names.
-fn installed(ray: &Path) -> Option<Version> {
-    let text = std::fs::read(ray).ok()?;
+/// The interpreter a script's `#!` line names (for `ray`, the Python that has Ray).
+pub(crate) fn interpreter_of(script: &Path) -> Option<PathBuf> {
+    let text = std::fs::read(script).ok()?;
     let first = text.split(|b| *b == b'\n').next()?;
     let line = std::str::from_utf8(first).ok()?;
-    let python = PathBuf::from(line.strip_prefix("#!")?.split_whitespace().next()?);
+    Some(PathBuf::from(
+        line.strip_prefix("#!")?.split_whitespace().next()?,
+    ))
+}
+
+/// The version of the Ray package beside the Python that `ray`'s `#!` line names.
+fn installed(ray: &Path) -> Option<Version> {
+    let python = interpreter_of(ray)?;
     let prefix = python.parent()?.parent()?;
     for lib in ["lib", "lib64", "local/lib"] {
         let Ok(pythons) = std::fs::read_dir(prefix.join(lib)) else {

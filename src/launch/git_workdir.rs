@@ -37,7 +37,7 @@ impl GitSource {
             shallow.args(["--branch", r]);
         }
         let first = match run(shallow.arg("--").arg(&self.url).arg(dest)) {
-            Ok(()) => return keep_refs(dest).map_err(|said| self.refused(&said)),
+            Ok(_) => return keep_refs(dest).map_err(|said| self.refused(&said)),
             Err(said) => said,
         };
         // A commit is not a branch or tag: clone it all and check the commit out.
@@ -49,13 +49,13 @@ impl GitSource {
             .args(["clone", "-q", "--no-checkout", "--"])
             .arg(&self.url)
             .arg(dest))
-        .and_then(|()| {
+        .and_then(|_| {
             run(Command::new("git")
                 .arg("-C")
                 .arg(dest)
                 .args(["checkout", "-q", "--detach", reference, "--"]))
         })
-        .and_then(|()| keep_refs(dest))
+        .and_then(|_| keep_refs(dest))
         .map_err(|said| {
             let _ = std::fs::remove_dir_all(dest);
             self.refused(&said)
@@ -80,17 +80,19 @@ fn keep_refs(dest: &Path) -> Result<(), String> {
         "refs/rayslurm/workdir",
         "HEAD",
     ]))
+    .map(|_| ())
 }
 
-/// Runs a git command; what it said on stderr when it fails.
-fn run(cmd: &mut Command) -> Result<(), String> {
+/// Runs a git command, never asking for a password: its stdout, or what it said on stderr
+/// when it fails.
+pub(crate) fn run(cmd: &mut Command) -> Result<Vec<u8>, String> {
     let out = cmd
         .env("GIT_TERMINAL_PROMPT", "0")
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(|e| format!("cannot run git: {e}"))?;
     if out.status.success() {
-        return Ok(());
+        return Ok(out.stdout);
     }
     let said = String::from_utf8_lossy(&out.stderr).trim().to_owned();
     Err(if said.is_empty() {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::error::{UsageError, show};
+use crate::launch::git_workdir;
 use crate::launch::snapshot::nul_separated;
 
 /// The file's name, at the top of a directory (and below it).
@@ -24,40 +25,34 @@ pub(crate) fn kept(dir: &Path) -> Result<Vec<PathBuf>, UsageError> {
     };
     let scratch = tempfile::tempdir().map_err(|e| cannot(e.to_string()))?;
     let git_dir = scratch.path().join("git");
-    git(Command::new("git")
-        .args(["init", "-q", "--bare"])
-        .arg(&git_dir))
+    git_workdir::run(
+        Command::new("git")
+            .args(["init", "-q", "--bare"])
+            .arg(&git_dir),
+    )
     .map_err(cannot)?;
-    let out = git(Command::new("git")
-        .arg("--git-dir")
-        .arg(&git_dir)
-        .arg("--work-tree")
-        .arg(dir)
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "core.bare=false",
-            "-c",
-            "core.excludesFile=/dev/null",
-            "ls-files",
-            "-o",
-            "-z",
-            "--exclude-per-directory",
-            SKYIGNORE,
-        ]))
+    let out = git_workdir::run(
+        Command::new("git")
+            .arg("--git-dir")
+            .arg(&git_dir)
+            .arg("--work-tree")
+            .arg(dir)
+            .arg("-C")
+            .arg(dir)
+            .args([
+                "-c",
+                "core.bare=false",
+                "-c",
+                "core.excludesFile=/dev/null",
+                "ls-files",
+                "-o",
+                "-z",
+                "--exclude-per-directory",
+                SKYIGNORE,
+            ]),
+    )
     .map_err(cannot)?;
     Ok(nul_separated(&out))
-}
-
-/// A git command's stdout, or what it said.
-fn git(cmd: &mut Command) -> Result<Vec<u8>, String> {
-    let out = cmd.output().map_err(|e| format!("cannot run git: {e}"))?;
-    if out.status.success() {
-        Ok(out.stdout)
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
-    }
 }
 
 #[cfg(test)]

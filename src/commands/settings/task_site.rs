@@ -5,7 +5,7 @@
 use crate::launch::config::{FileDefaults, Sources, layered};
 use crate::launch::task_file::{Given, Refusal, Value};
 use crate::printer::Printer;
-use crate::sys::process::Cmd;
+use crate::slurm::query;
 
 /// The config's preemptible partition and QOS.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -70,15 +70,11 @@ impl Spot {
 /// `infra: slurm/CLUSTER`: refused unless CLUSTER is this cluster (Slurm's `ClusterName`).
 pub(super) fn check_cluster(given: &Given, named: &str) -> Result<(), Refusal> {
     let refuse = |why: String| Refusal::new(&given.field, given.line, why);
-    let out = Cmd::new("scontrol")
-        .args(["show", "config"])
-        .stdout()
-        .map_err(|e| {
-            refuse(format!(
-                "names the Slurm cluster `{named}`, and which cluster this is cannot be told ({e}): write `infra: slurm` to run on the cluster of this login node"
-            ))
-        })?;
-    let this = cluster_name(&out).unwrap_or_default();
+    let this = query::cluster_name().map_err(|e| {
+        refuse(format!(
+            "names the Slurm cluster `{named}`, and which cluster this is cannot be told ({e}): write `infra: slurm` to run on the cluster of this login node"
+        ))
+    })?;
     if this.eq_ignore_ascii_case(named) {
         return Ok(());
     }
@@ -87,24 +83,9 @@ pub(super) fn check_cluster(given: &Given, named: &str) -> Result<(), Refusal> {
     )))
 }
 
-/// `ClusterName` from `scontrol show config`'s `ClusterName = NAME` line.
-fn cluster_name(out: &str) -> Option<String> {
-    out.lines().find_map(|line| {
-        let (key, value) = line.split_once('=')?;
-        (key.trim() == "ClusterName").then(|| value.trim().to_owned())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_cluster_name_is_read_from_scontrol_show_config() {
-        let out = "Configuration data as of 2026-11-27T04:00:00\nAccountingStorageBackupHost = (null)\nClusterName             = rayslurmlab\nCompleteWait = 0 sec\n";
-        assert_eq!(cluster_name(out).as_deref(), Some("rayslurmlab"));
-        assert_eq!(cluster_name("nothing here\n"), None);
-    }
 
     /// The project file's keys over the user file's; neither: refused, naming both keys.
     #[test]

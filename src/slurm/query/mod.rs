@@ -32,7 +32,7 @@ pub(crate) use self::gres::parse_sinfo_gpus;
 pub(crate) use self::gres::{NodeGpus, sinfo_gpus};
 pub(crate) use self::job_state::{Phase, SlurmExit, SlurmState};
 pub(crate) use self::sacct::{SacctEntry, sacct};
-pub(crate) use self::scontrol::scontrol_job;
+pub(crate) use self::scontrol::{cluster_name, scontrol_job};
 #[cfg(test)]
 pub(crate) use self::squeue::parse_squeue_line;
 pub(crate) use self::squeue::{QueueEntry, is_of_job, own_line, squeue, time_left};

@@ -1,9 +1,9 @@
 //! `scontrol show job`: a job's exit code, run time, nodes and restarts, while slurmctld
-//! knows the job.
+//! knows the job; `scontrol show config`: the cluster's name.
 
 use std::collections::HashMap;
 
-use super::client::{QueryError, is_unknown_job};
+use super::client::{QueryError, is_unknown_job, slurm_client};
 use super::fields::known;
 use super::job_state::{SlurmExit, SlurmState};
 use crate::slurm::duration;
@@ -71,9 +71,33 @@ pub(crate) fn scontrol_job(job_id: &str) -> Result<Option<ScontrolJob>, QueryErr
     }
 }
 
+/// This cluster's `ClusterName`, from `scontrol show config` (empty where it names none).
+pub(crate) fn cluster_name() -> Result<String, QueryError> {
+    let out = slurm_client("scontrol")
+        .args(["show", "config"])
+        .stdout()
+        .map_err(QueryError::from_cmd)?;
+    Ok(parse_cluster_name(&out).unwrap_or_default())
+}
+
+/// `ClusterName` from `scontrol show config`'s `ClusterName = NAME` line.
+fn parse_cluster_name(out: &str) -> Option<String> {
+    out.lines().find_map(|line| {
+        let (key, value) = line.split_once('=')?;
+        (key.trim() == "ClusterName").then(|| value.trim().to_owned())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cluster_name_is_read_from_scontrol_show_config() {
+        let out = "Configuration data as of 2026-11-27T04:00:00\nAccountingStorageBackupHost = (null)\nClusterName             = rayslurmlab\nCompleteWait = 0 sec\n";
+        assert_eq!(parse_cluster_name(out).as_deref(), Some("rayslurmlab"));
+        assert_eq!(parse_cluster_name("nothing here\n"), None);
+    }
 
     #[test]
     fn scontrol_one_line() {
