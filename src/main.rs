@@ -134,6 +134,7 @@ fn run(
         }
         Command::Template => Ok(commands::template::run(printer)),
         Command::Bootstrap(args) => bootstrap::run(&args),
+        Command::RootView(args) => bootstrap::root_view::run(&args),
         Command::Logs(args) => commands::logs::run(&LogsSettings::resolve(&args), printer),
         Command::Status(args) => commands::status::run(&StatusSettings::resolve(&args), printer),
         Command::Cancel(args) => commands::cancel::run(&CancelSettings::resolve(&args), printer),

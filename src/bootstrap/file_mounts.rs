@@ -14,40 +14,91 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::bootstrap::root_view;
 use crate::handoff::file_mounts::{Place, read_beside};
 use crate::sys::private_tree::is_mine;
 use crate::sys::tree_copy::{all_files, copy_entry};
 
-/// Places the file mounts of the run whose snapshot is `snapshot`; how many were placed.
+/// Places the file mounts of the run whose snapshot is `snapshot`, and readies the private
+/// view of the node those outside home and `/tmp` are shown in ([`view`]); how many were
+/// placed.
 pub(crate) fn place(snapshot: &Path) -> Result<usize, String> {
+    let mounts = read_beside(snapshot)?;
     let mut placed = 0;
-    for (copy, place) in read_beside(snapshot)? {
-        let dest = match &place {
+    for m in &mounts {
+        let dest = match &m.place {
             Place::Home(rel) => home()?.join(rel),
-            Place::NodeTmp(path) => {
-                claim_in_tmp(path, &copy)?;
-                path.clone()
-            }
-            Place::InImage(_) => continue,
+            Place::NodeTmp(path) => path.clone(),
+            Place::InImage(_) | Place::Root(_) => continue,
         };
-        if matches!(place, Place::NodeTmp(_))
-            && dest.parent() == Some(Path::new("/tmp"))
-            && !copy.is_dir()
-        {
-            // Written by `claim_in_tmp`.
-            placed += 1;
-            continue;
+        let in_tmp_itself = dest.parent() == Some(Path::new("/tmp"));
+        if m.storage {
+            if matches!(m.place, Place::NodeTmp(_)) && !in_tmp_itself {
+                claim_in_tmp(&dest, &m.from)?;
+            }
+            link_storage(&m.from, &dest)?;
+        } else {
+            if matches!(m.place, Place::NodeTmp(_)) {
+                claim_in_tmp(&dest, &m.from)?;
+            }
+            // A file directly in /tmp is written by `claim_in_tmp`.
+            if !in_tmp_itself || m.from.is_dir() {
+                place_tree(&m.from, &dest).map_err(|e| {
+                    format!(
+                        "cannot place the file mount `{}` at `{}`: {e:#}",
+                        m.from.display(),
+                        dest.display()
+                    )
+                })?;
+            }
         }
-        place_tree(&copy, &dest).map_err(|e| {
-            format!(
-                "cannot place the file mount `{}` at `{}`: {e:#}",
-                copy.display(),
-                dest.display()
-            )
-        })?;
         placed += 1;
     }
+    root_view::init(snapshot, &mounts)?;
     Ok(placed)
+}
+
+/// Readies, for this process, the private view the run's file mounts outside home and `/tmp`
+/// are shown in (a node's other tasks, which find the workdir made).
+pub(crate) fn view(snapshot: &Path) -> Result<(), String> {
+    root_view::init(snapshot, &read_beside(snapshot)?)
+}
+
+/// A named storage shown at `dest` (under the home or `/tmp`): a link to its directory,
+/// made anew, or the user's own link there already, replaced. Anything else there is not
+/// touched.
+fn link_storage(storage: &Path, dest: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let link = || std::os::unix::fs::symlink(storage, dest);
+    match std::fs::symlink_metadata(dest) {
+        Err(_) => {
+            if let Some(parent) = dest.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("cannot create `{}`: {e}", parent.display()))?;
+            }
+        }
+        Ok(meta) if meta.is_symlink() && is_mine(meta.uid()) => {
+            if std::fs::read_link(dest).is_ok_and(|to| to == storage) {
+                return Ok(());
+            }
+            std::fs::remove_file(dest)
+                .map_err(|e| format!("cannot replace `{}`: {e}", dest.display()))?;
+        }
+        Ok(_) => {
+            return Err(format!(
+                "`{}` is there and is not a link of yours: the storage `{}` cannot be shown there; move it away or give the storage another destination",
+                dest.display(),
+                storage.display()
+            ));
+        }
+    }
+    link().map_err(|e| {
+        format!(
+            "cannot link `{}` to the storage `{}`: {e}",
+            dest.display(),
+            storage.display()
+        )
+    })
 }
 
 /// Readies `dest`, under `/tmp`, for this user's copy of `copy`: its first directory below
@@ -177,14 +228,17 @@ mod tests {
             Placed {
                 copy: "0".into(),
                 place: Place::NodeTmp(dir.clone()),
+                storage: None,
             },
             Placed {
                 copy: "1".into(),
                 place: Place::NodeTmp(file.clone()),
+                storage: None,
             },
             Placed {
                 copy: "2".into(),
                 place: Place::InImage("/inputs".into()),
+                storage: None,
             },
         ];
         std::fs::write(
@@ -207,6 +261,7 @@ mod tests {
             serde_json::to_string(&[Placed {
                 copy: "0".into(),
                 place: Place::NodeTmp(open.path().join("d")),
+                storage: None,
             }])
             .unwrap(),
         )

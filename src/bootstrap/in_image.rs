@@ -17,12 +17,13 @@ use std::sync::OnceLock;
 use anyhow::{Context, Result};
 
 use crate::bootstrap::enroot::{self, EnrootDirs};
+use crate::bootstrap::root_view;
 use crate::containers::{ContainerRuntime, Inside};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::container::ContainerOptions;
 use crate::handoff::job_env;
 use crate::handoff::pyxis_name::PyxisName;
-use crate::sys::process::Cmd;
+use crate::sys::process::{Cmd, argv, rewrapped};
 
 static IMAGE: OnceLock<Image> = OnceLock::new();
 
@@ -128,7 +129,8 @@ pub(crate) fn is_set() -> bool {
 pub(crate) fn wrap(cmd: Command) -> Command {
     let Some((image, container)) = IMAGE.get().and_then(|i| Some((i, i.options.container()?)))
     else {
-        return cmd;
+        // On the node: in the private view its file mounts need, if they need one.
+        return root_view::wrap(cmd);
     };
     let workdir = cmd
         .get_current_dir()
@@ -144,20 +146,8 @@ pub(crate) fn wrap(cmd: Command) -> Command {
         node: image.node.clone(),
         name: image.name().to_owned(),
     };
-    let mut program: Vec<OsString> = vec![cmd.get_program().to_owned()];
-    program.extend(cmd.get_args().map(OsStr::to_owned));
-    let words = container.command(&inside, &program);
-    let mut wrapped = Command::new(&words[0]);
-    wrapped.args(&words[1..]);
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => wrapped.env(k, v),
-            None => wrapped.env_remove(k),
-        };
-    }
-    if let Some(dir) = cmd.get_current_dir() {
-        wrapped.current_dir(dir);
-    }
+    let words = container.command(&inside, &argv(&cmd));
+    let mut wrapped = rewrapped(&cmd, &words[0], words[1..].iter().cloned());
     if let Some(user) = user_for(container.runtime) {
         wrapped.env("USER", user);
     }

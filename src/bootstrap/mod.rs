@@ -32,6 +32,7 @@ mod rank;
 mod ray_auth;
 mod ray_node;
 mod ray_version;
+pub(crate) mod root_view;
 mod signals;
 mod user_code;
 mod workdir;

@@ -78,7 +78,7 @@ fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_nod
     };
     // Left (and removed, by the last task out) when this function returns.
     let _workdir = match args.snapshot.as_ref().filter(|_| !first_on_node) {
-        Some(_) => match NodeWorkdir::join(alloc) {
+        Some(snapshot) => match NodeWorkdir::join(snapshot, alloc) {
             Ok(w) => Some(w),
             Err(why) => {
                 say(node, format!("error: {why}"));

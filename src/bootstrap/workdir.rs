@@ -87,7 +87,8 @@ impl NodeWorkdir {
     /// The copy the node's first task made, with this process moved into it: the one
     /// directory by the first name (or the first name and a suffix) that is the user's own
     /// and private; another user's planted there is passed over.
-    pub(crate) fn join(alloc: &Allocation) -> Result<Self, String> {
+    pub(crate) fn join(snapshot: &Path, alloc: &Allocation) -> Result<Self, String> {
+        file_mounts::view(snapshot)?;
         let first = Self::first_name(alloc);
         let prefix = first
             .file_name()

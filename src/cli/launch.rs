@@ -144,11 +144,21 @@ pub(crate) struct SnapshotArgs {
     /// Copy a local file or directory now and place it at DEST on every node (repeatable).
     ///
     /// A task file's `file_mounts: {DEST: SRC}`. DEST relative: in the node's workdir;
-    /// `~/PATH`: under your home; under /tmp: on the node's own disk; any other path only
-    /// with --container-image, bound into the image. Without --snapshot, --workdir or
-    /// --git-workdir, as with --empty-workdir.
+    /// `~/PATH`: under your home; under /tmp: on the node's own disk; with
+    /// --container-image, bound into the image; any other path (not the node's system
+    /// directories) in a private view of the node's filesystem that the run's programs run
+    /// in (a user namespace). Without --snapshot, --workdir or --git-workdir, as with
+    /// --empty-workdir.
     #[arg(value_name = "DEST=SRC", long, help_heading = heading::ENVIRONMENT)]
     pub(crate) file_mount: Vec<String>,
+
+    /// Show the storage NAME at DEST on every node: a directory kept after the run (repeatable).
+    ///
+    /// A task file's `file_mounts: {DEST: {name: NAME}}` (SkyPilot's bucket): the directory
+    /// `storage/NAME` in your state directory, made when missing, seen by every node as it is,
+    /// so that what the run writes there is there for the next run. DEST as --file-mount's.
+    #[arg(value_name = "DEST=NAME", long, help_heading = heading::ENVIRONMENT)]
+    pub(crate) storage: Vec<String>,
 
     /// Each node works in a new, empty directory of its own.
     ///

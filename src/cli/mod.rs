@@ -142,9 +142,12 @@ pub(crate) enum Command {
     /// Inside the allocation: start Ray on every node, run the command, stop Ray.
     #[command(hide = true)]
     Bootstrap(Box<BootstrapArgs>),
+    /// On a node: run a program in a private view of the node's filesystem with more in it.
+    #[command(hide = true)]
+    RootView(crate::handoff::root_view::RootViewArgs),
 }
 
-/// The command line users see: without the hidden commands (`bootstrap`, `relay`, `ports`), which
+/// The command line users see: without the hidden commands (`bootstrap`, `relay`, `ports`, `root-view`), which
 /// completion scripts would otherwise offer.
 pub(crate) fn public_command() -> clap::Command {
     let full = view::shaped(Cli::command());

@@ -38,6 +38,7 @@ const APIS: &[Api] = &[
             ("git_workdir", "not in the Python API yet"),
             ("git_ref", "not in the Python API yet"),
             ("file_mount", "not in the Python API yet"),
+            ("storage", "not in the Python API yet"),
         ],
         own_way: &[],
     },

@@ -3,7 +3,10 @@
 //! and a manifest there says where each copy goes on a node. A destination relative to the
 //! workdir goes into the snapshot itself and needs no entry; one in the image is a bind mount
 //! of the copy (`--container-mounts`); the others ([`Place::Home`], [`Place::NodeTmp`]) the
-//! node's first task places from the manifest, as it makes its workdir.
+//! node's first task places from the manifest, as it makes its workdir; one anywhere else
+//! ([`Place::Root`]) every program of the run is shown in a private view of the node's
+//! filesystem (`rayslurm root-view`, [`super::root_view`]). A named storage (`--storage`) is
+//! not a copy: its directory, kept on the shared filesystem, is linked or bound where it goes.
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +29,9 @@ pub(crate) enum Place {
     NodeTmp(PathBuf),
     /// Inside the container image: a bind mount of the copy, nothing placed on the host.
     InImage(PathBuf),
+    /// Anywhere else (`/sft`): bound there in the private view the run's programs run in,
+    /// nothing placed on the node.
+    Root(PathBuf),
 }
 
 /// One entry of the manifest: the copy (by its name in the directory) and where it goes.
@@ -33,10 +39,23 @@ pub(crate) enum Place {
 pub(crate) struct Placed {
     pub(crate) copy: String,
     pub(crate) place: Place,
+    /// A named storage's directory, shown where it goes as it is (linked or bound), in place
+    /// of a copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) storage: Option<PathBuf>,
+}
+
+/// One entry as a node reads it: what goes where, and whether it is a storage, kept as it is,
+/// rather than a copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Mounted {
+    pub(crate) from: PathBuf,
+    pub(crate) place: Place,
+    pub(crate) storage: bool,
 }
 
 /// Reads the manifest beside `snapshot`: nothing when the run has no file mounts to place.
-pub(crate) fn read_beside(snapshot: &Path) -> Result<Vec<(PathBuf, Place)>, String> {
+pub(crate) fn read_beside(snapshot: &Path) -> Result<Vec<Mounted>, String> {
     let dir = dir_beside(snapshot);
     let path = dir.join(MANIFEST);
     let text = match std::fs::read_to_string(&path) {
@@ -48,8 +67,18 @@ pub(crate) fn read_beside(snapshot: &Path) -> Result<Vec<(PathBuf, Place)>, Stri
         .map_err(|e| format!("`{}` is not a file-mount manifest: {e}", path.display()))?;
     Ok(entries
         .into_iter()
-        .map(|p| (dir.join(p.copy), p.place))
+        .map(|p| Mounted {
+            storage: p.storage.is_some(),
+            from: p.storage.unwrap_or_else(|| dir.join(p.copy)),
+            place: p.place,
+        })
         .collect())
+}
+
+/// The empty directory, beside the copies, that a private view of the node's filesystem is
+/// built on (see [`Place::Root`]).
+pub(crate) fn view_base(snapshot: &Path) -> PathBuf {
+    dir_beside(snapshot).join("view")
 }
 
 #[cfg(test)]
@@ -63,14 +92,33 @@ mod tests {
         assert_eq!(read_beside(&snapshot).unwrap(), Vec::new());
         let dir = dir_beside(&snapshot);
         std::fs::create_dir(&dir).unwrap();
-        let entries = vec![Placed {
-            copy: "0".into(),
-            place: Place::Home("data/x".into()),
-        }];
+        let entries = vec![
+            Placed {
+                copy: "0".into(),
+                place: Place::Home("data/x".into()),
+                storage: None,
+            },
+            Placed {
+                copy: "1".into(),
+                place: Place::Root("/output".into()),
+                storage: Some("/shared/st/ckpt".into()),
+            },
+        ];
         std::fs::write(dir.join(MANIFEST), serde_json::to_string(&entries).unwrap()).unwrap();
         assert_eq!(
             read_beside(&snapshot).unwrap(),
-            vec![(dir.join("0"), Place::Home("data/x".into()))]
+            vec![
+                Mounted {
+                    from: dir.join("0"),
+                    place: Place::Home("data/x".into()),
+                    storage: false
+                },
+                Mounted {
+                    from: "/shared/st/ckpt".into(),
+                    place: Place::Root("/output".into()),
+                    storage: true
+                },
+            ]
         );
     }
 }

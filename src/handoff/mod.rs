@@ -12,6 +12,7 @@ pub(crate) mod final_state;
 pub(crate) mod job_env;
 pub(crate) mod port_held;
 pub(crate) mod pyxis_name;
+pub(crate) mod root_view;
 pub(crate) mod run_files;
 pub(crate) mod signal_name;
 pub(crate) mod signal_request;

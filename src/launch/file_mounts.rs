@@ -1,9 +1,11 @@
 //! `--file-mount DEST=SRC` (a task file's `file_mounts`): a local file or directory copied at
 //! submission, with the workdir's snapshot, and placed at DEST on every node. Where DEST can
 //! be made decides how: relative, in the node's workdir (inside the snapshot itself); `~/...`,
-//! under the user's home on the node; under `/tmp`, on the node's own disk; anywhere else only
-//! inside `--container-image`, as a bind mount of the copy. Another absolute path is refused:
-//! a user cannot create `/inputs` on a bare node.
+//! under the user's home on the node; under `/tmp`, on the node's own disk; inside
+//! `--container-image`, as a bind mount of the copy; anywhere else (`/inputs`, which a user
+//! cannot create on a node) bound in a private view of the node's filesystem that the run's
+//! programs run in (`rayslurm root-view`). The node's own system directories (`/usr`, `/etc`,
+//! ...) are refused.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -26,6 +28,10 @@ pub(crate) struct FileMount {
     /// The local file or directory, absolute.
     pub(crate) source: PathBuf,
     pub(crate) to: MountTo,
+    /// `--storage`: the named storage this is (`source` its directory), shown as it is rather
+    /// than copied (`launch::storage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) storage: Option<String>,
 }
 
 /// Where a file mount goes.
@@ -37,8 +43,14 @@ pub(crate) enum MountTo {
     Node(Place),
 }
 
-/// The two ways out of a destination a user cannot create on a node.
-pub(crate) const WAYS_OUT: &str = "give a destination relative to the workdir (`data: ./data`) or under your home (`~/data: ./data`) or /tmp, or run in a container image (`rayslurm: {container_image: IMAGE}`), where any path can be bound";
+/// The ways out of a destination a run cannot have.
+pub(crate) const WAYS_OUT: &str = "give a destination relative to the workdir (`data: ./data`), under your home (`~/data: ./data`), under /tmp, or a new directory such as `/data`";
+
+/// The node's own directories, which a run's file mounts may not hide or add to.
+const SYSTEM_DIRS: &[&str] = &[
+    "bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "run", "sbin", "sys",
+    "usr", "var",
+];
 
 impl FileMount {
     /// `DEST=SRC` as `--file-mount` takes it: SRC relative to `cwd` (`~/` your home), and
@@ -63,6 +75,7 @@ impl FileMount {
             given: dest.to_owned(),
             source,
             to,
+            storage: None,
         })
     }
 
@@ -73,12 +86,22 @@ impl FileMount {
             MountTo::Node(Place::Home(_)) => "under your home on each node",
             MountTo::Node(Place::NodeTmp(_)) => "on each node's own disk",
             MountTo::Node(Place::InImage(_)) => "bound into the container image",
+            MountTo::Node(Place::Root(_)) => {
+                "shown on each node in a private view of its filesystem (a user namespace), to the run's programs only"
+            }
         };
-        format!(
-            "file_mounts: {} copied now, to `{}` {how}",
-            self.source.display(),
-            self.given
-        )
+        match &self.storage {
+            Some(name) => format!(
+                "file_mounts: storage `{name}` ({}, kept after the run), at `{}` {how}",
+                self.source.display(),
+                self.given
+            ),
+            None => format!(
+                "file_mounts: {} copied now, to `{}` {how}",
+                self.source.display(),
+                self.given
+            ),
+        }
     }
 }
 
@@ -98,6 +121,11 @@ impl MountCopies {
         let mut listed = Vec::new();
         let mut bytes = 0u64;
         for (i, mount) in mounts.iter().enumerate() {
+            if mount.storage.is_some() {
+                // Not copied: shown as it is.
+                listed.push((i, mount.clone(), None));
+                continue;
+            }
             let meta = std::fs::metadata(&mount.source).map_err(|e| {
                 UsageError::new(format!(
                     "file_mounts: cannot read the source `{}`: {e}",
@@ -131,12 +159,25 @@ impl MountCopies {
         let beside = dir_beside(snapshot);
         let mut manifest = Vec::new();
         for (i, mount, files) in &self.mounts {
+            if mount.storage.is_some() {
+                private_dir(&mount.source)?;
+                match &mount.to {
+                    MountTo::Workdir(rel) => link_in(snapshot, rel, &mount.source)?,
+                    MountTo::Node(place) => manifest.push(Placed {
+                        copy: i.to_string(),
+                        place: place.clone(),
+                        storage: Some(mount.source.clone()),
+                    }),
+                }
+                continue;
+            }
             let base = match &mount.to {
                 MountTo::Workdir(rel) => snapshot.join(rel),
                 MountTo::Node(place) => {
                     manifest.push(Placed {
                         copy: i.to_string(),
                         place: place.clone(),
+                        storage: None,
                     });
                     beside.join(i.to_string())
                 }
@@ -174,6 +215,16 @@ pub(crate) fn announce(plan: &SnapshotPlan, printer: &Printer) {
     }
 }
 
+/// A link at `rel` in the snapshot to the storage `dir`: each node's copy of the workdir has it.
+fn link_in(snapshot: &Path, rel: &Path, dir: &Path) -> Result<()> {
+    let at = snapshot.join(rel);
+    if let Some(parent) = at.parent() {
+        private_dir(parent)?;
+    }
+    std::os::unix::fs::symlink(dir, &at)
+        .with_context(|| format!("cannot link `{}` to `{}`", at.display(), dir.display()))
+}
+
 fn private_dir(dir: &Path) -> Result<()> {
     std::fs::DirBuilder::new()
         .mode(0o700)
@@ -190,7 +241,10 @@ pub(crate) fn image_binds(mounts: &[FileMount], snapshot: &Path) -> Vec<crate::c
         .enumerate()
         .filter_map(|(i, m)| match &m.to {
             MountTo::Node(Place::InImage(dst)) => Some(crate::containers::Mount {
-                src: dir_beside(snapshot).join(i.to_string()),
+                src: match m.storage {
+                    Some(_) => m.source.clone(),
+                    None => dir_beside(snapshot).join(i.to_string()),
+                },
                 dst: dst.clone(),
                 read_only: false,
             }),
@@ -227,9 +281,15 @@ pub(crate) fn destination(dest: &str, in_image: bool) -> Result<MountTo, String>
     if path.starts_with("/tmp") && path != Path::new("/tmp") {
         return Ok(MountTo::Node(Place::NodeTmp(path.to_owned())));
     }
-    Err(format!(
-        "`{dest}` cannot be created on a node without root: {WAYS_OUT}"
-    ))
+    let top = path.components().nth(1);
+    match top {
+        Some(Component::Normal(top)) if !SYSTEM_DIRS.iter().any(|d| top == *d) && top != "tmp" => {
+            Ok(MountTo::Node(Place::Root(path.to_owned())))
+        }
+        _ => Err(format!(
+            "`{dest}` is the node's own system directory (or in one): a run does not hide or add to it; {WAYS_OUT}"
+        )),
+    }
 }
 
 /// `~` and `~/...` as a shell (and SkyPilot) reads them: under your home directory.
@@ -245,6 +305,7 @@ pub(crate) fn home_expanded(path: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::launch::storage;
 
     #[test]
     fn a_destination_goes_where_the_run_can_make_it() {
@@ -266,10 +327,22 @@ mod tests {
             let e = to(d, false).expect_err(d);
             assert!(e.contains(why), "{d}: {e}");
         };
-        refused("/inputs", "cannot be created on a node without root");
-        refused("/inputs", "container_image");
-        refused("/tmp", "cannot be created");
-        refused("/tmpfoo/x", "cannot be created");
+        assert_eq!(
+            to("/inputs", false),
+            Ok(MountTo::Node(Place::Root("/inputs".into())))
+        );
+        assert_eq!(
+            to("/tmpfoo/x", false),
+            Ok(MountTo::Node(Place::Root("/tmpfoo/x".into())))
+        );
+        assert_eq!(
+            to("/mnt/data", false),
+            Ok(MountTo::Node(Place::Root("/mnt/data".into())))
+        );
+        refused("/usr/local/x", "system directory");
+        refused("/etc", "system directory");
+        refused("/", "system directory");
+        refused("/tmp", "system directory");
         refused("../up", "goes up");
         refused("data/", "trailing");
         refused("~bob/x", "only `~/PATH`");
@@ -286,10 +359,15 @@ mod tests {
         std::fs::write(s.join("d/skip"), "s").unwrap();
         std::fs::write(s.join("d/.skyignore"), "skip\n").unwrap();
         std::fs::write(s.join("f"), "f").unwrap();
+        let store = s.join("state/storage");
         let mounts: Vec<FileMount> = ["in/d=d", "~/f=f", "/tmp/x/d=d"]
             .iter()
             .map(|t| FileMount::parse(t, s, false).unwrap())
             .chain([FileMount::parse("/inputs=f", s, true).unwrap()])
+            .chain(
+                ["/output=ckpt", "out/ckpt=ckpt"]
+                    .map(|t| storage::parse(t, &store, false).unwrap()),
+            )
             .collect();
         let out = tempfile::tempdir().unwrap();
         let snap = out.path().join("snapshot");
@@ -304,14 +382,26 @@ mod tests {
         assert_eq!(std::fs::read_to_string(beside.join("1")).unwrap(), "f");
         assert_eq!(std::fs::read_to_string(beside.join("2/a")).unwrap(), "a");
         let placed = crate::handoff::file_mounts::read_beside(&snap).unwrap();
+        let placed: Vec<_> = placed
+            .into_iter()
+            .map(|m| (m.from, m.place, m.storage))
+            .collect();
         assert_eq!(
             placed,
             vec![
-                (beside.join("1"), Place::Home("f".into())),
-                (beside.join("2"), Place::NodeTmp("/tmp/x/d".into())),
-                (beside.join("3"), Place::InImage("/inputs".into())),
+                (beside.join("1"), Place::Home("f".into()), false),
+                (beside.join("2"), Place::NodeTmp("/tmp/x/d".into()), false),
+                (beside.join("3"), Place::InImage("/inputs".into()), false),
+                (store.join("ckpt"), Place::Root("/output".into()), true),
             ]
         );
+        // A storage is made (private) and linked, never copied.
+        assert!(store.join("ckpt").is_dir());
+        assert_eq!(
+            std::fs::read_link(snap.join("out/ckpt")).unwrap(),
+            store.join("ckpt")
+        );
+        assert!(!beside.join("4").exists());
         let binds = image_binds(&mounts, &snap);
         assert_eq!(binds.len(), 1);
         assert_eq!(
@@ -332,6 +422,6 @@ mod tests {
         let err = |t: &str| FileMount::parse(t, tmp.path(), false).unwrap_err().message;
         assert!(err("a.txt").contains("no `=`"));
         assert!(err("x=missing").contains("does not exist"));
-        assert!(err("/inputs=a.txt").contains("cannot be created"));
+        assert!(err("/etc/a.txt=a.txt").contains("system directory"));
     }
 }

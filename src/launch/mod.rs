@@ -16,6 +16,7 @@ pub(crate) mod owned_directives;
 pub(crate) mod script_files;
 pub(crate) mod skyignore;
 pub(crate) mod snapshot;
+pub(crate) mod storage;
 pub(crate) mod task_file;
 pub(crate) mod template;
 pub(crate) mod validate;

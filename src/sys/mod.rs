@@ -11,6 +11,7 @@ pub(crate) mod private_tree;
 pub(crate) mod process;
 pub(crate) mod pump;
 pub(crate) mod quote;
+pub(crate) mod root_view;
 pub(crate) mod socket_owner;
 pub(crate) mod staged_file;
 pub(crate) mod stdout;

@@ -166,6 +166,35 @@ impl fmt::Display for Cmd {
 }
 
 /// "exit code 3" or "signal 9 (SIGKILL)".
+/// A command that runs `program` with `args` in place of `cmd`, with `cmd`'s environment and
+/// working directory: how a wrapper (an image's runtime, a private view) is put in front of a
+/// program. `cmd`'s own program and arguments are [`argv`].
+pub(crate) fn rewrapped(
+    cmd: &Command,
+    program: impl AsRef<std::ffi::OsStr>,
+    args: impl IntoIterator<Item = OsString>,
+) -> Command {
+    let mut wrapped = Command::new(program);
+    wrapped.args(args);
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    wrapped
+}
+
+/// `cmd`'s program and its arguments.
+pub(crate) fn argv(cmd: &Command) -> Vec<OsString> {
+    std::iter::once(cmd.get_program().to_owned())
+        .chain(cmd.get_args().map(std::ffi::OsStr::to_owned))
+        .collect()
+}
+
 pub(crate) fn describe_status(status: ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     if let Some(code) = status.code() {

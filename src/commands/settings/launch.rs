@@ -14,6 +14,7 @@ use crate::launch::file_mounts::FileMount;
 use crate::launch::git_workdir::GitSource;
 use crate::launch::snapshot::SnapshotPlan;
 use crate::launch::validate;
+use crate::state_dir::state_dir;
 
 /// Resolves every argument of `launch`, with the files' values and the defaults.
 pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, UsageError> {
@@ -133,11 +134,18 @@ fn resolve_snapshot(
         git_workdir,
         git_ref,
         file_mount,
+        storage,
     } = args;
-    let file_mounts = file_mount
+    let mut file_mounts = file_mount
         .iter()
         .map(|m| FileMount::parse(m, cwd, in_image))
         .collect::<Result<Vec<_>, _>>()?;
+    if !storage.is_empty() {
+        let root = crate::launch::storage::root(&state_dir(|k| std::env::var_os(k))?);
+        for s in storage {
+            file_mounts.push(crate::launch::storage::parse(s, &root, in_image)?);
+        }
+    }
     let plan = if let Some(url) = git_workdir {
         Some(SnapshotPlan {
             git: Some(GitSource {

@@ -70,8 +70,8 @@ pub(crate) fn expand(
         .hint(exec_command_tip(&path.to_string_lossy())));
     }
     let tasks = match sub {
-        "launch" => task_file::read_stages(&path, &cwd)?,
-        _ => vec![task_file::read(&path, &cwd)?],
+        "launch" => task_file::read_stages_with_env(&path, &cwd, &typed_env)?,
+        _ => vec![task_file::read_with_env(&path, &cwd, &typed_env)?],
     };
     let mut parsed = Vec::new();
     for task in &tasks {

@@ -80,6 +80,7 @@ pub(super) fn read_document(r: &mut Reading, root: Line<Node>, stem: &str) -> Re
     };
     let mut named = false;
     let mut own = Vec::new();
+    let mut mounts = None;
     for (key, value) in &entries {
         let (field, line) = (key.value.as_str(), key.line);
         match field {
@@ -89,19 +90,7 @@ pub(super) fn read_document(r: &mut Reading, root: Line<Node>, stem: &str) -> Re
                 validate::exp_name(&name).map_err(|e| Refusal::new(field, line, e.to_string()))?;
                 r.given.push(Given::one(field, line, "exp-name", name));
             }
-            "num_nodes" => match value.value {
-                Node::Int(n) if n >= 1 => {
-                    r.given
-                        .push(Given::one(field, line, "num-nodes", n.to_string()))
-                }
-                _ => {
-                    return Err(Refusal::new(
-                        field,
-                        line,
-                        "give a whole number of nodes, at least 1",
-                    ));
-                }
-            },
+            "num_nodes" => num_nodes(r, field, value)?,
             "resources" => resources::read(r, value)?,
             "envs" | "secrets" => envs(r, field, value)?,
             "workdir" => workdir(r, field, value)?,
@@ -111,7 +100,8 @@ pub(super) fn read_document(r: &mut Reading, root: Line<Node>, stem: &str) -> Re
             "run" => r
                 .given
                 .push(Given::one(field, line, "command", text_of(field, value)?)),
-            "file_mounts" => file_mounts(r, value)?,
+            // Read last: `$VAR` in it are the task's `envs`, wherever they are in the file.
+            "file_mounts" => mounts = Some(value),
             "rayslurm" => own = section(value)?,
             other if NOTICED.iter().any(|(k, _)| *k == other) => {
                 let (_, why) = NOTICED
@@ -131,6 +121,9 @@ pub(super) fn read_document(r: &mut Reading, root: Line<Node>, stem: &str) -> Re
                 return Err(Refusal::new(other, line, why));
             }
         }
+    }
+    if let Some(value) = mounts {
+        file_mounts(r, value)?;
     }
     if !named && validate::exp_name(stem).is_ok() {
         r.given.push(Given::one("name", 0, "exp-name", stem));
@@ -182,6 +175,22 @@ fn text_of(field: &str, value: &Line<Node>) -> Result<String, Refusal> {
             format!("is {}: give text", value.value.kind()),
         )
     })
+}
+
+/// `num_nodes: N`: `--num-nodes N`.
+fn num_nodes(r: &mut Reading, field: &str, value: &Line<Node>) -> Result<(), Refusal> {
+    match value.value {
+        Node::Int(n) if n >= 1 => {
+            r.given
+                .push(Given::one(field, value.line, "num-nodes", n.to_string()));
+            Ok(())
+        }
+        _ => Err(Refusal::new(
+            field,
+            value.line,
+            "give a whole number of nodes, at least 1",
+        )),
+    }
 }
 
 /// `envs:` or `secrets:`: `--env KEY=VALUE` each; a key without a value must come from the

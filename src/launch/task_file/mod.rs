@@ -103,6 +103,8 @@ pub(crate) struct Reading {
     pub(crate) ports: Vec<String>,
     /// The directory relative `workdir`s are taken from.
     pub(crate) cwd: PathBuf,
+    /// `--env` as typed on the command line, for `$VAR` in `file_mounts`.
+    pub(crate) typed_env: Vec<String>,
 }
 
 impl Reading {
@@ -135,10 +137,21 @@ fn refuse_a_program(path: &Path, text: &str) -> Result<(), UsageError> {
     )))
 }
 
-/// Reads the task file at `path` (relative to `cwd`): one task. A pipeline (several YAML
-/// documents) is refused: only `launch` runs one ([`read_stages`]).
+/// [`read_with_env`] with no `--env` typed (the tests' reading).
+#[cfg(test)]
 pub(crate) fn read(path: &Path, cwd: &Path) -> Result<TaskFile, UsageError> {
-    let mut stages = read_stages(path, cwd)?;
+    read_with_env(path, cwd, &[])
+}
+
+/// Reads the task file at `path` (relative to `cwd`): one task, with `--env` as typed on the
+/// command line (`typed_env`, for `$VAR` in the file). A pipeline (several YAML documents) is
+/// refused: only `launch` runs one ([`read_stages_with_env`]).
+pub(crate) fn read_with_env(
+    path: &Path,
+    cwd: &Path,
+    typed_env: &[String],
+) -> Result<TaskFile, UsageError> {
+    let mut stages = read_stages_with_env(path, cwd, typed_env)?;
     if stages.len() > 1 || stages[0].pipeline.is_some() {
         return Err(UsageError::new(format!(
             "`{}` is a pipeline ({} stages, one a YAML document): only `launch` runs a pipeline",
@@ -150,9 +163,20 @@ pub(crate) fn read(path: &Path, cwd: &Path) -> Result<TaskFile, UsageError> {
     Ok(stages.remove(0))
 }
 
-/// Reads the task file at `path` (relative to `cwd`): its one task, or each stage of a
-/// pipeline in order.
+/// [`read_stages_with_env`] with no `--env` typed (the tests' reading).
+#[cfg(test)]
 pub(crate) fn read_stages(path: &Path, cwd: &Path) -> Result<Vec<TaskFile>, UsageError> {
+    read_stages_with_env(path, cwd, &[])
+}
+
+/// Reads the task file at `path` (relative to `cwd`): its one task, or each stage of a
+/// pipeline in order, with `--env` as typed on the command line (`typed_env`, for `$VAR` in
+/// the file).
+pub(crate) fn read_stages_with_env(
+    path: &Path,
+    cwd: &Path,
+    typed_env: &[String],
+) -> Result<Vec<TaskFile>, UsageError> {
     let full = cwd.join(path);
     let text = std::fs::read_to_string(&full).map_err(|e| {
         UsageError::new(format!("cannot read task file `{}`: {e}", path.display()))
@@ -167,14 +191,20 @@ pub(crate) fn read_stages(path: &Path, cwd: &Path) -> Result<Vec<TaskFile>, Usag
     let stages = pipeline::split(documents, &stem).map_err(|r| r.into_error(path))?;
     stages
         .into_iter()
-        .map(|stage| read_stage(path, cwd, stage))
+        .map(|stage| read_stage(path, cwd, typed_env, stage))
         .collect()
 }
 
 /// One stage (or the file's one task) into a [`TaskFile`].
-fn read_stage(path: &Path, cwd: &Path, stage: pipeline::Stage) -> Result<TaskFile, UsageError> {
+fn read_stage(
+    path: &Path,
+    cwd: &Path,
+    typed_env: &[String],
+    stage: pipeline::Stage,
+) -> Result<TaskFile, UsageError> {
     let mut reading = Reading {
         cwd: cwd.to_owned(),
+        typed_env: typed_env.to_vec(),
         ..Reading::default()
     };
     fields::read_document(&mut reading, stage.document, &stage.default_name)
@@ -330,6 +360,57 @@ mod tests {
                     .contains("`resources.labels` needs nothing here: Slurm jobs carry no labels")),
             "{notices:?}"
         );
+    }
+
+    /// A bucket SkyPilot makes (`{name: NAME}`) is a `--storage`, `$VAR`s from `envs:` (read
+    /// after them, wherever they are) or `--env`; its cloud store is a notice; a local source
+    /// is copied, its name noted as not kept; one with neither, or a var without a value, is
+    /// refused by line.
+    #[test]
+    fn named_storages_are_flags_with_the_tasks_values() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("data")).unwrap();
+        let text = "run: x\nfile_mounts:\n  ${ROOT}/ckpt:\n    name: $BUCKET\n    store: gcs\n    mode: MOUNT\n  /copy:\n    name: kept\n    source: ./data\n    mode: COPY\nenvs:\n  ROOT: /out\n  BUCKET:\n";
+        let path = task(tmp.path(), text);
+        let read = super::read_with_env(&path, tmp.path(), &["BUCKET=sky-ckpt".into()]).unwrap();
+        let values = |long: &str| -> Vec<String> {
+            read.given
+                .iter()
+                .filter(|g| g.long == long)
+                .flat_map(|g| match &g.value {
+                    super::Value::Values(v) => v.clone(),
+                    super::Value::Switch(_) => Vec::new(),
+                })
+                .collect()
+        };
+        assert_eq!(values("storage"), ["/out/ckpt=sky-ckpt"]);
+        let copied = format!("/copy={}", tmp.path().join("./data").display());
+        assert_eq!(values("file-mount"), [copied]);
+        let notices = read.notices.join("\n");
+        assert!(notices.contains("not in `gcs`"), "{notices}");
+        assert!(
+            notices.contains("the storage `kept` is not kept"),
+            "{notices}"
+        );
+        let err = |text: &str| {
+            super::read(&task(tmp.path(), text), tmp.path())
+                .unwrap_err()
+                .message
+        };
+        let e = err(text);
+        assert!(
+            e.contains("task.yaml:3: file_mounts.${ROOT}/ckpt: `$BUCKET` has no value"),
+            "{e}"
+        );
+        let e = err("run: x\nfile_mounts:\n  /o:\n    mode: MOUNT\n");
+        assert!(
+            e.contains("task.yaml:3: file_mounts./o: give the storage a `name:`"),
+            "{e}"
+        );
+        let e = err("run: x\nfile_mounts:\n  /o:\n    name: a/b\n");
+        assert!(e.contains("is not a name"), "{e}");
+        let e = err("run: x\nfile_mounts:\n  /o:\n    name: a\n    mode: FAST\n");
+        assert!(e.contains("`FAST` is not MOUNT"), "{e}");
     }
 
     /// Local `file_mounts:` become `--file-mount DEST=SRC` (SRC from the launch's directory);

@@ -225,10 +225,11 @@ fn jobs_has_a_run(dir: &Path) -> bool {
         .is_ok_and(|mut d| d.any(|e| e.unwrap().file_name().to_string_lossy().ends_with(".d")))
 }
 
-/// `/inputs` cannot be made on a bare node: refused at its line with both ways out; in an
+/// `/inputs`, which a user cannot make on a bare node, is shown there in a private view of
+/// the node's filesystem; a system directory is refused at its line with the ways out; in an
 /// image it is a bind mount of the copy.
 #[test]
-fn a_file_mount_a_node_cannot_make_is_refused_unless_an_image_binds_it() {
+fn a_file_mount_outside_home_and_tmp_is_in_a_view_or_bound_into_the_image() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::create_dir(d.join("data")).unwrap();
@@ -239,17 +240,31 @@ fn a_file_mount_a_node_cannot_make_is_refused_unless_an_image_binds_it() {
     .unwrap();
     let ran = launch_in(d, &["task.yaml", "--dry-run"])
         .env("RAYSLURM_CONFIG", "/dev/null")
+        .expect_status(0)
+        .run();
+    assert!(
+        ran.stderr
+            .contains("to `/inputs` shown on each node in a private view of its filesystem"),
+        "{}",
+        ran.stderr
+    );
+    std::fs::write(
+        d.join("system.yaml"),
+        "run: ls\nfile_mounts:\n  /usr/local/inputs: ./data\n",
+    )
+    .unwrap();
+    let ran = launch_in(d, &["system.yaml", "--dry-run"])
+        .env("RAYSLURM_CONFIG", "/dev/null")
         .expect_status(2)
         .run();
     for needle in [
-        "error: task.yaml:3: file_mounts./inputs: `/inputs` cannot be created on a node without root",
+        "error: system.yaml:3: file_mounts./usr/local/inputs: `/usr/local/inputs` is the node's own system directory",
         "relative to the workdir",
         "`~/data: ./data`",
-        "container_image",
     ] {
         assert!(ran.stderr.contains(needle), "{needle}: {}", ran.stderr);
     }
-    assert!(!state(d).exists());
+    assert!(!jobs_has_a_run(d));
     std::fs::write(d.join("img.sqsh"), "").unwrap();
     let ran = launch_in(
         d,
