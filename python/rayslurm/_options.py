@@ -113,6 +113,7 @@ class LongRun(TypedDict, total=False):
     signal: Optional[str]
     requeue: bool
     max_requeues: Optional[int]
+    restarts_on_error: Optional[int]
     after: Optional[Union[str, int, Job]]
     singleton: bool
 

@@ -205,6 +205,22 @@ pub(crate) struct LongRunArgs {
     )]
     pub(crate) max_requeues: Option<u32>,
 
+    /// Requeue the job when the command fails, at most N times [default: 0]
+    ///
+    /// A task file's `job_recovery: {max_restarts_on_errors: N}`. A command that exits
+    /// non-zero puts the job back in the queue for another attempt (`RAYSLURM_RESTART_COUNT`
+    /// one higher, the same `RAYSLURM_RUN_DIR`) until it has failed N+1 times; counted apart
+    /// from --requeue's. The job is submitted requeueable (sbatch --requeue), so Slurm requeues
+    /// it after a node failure too.
+    #[arg(
+        value_name = "N",
+        long,
+        value_parser = count,
+        allow_hyphen_values = true,
+        help_heading = heading::LONG_RUNS
+    )]
+    pub(crate) restarts_on_error: Option<u32>,
+
     /// Start after RUN has ended, with its RAYSLURM_RUN_DIR
     ///
     /// RUN is an experiment name (its latest run) or a job id. The new run waits for it to end,

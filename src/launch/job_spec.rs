@@ -156,7 +156,7 @@ fn directives(job: &JobRequest, log: &Path, cluster: &ClusterOptions, link: &Lin
             cluster.nodes.stop_grace
         ));
     }
-    if cluster.long_run.requeue {
+    if cluster.long_run.requeue || cluster.long_run.restarts_on_error > 0 {
         d.push("--requeue".to_owned());
     }
     if let Some(dependency) = &link.dependency {

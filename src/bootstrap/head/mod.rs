@@ -40,7 +40,7 @@ use crate::bootstrap::in_image;
 use crate::bootstrap::node::{memory_note, say};
 use crate::bootstrap::workdir::NodeWorkdir;
 use crate::handoff::bootstrap_args::BootstrapArgs;
-use crate::handoff::final_state::{Attempt, FinalState};
+use crate::handoff::final_state::{Attempt, Ending, FinalState};
 use crate::slurm::control;
 
 pub(super) use watchdog::run as watchdog;
@@ -131,7 +131,7 @@ fn finish(
     if let Some(w) = started.watchdog.take() {
         w.done();
     }
-    if requeue == Requeue::ByRayslurm {
+    if requeue.by_rayslurm() {
         requeue_job(args, alloc, attempt);
     }
     outcome.code
@@ -146,8 +146,10 @@ fn write_attempt(
     started_at: DateTime<Local>,
 ) -> (Attempt, Requeue) {
     let restart = alloc.restart_count;
-    let requeue = requeue::decide(outcome.ending, &args.cluster, restart);
-    let note = requeue::note(requeue, &args.cluster, restart);
+    let state_file = args.state_file.as_deref();
+    let errors = failures_requeued(state_file, &alloc.job_id);
+    let requeue = requeue::decide(outcome.ending, &args.cluster, restart, errors);
+    let note = requeue::note(requeue, &args.cluster, restart, errors);
     let message = match (&outcome.message, &note) {
         (Some(m), Some(n)) => Some(format!("{m}; {n}")),
         (m, n) => m.clone().or_else(|| n.clone()),
@@ -161,7 +163,6 @@ fn write_attempt(
         requeued: requeue.follows(),
         message,
     };
-    let state_file = args.state_file.as_deref();
     let state = FinalState::after_attempt(state_file, &alloc.job_id, &alloc.node, attempt.clone());
     if let Some(message) = &state.last().message {
         let error = if outcome.code == 0 { "" } else { "error: " };
@@ -169,6 +170,21 @@ fn write_attempt(
     }
     write_state(state_file, &state, &alloc.node);
     (attempt, requeue)
+}
+
+/// How many of the job's earlier attempts failed and went back in the queue
+/// (`--restarts-on-error`'s count), from the run's final state.
+fn failures_requeued(state_file: Option<&Path>, job_id: &str) -> u32 {
+    state_file
+        .and_then(|p| FinalState::read(p).ok().flatten())
+        .filter(|s| s.job_id == job_id)
+        .map_or(0, |s| {
+            let n = s
+                .attempts()
+                .filter(|a| a.ending == Ending::Failed && a.requeued)
+                .count();
+            u32::try_from(n).unwrap_or(u32::MAX)
+        })
 }
 
 /// The last act: Slurm ends the job at once. Everything is stopped and written down; if

@@ -36,6 +36,7 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
                 signal,
                 requeue,
                 max_requeues,
+                restarts_on_error,
                 after,
                 singleton,
             },
@@ -49,7 +50,8 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
     let shared = super::cluster::resolve(cluster, job.request.num_nodes, src)?;
     let container = super::container::resolve(container, src)?;
     let in_image = container.container_image.is_some();
-    let long_run = super::long_run::resolve((*signal, *requeue, *max_requeues), src)?;
+    let long_run =
+        super::long_run::resolve((*signal, *requeue, *max_requeues, *restarts_on_error), src)?;
     super::job::check_stop_grace(&shared.nodes, job.request.time.as_deref())?;
     let cluster = ClusterOptions {
         program: shared.program,

@@ -1,4 +1,5 @@
-//! A long run's flags (`launch`'s `--signal`, `--requeue`, `--max-requeues`) resolved into the
+//! A long run's flags (`launch`'s `--signal`, `--requeue`, `--max-requeues`,
+//! `--restarts-on-error`) resolved into the
 //! bootstrap's [`LongRunOptions`]; the files' `signal` is checked by `up` too.
 
 use crate::env_vars;
@@ -10,7 +11,12 @@ use crate::launch::config::{Sources, layered};
 /// `--signal`, `--requeue` and `--max-requeues` (with their environment and file values) into
 /// the options the bootstrap gets.
 pub(super) fn resolve(
-    (signal, requeue, max_requeues): (Option<SignalName>, bool, Option<u32>),
+    (signal, requeue, max_requeues, restarts_on_error): (
+        Option<SignalName>,
+        bool,
+        Option<u32>,
+        Option<u32>,
+    ),
     src: &Sources,
 ) -> Result<LongRunOptions, UsageError> {
     let (p, u) = (&src.project, &src.user);
@@ -26,6 +32,7 @@ pub(super) fn resolve(
         requeue,
         max_requeues: layered(max_requeues, &p.max_requeues, &u.max_requeues)
             .unwrap_or(DEFAULT_MAX_REQUEUES),
+        restarts_on_error: restarts_on_error.unwrap_or(0),
     })
 }
 

@@ -252,6 +252,10 @@ pub(crate) struct LongRunOptions {
     /// With `requeue`: at most this many times (counted by Slurm's restart count).
     #[arg(long, default_value_t = DEFAULT_MAX_REQUEUES)]
     pub(crate) max_requeues: u32,
+    /// Put the job back in the queue when the command fails, at most this many times (counted
+    /// from the run's final state, apart from `max_requeues`).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) restarts_on_error: u32,
 }
 
 impl LongRunOptions {
@@ -270,6 +274,11 @@ impl LongRunOptions {
                     Some(self.max_requeues.to_string())
                         .filter(|_| self.max_requeues != DEFAULT_MAX_REQUEUES),
                 ),
+                (
+                    "--restarts-on-error",
+                    Some(self.restarts_on_error.to_string())
+                        .filter(|_| self.restarts_on_error != 0),
+                ),
             ],
         )
     }
@@ -281,6 +290,7 @@ impl Default for LongRunOptions {
             signal: SignalName::default(),
             requeue: false,
             max_requeues: DEFAULT_MAX_REQUEUES,
+            restarts_on_error: 0,
         }
     }
 }
@@ -383,6 +393,7 @@ pub(super) fn every_option() -> super::ClusterOptions {
             signal: SignalName(nix::sys::signal::Signal::SIGUSR1),
             requeue: true,
             max_requeues: 5,
+            restarts_on_error: 2,
         },
         serve: ServeOptions {
             on: true,

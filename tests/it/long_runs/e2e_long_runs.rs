@@ -226,6 +226,56 @@ fn a_command_that_fails_by_itself_is_never_requeued() {
     assert_clean(&job);
 }
 
+/// `--restarts-on-error 1` (a task file's `max_restarts_on_errors: 1`): the failed command's
+/// job goes back in the queue once, the next attempt runs it again, and after its second
+/// failure the run ends failed, saying its budget is spent.
+#[test]
+fn a_failed_command_is_restarted_within_restarts_on_error_then_the_run_fails() {
+    let Some((lab, _turn)) = lab() else {
+        return;
+    };
+    let job = launch(
+        lab,
+        "onerror",
+        &[
+            "--restarts-on-error",
+            "1",
+            "--no-ray",
+            "--command",
+            "echo \"try $RAYSLURM_RESTART_COUNT\"; exit 3",
+        ],
+    );
+    let info = job.wait(Duration::from_secs(300));
+    let log = job.log_text();
+    assert_eq!(
+        (info["JobState"].as_str(), info["Restarts"].as_str()),
+        ("FAILED", "1"),
+        "{log}"
+    );
+    assert!(log.contains("try 0") && log.contains("try 1"), "{log}");
+    let state = job.state();
+    let attempts: Vec<_> = (0..2)
+        .map(|i| {
+            let a = &state["attempts"][i];
+            (a["ending"].clone(), a["requeued"].clone())
+        })
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            ("failed".into(), true.into()),
+            ("failed".into(), false.into())
+        ],
+        "{state}"
+    );
+    let said = state["attempts"][1]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("not restarted: the command failed 2 times (--restarts-on-error 1)"),
+        "{state}"
+    );
+    assert_clean(&job);
+}
+
 #[test]
 fn a_cancelled_run_is_never_requeued_and_a_signal_reaches_the_command_alone() {
     let Some((lab, _turn)) = lab() else {

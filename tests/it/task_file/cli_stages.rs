@@ -159,18 +159,15 @@ fn use_spot_takes_the_sites_spot_partition_or_names_the_keys() {
     assert!(!dir.path().join(".state").exists());
 }
 
-/// `job_recovery` is a requeued run; `max_restarts_on_errors` is said not to restart a
-/// command that fails.
+/// `job_recovery` is a requeued run; `max_restarts_on_errors: N` restarts a command that
+/// fails, N times at most (the bootstrap's `--restarts-on-error N`).
 #[test]
 fn job_recovery_requeues_the_run() {
     let task = "run: x\nresources:\n  job_recovery:\n    strategy: FAILOVER\n    max_restarts_on_errors: 3\n";
     let (_dir, code, script, stderr) = dry_run(task, None, &[]);
     assert_eq!(code, 0, "{stderr}");
     assert!(script.contains("#SBATCH --requeue\n"), "{script}");
-    assert!(
-        stderr.contains("task.yaml: `resources.job_recovery.max_restarts_on_errors: 3`: a run whose command fails is not restarted here"),
-        "{stderr}"
-    );
+    assert!(script.contains("--restarts-on-error 3"), "{script}");
     let (_dir, _, script, _) = dry_run("run: x\nresources:\n  job_recovery: none\n", None, &[]);
     assert!(!script.contains("#SBATCH --requeue"), "{script}");
 }

@@ -41,7 +41,7 @@ const STRATEGIES: &[&str] = &["failover", "eager_next_region"];
 
 /// What a requeue does and does not do, for the keys of `job_recovery` it cannot honour
 /// otherwise.
-const NOT_ON_ERRORS: &str = "a run whose command fails is not restarted here: Slurm requeues one stopped by preemption, its time limit or a node failure (`--requeue`, at most `--max-requeues` times, 3 unless set)";
+const NOT_ON_ERRORS: &str = "a failed command is restarted whatever its exit code, within `max_restarts_on_errors` (`--restarts-on-error`); no exit code restarts it beyond that";
 
 /// `job_recovery: STRATEGY` or `{strategy: , max_restarts_on_errors: N}`: `--requeue` (none
 /// for `none`).
@@ -66,55 +66,56 @@ pub(super) fn job_recovery(
             ),
         ))
     };
-    let requeue = match &value.value {
-        Node::Null => false,
-        Node::Str(text) => strategy(text, value.line)?,
-        Node::Map(entries) => {
-            let mut requeue = true;
-            for (key, v) in entries {
-                let name = format!("{field}.{}", key.value);
-                match (key.value.as_str(), &v.value) {
-                    ("strategy", Node::Null) => {}
-                    ("strategy", Node::Str(text)) => requeue = strategy(text, key.line)?,
-                    ("max_restarts_on_errors", Node::Int(0)) => {}
-                    ("max_restarts_on_errors", Node::Int(n)) if *n > 0 => {
-                        r.notices.push(format!("`{name}: {n}`: {NOT_ON_ERRORS}"))
-                    }
-                    ("recover_on_exit_codes", _) => {
-                        r.notices.push(format!("`{name}`: {NOT_ON_ERRORS}"))
-                    }
-                    ("strategy" | "max_restarts_on_errors", other) => {
-                        return Err(Refusal::new(
-                            &name,
-                            key.line,
-                            format!(
-                                "is {}: give a strategy name, or a whole number of restarts",
-                                other.kind()
-                            ),
-                        ));
-                    }
-                    _ => {
-                        return Err(Refusal::new(
-                            &name,
-                            key.line,
-                            "not a key of `job_recovery` (strategy, max_restarts_on_errors)",
-                        ));
+    let requeue =
+        match &value.value {
+            Node::Null => false,
+            Node::Str(text) => strategy(text, value.line)?,
+            Node::Map(entries) => {
+                let mut requeue = true;
+                for (key, v) in entries {
+                    let name = format!("{field}.{}", key.value);
+                    match (key.value.as_str(), &v.value) {
+                        ("strategy", Node::Null) => {}
+                        ("strategy", Node::Str(text)) => requeue = strategy(text, key.line)?,
+                        ("max_restarts_on_errors", Node::Int(0)) => {}
+                        ("max_restarts_on_errors", Node::Int(n)) if *n > 0 => r.given.push(
+                            Given::one(&name, key.line, "restarts-on-error", n.to_string()),
+                        ),
+                        ("recover_on_exit_codes", _) => {
+                            r.notices.push(format!("`{name}`: {NOT_ON_ERRORS}"))
+                        }
+                        ("strategy" | "max_restarts_on_errors", other) => {
+                            return Err(Refusal::new(
+                                &name,
+                                key.line,
+                                format!(
+                                    "is {}: give a strategy name, or a whole number of restarts",
+                                    other.kind()
+                                ),
+                            ));
+                        }
+                        _ => {
+                            return Err(Refusal::new(
+                                &name,
+                                key.line,
+                                "not a key of `job_recovery` (strategy, max_restarts_on_errors)",
+                            ));
+                        }
                     }
                 }
+                requeue
             }
-            requeue
-        }
-        other => {
-            return Err(Refusal::new(
-                field,
-                value.line,
-                format!(
-                    "is {}: give a strategy, or `{{strategy: FAILOVER}}`",
-                    other.kind()
-                ),
-            ));
-        }
-    };
+            other => {
+                return Err(Refusal::new(
+                    field,
+                    value.line,
+                    format!(
+                        "is {}: give a strategy, or `{{strategy: FAILOVER}}`",
+                        other.kind()
+                    ),
+                ));
+            }
+        };
     if requeue {
         r.given.push(Given::switch(field, value.line, "requeue"));
     }

@@ -81,7 +81,8 @@ fn memory_in_skypilots_spellings() {
 }
 
 /// `use_spot: true` is the site's spot partition (resolved from the config later) with
-/// `--requeue`; `job_recovery` is `--requeue`, `none` nothing, and a restart on errors is
+/// `--requeue`; `job_recovery` is `--requeue`, `none` nothing, `max_restarts_on_errors`
+/// `--restarts-on-error`, and a restart by exit code is
 /// said not to happen.
 #[test]
 fn spot_and_recovery_are_requeued_runs() {
@@ -102,14 +103,18 @@ fn spot_and_recovery_are_requeued_runs() {
     assert!(err.contains("FAILOVER, EAGER_NEXT_REGION or none"), "{err}");
     let err = flags_of("job_recovery: {retries: 3}").unwrap_err();
     assert!(err.contains("job_recovery.retries"), "{err}");
+    assert_eq!(
+        flags_of("job_recovery: {max_restarts_on_errors: 3}").unwrap(),
+        ["restarts-on-error=3", "requeue=true"]
+    );
     let tmp = tempfile::tempdir().unwrap();
     let path = task(
         tmp.path(),
-        "run: x\nresources:\n  job_recovery:\n    max_restarts_on_errors: 3\n",
+        "run: x\nresources:\n  job_recovery:\n    recover_on_exit_codes: [33]\n",
     );
     let notices = read(&path, tmp.path()).unwrap().notices;
     assert!(
-        notices[0].contains("a run whose command fails is not restarted here"),
+        notices[0].contains("within `max_restarts_on_errors`"),
         "{notices:?}"
     );
 }
