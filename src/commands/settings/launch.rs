@@ -107,9 +107,18 @@ fn name_and_command<'a>(
     let exp_name = exp_name.as_deref().ok_or_else(|| from_file("--exp-name"))?;
     let command = match command {
         None if !words.is_empty() => super::exec::command_of(None, words)?,
-        _ => command
-            .clone()
-            .ok_or_else(|| from_file("--command (a task file's `run`)"))?,
+        _ => command.clone().ok_or_else(|| match task {
+            // SkyPilot starts a cluster for a file with nothing to run, and keeps it.
+            Some(t) => UsageError::new(format!(
+                "`{}` has nothing to run (no `run:` or `setup:`): SkyPilot would start a cluster of it and keep it",
+                t.display()
+            ))
+            .hint(format!(
+                "here that is `rayslurm up NAME {}` (its `autostop` the cluster's idle timeout), then `rayslurm exec NAME -- COMMAND`; or give the file a `run:`",
+                t.display()
+            )),
+            None => from_file("--command"),
+        })?,
     };
     validate::exp_name(exp_name)?;
     if command.trim().is_empty() {

@@ -269,7 +269,8 @@ fn launch_only(sub: &str, given: &Given) -> bool {
             .contains(&long)
                 || given.field == "resources.infra"
         }
-        _ => false,
+        // A cluster's idle timeout: a job ends with its command.
+        _ => long == "idle-timeout",
     }
 }
 

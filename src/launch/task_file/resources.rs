@@ -38,10 +38,6 @@ const NO_ACTION: &[(&str, &str)] = &[
     ),
     ("labels", "Slurm jobs carry no labels"),
     ("network_tier", "the cluster's network is what it is"),
-    (
-        "autostop",
-        "a `launch` job ends with its command (a cluster from `up` takes `rayslurm: {idle_timeout: 30m}`)",
-    ),
 ];
 
 /// `resources:` into flags.
@@ -102,6 +98,12 @@ pub(super) fn read(r: &mut Reading, value: &Line<Node>) -> Result<(), Refusal> {
                     .push(Given::one(&field, line, "container-image", image));
             }
             "use_spot" => r.given.extend(placement::use_spot(&field, value)?),
+            "autostop" => {
+                r.given.extend(placement::autostop(&field, value)?);
+                r.notices.push(format!(
+                    "`{field}` is a cluster's idle timeout (`rayslurm up`): a `launch` job ends with its command"
+                ));
+            }
             other => {
                 if let Some((_, why)) = REFUSED.iter().find(|(k, _)| *k == other) {
                     return Err(Refusal::new(&field, line, *why));

@@ -424,6 +424,48 @@ fn up_reads_a_task_file_for_the_clusters_nodes_and_setup() {
     assert!(!ran.stderr.contains(NO_WORKDIR), "{}", ran.stderr);
 }
 
+/// A file with nothing to run (SkyPilot starts a cluster of it and keeps it): `launch` says to
+/// `up` it, submitting nothing; `up` takes its `autostop` as the cluster's idle timeout, and
+/// SkyPilot's forms of it (`true` is 5 minutes, `{idle_minutes: N}`) alike.
+#[test]
+fn a_file_with_nothing_to_run_is_a_cluster_of_up_whose_autostop_is_its_idle_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let no_slurm = slurm_unreachable();
+    let run = |args: &[&str], code: i32| {
+        crate::harness::rayslurm(args.iter().copied())
+            .cwd(dir.path())
+            .env("RAYSLURM_STATE_DIR", state(dir.path()))
+            .env("RAYSLURM_CONFIG", "/dev/null")
+            .shims(no_slurm.path())
+            .expect_status(code)
+            .run()
+    };
+    for (autostop, timeout) in [
+        ("\n    idle_minutes: 7", "420"),
+        (" true", "300"),
+        (" 90s", "90"),
+    ] {
+        std::fs::write(
+            dir.path().join("dev.yaml"),
+            format!("resources:\n  autostop:{autostop}\n"),
+        )
+        .unwrap();
+        let ran = run(&["up", "dev", "dev.yaml", "--dry-run"], 0);
+        let want = format!("  --idle-timeout {timeout} \\");
+        assert!(ran.stdout.contains(&want), "{want}: {}", ran.stdout);
+    }
+    let jobs = || std::fs::read_dir(state(dir.path()).join("jobs")).map_or(0, Iterator::count);
+    let before = jobs();
+    let ran = run(&["launch", "dev.yaml", "--dry-run"], 2);
+    for needle in [
+        "error: `dev.yaml` has nothing to run (no `run:` or `setup:`)",
+        "`rayslurm up NAME dev.yaml`",
+    ] {
+        assert!(ran.stderr.contains(needle), "{needle}: {}", ran.stderr);
+    }
+    assert_eq!(jobs(), before, "nothing written");
+}
+
 /// What a launch without a workdir says on stderr.
 const NO_WORKDIR: &str = "no workdir: on each node, setup and command start in a new, empty directory of its own in the node's /tmp";
 

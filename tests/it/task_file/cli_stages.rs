@@ -256,7 +256,7 @@ fn what_other_clouds_and_skypilot_itself_hold_runs_here_with_a_notice() {
         "task.yaml: `resources.cloud: gcp` is not followed: launched with rayslurm, the task runs on this Slurm cluster",
         "task.yaml: `resources.zone: us-central1-a` is not followed",
         "task.yaml: `resources.network_tier` needs nothing here",
-        "task.yaml: `resources.autostop` needs nothing here",
+        "task.yaml: `resources.autostop` is a cluster's idle timeout (`rayslurm up`): a `launch` job ends with its command",
         "task.yaml: `service` needs nothing here: `launch` runs the task once, as `sky launch` does",
         "task.yaml: `config` needs nothing here: SkyPilot's own settings",
     ] {

@@ -191,3 +191,54 @@ pub(super) fn ports(field: &str, value: &Line<Node>) -> Result<Vec<String>, Refu
         })
         .collect()
 }
+
+/// `autostop: true | false | MINUTES | DURATION | {idle_minutes: N, down: ...}`: a cluster's
+/// idle timeout (`up --idle-timeout`); `true` is SkyPilot's 5 minutes. A `launch` job ends with
+/// its command, which stops it sooner (`commands::settings::task_file` leaves it to `up`).
+pub(super) fn autostop(field: &str, value: &Line<Node>) -> Result<Vec<Given>, Refusal> {
+    let minutes = |n: i64, line: u32| -> Result<Vec<Given>, Refusal> {
+        if n < 0 {
+            return Err(Refusal::new(field, line, "give idle minutes, 0 or more"));
+        }
+        Ok(vec![Given::one(
+            field,
+            line,
+            "idle-timeout",
+            format!("{n}m"),
+        )])
+    };
+    match &value.value {
+        Node::Null | Node::Bool(false) => Ok(Vec::new()),
+        Node::Bool(true) => minutes(5, value.line),
+        Node::Int(n) => minutes(*n, value.line),
+        Node::Str(text) => Ok(vec![Given::one(
+            field,
+            value.line,
+            "idle-timeout",
+            text.clone(),
+        )]),
+        Node::Map(entries) => {
+            let mut given = Vec::new();
+            for (key, v) in entries {
+                match (key.value.as_str(), &v.value) {
+                    ("idle_minutes", Node::Int(n)) => given = minutes(*n, key.line)?,
+                    // Slurm releases the nodes of a cluster that stops: there is nothing to keep.
+                    ("down" | "wait_for", _) => {}
+                    (other, _) => {
+                        return Err(Refusal::new(
+                            &format!("{field}.{other}"),
+                            key.line,
+                            "autostop has `idle_minutes` (and `down`)",
+                        ));
+                    }
+                }
+            }
+            Ok(given)
+        }
+        other => Err(Refusal::new(
+            field,
+            value.line,
+            format!("is {}: give minutes, true or false", other.kind()),
+        )),
+    }
+}
