@@ -158,6 +158,12 @@ fn fill(from: &Path, to: &Path, rebuilt: &BTreeSet<PathBuf>) -> Result<(), Strin
         let Ok(kind) = entry.file_type() else {
             continue;
         };
+        if kind.is_symlink() && rebuilt.contains(&path) {
+            return Err(format!(
+                "`{}` is a link on this node: nothing can be shown below it; give a destination under the directory it points to",
+                path.display()
+            ));
+        }
         let made = if kind.is_symlink() {
             std::fs::read_link(&path)
                 .and_then(|target| std::os::unix::fs::symlink(target, &at))

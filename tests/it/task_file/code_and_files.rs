@@ -289,3 +289,58 @@ fn a_file_mount_outside_home_and_tmp_is_in_a_view_or_bound_into_the_image() {
     let binds = regex::Regex::new(r"--container-mounts[= ]\S*file_mounts/0:/inputs").unwrap();
     assert!(binds.is_match(&ran.stdout), "{}", ran.stdout);
 }
+
+/// The private view a run's programs get where a file mount goes outside the home and `/tmp`
+/// (`rayslurm root-view`, as the bootstrap runs them): the program sees each source at its
+/// destination, new at the top (`/rstest-…`) or beside what a node's directory has
+/// (`/tmp/…/new`, its directory made anew in the view); nothing is made on the machine itself;
+/// a destination below a link is refused by name.
+#[test]
+fn a_private_view_shows_each_mount_and_makes_nothing_on_the_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for sub in ["base", "src", "real", "beside"] {
+        std::fs::create_dir(d.join(sub)).unwrap();
+    }
+    std::fs::write(d.join("src/a"), "from-src").unwrap();
+    std::fs::write(d.join("beside/kept"), "kept").unwrap();
+    std::os::unix::fs::symlink(d.join("real"), d.join("link")).unwrap();
+    let top = format!("/rstest-{}", d.file_name().unwrap().to_string_lossy());
+    let beside = d.join("beside/new");
+    let view = |dst: &Path, script: &str| {
+        let (base, src) = (d.join("base"), d.join("src"));
+        crate::harness::rayslurm([
+            "root-view".as_ref(),
+            "--base".as_ref(),
+            base.as_os_str(),
+            "--bind".as_ref(),
+            src.as_os_str(),
+            dst.as_os_str(),
+            "--".as_ref(),
+            "bash".as_ref(),
+            "-c".as_ref(),
+            std::ffi::OsStr::new(script),
+        ])
+        .cwd(d)
+    };
+    let ran = view(Path::new(&top), &format!("cat {top}/a"))
+        .expect_status(0)
+        .run();
+    assert_eq!(ran.stdout, "from-src");
+    let script = format!(
+        "cat {0}/a {1}",
+        beside.display(),
+        d.join("beside/kept").display()
+    );
+    let ran = view(&beside, &script).expect_status(0).run();
+    assert_eq!(ran.stdout, "from-srckept");
+    assert!(!Path::new(&top).exists() && !beside.exists());
+    let ran = view(&d.join("link/x"), "true").expect_status(1).run();
+    assert!(
+        ran.stderr
+            .contains("is a link on this node: nothing can be shown below it"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(std::fs::read_dir(d.join("real")).unwrap().count(), 0);
+}
