@@ -47,41 +47,41 @@ impl Drop for Turn {
     }
 }
 
-/// The tests that hold the cluster longest (from the figures in docs/benchmarks.md), and those of
-/// 3 nodes among them (which start only while 3 of the 4 nodes are free): they get their turn
-/// first, so that the suite does not end with one of them running alone.
+/// The tests that hold the cluster longest, longest first (as a whole run measured them with
+/// `RAYSLURM_TEST_TIMES`, docs/testing.md): they get their turn first, so that the suite does
+/// not end with one of them running alone.
 /// Each is named as libtest lists it; `long_first_names_are_tests` keeps the list true.
 pub const LONG_FIRST: &[&str] = &[
-    "doc_examples::e2e_doc_examples::e2e_doc_examples_readme_every_command",
-    "bootstrap::e2e_bootstrap::three_nodes_form_a_cluster_and_the_command_sees_them",
-    "doc_examples::e2e_doc_examples::e2e_doc_examples_clusters",
-    "bootstrap::e2e_failures::a_ready_timeout_fails_the_job_and_stops_starting_workers",
-    "python_api::e2e_python::the_python_docs_examples_run",
-    "bootstrap::e2e_bootstrap::plain_multi_node_program_without_ray",
-    "clusters::e2e_clusters::two_clusters_on_one_node_see_only_their_own_jobs_and_the_time_limit_ends_one",
-    "per_node::e2e_per_node::every_node_runs_the_command_with_its_ranks_after_its_setup",
     "elastic::e2e_elastic::an_elastic_cluster_grows_with_demand_and_shrinks_when_idle",
-    "per_node::e2e_per_node::a_real_jax_group_forms_across_the_nodes",
+    "doc_examples::e2e_doc_examples::e2e_doc_examples_clusters",
+    "python_api::e2e_python::the_python_docs_examples_run",
     "clusters::e2e_exec_ranks::exec_per_node_runs_one_rank_on_each_node",
-    "bootstrap::e2e_bootstrap::scancel_during_the_run_leaves_no_ray_process",
+    "clusters::e2e_clusters::two_clusters_on_one_node_see_only_their_own_jobs_and_the_time_limit_ends_one",
+    "doc_examples::e2e_doc_examples::e2e_doc_examples_readme_every_command",
     "elastic::e2e_elastic::a_lost_worker_job_is_replaced_and_queued_jobs_still_succeed",
-    "elastic::e2e_elastic::the_time_limit_drains_and_ends_an_elastic_clusters_worker_jobs",
-    "per_node::e2e_per_node::a_setup_that_fails_on_one_node_fails_the_run_naming_it",
-    "per_node::e2e_per_node::a_rank_that_fails_gives_its_code_and_the_others_are_stopped",
-    "per_node::e2e_per_node::scancel_of_a_per_node_run_leaves_nothing",
-    "bootstrap::e2e_failures::a_job_sent_elsewhere_with_chdir_runs_there",
-    "runs::e2e_slurm_calls::an_idle_cluster_and_its_queue_ask_slurm_almost_never",
-    "clusters::e2e_clusters::a_cluster_runs_many_jobs_through_rays_queue",
-    "bootstrap::e2e_failures::a_killed_bootstrap_leaves_nothing_and_says_so",
-    "runs::e2e_slurm_calls::a_followed_run_asks_slurm_once_every_ten_seconds_and_its_nodes_never_poll",
-    "launch::e2e_code_snapshot::a_ray_run_and_its_setup_work_in_the_copy",
-    "long_runs::e2e_long_runs::a_job_slurm_requeues_as_preemption_does_resumes_on_its_next_attempt",
-    "clusters::e2e_clusters::an_idle_cluster_releases_its_allocation",
     "shared_cluster::e2e_auth::a_client_without_the_token_is_refused_on_every_port",
-    "bootstrap::e2e_bootstrap::two_jobs_share_a_node_and_ray_is_told_each_ones_cpu_and_memory",
-    "long_runs::e2e_long_runs::the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resumes",
-    "bootstrap::e2e_bootstrap::a_temp_root_name_taken_on_the_nodes_does_not_fail_the_run",
+    "runs::e2e_slurm_calls::a_followed_run_asks_slurm_once_every_ten_seconds_and_its_nodes_never_poll",
+    "shared_cluster::e2e_token_doors::another_member_can_neither_use_the_victims_dashboard_forward_nor_get_the_token_on_its_port",
+    "elastic::e2e_elastic::the_time_limit_drains_and_ends_an_elastic_clusters_worker_jobs",
+    "clusters::e2e_clusters::a_cluster_runs_many_jobs_through_rays_queue",
+    "long_runs::e2e_long_runs::a_job_slurm_requeues_as_preemption_does_resumes_on_its_next_attempt",
+    "runs::e2e_slurm_calls::an_idle_cluster_and_its_queue_ask_slurm_almost_never",
+    "gpus::e2e_gpus::e2e_candidates_take_the_type_with_free_nodes_and_gpus_shows_what_is_held",
+    "gpus::e2e_gpus::e2e_a_whole_node_tells_ray_the_gpus_asked_for_not_all_it_has",
+    "bootstrap::e2e_bootstrap::three_nodes_form_a_cluster_and_the_command_sees_them",
     "bootstrap::e2e_stops::the_time_limit_stops_the_run_cleanly",
+    "bootstrap::e2e_setup::ray_jobs_set_up_every_node_first_and_a_setup_longer_than_the_ready_timeout_does_not_fail_them",
+    "bootstrap::e2e_failures::a_ready_timeout_fails_the_job_and_stops_starting_workers",
+    "clusters::e2e_clusters::an_idle_cluster_releases_its_allocation",
+    "shared_cluster::e2e_shared::a_group_member_can_neither_run_code_as_the_victim_nor_read_or_destroy_their_files",
+    "bootstrap::e2e_bootstrap::two_jobs_share_a_node_and_ray_is_told_each_ones_cpu_and_memory",
+    "shared_cluster::e2e_token_doors::a_squatter_on_a_launch_runs_dashboard_port_is_never_sent_the_token",
+    "doc_examples::e2e_doc_examples::e2e_doc_examples_readme_a_first_run_there",
+    "launch::e2e_secrets::an_exec_secret_reaches_the_job_and_never_ray",
+    "per_node::e2e_per_node::a_setup_that_fails_on_one_node_fails_the_run_naming_it",
+    "long_runs::e2e_long_runs::the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resumes",
+    "per_node::e2e_per_node::a_rank_that_fails_gives_its_code_and_the_others_are_stopped",
+    "shared_cluster::e2e_ports::several_runs_share_one_node_while_another_user_holds_ports_there",
 ];
 
 /// Which tests hold the cluster now, and which wait: at most `RAYSLURM_TEST_AT_ONCE` (6) at
