@@ -20,7 +20,12 @@ pub(crate) fn run(args: &RelayArgs) -> Result<ExitCode> {
         .to
         .parse()
         .with_context(|| format!("`--to {}` is no IP:PORT address", args.to))?;
-    socket_owner::ensure_port_is_ours(to.port())?;
+    socket_owner::ensure_port_is_ours(to.port()).with_context(|| {
+        let node = nix::unistd::gethostname()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        format!("the relay on {node} does not connect to {to}")
+    })?;
     let stream = TcpStream::connect(&args.to)
         .with_context(|| format!("the relay cannot connect to {}", args.to))?;
     let to_socket = stream.try_clone()?;
