@@ -149,7 +149,11 @@ pub(crate) fn forwards(ports: &[String], name: &str) -> Vec<String> {
             "ports {} are served on the run's head node; once it runs, forward them to this login node (they serve only you there), until Ctrl-C:",
             ports.join(", ")
         ),
-        format!("  rayslurm forward {} {}", shell_quote(name), ports.join(" ")),
+        format!(
+            "  rayslurm forward {} {}",
+            shell_quote(name),
+            ports.join(" ")
+        ),
         format!("  then from a laptop: {}", forwarding::from_a_laptop(&each)),
     ]
 }

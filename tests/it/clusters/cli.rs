@@ -70,7 +70,10 @@ fn forward_refuses_bad_input() {
         "squeue",
         &format!("case \"$*\" in *101*) {ended};; *) {pending};; esac"),
     );
-    fake.shim("scontrol", &says("JobId=101 JobState=COMPLETED ExitCode=0:0"));
+    fake.shim(
+        "scontrol",
+        &says("JobId=101 JobState=COMPLETED ExitCode=0:0"),
+    );
     let cases: &[(&[&str], &[&str])] = &[
         (
             &["forward", "nope", "8080"],

@@ -70,7 +70,9 @@ fn a_port_of_a_run_without_ray_is_forwarded_until_ctrl_c() {
     assert!(
         said.contains(&format!("forwarding ports of {name}'s head node node"))
             && said.contains(&format!("port {remote} to http://localhost:{local}"))
-            && said.contains(&format!("from a laptop: ssh -N -L {local}:localhost:{local} ")),
+            && said.contains(&format!(
+                "from a laptop: ssh -N -L {local}:localhost:{local} "
+            )),
         "{said}"
     );
     assert!(
