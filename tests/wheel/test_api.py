@@ -343,6 +343,42 @@ class DashboardWithAFake(FakeBinary):
         self.assertIn("said on stderr", caught.exception.message)
 
 
+class ForwardWithAFake(FakeBinary):
+    def test_a_url_a_port_then_closed_by_ctrl_c(self) -> None:
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        self.addCleanup(signal.signal, signal.SIGINT, previous)
+        flag = self.root / "interrupted"
+        write_script(
+            self.root,
+            "rayslurm",
+            f'printf "%s\\n" "$@" > {self.argv_log}\n'
+            f"trap 'touch {flag}; exit 0' INT\n"
+            "for p in 8080 18081 9000 9001; do echo http://localhost:$p; done\n"
+            "while :; do sleep 1 & wait $!; done",
+        )
+        with rayslurm.forward(Cluster("lab", "1"), [8080, "8081:18081", "9000-9001"]) as fwd:
+            self.assertEqual(
+                fwd.urls,
+                [f"http://localhost:{p}" for p in (8080, 18081, 9000, 9001)],
+            )
+            self.assertEqual(
+                self.argv(), ["forward", "--", "lab", "8080", "8081:18081", "9000-9001"]
+            )
+        deadline = time.monotonic() + 10
+        while not flag.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertTrue(flag.exists(), "the program got SIGINT")
+
+    def test_a_refusal_raises_and_a_lone_port_is_no_list(self) -> None:
+        self.code.write_text("2")
+        with self.assertRaises(RayslurmError) as caught:
+            rayslurm.forward("web", ["http"])
+        self.assertEqual(caught.exception.exit_code, 2)
+        self.assertIn("said on stderr", caught.exception.message)
+        with self.assertRaises(TypeError):
+            rayslurm.forward("web", 8080)  # type: ignore[arg-type]
+
+
 class DryRunsWithTheRealBinary(Scratch):
     def test_exclusive_false_really_drops_the_directive(self) -> None:
         texts = {

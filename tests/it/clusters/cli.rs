@@ -44,16 +44,7 @@ fn cluster_commands_refuse_bad_input_and_submit_nothing() {
         ),
         (&["logs", "sweep", "7"], &["cluster `sweep` has no job 7"]),
     ];
-    for (args, needles) in cases {
-        let mut run = fake
-            .run(args.iter().copied())
-            .expect_status(2)
-            .expect_stdout("");
-        for needle in *needles {
-            run = run.expect_stderr_contains(needle);
-        }
-        run.run();
-    }
+    refused_each(&fake, cases);
     assert!(fake.calls("sbatch").is_empty(), "nothing submitted");
 }
 
@@ -107,6 +98,12 @@ fn forward_refuses_bad_input() {
             ],
         ),
     ];
+    refused_each(&fake, cases);
+    assert!(fake.calls("srun").is_empty(), "no relay step started");
+}
+
+/// Each command line of `cases` exits 2 with nothing on stdout and its words on stderr.
+fn refused_each(fake: &Fake, cases: &[(&[&str], &[&str])]) {
     for (args, needles) in cases {
         let mut run = fake
             .run(args.iter().copied())
@@ -117,5 +114,4 @@ fn forward_refuses_bad_input() {
         }
         run.run();
     }
-    assert!(fake.calls("srun").is_empty(), "no relay step started");
 }

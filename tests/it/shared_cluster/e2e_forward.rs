@@ -13,7 +13,7 @@ use super::two_users::{
     ATTACKER, CancelOnPanic, Stop, VICTIM, answer, attacker_runs_on, project_dir, sh_as, uid,
     user_bin, users_slurm, victim_launches_as,
 };
-use crate::harness::{connect_probe, lab, scontrol_job, text};
+use crate::harness::{Lab, connect_probe, lab, scontrol_job, text};
 
 /// The victim's run without Ray serves a page on port `remote` of its head node; the attacker,
 /// with a shell there, listens on another port of the run (`held`) before the victim forwards
@@ -32,26 +32,8 @@ fn another_member_neither_uses_the_victims_forward_nor_is_connected_to_by_it() {
     let (remote, held) = (base, base + 1);
     let (local, local_held) = (base + 1000, base + 1001);
     let name = format!("fwdattack{}", std::process::id());
-    let (job, log) = victim_launches_as(
-        lab,
-        &dir,
-        &name,
-        &format!(
-            "--no-ray -n 1 --command 'exec python3 -u -m http.server {remote} --bind 127.0.0.1 --directory {}'",
-            dir.display()
-        ),
-    );
+    let (job, head) = victims_server(lab, &dir, &name, remote);
     let _cancel = CancelOnPanic(job.clone());
-    let t0 = Instant::now();
-    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("Serving HTTP on")) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "the victim's server never started: {:?}",
-            std::fs::read_to_string(&log)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let head = scontrol_job(&job)["BatchHost"].clone();
     let stop = Stop(dir.join("stop"));
     let mut squat = attacker_runs_on(&head, &dir, &listener(held, &stop.0));
     // Kept open to the end: the listener's last word is how many connections came.
@@ -100,16 +82,14 @@ fn another_member_neither_uses_the_victims_forward_nor_is_connected_to_by_it() {
         text(&to_held).1
     );
     assert!(
-        said.contains("it is not yours (1 refused so far)"),
-        "{said}"
-    );
-    assert!(
-        said.contains(&format!(
-            "the relay on {head} does not connect to 127.0.0.1:{held}"
-        )) && said.contains(&format!(
-            "port {held} on 0.0.0.0 is held by user id {}, not by you",
-            uid(ATTACKER)
-        )),
+        said.contains("it is not yours (1 refused so far)")
+            && said.contains(&format!(
+                "the relay on {head} does not connect to 127.0.0.1:{held}"
+            ))
+            && said.contains(&format!(
+                "port {held} on 0.0.0.0 is held by user id {}, not by you",
+                uid(ATTACKER)
+            )),
         "{said}"
     );
     assert_eq!(
@@ -119,6 +99,33 @@ fn another_member_neither_uses_the_victims_forward_nor_is_connected_to_by_it() {
         text(&squatted).1
     );
     assert!(forwarded.status.success(), "{:?}: {said}", forwarded.status);
+}
+
+/// The victim's run `name` without Ray, launched from `dir`, serving `dir` on port `port` of its
+/// head node's 127.0.0.1; its job and head node, once the server is up.
+fn victims_server(lab: &Lab, dir: &Path, name: &str, port: u16) -> (String, String) {
+    let (job, log) = victim_launches_as(
+        lab,
+        dir,
+        name,
+        &format!(
+            "--no-ray -n 1 --command 'exec python3 -u -m http.server {port} --bind 127.0.0.1 --directory {}'",
+            dir.display()
+        ),
+    );
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("Serving HTTP on")) {
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = Command::new("scancel").arg(&job).status();
+            panic!(
+                "the victim's server never started: {:?}",
+                std::fs::read_to_string(&log)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let head = scontrol_job(&job)["BatchHost"].clone();
+    (job, head)
 }
 
 /// The attacker's listener on `port` of every address of the node: it says `bound`, answers
