@@ -84,7 +84,8 @@ fn another_member_neither_uses_the_victims_forward_nor_is_connected_to_by_it() {
     assert!(
         said.contains("it is not yours (1 refused so far)")
             && said.contains(&format!(
-                "the relay on {head} does not connect to 127.0.0.1:{held}"
+                "the relay on {head} does not connect to 127.0.0.1:{held}: uid {} ({ATTACKER}) listens on it",
+                uid(ATTACKER)
             ))
             && said.contains(&format!(
                 "port {held} on 0.0.0.0 is held by user id {}, not by you",
