@@ -245,6 +245,15 @@ def logs(
     return _cli.stream(args) if follow else _cli.call_text(args)
 
 
+def _head_of(target: Union[str, Cluster, Job]) -> str:
+    """The name of the cluster or run whose head node ``dashboard`` and ``forward`` reach."""
+    if isinstance(target, Cluster):
+        return target.name
+    if isinstance(target, Job):
+        return target._target()
+    return str(target)
+
+
 def dashboard(target: Union[str, Cluster, Job], *, port: Optional[int] = None) -> Dashboard:
     """Forwards the Ray dashboard of a cluster or of a running ``launch`` run to this machine
     (``rayslurm dashboard``) until the :class:`Dashboard` is closed.
@@ -257,13 +266,7 @@ def dashboard(target: Union[str, Cluster, Job], *, port: Optional[int] = None) -
     Raises:
         RayslurmError: no such cluster or run, or it has no dashboard (yet).
     """
-    if isinstance(target, Cluster):
-        name = target.name
-    elif isinstance(target, Job):
-        name = target._target()
-    else:
-        name = str(target)
-    return Dashboard(name, port)
+    return Dashboard(_head_of(target), port)
 
 
 def forward(target: Union[str, Cluster, Job], ports: Sequence[Union[int, str]]) -> Forward:
@@ -280,15 +283,9 @@ def forward(target: Union[str, Cluster, Job], ports: Sequence[Union[int, str]]) 
     Raises:
         RayslurmError: no such cluster or run, it is not running, or a port is not one.
     """
-    if isinstance(target, Cluster):
-        name = target.name
-    elif isinstance(target, Job):
-        name = target._target()
-    else:
-        name = str(target)
     if isinstance(ports, (str, int)):
         raise TypeError("ports is a list: [8080], not 8080")
-    return Forward(name, [str(p) for p in ports])
+    return Forward(_head_of(target), [str(p) for p in ports])
 
 
 def main() -> None:
