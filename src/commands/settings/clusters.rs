@@ -87,6 +87,9 @@ impl DashboardSettings {
     }
 }
 
+/// How many ports one `forward` forwards at the most.
+const MAX_FORWARDS: usize = 256;
+
 /// `forward`, resolved.
 #[derive(Debug)]
 pub(crate) struct ForwardSettings {
@@ -110,6 +113,13 @@ impl ForwardSettings {
         let mut forwards = Vec::new();
         for spec in ports {
             forwards.extend(forwards_of(spec)?);
+        }
+        if forwards.len() > MAX_FORWARDS {
+            return Err(UsageError::new(format!(
+                "{} ports to forward: at most {MAX_FORWARDS} at once (each is a listener of its own)",
+                forwards.len()
+            ))
+            .hint("forward the ports you will use, or run several `rayslurm forward`"));
         }
         Ok(Self {
             target: target.clone(),
@@ -198,6 +208,14 @@ mod tests {
         );
         assert!(refused("0").contains("the head's `0` is not a port"));
         assert!(refused("9002-9000").contains("the head's `9002-9000`"));
+        let many = ForwardArgs {
+            target: "web".into(),
+            ports: vec!["1000-1255".into(), "2000".into()],
+        };
+        assert_eq!(
+            ForwardSettings::resolve(&many).unwrap_err().to_string(),
+            "257 ports to forward: at most 256 at once (each is a listener of its own)"
+        );
         assert_eq!(
             refused("9000-9002:19000"),
             "`9000-9002:19000` is not a port to forward: it forwards 3 ports to 1: give as many local ports as ports of the head"
