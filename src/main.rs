@@ -66,7 +66,7 @@ use std::process::ExitCode;
 use crate::cli::Command;
 use crate::commands::settings::again::AgainSettings;
 use crate::commands::settings::clusters::{
-    DashboardSettings, DownSettings, QueueSettings, ScaleSettings,
+    DashboardSettings, DownSettings, ForwardSettings, QueueSettings, ScaleSettings,
 };
 use crate::commands::settings::runs::{CancelSettings, LogsSettings, StatusSettings};
 use crate::commands::settings::{self, exec::ExecSettings, up::UpSettings};
@@ -149,6 +149,9 @@ fn run(
         Command::Down(args) => commands::down::run(&DownSettings::resolve(&args), printer),
         Command::Dashboard(args) => {
             commands::dashboard::run(&DashboardSettings::resolve(&args), printer)
+        }
+        Command::Forward(args) => {
+            commands::forward::run(&ForwardSettings::resolve(&args)?, printer)
         }
         Command::Relay(args) => commands::relay::run(&args),
         Command::Ports(args) => Ok(ExitCode::from(bootstrap::ports::print_choices(args.runs))),

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Literal, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Literal, Mapping, Optional, Sequence, Union
 from typing import overload
 
 from . import _cli, _options
 from ._cli import ENDED_STATES, Command, PathLike, RayslurmError, find_bin, is_ended
 from ._clusters import ClusterRef, cluster_name, down, exec, queue, scale, up
-from ._jobs import EXEC_ENDED_STATES, Cluster, Dashboard, ExecJob, Job, wait_for_run
+from ._jobs import EXEC_ENDED_STATES, Cluster, Dashboard, ExecJob, Forward, Job, wait_for_run
 from ._options import Env, EnvFiles, LaunchOptions, UpOptions
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ __all__ = [
     "Cluster",
     "Dashboard",
     "ExecJob",
+    "Forward",
     "Job",
     "RayslurmError",
     "cancel",
@@ -49,6 +50,7 @@ __all__ = [
     "down",
     "exec",
     "find_bin",
+    "forward",
     "is_ended",
     "launch",
     "logs",
@@ -243,6 +245,15 @@ def logs(
     return _cli.stream(args) if follow else _cli.call_text(args)
 
 
+def _head_of(target: Union[str, Cluster, Job]) -> str:
+    """The name of the cluster or run whose head node ``dashboard`` and ``forward`` reach."""
+    if isinstance(target, Cluster):
+        return target.name
+    if isinstance(target, Job):
+        return target._target()
+    return str(target)
+
+
 def dashboard(target: Union[str, Cluster, Job], *, port: Optional[int] = None) -> Dashboard:
     """Forwards the Ray dashboard of a cluster or of a running ``launch`` run to this machine
     (``rayslurm dashboard``) until the :class:`Dashboard` is closed.
@@ -255,13 +266,26 @@ def dashboard(target: Union[str, Cluster, Job], *, port: Optional[int] = None) -
     Raises:
         RayslurmError: no such cluster or run, or it has no dashboard (yet).
     """
-    if isinstance(target, Cluster):
-        name = target.name
-    elif isinstance(target, Job):
-        name = target._target()
-    else:
-        name = str(target)
-    return Dashboard(name, port)
+    return Dashboard(_head_of(target), port)
+
+
+def forward(target: Union[str, Cluster, Job], ports: Sequence[Union[int, str]]) -> Forward:
+    """Forwards ports of the head node of a cluster or of a running ``launch`` run (with Ray or
+    without) to this machine (``rayslurm forward``) until the :class:`Forward` is closed.
+
+    ``ports``: each ``PORT`` (to the same port here, or to a free one where it is taken),
+    ``"PORT:LOCAL"``, or a range ``"9000-9002"`` (``"9000-9002:19000-19002"``).
+    ``fwd.urls`` are ``http://localhost:PORT``, one a port, in order::
+
+        with rayslurm.forward(job, [8080]) as fwd:
+            print(fwd.urls[0])
+
+    Raises:
+        RayslurmError: no such cluster or run, it is not running, or a port is not one.
+    """
+    if isinstance(ports, (str, int)):
+        raise TypeError("ports is a list: [8080], not 8080")
+    return Forward(_head_of(target), [str(p) for p in ports])
 
 
 def main() -> None:

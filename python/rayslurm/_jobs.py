@@ -1,6 +1,6 @@
 """The objects the package's functions return: a run of ``launch`` (:class:`Job`), a job on a
-persistent cluster (:class:`ExecJob`), the cluster itself (:class:`Cluster`) and a forwarded
-dashboard (:class:`Dashboard`). Each asks the rayslurm program again whenever it is asked
+persistent cluster (:class:`ExecJob`), the cluster itself (:class:`Cluster`), a forwarded
+dashboard (:class:`Dashboard`) and forwarded ports (:class:`Forward`). Each asks the rayslurm program again whenever it is asked
 (``job.state`` is one ``rayslurm status``): nothing is cached but what never changes.
 """
 
@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, Union, overload
+from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, TypeVar, Union, overload
 
 from . import _cli
 from ._cli import RayslurmError
@@ -312,14 +312,16 @@ class Cluster:
         _cli.call_text(["down", "--", self.name])
 
 
-class Dashboard:
-    """A running ``rayslurm dashboard``: the Ray dashboard forwarded to ``url`` on this
-    machine until :meth:`close` (or the end of a ``with`` block)."""
+_Self = TypeVar("_Self", bound="_Forwarding")
 
-    def __init__(self, target: str, port: Optional[int] = None) -> None:
-        args = ["dashboard", *_cli.flags({"port": port}), "--", target]
+
+class _Forwarding:
+    """A running forward of the rayslurm program (``dashboard``, ``forward``): ``args``, which
+    prints ``count`` URLs, one a line, then forwards until Ctrl-C."""
+
+    def __init__(self, args: List[str], count: int) -> None:
         self.argv = [_cli.find_bin(), *args]
-        # stderr to a file: the program says where the token is and then nothing, but a pipe
+        # stderr to a file: the program says what it forwards and then nothing, but a pipe
         # nobody reads could still fill.
         self._stderr = tempfile.TemporaryFile(mode="w+")
         self._proc = subprocess.Popen(
@@ -330,18 +332,17 @@ class Dashboard:
             universal_newlines=True,
         )
         assert self._proc.stdout is not None
-        line = self._proc.stdout.readline().strip()
-        if not line.startswith("http"):
-            code = self._proc.wait()
-            self._proc.stdout.close()
-            self._stderr.seek(0)
-            said = self._stderr.read()
-            self._stderr.close()
-            raise RayslurmError(self.argv, code, said, line)
-        self.url: str = line
-
-    def __repr__(self) -> str:
-        return f"Dashboard(url={self.url!r})"
+        self.urls: List[str] = []
+        for _ in range(count):
+            line = self._proc.stdout.readline().strip()
+            if not line.startswith("http"):
+                code = self._proc.wait()
+                self._proc.stdout.close()
+                self._stderr.seek(0)
+                said = self._stderr.read()
+                self._stderr.close()
+                raise RayslurmError(self.argv, code, said, line)
+            self.urls.append(line)
 
     def close(self) -> None:
         """Stops forwarding (Ctrl-C to the program, as on a terminal)."""
@@ -356,8 +357,42 @@ class Dashboard:
             self._proc.stdout.close()
         self._stderr.close()
 
-    def __enter__(self) -> "Dashboard":
+    def __enter__(self: _Self) -> _Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class Dashboard(_Forwarding):
+    """A running ``rayslurm dashboard``: the Ray dashboard forwarded to ``url`` on this
+    machine until :meth:`close` (or the end of a ``with`` block)."""
+
+    def __init__(self, target: str, port: Optional[int] = None) -> None:
+        super().__init__(["dashboard", *_cli.flags({"port": port}), "--", target], 1)
+        self.url: str = self.urls[0]
+
+    def __repr__(self) -> str:
+        return f"Dashboard(url={self.url!r})"
+
+
+def _forwards(spec: str) -> int:
+    """How many ports ``PORT[:LOCAL]`` forwards (``9000-9002``: 3); the program checks it."""
+    first, _, last = spec.split(":")[0].partition("-")
+    try:
+        return int(last) - int(first) + 1 if last else 1
+    except ValueError:
+        return 1
+
+
+class Forward(_Forwarding):
+    """A running ``rayslurm forward``: ports of a run's head node forwarded to ``urls`` on this
+    machine (one a port, in the order given) until :meth:`close` (or the end of a ``with``
+    block)."""
+
+    def __init__(self, target: str, ports: List[str]) -> None:
+        count = sum(max(_forwards(p), 1) for p in ports)
+        super().__init__(["forward", "--", target, *ports], count)
+
+    def __repr__(self) -> str:
+        return f"Forward(urls={self.urls!r})"

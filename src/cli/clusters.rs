@@ -1,4 +1,5 @@
-//! The arguments of the cluster commands: `up`, `exec`, `queue`, `scale`, `down`, `dashboard`.
+//! The arguments of the cluster commands: `up`, `exec`, `queue`, `scale`, `down`, `dashboard`,
+//! `forward`.
 
 use std::path::PathBuf;
 
@@ -252,6 +253,17 @@ pub(crate) struct DashboardArgs {
     /// The local port to listen on (default: the dashboard's own port number).
     #[arg(long)]
     pub(crate) port: Option<u16>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ForwardArgs {
+    /// The run (of `launch`) or cluster (of `up`) whose head node serves the ports.
+    pub(crate) target: String,
+    /// Ports of the head node to forward, each to the same port here (or to any free one where
+    /// that is taken), or to LOCAL: `8080`, `8080:18080`, a range `9000-9002` (as a task
+    /// file's `ports` writes it) or `9000-9002:19000-19002`.
+    #[arg(required = true, value_name = "PORT[:LOCAL]")]
+    pub(crate) ports: Vec<String>,
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ mod variables;
 pub(crate) mod view;
 
 pub(crate) use clusters::{
-    DashboardArgs, DownArgs, ElasticArgs, ExecArgs, QueueArgs, ScaleArgs, UpArgs,
+    DashboardArgs, DownArgs, ElasticArgs, ExecArgs, ForwardArgs, QueueArgs, ScaleArgs, UpArgs,
 };
 pub(crate) use container::ContainerArgs;
 pub(crate) use launch::{ClusterArgs, JobArgs, LaunchArgs, LongRunArgs, SnapshotArgs};
@@ -116,6 +116,13 @@ pub(crate) enum Command {
     Down(DownArgs),
     /// Forward a cluster's (or a run's) Ray dashboard to a port on this machine.
     Dashboard(DashboardArgs),
+    /// Forward ports of a run's (or a cluster's) head node to ports on this machine.
+    ///
+    /// For what a run serves itself (a task file's `ports`, a web app, TensorBoard), with Ray
+    /// or without (`--no-ray`, `--per-node`). Each local port serves only your own
+    /// connections, and each connection goes through the run's allocation to the head node,
+    /// where it is made only to a port that no other user listens on. Forwards until Ctrl-C.
+    Forward(ForwardArgs),
     /// Trust a project file's settings that run code as you (`load_env`, `template`, ...).
     ///
     /// A `./rayslurm.toml` in the working directory gives its site settings (partition,

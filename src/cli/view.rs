@@ -70,6 +70,13 @@ pub(crate) const EXAMPLES: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "forward",
+        &[
+            "rayslurm forward web 8080",
+            "rayslurm forward web 8080:18080 9000-9002",
+        ],
+    ),
+    (
         "template",
         &[
             "rayslurm template > my.sh.tera",
@@ -112,6 +119,7 @@ const GLOBALS: &[(&str, &[&str])] = &[
             "scale",
             "down",
             "dashboard",
+            "forward",
             "trust",
         ],
     ),
@@ -128,6 +136,7 @@ const GLOBALS: &[(&str, &[&str])] = &[
             "scale",
             "down",
             "dashboard",
+            "forward",
         ],
     ),
     (

@@ -118,10 +118,51 @@ pub(crate) fn listen_on(
     local: u16,
     run_dir: Option<PathBuf>,
 ) -> Result<u16> {
+    let first = info.clone();
+    serve(local, move || {
+        let info = run_dir
+            .as_deref()
+            .and_then(|d| ClusterInfo::read(d).ok().flatten())
+            .filter(|i| i.job_id == first.job_id)
+            .unwrap_or_else(|| first.clone());
+        // The head's port of the current attempt, where the first attempt's was asked for.
+        let port = if port == first.dashboard_port {
+            info.dashboard_port
+        } else {
+            port
+        };
+        (Head::of(&info), port)
+    })
+}
+
+/// What a relay step needs of a run: its job, the node its head is on, and the run's own
+/// copy of rayslurm there. From a Ray head's [`ClusterInfo`], or from Slurm and the run's
+/// record for a run without one (`--no-ray`, `--per-node`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub(crate) job_id: String,
+    pub(crate) node: String,
+    pub(crate) rayslurm_bin: PathBuf,
+}
+
+impl Head {
+    pub(crate) fn of(info: &ClusterInfo) -> Self {
+        Self {
+            job_id: info.job_id.clone(),
+            node: info.head_node.clone(),
+            rayslurm_bin: info.rayslurm_bin.clone(),
+        }
+    }
+}
+
+/// A listener on 127.0.0.1:`local` (0: any port) that relays each connection of the user's
+/// own to the head and port `to` names at that moment (asked once a connection, so that it
+/// follows the run to the head of its current attempt); returns its port. It serves until
+/// the process ends.
+pub(crate) fn serve(local: u16, to: impl Fn() -> (Head, u16) + Send + 'static) -> Result<u16> {
     let listener = TcpListener::bind(("127.0.0.1", local))
         .with_context(|| format!("cannot listen on 127.0.0.1:{local}"))?;
     let ours = listener.local_addr()?;
-    let first = info.clone();
     let slots = Arc::new(Slots::default());
     let refused = AtomicUsize::new(0);
     std::thread::spawn(move || {
@@ -137,21 +178,11 @@ pub(crate) fn listen_on(
                 );
                 continue;
             }
-            let info = run_dir
-                .as_deref()
-                .and_then(|d| ClusterInfo::read(d).ok().flatten())
-                .filter(|i| i.job_id == first.job_id)
-                .unwrap_or_else(|| first.clone());
-            // The head's port of the current attempt, where the first attempt's was asked for.
-            let port = if port == first.dashboard_port {
-                info.dashboard_port
-            } else {
-                port
-            };
+            let (head, port) = to();
             let slots = Arc::clone(&slots);
             slots.take();
             std::thread::spawn(move || {
-                let _ = relay_one(conn, &info, port);
+                let _ = relay_one(conn, &head, port);
                 slots.give();
             });
         }
@@ -184,19 +215,19 @@ impl Slots {
 }
 
 /// One connection, through one `srun` step.
-fn relay_one(conn: TcpStream, info: &ClusterInfo, port: u16) -> Result<()> {
+fn relay_one(conn: TcpStream, head: &Head, port: u16) -> Result<()> {
     let srun = Cmd::new("srun")
         .args([
             "--overlap",
-            &format!("--jobid={}", info.job_id),
-            &format!("--nodelist={}", info.head_node),
+            &format!("--jobid={}", head.job_id),
+            &format!("--nodelist={}", head.node),
             "--nodes=1",
             "--ntasks=1",
             "--unbuffered",
             "--quiet",
             "--job-name=rayslurm-relay",
         ])
-        .arg(&info.rayslurm_bin)
+        .arg(&head.rayslurm_bin)
         .args(["relay", "--to", &format!("127.0.0.1:{port}")]);
     let mut child = srun
         .command()

@@ -4,20 +4,17 @@
 //! connections of the user's own (see `clusters::relay`), and no token is added: the dashboard
 //! asks for it.
 
+use anyhow::Result;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
-
-use anyhow::{Context, Result};
 
 use crate::clusters::cluster::{Cluster, State};
-use crate::clusters::relay;
 use crate::clusters::target::Target;
+use crate::clusters::{forwarding, relay};
 use crate::commands::settings::clusters::DashboardSettings;
 use crate::error::{UsageError, show};
 use crate::handoff::cluster_info::ClusterInfo;
 use crate::printer::Printer;
-use crate::runs::interrupt;
 use crate::runs::status::{self, JobStatus};
 use crate::runs::store::StoredRun;
 
@@ -28,25 +25,19 @@ pub(crate) fn run(args: &DashboardSettings, printer: &Printer) -> Result<ExitCod
         Target::Run(run) => of_run(&run, &status::current(&run, printer)?)?,
     };
     let (port, token, run_dir) = (info.dashboard_port, info.token_file.clone(), Some(run_dir));
-    // A port asked for is that port or an error: moving elsewhere would leave whoever holds it
-    // serving the user's browser a dashboard of their own.
-    let local = match args.port {
-        Some(asked) => relay::listen_on(&info, port, asked, run_dir).map_err(|e| {
-            UsageError::new(format!(
-                "cannot forward the dashboard to port {asked} on this machine: {e:#}"
-            ))
-            .hint("the port is taken (by you or another user): pass another --port, or none to take a free one")
-        })?,
-        None => relay::listen_on(&info, port, port, run_dir.clone())
-            .or_else(|_| relay::listen_on(&info, port, 0, run_dir))?,
-    };
-    let host = nix::unistd::gethostname()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| "LOGIN_NODE".to_owned());
+    let local = forwarding::local_port(
+        args.port,
+        port,
+        "the dashboard",
+        "pass another --port",
+        |local| relay::listen_on(&info, port, local, run_dir.clone()),
+    )?;
     printer.result(&format!("http://localhost:{local}"));
     printer.info(&format!(
-        "forwarding {}'s Ray dashboard (port {port} on {}) to http://localhost:{local} until Ctrl-C\n  from a laptop: ssh -N -L {local}:localhost:{local} {host}, then open http://localhost:{local}",
-        args.target, info.head_node
+        "forwarding {}'s Ray dashboard (port {port} on {}) to http://localhost:{local} until Ctrl-C\n  from a laptop: {}, then open http://localhost:{local}",
+        args.target,
+        info.head_node,
+        forwarding::from_a_laptop(&[local])
     ));
     if let Some(token) = token {
         printer.info(&format!(
@@ -54,10 +45,7 @@ pub(crate) fn run(args: &DashboardSettings, printer: &Printer) -> Result<ExitCod
             token.display()
         ));
     }
-    interrupt::install().context("cannot handle Ctrl-C")?;
-    while interrupt::received().is_none() {
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    forwarding::until_interrupted()?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -9,6 +9,7 @@ pub(crate) mod completions;
 pub(crate) mod dashboard;
 pub(crate) mod down;
 pub(crate) mod exec;
+pub(crate) mod forward;
 pub(crate) mod gpus;
 pub(crate) mod launch;
 pub(crate) mod logs;

@@ -10,8 +10,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use crate::cli::RelayArgs;
+use crate::sys::private_tree::owner_name;
 use crate::sys::pump::pump;
-use crate::sys::socket_owner;
+use crate::sys::socket_owner::{self, PortCheck};
 
 pub(crate) fn run(args: &RelayArgs) -> Result<ExitCode> {
     // On the head, where the port is: never connect the user's forward (or their token) to a
@@ -20,7 +21,18 @@ pub(crate) fn run(args: &RelayArgs) -> Result<ExitCode> {
         .to
         .parse()
         .with_context(|| format!("`--to {}` is no IP:PORT address", args.to))?;
-    socket_owner::ensure_port_is_ours(to.port())?;
+    socket_owner::ensure_port_is_ours(to.port()).map_err(|e| {
+        let node = nix::unistd::gethostname()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let holder = match &e {
+            PortCheck::Foreign(f) => format!(": {} listens on it", owner_name(f.uid)),
+            PortCheck::Unreadable(..) => String::new(),
+        };
+        anyhow::Error::new(e).context(format!(
+            "the relay on {node} does not connect to {to}{holder}"
+        ))
+    })?;
     let stream = TcpStream::connect(&args.to)
         .with_context(|| format!("the relay cannot connect to {}", args.to))?;
     let to_socket = stream.try_clone()?;

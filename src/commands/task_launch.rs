@@ -4,18 +4,21 @@
 //! one fails (`--kill-on-invalid-dep=yes`): every
 //! stage was resolved, and so checked, before the first is submitted
 //! (`settings::task_file::resolve_stages`). The ports a task serves
-//! are printed with the command that forwards each one to the login node.
+//! are printed with the `rayslurm forward` command that forwards them to the login node.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 
+use crate::clusters::forwarding;
 use crate::commands::settings::task_file::StageSettings;
 use crate::commands::submit::{Submitted, submit};
 use crate::launch::config::Link;
 use crate::printer::Printer;
 use crate::runs::follow;
 use crate::runs::log_tail::Start;
+use crate::sys::port_range;
+use crate::sys::quote::shell_quote;
 
 /// Slurm's option that cancels a job whose dependency can never be met (a stage before it
 /// failed), instead of leaving it pending for ever.
@@ -54,7 +57,7 @@ pub(crate) fn run(stages: &[StageSettings], printer: &Printer) -> Result<ExitCod
             Submitted::Job { record, .. } => Some(record.job_id.clone()),
             Submitted::DryRun => None,
         };
-        for line in forwards(&stage.ports, job.as_deref()) {
+        for line in forwards(&stage.ports, &name) {
             printer.info(&line);
         }
         submitted_stages.push((name, job));
@@ -129,34 +132,30 @@ fn stage_line(
     )
 }
 
-/// What is printed of `ports`: each with the `ssh -L` line that forwards it from the run's
-/// head node (its batch host, which `squeue -o %B` names) to this login node.
-pub(crate) fn forwards(ports: &[String], job: Option<&str>) -> Vec<String> {
+/// What is printed of `ports`: the `rayslurm forward` command that forwards them from the
+/// head node of the run (or cluster) `name` to this login node, and the `ssh -L` line that
+/// reaches them there from a laptop.
+pub(crate) fn forwards(ports: &[String], name: &str) -> Vec<String> {
     if ports.is_empty() {
         return Vec::new();
     }
-    let job = job.unwrap_or("JOBID");
-    let head = format!("$(squeue -h -j {job} -o %B)");
-    let login = nix::unistd::gethostname()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| "LOGIN_NODE".to_owned());
-    let mut lines = vec![format!(
-        "ports {} are served on the run's head node; once it runs, forward each to this login node (any user of it can then connect: serve only what asks for its own login):",
-        ports.join(", ")
-    )];
-    for port in ports {
-        let tunnel = match port.split_once('-') {
-            None => format!("-L {port}:localhost:{port}"),
-            Some((a, b)) => format!(
-                "$(for p in $(seq {a} {b}); do printf -- '-L %s:localhost:%s ' $p $p; done)"
-            ),
-        };
-        lines.push(format!("  {port}: ssh -N {tunnel} {head}"));
-    }
-    lines.push(format!(
-        "  (from a laptop, the same ports onward: ssh -N -L PORT:localhost:PORT {login})"
-    ));
-    lines
+    let each: Vec<u16> = ports
+        .iter()
+        .filter_map(|p| port_range::parse(p))
+        .flatten()
+        .collect();
+    vec![
+        format!(
+            "ports {} are served on the run's head node; once it runs, forward them to this login node (they serve only you there), until Ctrl-C:",
+            ports.join(", ")
+        ),
+        format!(
+            "  rayslurm forward {} {}",
+            shell_quote(name),
+            ports.join(" ")
+        ),
+        format!("  then from a laptop: {}", forwarding::from_a_laptop(&each)),
+    ]
 }
 
 #[cfg(test)]
@@ -164,19 +163,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_port_gets_its_ssh_forward_through_the_head_node() {
-        let lines = forwards(&["8080".into(), "9000-9002".into()], Some("42"));
+    fn the_ports_are_forwarded_by_rayslurm_forward_with_the_runs_name() {
+        let lines = forwards(&["8080".into(), "9000-9001".into()], "web");
         assert!(
-            lines[0].starts_with("ports 8080, 9000-9002 are served"),
+            lines[0].starts_with("ports 8080, 9000-9001 are served on the run's head node"),
             "{lines:?}"
         );
-        assert_eq!(
-            lines[1],
-            "  8080: ssh -N -L 8080:localhost:8080 $(squeue -h -j 42 -o %B)"
+        assert_eq!(lines[1], "  rayslurm forward web 8080 9000-9001");
+        assert!(
+            lines[2].starts_with(
+                "  then from a laptop: ssh -N -L 8080:localhost:8080 -L 9000:localhost:9000 -L 9001:localhost:9001 "
+            ),
+            "{lines:?}"
         );
-        assert!(lines[2].contains("$(seq 9000 9002)"), "{lines:?}");
-        assert!(forwards(&[], Some("42")).is_empty());
-        assert!(forwards(&["1".into()], None)[1].contains("-j JOBID"));
+        assert_eq!(lines.len(), 3);
+        assert!(forwards(&[], "web").is_empty());
+        assert!(forwards(&["1".into()], "my run")[1].contains("forward 'my run' 1"));
     }
 
     #[test]

@@ -16,6 +16,7 @@ import signal
 import time
 import unittest
 from pathlib import Path
+from typing import List
 
 import rayslurm
 from rayslurm import Cluster, Job, RayslurmError
@@ -311,8 +312,11 @@ class Rendering(FakeBinary):
         self.assertEqual(caught.exception.message, "said on stderr")
 
 
-class DashboardWithAFake(FakeBinary):
-    def test_the_url_then_closed_by_ctrl_c(self) -> None:
+class ForwarderFake(FakeBinary):
+    """A fake rayslurm that prints URLs, then forwards until Ctrl-C, which it notes."""
+
+    def forwarding(self, ports: List[int]) -> Path:
+        """The fake, printing a URL for each of ``ports``; the file it makes on SIGINT."""
         # A test run in the background inherits SIGINT ignored, which a shell cannot trap: the
         # fake gets it as a terminal's program would (a handled signal is reset at exec).
         previous = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -323,17 +327,26 @@ class DashboardWithAFake(FakeBinary):
             "rayslurm",
             f'printf "%s\\n" "$@" > {self.argv_log}\n'
             f"trap 'touch {flag}; exit 0' INT\n"
-            "echo http://localhost:8265\n"
+            f"for p in {' '.join(map(str, ports))}; do echo http://localhost:$p; done\n"
             # `wait` (not a foreground sleep) lets the trap run as soon as SIGINT comes.
             "while :; do sleep 1 & wait $!; done",
         )
-        with rayslurm.dashboard(Cluster("lab", "1"), port=8265) as board:
-            self.assertEqual(board.url, "http://localhost:8265")
-            self.assertEqual(self.argv(), ["dashboard", "--port=8265", "--", "lab"])
+        return flag
+
+    def assert_interrupted(self, flag: Path) -> None:
         deadline = time.monotonic() + 10
         while not flag.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         self.assertTrue(flag.exists(), "the program got SIGINT")
+
+
+class DashboardWithAFake(ForwarderFake):
+    def test_the_url_then_closed_by_ctrl_c(self) -> None:
+        flag = self.forwarding([8265])
+        with rayslurm.dashboard(Cluster("lab", "1"), port=8265) as board:
+            self.assertEqual(board.url, "http://localhost:8265")
+            self.assertEqual(self.argv(), ["dashboard", "--port=8265", "--", "lab"])
+        self.assert_interrupted(flag)
 
     def test_a_refusal_raises(self) -> None:
         self.code.write_text("2")
@@ -341,6 +354,29 @@ class DashboardWithAFake(FakeBinary):
             rayslurm.dashboard("lab")
         self.assertEqual(caught.exception.exit_code, 2)
         self.assertIn("said on stderr", caught.exception.message)
+
+
+class ForwardWithAFake(ForwarderFake):
+    def test_a_url_a_port_then_closed_by_ctrl_c(self) -> None:
+        flag = self.forwarding([8080, 18081, 9000, 9001])
+        with rayslurm.forward(Cluster("lab", "1"), [8080, "8081:18081", "9000-9001"]) as fwd:
+            self.assertEqual(
+                fwd.urls,
+                [f"http://localhost:{p}" for p in (8080, 18081, 9000, 9001)],
+            )
+            self.assertEqual(
+                self.argv(), ["forward", "--", "lab", "8080", "8081:18081", "9000-9001"]
+            )
+        self.assert_interrupted(flag)
+
+    def test_a_refusal_raises_and_a_lone_port_is_no_list(self) -> None:
+        self.code.write_text("2")
+        with self.assertRaises(RayslurmError) as caught:
+            rayslurm.forward("web", ["http"])
+        self.assertEqual(caught.exception.exit_code, 2)
+        self.assertIn("said on stderr", caught.exception.message)
+        with self.assertRaises(TypeError):
+            rayslurm.forward("web", 8080)  # type: ignore[arg-type]
 
 
 class DryRunsWithTheRealBinary(Scratch):

@@ -85,9 +85,14 @@ pub(crate) fn expand(
     for notice in tasks.iter().flat_map(|t| &t.notices) {
         printer.info(notice);
     }
-    if sub != "launch" {
-        // `launch` prints them with its job's id; here the job is the cluster's.
-        for line in tasks.iter().flat_map(|t| forwards(&t.ports, None)) {
+    let cluster = match &cli.command {
+        Command::Up(args) => Some(args.name.clone()),
+        Command::Exec(args) => Some(args.cluster.clone()),
+        _ => None,
+    };
+    if let Some(cluster) = cluster {
+        // `launch` prints them with each stage's name; here they are served by the cluster.
+        for line in tasks.iter().flat_map(|t| forwards(&t.ports, &cluster)) {
             printer.info(&line);
         }
     }

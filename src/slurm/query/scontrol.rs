@@ -1,5 +1,5 @@
 //! `scontrol show job`: a job's exit code, run time, nodes and restarts, while slurmctld
-//! knows the job; `scontrol show config`: the cluster's name.
+//! knows the job (and the node that runs its batch script); `scontrol show config`: the cluster's name.
 
 use std::collections::HashMap;
 
@@ -19,6 +19,9 @@ pub(crate) struct ScontrolJob {
     /// How many times Slurm has requeued it (`Restarts=`): it counts a requeue as soon as the
     /// job is being stopped for it, while the job still runs.
     pub(crate) restarts: Option<u32>,
+    /// The node that runs the batch script (`BatchHost=`): a run's head, rank 0 of a per-node
+    /// run; `None` before the job has one.
+    pub(crate) batch_host: Option<String>,
 }
 
 /// Splits `scontrol show job -o` output into `Key=Value` fields. A value may hold spaces
@@ -58,6 +61,7 @@ pub(crate) fn parse_scontrol_job(text: &str) -> Option<ScontrolJob> {
         elapsed: fields.get("RunTime").and_then(|t| duration::parse(t)),
         nodelist: fields.get("NodeList").and_then(|n| known(n)),
         restarts: fields.get("Restarts").and_then(|r| r.parse().ok()),
+        batch_host: fields.get("BatchHost").and_then(|h| known(h)),
     })
 }
 
@@ -110,6 +114,7 @@ mod tests {
         assert_eq!(job.elapsed, Some(3));
         assert_eq!(job.nodelist.as_deref(), Some("node1"));
         assert_eq!(job.restarts, None);
+        assert_eq!(job.batch_host.as_deref(), Some("node1"));
         let requeued = parse_scontrol_job("JobId=1 JobState=COMPLETING Requeue=1 Restarts=2 \n");
         assert_eq!(requeued.unwrap().restarts, Some(2));
         let fields = parse_scontrol_fields(text);

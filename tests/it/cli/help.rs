@@ -21,6 +21,7 @@ fn help_texts() {
         ("scale", &["scale", "--help"]),
         ("down", &["down", "--help"]),
         ("dashboard", &["dashboard", "--help"]),
+        ("forward", &["forward", "--help"]),
         ("completions", &["completions", "--help"]),
         ("man", &["man", "--help"]),
         ("exec_short", &["exec", "-h"]),

@@ -44,6 +44,66 @@ fn cluster_commands_refuse_bad_input_and_submit_nothing() {
         ),
         (&["logs", "sweep", "7"], &["cluster `sweep` has no job 7"]),
     ];
+    refused_each(&fake, cases);
+    assert!(fake.calls("sbatch").is_empty(), "nothing submitted");
+}
+
+/// `forward`: an unknown name, a port that is neither a number nor a range, and a run that
+/// is not running (pending, or ended) are refused, saying which and why, with exit 2.
+#[test]
+fn forward_refuses_bad_input() {
+    use crate::runs::fake::says;
+    let fake = Fake::new();
+    fake.seed("resnet", "101", 1, None);
+    fake.seed("queued", "102", 2, None);
+    let (ended, pending) = (fake.line("101", "COMPLETED"), fake.line("102", "PENDING"));
+    fake.shim(
+        "squeue",
+        &format!("case \"$*\" in *101*) {ended};; *) {pending};; esac"),
+    );
+    fake.shim(
+        "scontrol",
+        &says("JobId=101 JobState=COMPLETED ExitCode=0:0"),
+    );
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["forward", "nope", "8080"],
+            &["no run has the experiment name or job id `nope`"],
+        ),
+        (
+            &["forward", "resnet", "http"],
+            &[
+                "`http` is not a port to forward: the head's `http` is not a port (1-65535)",
+                "9000-9002:19000-19002",
+            ],
+        ),
+        (
+            &["forward", "resnet", "8080:70000"],
+            &["the local `70000` is not a port"],
+        ),
+        (
+            &["forward", "resnet", "9000-9002:9000"],
+            &["it forwards 3 ports to 1"],
+        ),
+        (&["forward", "resnet"], &["PORT[:LOCAL]"]),
+        (
+            &["forward", "resnet", "8080"],
+            &["run `resnet` has no head node to forward from any more: it has ended (COMPLETED)"],
+        ),
+        (
+            &["forward", "queued", "8080"],
+            &[
+                "run `queued` has no head node to forward from yet: its allocation is PENDING (Resources)",
+                "forward once it runs",
+            ],
+        ),
+    ];
+    refused_each(&fake, cases);
+    assert!(fake.calls("srun").is_empty(), "no relay step started");
+}
+
+/// Each command line of `cases` exits 2 with nothing on stdout and its words on stderr.
+fn refused_each(fake: &Fake, cases: &[(&[&str], &[&str])]) {
     for (args, needles) in cases {
         let mut run = fake
             .run(args.iter().copied())
@@ -54,5 +114,4 @@ fn cluster_commands_refuse_bad_input_and_submit_nothing() {
         }
         run.run();
     }
-    assert!(fake.calls("sbatch").is_empty(), "nothing submitted");
 }

@@ -225,8 +225,8 @@ fn infra_takes_the_partition_and_refuses_another_cluster() {
     );
 }
 
-/// `ports:` are printed, each with the `ssh -L` line that forwards it from the run's head node
-/// to the login node.
+/// `ports:` are printed with the `rayslurm forward` command that forwards them from the run's
+/// head node to the login node, and the `ssh -L` line that reaches them there from a laptop.
 #[test]
 fn ports_are_printed_with_their_forward() {
     let task = "run: x\nresources:\n  ports:\n    - 8080\n    - 9000-9001\n";
@@ -234,8 +234,8 @@ fn ports_are_printed_with_their_forward() {
     assert_eq!(code, 0, "{stderr}");
     for needle in [
         "ports 8080, 9000-9001 are served on the run's head node",
-        "  8080: ssh -N -L 8080:localhost:8080 $(squeue -h -j JOBID -o %B)\n",
-        "  9000-9001: ssh -N $(for p in $(seq 9000 9001); do printf -- '-L %s:localhost:%s ' $p $p; done) $(squeue -h -j JOBID -o %B)\n",
+        "\n  rayslurm forward task 8080 9000-9001\n",
+        "\n  then from a laptop: ssh -N -L 8080:localhost:8080 -L 9000:localhost:9000 -L 9001:localhost:9001 ",
     ] {
         assert!(stderr.contains(needle), "{needle}: {stderr}");
     }

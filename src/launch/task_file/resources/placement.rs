@@ -174,12 +174,7 @@ pub(super) fn ports(field: &str, value: &Line<Node>) -> Result<Vec<String>, Refu
         .into_iter()
         .map(|item| {
             let text = item.value.scalar_text().unwrap_or_default();
-            let port = |p: &str| p.trim().parse::<u16>().ok().filter(|p| *p > 0);
-            let ok = match text.split_once('-') {
-                Some((a, b)) => matches!((port(a), port(b)), (Some(a), Some(b)) if a <= b),
-                None => port(&text).is_some(),
-            };
-            if ok {
+            if crate::sys::port_range::parse(&text).is_some() {
                 Ok(text.replace(' ', ""))
             } else {
                 Err(Refusal::new(
