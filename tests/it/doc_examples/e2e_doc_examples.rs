@@ -97,14 +97,14 @@ impl Drop for Project {
     }
 }
 
-/// A command that runs until Ctrl-C (`# until Ctrl-C` at its end) must still run after 20 s;
+/// A command that runs until Ctrl-C (`# until Ctrl-C` at its end) must still run after 10 s;
 /// it is then interrupted. Other lines are left as they are.
 fn until_interrupted(script: &str) -> String {
     script
         .lines()
         .map(|line| match line.strip_suffix("# until Ctrl-C") {
             Some(command) => format!(
-                "rc=0; timeout -s INT -k 10 20 {command} || rc=$?; test $rc = 124 || \
+                "rc=0; timeout -s INT -k 10 10 {command} || rc=$?; test $rc = 124 || \
                  {{ echo 'ended with '$rc' before Ctrl-C: {}' >&2; exit 1; }}",
                 command.trim().replace('\'', "")
             ),

@@ -101,7 +101,7 @@ fn an_elastic_cluster_grows_with_demand_and_shrinks_when_idle() {
     };
     let dir = lab.workdir("elastic");
     let name = format!("el{}", std::process::id());
-    let extra = ["--max-nodes", "3", "--worker-idle-timeout", "20"];
+    let extra = ["--max-nodes", "3", "--worker-idle-timeout", "10"];
     let cluster = up_nodes(lab, &dir, &name, "1", &extra);
     let job = "import socket, time; time.sleep(20); print('ran on', socket.gethostname())";
     let ids: Vec<u64> = (0..4)
@@ -133,7 +133,7 @@ fn an_elastic_cluster_grows_with_demand_and_shrinks_when_idle() {
         "every job ran on one node: {hosts:?} (worker jobs: {grown:?})"
     );
 
-    // Idle for 20 s: given back; the head's job alone is left.
+    // Idle for 10 s: given back; the head's job alone is left.
     wait_workers(
         &name,
         Duration::from_secs(120),
