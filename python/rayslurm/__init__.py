@@ -6,7 +6,12 @@ it prints a result, and returns that result as an object: :func:`launch` a :clas
 program's flags by their long names (``num_nodes`` for ``--num-nodes``); a misspelt one is a
 ``TypeError``, and a value rayslurm refuses raises :class:`RayslurmError` with its message
 and exit code (2: nothing was written or submitted). A run executes a shell command line, as
-on the command line; no Python function is pickled.
+on the command line; or, through an :class:`Executor`, a Python function, pickled:
+
+    >>> executor = rayslurm.Executor("logs", num_nodes=2, time=30)
+    >>> job = executor.submit(sum, [1, 2, 3])
+    >>> job.result()
+    6
 
     >>> import rayslurm
     >>> job = rayslurm.launch("sweep", ["python", "train.py", "--lr", "0.1"], num_nodes=3)
@@ -29,9 +34,13 @@ from typing import overload
 
 from . import _cli, _options
 from ._cli import ENDED_STATES, Command, PathLike, RayslurmError, find_bin, is_ended
+from ._calls import CallLoadError, FunctionJob, JobFailed, JobPaths, LocalJob, RemoteError
+from ._calls import RemoteTraceback
 from ._clusters import ClusterRef, cluster_name, down, exec, queue, scale, up
+from ._executor import Executor
 from ._jobs import EXEC_ENDED_STATES, Cluster, Dashboard, ExecJob, Job, wait_for_run
-from ._options import Env, EnvFiles, LaunchOptions, UpOptions
+from ._options import Env, EnvFiles, ExecutorOptions, LaunchOptions, UpOptions
+from ._watch import as_completed, wait_all
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -39,11 +48,20 @@ if TYPE_CHECKING:
 __all__ = [
     "ENDED_STATES",
     "EXEC_ENDED_STATES",
+    "CallLoadError",
     "Cluster",
     "Dashboard",
     "ExecJob",
+    "Executor",
+    "FunctionJob",
     "Job",
+    "JobFailed",
+    "JobPaths",
+    "LocalJob",
     "RayslurmError",
+    "RemoteError",
+    "RemoteTraceback",
+    "as_completed",
     "cancel",
     "dashboard",
     "down",
@@ -57,6 +75,7 @@ __all__ = [
     "status",
     "up",
     "wait",
+    "wait_all",
 ]
 
 #: A run: a :class:`Job`, a job id, an experiment name, or a ``launch --json`` result.

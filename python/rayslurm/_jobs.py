@@ -171,7 +171,7 @@ def wait_for_run(target: str, timeout: Optional[float], poll: float) -> Dict[str
             runs = json.loads(proc.stdout)
         if not runs:
             raise RayslurmError(proc.args, proc.returncode, f"no run matches `{target}`")
-        run = runs[0]
+        run: Dict[str, Any] = runs[0]
         if _cli.is_ended(run):
             return run
         if deadline is not None and time.monotonic() >= deadline:
@@ -292,7 +292,8 @@ class Cluster:
 
     def queue(self) -> Dict[str, Any]:
         """The cluster's jobs and resources (``rayslurm queue --json``)."""
-        return _cli.call_json(["queue", "--json", "--", self.name], dict)
+        found: Dict[str, Any] = _cli.call_json(["queue", "--json", "--", self.name], dict)
+        return found
 
     def scale(self, change: str, *, timeout: Optional[int] = None) -> Dict[str, Any]:
         """Grows or shrinks an elastic cluster (``up(..., max_nodes=N)``; ``rayslurm scale``).
