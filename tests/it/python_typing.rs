@@ -77,7 +77,9 @@ fn the_package_and_its_use_pass_mypy_strict() {
     for (line, word) in &marks {
         let at = format!("refused.py:{line}: error: ");
         assert!(
-            errors.iter().any(|e| e.contains(&at) && e.contains(word.as_str())),
+            errors
+                .iter()
+                .any(|e| e.contains(&at) && e.contains(word.as_str())),
             "line {line} of refused.py (`{word}`) was not refused:\n{stdout}"
         );
     }
