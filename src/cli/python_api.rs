@@ -1,9 +1,10 @@
 //! The Python API (`python/rayslurm`) held to the command line it runs: every option of
 //! `launch`, `up` and `exec` is a parameter of `rayslurm.launch`, `.up` and `.exec` (and each of
-//! `launch` one of `rayslurm.Executor.update_parameters`) by the same name (`--num-nodes` is `num_nodes`), of a type that takes the option's values, with no
-//! default of its own, and the functions have no parameter the command lacks; the few that
-//! differ on purpose are listed below with their reason. A test of `cargo test`, run with
-//! `python3` (3.9 or newer) on the source tree's package.
+//! `launch` one of `rayslurm.Executor.update_parameters`) by the same name (`--num-nodes` is
+//! `num_nodes`), of a type that takes the option's values, with no default of its own, and the
+//! functions have no parameter the command lacks; the few that differ on purpose are listed
+//! below with their reason. A test of `cargo test`, run with `python3` (3.9 or newer) on the
+//! source tree's package.
 
 use std::any::TypeId;
 use std::collections::BTreeMap;
