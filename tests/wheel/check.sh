@@ -7,7 +7,7 @@
 #   3. the binary in the wheel needs no glibc symbol newer than GLIBC_2.17 (objdump -T)
 #   4. the wheel installed into a fresh venv (target/wheel-test-venv) with pip, offline:
 #      its `rayslurm --version`, a `launch --dry-run --json`, and the Python package's tests
-#      (tests/wheel/test_rayslurm.py, plain unittest)
+#      (tests/wheel/test_*.py, plain unittest; cloudpickle, pinned, for the Executor's)
 #   5. only with RAYSLURM_WHEEL_E2E=1: one real launch on the local test cluster (which must
 #      be up: `bash tests/cluster/cluster.sh up`) with the installed binary, followed to its end
 #
@@ -110,6 +110,8 @@ needs_at_most "${in_wheel[0]}"
 rm -rf "$TEST_VENV"
 make_venv "$TEST_VENV"
 "$TEST_VENV/bin/pip" install -q --disable-pip-version-check --no-index --find-links "$WHEELS" rayslurm
+# What Executor.submit pickles a call with (the package imports it only then): its tests need it.
+"$TEST_VENV/bin/pip" install -q --disable-pip-version-check cloudpickle==3.1.3
 bin=$TEST_VENV/bin/rayslurm
 [[ -x $bin ]] || fail "pip install put no rayslurm into $TEST_VENV/bin"
 needs_at_most "$bin"
