@@ -52,7 +52,8 @@ class Executor:
         print(job.result())
 
     Args:
-        folder: the log directory (``log_dir``, ``--log-dir``).
+        folder: the log directory (``log_dir``, ``--log-dir``), made at the first
+            submission when missing.
         cluster: ``None`` for Slurm; ``"local"`` runs each call in this process at
             submission, for debugging (Ray's own auto-start gives a function that uses Ray a
             local Ray).
@@ -111,6 +112,10 @@ class Executor:
         if self.cluster == "local":
             return LocalJob(fn, args, kwargs)
         module, name = pickler()
+        folder = self._options.get("log_dir")
+        if folder is not None:
+            # submitit's folder is made when missing; `launch --log-dir` wants one that is.
+            Path(folder).mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="rayslurm-call-") as tmp:
             call = Path(tmp) / "call"
             call.mkdir(mode=0o700)
