@@ -105,9 +105,7 @@ class CallLoadError(JobFailed):
     a module the function needs missing there). ``here`` and ``there`` are the versions:
     ``there`` the submitting side's (``python``, ``pickler``, ``pickler_version``)."""
 
-    def __init__(
-        self, job: "FunctionJob[Any]", record: Dict[str, Any], outcome: Dict[str, Any]
-    ) -> None:
+    def __init__(self, ended: "Ended", outcome: Dict[str, Any]) -> None:
         self.here: Dict[str, str] = dict(outcome.get("here", {}))
         self.there: Dict[str, str] = dict(outcome.get("there", {}))
         nodes = _side(self.here)
@@ -116,8 +114,7 @@ class CallLoadError(JobFailed):
             f"before the call: {outcome.get('host', 'the head')} ({nodes}) could not load the "
             f"call pickled here ({submitted}): {outcome.get('load_error')}"
         )
-        code = record.get("exit_code")
-        super().__init__(job.job_id, str(record.get("state")), code, job._tail(), why)
+        super().__init__(ended.job_id, ended.state, ended.exit_code, ended.tail(), why)
 
 
 def _side(versions: Dict[str, str]) -> str:
@@ -125,6 +122,44 @@ def _side(versions: Dict[str, str]) -> str:
         f"Python {versions.get('python', '?')}, {versions.get('pickler', 'cloudpickle')} "
         f"{versions.get('pickler_version', '?')}"
     )
+
+
+class Ended(NamedTuple):
+    """How a call's job ended, for the errors: its id, state, exit code and log's tail."""
+
+    job_id: Optional[str]
+    state: str
+    exit_code: Optional[int]
+    tail: Callable[[], str]
+
+
+def read_outcome(path: Optional[Path]) -> Dict[str, Any]:
+    """What ``_call.py`` wrote at ``path``; ``{"ok": False, "missing": True}`` without it."""
+    if path is None or not path.is_file():
+        return {"ok": False, "missing": True}
+    with path.open("rb") as f:
+        outcome: Dict[str, Any] = pickle.load(f)
+    return outcome
+
+
+def value_of(outcome: Dict[str, Any], ended: Callable[[], Ended]) -> Any:
+    """The call's value, or what it raised, or :class:`JobFailed` (``ended`` says how)."""
+    error = error_of(outcome, ended)
+    if error is None:
+        return pickle.loads(outcome["value"])
+    raise error
+
+
+def error_of(outcome: Dict[str, Any], ended: Callable[[], Ended]) -> Optional[BaseException]:
+    """What :func:`value_of` would raise, ``None`` for a value."""
+    if outcome.get("ok"):
+        return None
+    if "load_error" in outcome:
+        return CallLoadError(ended(), outcome)
+    if outcome.get("missing"):
+        how = ended()
+        return JobFailed(how.job_id, how.state, how.exit_code, how.tail())
+    return raised(outcome)
 
 
 def raised(outcome: Dict[str, Any]) -> BaseException:
@@ -192,38 +227,23 @@ class FunctionJob(Job, Generic[R]):
                 not load the call).
             TimeoutError: the run had not ended after ``timeout`` seconds (it goes on).
         """
-        outcome = self._outcome(timeout, poll)
-        if outcome.get("ok"):
-            value: R = pickle.loads(outcome["value"])
-            return value
-        raise self._error(outcome)
+        value: R = value_of(self._outcome(timeout, poll), self._ended_how)
+        return value
 
     def exception(
         self, timeout: Optional[float] = None, poll: float = 5.0
     ) -> Optional[BaseException]:
         """Waits as :meth:`result`; returns what it would raise (a :class:`JobFailed` too),
         or ``None`` when the function returned."""
-        outcome = self._outcome(timeout, poll)
-        return None if outcome.get("ok") else self._error(outcome)
+        return error_of(self._outcome(timeout, poll), self._ended_how)
 
-    def _error(self, outcome: Dict[str, Any]) -> BaseException:
-        if "load_error" in outcome:
-            return CallLoadError(self, self.wait(), outcome)
-        if outcome.get("missing"):
-            record = self.wait()
-            code = record.get("exit_code")
-            return JobFailed(self.job_id, str(record.get("state")), code, self._tail())
-        return raised(outcome)
+    def _ended_how(self) -> Ended:
+        record = self.wait()
+        return Ended(self.job_id, str(record.get("state")), record.get("exit_code"), self._tail)
 
     def _outcome(self, timeout: Optional[float], poll: float) -> Dict[str, Any]:
-        record = self.wait(timeout, poll)
-        run_dir = record.get("run_dir")
-        path = Path(run_dir) / RESULT if run_dir else None
-        if path is None or not path.is_file():
-            return {"ok": False, "missing": True}
-        with path.open("rb") as f:
-            outcome: Dict[str, Any] = pickle.load(f)
-        return outcome
+        run_dir = self.wait(timeout, poll).get("run_dir")
+        return read_outcome(Path(run_dir) / RESULT if run_dir else None)
 
     def _tail(self) -> str:
         try:
