@@ -7,7 +7,8 @@ neither rayslurm nor anything but the standard library and the pickler that made
 package and keeps to Python 3.8.
 
 It connects Ray when the run has one (``RAY_ADDRESS`` is set for the command), loads the call,
-runs it, and writes what came of it to ``$RAYSLURM_RUN_DIR/rayslurm-call/result.pickle``: a
+runs it, and writes what came of it to ``$RAYSLURM_RUN_DIR/rayslurm-call/result.pickle`` (on a
+persistent cluster, ``rayslurm-call/result.pickle`` beside this file): a
 plain pickle of a dict of text and bytes that any Python reads, with the value or the
 exception pickled inside it (by the call's pickler) and the exception's formatted traceback as
 text. A call that cannot be loaded (another Python, another cloudpickle) is written as a
@@ -38,9 +39,11 @@ def pickler_version(name: str) -> str:
     return str(getattr(module, "__version__", "unknown"))
 
 
-def write(outcome: Dict[str, Any]) -> None:
-    """Writes ``outcome`` where the submitter reads it, atomically."""
-    run_dir = os.environ.get("RAYSLURM_RUN_DIR")
+def write(outcome: Dict[str, Any], beside: bool) -> None:
+    """Writes ``outcome`` where the submitter reads it, atomically: in the run's private
+    directory, or (``beside``: a job of a persistent cluster, whose call is in a private copy
+    of its own) beside the call."""
+    run_dir = HERE if beside else os.environ.get("RAYSLURM_RUN_DIR")
     if not run_dir:
         sys.stderr.write("rayslurm-call: RAYSLURM_RUN_DIR is not set: the result is lost\n")
         return
@@ -79,6 +82,7 @@ def main() -> int:
         "pickler": there["pickler"],
         "pickler_version": pickler_version(there["pickler"]),
     }
+    beside = bool(there.get("result_beside"))
     chdir = there.get("chdir")
     if chdir:
         try:
@@ -99,7 +103,8 @@ def main() -> int:
                 "here": here,
                 "there": there,
                 "host": platform.node(),
-            }
+            },
+            beside,
         )
         return 1
     try:
@@ -107,14 +112,14 @@ def main() -> int:
             importlib.import_module("ray").init()
         value = fn(*args, **kwargs)
     except BaseException as error:  # noqa: BLE001 - SystemExit and KeyboardInterrupt too
-        write(failure(error, pickler))
+        write(failure(error, pickler), beside)
         return 1
     try:
         dumped = pickler.dumps(value)
     except Exception as error:  # noqa: BLE001 - a value that does not pickle is a failure
-        write(failure(error, pickler))
+        write(failure(error, pickler), beside)
         return 1
-    write({"ok": True, "value": dumped, "host": platform.node()})
+    write({"ok": True, "value": dumped, "host": platform.node()}, beside)
     return 0
 
 

@@ -18,11 +18,12 @@ import platform
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Dict, Generic, List, NamedTuple, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, Generic, List, Mapping, NamedTuple, Optional, Tuple
+from typing import TypeVar
 
 from . import _cli
 from ._cli import RayslurmError
-from ._jobs import Job, _records, wait_for_run
+from ._jobs import ExecJob, Job, _records, wait_for_run
 
 R = TypeVar("R")
 
@@ -265,6 +266,67 @@ class FunctionJob(Job, Generic[R]):
         found = self.status().get("run_dir")
         run_dir = Path(found) if found else None
         return JobPaths(self.script, self.log, run_dir, run_dir / RESULT if run_dir else None)
+
+
+class ClusterFunctionJob(ExecJob, Generic[R]):
+    """A function submitted to a persistent cluster (:meth:`Cluster.submit`): an
+    :class:`ExecJob` (``state`` is Ray's: ``PENDING``, ``RUNNING``, ``SUCCEEDED``, ``FAILED``,
+    ``STOPPED``) with :class:`FunctionJob`'s ``result()``, ``exception()``, ``stdout()``,
+    ``stderr()`` and ``paths``. Its outcome is written beside its call, in the private copy
+    ``exec --snapshot`` made of it (``copy``)."""
+
+    def __init__(self, result: Mapping[str, Any]) -> None:
+        super().__init__(result)
+        snapshot = result.get("snapshot") or {}
+        self.copy = Path(snapshot["path"]) if snapshot.get("path") else None
+
+    def __repr__(self) -> str:
+        return f"ClusterFunctionJob(cluster={self.cluster!r}, job={self.job}, name={self.name!r})"
+
+    @property
+    def job_id(self) -> str:
+        """``CLUSTER:JOB``: the cluster's name and the job's id on it."""
+        return f"{self.cluster}:{self.job}"
+
+    def result(self, timeout: Optional[float] = None, poll: float = 2.0) -> R:
+        """Waits until the job has ended; returns the function's value or raises its
+        exception (the remote traceback as ``__cause__``), or :class:`JobFailed`."""
+        value: R = value_of(self._outcome(timeout, poll), self._ended_how)
+        return value
+
+    def exception(
+        self, timeout: Optional[float] = None, poll: float = 2.0
+    ) -> Optional[BaseException]:
+        """What :meth:`result` would raise, or ``None``."""
+        return error_of(self._outcome(timeout, poll), self._ended_how)
+
+    def _ended_how(self) -> Ended:
+        row = self.status()
+        return Ended(self.job_id, str(row.get("status")), row.get("exit_code"), self._tail)
+
+    def _tail(self) -> str:
+        try:
+            return self.logs(tail=TAIL)
+        except RayslurmError as error:
+            return f"(no log: {error.message})"
+
+    def _outcome(self, timeout: Optional[float], poll: float) -> Dict[str, Any]:
+        self.wait(timeout, poll)
+        return read_outcome(self.paths.result)
+
+    def stdout(self) -> str:
+        """The job's output (one log, both streams)."""
+        return self.logs()
+
+    def stderr(self) -> str:
+        """The job's output, as :meth:`stdout`."""
+        return self.logs()
+
+    @property
+    def paths(self) -> JobPaths:
+        """``log``, ``run_dir`` (the call's private copy) and ``result``; no script."""
+        copy = self.copy
+        return JobPaths(None, self.log, copy, copy / RESULT if copy else None)
 
 
 class _Tee(io.TextIOBase):

@@ -9,6 +9,7 @@ workdir. The temporary directory is gone when ``submit`` returns.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -16,10 +17,10 @@ import shlex
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, TypeVar
 
 from . import _cli, _options
-from ._calls import FunctionJob, LocalJob, pickler, versions
+from ._calls import ClusterFunctionJob, FunctionJob, LocalJob, pickler, versions
 from ._cli import PathLike
 from ._jobs import Job
 from ._options import EXECUTOR, ExecutorOptions
@@ -36,6 +37,27 @@ CALL_DIR = ".rayslurm-call"
 #: The options that give the run a workdir of its own: the call then runs there, not in the
 #: directory it was submitted from (or in an empty one, as asked).
 _OWN_WORKDIR = ("snapshot", "workdir", "empty_workdir")
+
+
+@contextlib.contextmanager
+def staged(
+    fn: Callable[..., Any], args: Any, kwargs: Any, *, chdir: bool, beside: bool
+) -> Iterator[Path]:
+    """A new private directory (0700, removed after) holding the pickled call, the versions
+    it was pickled with, and the runner (``_call.py``): what a run gets as its call.
+    ``chdir``: the call runs in this process's directory; ``beside``: its outcome is written
+    beside it (a persistent cluster's job), not in the run's private directory."""
+    module, name = pickler()
+    with tempfile.TemporaryDirectory(prefix="rayslurm-call-") as tmp:
+        call = Path(tmp) / "call"
+        call.mkdir(mode=0o700)
+        (call / "call.pickle").write_bytes(module.dumps((fn, args, kwargs)))
+        facts: Dict[str, Any] = versions(name, module)
+        facts["chdir"] = os.getcwd() if chdir else None
+        facts["result_beside"] = beside
+        (call / "versions.json").write_text(json.dumps(facts))
+        shutil.copyfile(Path(__file__).with_name("_call.py"), call / "_call.py")
+        yield call
 
 
 def _exp_name(fn: Callable[..., Any]) -> str:
@@ -111,20 +133,12 @@ class Executor:
         """
         if self.cluster == "local":
             return LocalJob(fn, args, kwargs)
-        module, name = pickler()
         folder = self._options.get("log_dir")
         if folder is not None:
             # submitit's folder is made when missing; `launch --log-dir` wants one that is.
             Path(folder).mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="rayslurm-call-") as tmp:
-            call = Path(tmp) / "call"
-            call.mkdir(mode=0o700)
-            (call / "call.pickle").write_bytes(module.dumps((fn, args, kwargs)))
-            facts: Dict[str, Any] = versions(name, module)
-            own = any(self._options.get(key) for key in _OWN_WORKDIR)
-            facts["chdir"] = None if own else os.getcwd()
-            (call / "versions.json").write_text(json.dumps(facts))
-            shutil.copyfile(Path(__file__).with_name("_call.py"), call / "_call.py")
+        own = any(self._options.get(key) for key in _OWN_WORKDIR)
+        with staged(fn, args, kwargs, chdir=not own, beside=False) as call:
             return self._launch(fn, call)
 
     def _launch(self, fn: Callable[..., Any], call: Path) -> FunctionJob[Any]:
@@ -142,4 +156,22 @@ class Executor:
         job: FunctionJob[Any] = FunctionJob(
             str(result["exp_name"]), str(result["job_id"]), result.get("script"), result.get("log")
         )
+        return job
+
+
+def submit_to_cluster(
+    cluster: str, fn: Callable[..., Any], args: Any, kwargs: Any
+) -> ClusterFunctionJob[Any]:
+    """``exec CLUSTER --snapshot --workdir CALL -d --json``: the call as a job of a persistent
+    cluster, run with the cluster's Python (its ``load_env``) in this process's directory,
+    its outcome written beside the call in the copy ``exec`` made of it."""
+    with staged(fn, args, kwargs, chdir=True, beside=True) as call:
+        flags = {
+            "name": _exp_name(fn),
+            "snapshot": True,
+            "workdir": call,
+            "command": shlex.join(["python", "_call.py"]),
+        }
+        result = _cli.call_json(["exec", cluster, *_cli.flags(flags), "-d", "--json"], dict)
+        job: ClusterFunctionJob[Any] = ClusterFunctionJob(result)
         return job

@@ -248,6 +248,26 @@ class Clusters(unittest.TestCase):
         self.assertIn("rank 0 of 1", ranks.logs())
         self.assertIn("setup ran", ranks.logs())
 
+        # A function as a job of the cluster: its value in seconds, or its exception.
+        def cpus(extra: int) -> int:
+            import ray
+
+            return int(ray.cluster_resources()["CPU"]) + extra
+
+        def fails() -> None:
+            raise LookupError("not on this cluster")
+
+        started = time.monotonic()
+        called = rayslurm.Cluster("py-lab").submit(cpus, 100)
+        failed = cluster.submit(fails)
+        self.assertGreater(called.result(timeout=PATIENCE), 100, called.logs())
+        self.assertLess(time.monotonic() - started, 30, "a cluster's call returns in seconds")
+        self.assertEqual(called.state, "SUCCEEDED")
+        with self.assertRaises(LookupError) as caught:
+            failed.result(timeout=PATIENCE)
+        self.assertIn("in fails", str(caught.exception.__cause__))
+        self.assertEqual(failed.state, "FAILED")
+
         sleeper = rayslurm.exec(cluster, "echo sleeping; sleep 300")
         wait_for_log(sleeper, "sleeping")
         self.assertEqual(sleeper.state, "RUNNING")

@@ -15,3 +15,4 @@ executor.update_parameters(num_node=2)  # refused: num_node
 executor.submit(square, "3")  # refused: submit
 text: str = executor.submit(square, 3).result()  # refused: assignment
 rayslurm.launch("x", "true", time=1.5)  # refused: time
+rayslurm.Cluster("lab").submit(square, y=3)  # refused: submit

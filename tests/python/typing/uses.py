@@ -25,6 +25,12 @@ def calls() -> List[int]:
     return [job.result(), *(j.result() for j in done)]
 
 
+def on_a_cluster() -> int:
+    cluster = rayslurm.Cluster("lab")
+    job: rayslurm.ClusterFunctionJob[int] = cluster.submit(square, 4)
+    return job.result(timeout=60.0)
+
+
 def commands() -> str:
     job = rayslurm.launch("hello", ["echo", "hi"], num_nodes=1, no_ray=True)
     return job.logs(tail=5)
