@@ -87,9 +87,9 @@ class Local(unittest.TestCase):
             rayslurm.Executor(cluster="elsewhere")
 
 
-class Submit(FakeBinary):
-    """``submit`` against a fake rayslurm that keeps a copy of the call (as ``launch`` does),
-    then the runner run here on that copy, as the head runs it."""
+class CallFake(FakeBinary):
+    """A fake rayslurm that keeps a copy of the call (as ``launch`` does), and the runner run
+    here on that copy, as the head runs it."""
 
     def setUp(self) -> None:
         super().setUp()
@@ -124,6 +124,11 @@ class Submit(FakeBinary):
             capture_output=True,
             text=True,
         )
+
+
+
+class Submit(CallFake):
+    """``Executor.submit``, and what ``result()`` makes of each outcome."""
 
     def test_the_call_goes_as_a_file_mount_and_its_value_comes_back(self) -> None:
         job = self.submit(square, 12)
@@ -204,6 +209,31 @@ class Submit(FakeBinary):
             rayslurm.Executor().submit(square, 1)
         self.assertIn("pip install cloudpickle", str(caught.exception))
         self.assertFalse(self.argv_log.exists(), "nothing was launched")
+
+
+class OnACluster(CallFake):
+    """``Cluster.submit``: ``exec`` of the call's directory as a snapshot, the outcome beside
+    the copy."""
+
+    def test_the_call_goes_as_an_exec_snapshot_and_its_value_comes_back(self) -> None:
+        copied = {"cluster": "lab", "job": 4, "name": "square", "command": "python _call.py",
+                  "log": "/l/4.log", "workdir": os.getcwd(),
+                  "snapshot": {"path": str(self.copy), "workdir": "/tmp/x", "files": 3,
+                               "bytes": 10}}
+        self.answer.write_text(json.dumps(copied))
+        script = (self.root / "rayslurm").read_text().replace("--file-mount=*", "--workdir=*")
+        write_script(self.root, "rayslurm", script.split("\n", 1)[1])
+        job = rayslurm.Cluster("lab").submit(square, 9)
+        argv = self.argv()
+        self.assertEqual(argv[:2], ["exec", "lab"])
+        self.assertIn("--snapshot", argv)
+        self.assertIn("--command=python _call.py", argv)
+        self.assertEqual(argv[-2:], ["-d", "--json"])
+        self.assertTrue(json.loads((self.copy / "versions.json").read_text())["result_beside"])
+        self.assertEqual(self.run_call().returncode, 0)
+        self.assertEqual(job.paths.result, self.copy / "rayslurm-call" / "result.pickle")
+        self.answer.write_text(json.dumps({"jobs": [{"id": 4, "status": "SUCCEEDED"}]}))
+        self.assertEqual((job.result(), job.job_id), (81, "lab:4"))
 
 
 class Watch(FakeBinary):
