@@ -249,7 +249,11 @@ def _evaluated(hint: Any) -> Any:
         hint = hint.__forward_arg__
     if isinstance(hint, str):
         names = {**vars(typing), **globals(), "os": os}
-        hint = eval(hint, names)  # noqa: S307 - the package's own annotations, not input
+        try:
+            hint = eval(hint, names)  # noqa: S307 - the package's own annotations, not input
+        except TypeError:
+            # Python 3.8: `os.PathLike[str]` is no expression yet.
+            hint = eval(hint.replace("os.PathLike[str]", "os.PathLike"), names)  # noqa: S307
     return hint
 
 
