@@ -87,7 +87,9 @@ def main() -> int:
     if chdir:
         try:
             os.chdir(chdir)
-            sys.path.insert(0, chdir)
+            # Last, not first: the call's own modules import from there, but a file planted
+            # in a shared directory (`ray.py`) shadows nothing installed.
+            sys.path.append(chdir)
         except OSError as error:
             sys.stderr.write("rayslurm-call: staying in {}: {}\n".format(os.getcwd(), error))
     try:

@@ -161,6 +161,10 @@ class Functions(unittest.TestCase):
 
         self.assertEqual(counted.result(timeout=PATIENCE, poll=2), 2, counted.logs())
         self.assertEqual((counted.state, counted.exit_code), ("COMPLETED", 0))
+        result = counted.paths.result
+        assert result is not None
+        for private in (result.parent, result.parent.parent):
+            self.assertEqual(private.stat().st_mode & 0o777, 0o700, private)
         with self.assertRaises(ArithmeticError) as caught:
             failed.result(timeout=PATIENCE, poll=2)
         self.assertEqual(str(caught.exception), "no luck with 7")
@@ -174,8 +178,8 @@ class Functions(unittest.TestCase):
         assert isinstance(error, rayslurm.JobFailed)
         self.assertIn(error.state.split()[0], {"CANCELLED", "STOPPED"}, error)
         self.assertIn("call started", error.log_tail)
-        result = blocked.paths.result
-        self.assertFalse(result and result.is_file(), "a cancelled call has no result")
+        cancelled = blocked.paths.result
+        self.assertFalse(cancelled and cancelled.is_file(), "a cancelled call has no result")
 
     def test_the_local_mode_runs_the_call_here(self) -> None:
         local = rayslurm.Executor(cluster="local", num_nodes=2)

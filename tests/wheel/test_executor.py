@@ -148,6 +148,18 @@ class Submit(CallFake):
         self.assertEqual((job.result(), job.state, job.exception()), (144, "COMPLETED", None))
         self.assertEqual(job.paths.result, self.run_dir / "rayslurm-call" / "result.pickle")
 
+    def test_a_module_planted_in_the_submission_directory_shadows_nothing(self) -> None:
+        job = self.submit(square, 5)
+        shared = self.root / "shared"
+        shared.mkdir()
+        # Imported after the chdir, by the call's own module (this one).
+        (shared / "rayslurm.py").write_text("raise SystemExit('planted module ran')\n")
+        versions = json.loads((self.copy / "versions.json").read_text())
+        (self.copy / "versions.json").write_text(json.dumps({**versions, "chdir": str(shared)}))
+        ran = self.run_call()
+        self.assertEqual(ran.returncode, 0, ran.stderr)
+        self.assertEqual(job.result(), 25)
+
     def test_the_functions_exception_is_raised_with_its_remote_traceback(self) -> None:
         def deep(x: int) -> None:
             raise ValueError(f"bad value {x}")
