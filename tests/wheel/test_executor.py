@@ -172,7 +172,8 @@ class Submit(CallFake):
         self.assertEqual(str(caught.exception), "bad value 5")
         cause = str(caught.exception.__cause__)
         self.assertIn("in deep", cause)
-        self.assertIn('raise ValueError(f"bad value {x}")', cause)
+        # Its frames: cloudpickle 3.1 names a function pickled by value `<dynamic-code>`.
+        self.assertIn("ValueError: bad value 5", cause)
         self.assertIsInstance(job.exception(), ValueError)
 
     def test_an_exception_that_does_not_pickle_comes_as_a_remote_error(self) -> None:
