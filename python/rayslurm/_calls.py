@@ -16,9 +16,8 @@ import io
 import pickle
 import platform
 import sys
-import traceback
 from pathlib import Path
-from typing import Any, Callable, Dict, Generic, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, Generic, Mapping, NamedTuple, Optional, Tuple
 from typing import TypeVar
 
 from . import _cli
@@ -361,11 +360,14 @@ class LocalJob(FunctionJob[R]):
             try:
                 self._outcome_now = {"ok": True, "value": fn(*args, **kwargs)}
             except Exception as error:  # noqa: BLE001 - the function's exception is its result
-                text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-                self._outcome_now = {"ok": False, "error": error, "traceback": text}
+                self._outcome_now = {"ok": False, "error": error}
         self._out, self._err = out.copy.getvalue(), err.copy.getvalue()
-        state = "COMPLETED" if self._outcome_now["ok"] else "FAILED"
-        self._final = {"job_id": self.job_id, "state": state, "exit_code": 0 if state == "COMPLETED" else 1}
+        ok = self._outcome_now["ok"]
+        self._final = {
+            "job_id": self.job_id,
+            "state": "COMPLETED" if ok else "FAILED",
+            "exit_code": 0 if ok else 1,
+        }
 
     def __repr__(self) -> str:
         return f"LocalJob(name={self.name!r}, job_id={self.job_id!r})"
@@ -400,7 +402,3 @@ class LocalJob(FunctionJob[R]):
     def paths(self) -> JobPaths:
         return JobPaths(None, None, None, None)
 
-
-def local_jobs(jobs: List[Job]) -> List[Job]:
-    """The jobs of ``jobs`` that ran here."""
-    return [job for job in jobs if isinstance(job, LocalJob)]

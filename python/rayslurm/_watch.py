@@ -31,7 +31,8 @@ def records(targets: Sequence[str]) -> List[Dict[str, Any]]:
             raise
         found = json.loads(proc.stdout)
     if not isinstance(found, list):
-        raise RayslurmError(proc.args, proc.returncode, f"printed JSON that is not a list: {found!r}")
+        said = f"printed JSON that is not a list: {found!r}"
+        raise RayslurmError(proc.args, proc.returncode, said)
     return found
 
 

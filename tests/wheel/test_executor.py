@@ -12,7 +12,7 @@ import subprocess
 import sys
 import unittest
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 from unittest import mock
 
 import rayslurm
@@ -110,7 +110,7 @@ class CallFake(FakeBinary):
         self.answer.write_text(json.dumps([self.record("COMPLETED", 0)]))
         return job
 
-    def record(self, state: str, code: int) -> Dict[str, Any]:
+    def record(self, state: str, code: Optional[int]) -> Dict[str, Any]:
         return {"job_id": "77", "exp_name": "square", "state": state, "exit_code": code,
                 "run_dir": str(self.run_dir), "log": "/l", "script": "/s"}
 
@@ -209,7 +209,7 @@ class Submit(CallFake):
 
     def test_a_run_that_ends_without_a_result_raises_job_failed(self) -> None:
         job = self.submit(square, 2)
-        self.answer.write_text(json.dumps([self.record("CANCELLED by 0", None)]))  # type: ignore[arg-type]
+        self.answer.write_text(json.dumps([self.record("CANCELLED by 0", None)]))
         error = job.exception()
         self.assertIsInstance(error, rayslurm.JobFailed)
         assert isinstance(error, rayslurm.JobFailed)
