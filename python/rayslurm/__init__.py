@@ -3,8 +3,8 @@
 Each function runs the ``rayslurm`` program that this package installs, with ``--json`` where
 it prints a result, and returns that result as an object: :func:`launch` a :class:`Job`,
 :func:`up` a :class:`Cluster`, :func:`exec` an :class:`ExecJob`. Parameters are the
-program's flags by their long names (``num_nodes`` for ``--num-nodes``); a misspelt one is a
-``TypeError``, and a value rayslurm refuses raises :class:`RayslurmError` with its message
+program's flags by their long names (``num_nodes`` for ``--num-nodes``); a misspelt one, or a
+value not of its type (``num_nodes="2"``), is a ``TypeError``, and a value rayslurm refuses raises :class:`RayslurmError` with its message
 and exit code (2: nothing was written or submitted). A run executes a shell command line, as
 on the command line; or, through an :class:`Executor`, a Python function, pickled:
 
@@ -125,7 +125,7 @@ def launch(
     Raises:
         RayslurmError: rayslurm refused the input (``returncode`` 2, nothing written or
             submitted), or sbatch failed (1).
-        TypeError: a parameter that does not exist, or a value that is not text or a number.
+        TypeError: a parameter that does not exist, or a value not of its type.
         FileNotFoundError: the rayslurm binary is missing.
     """
     flags = {"exp_name": exp_name, "command": command, **_options.given(launch, options)}
