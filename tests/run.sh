@@ -38,6 +38,9 @@ export SLURM_CONF=/etc/slurm/slurm.conf
 # asks for it (RAYSLURM_TEST_CONTAINERS=0 below: the container tests have their own step).
 RAYSLURM_TEST_SKIPS=$(mktemp /tmp/rayslurm-test-skips.XXXXXX)
 export RAYSLURM_TEST_SKIPS
+# mypy (and cloudpickle) for the Python package's tests, pinned, in target/python-tools.
+timed "python test tools" bash tests/python/tools.sh
+export RAYSLURM_TEST_MYPY=$PWD/target/python-tools/bin/mypy
 timed "cargo build of the tests" cargo test --no-run "$@"
 timed "unit tests" cargo test --bins "$@"
 # Only the integration tests run side by side: some unit tests watch this process's own sockets.

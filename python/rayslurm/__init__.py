@@ -3,10 +3,15 @@
 Each function runs the ``rayslurm`` program that this package installs, with ``--json`` where
 it prints a result, and returns that result as an object: :func:`launch` a :class:`Job`,
 :func:`up` a :class:`Cluster`, :func:`exec` an :class:`ExecJob`. Parameters are the
-program's flags by their long names (``num_nodes`` for ``--num-nodes``); a misspelt one is a
-``TypeError``, and a value rayslurm refuses raises :class:`RayslurmError` with its message
+program's flags by their long names (``num_nodes`` for ``--num-nodes``); a misspelt one, or a
+value not of its type (``num_nodes="2"``), is a ``TypeError``, and a value rayslurm refuses raises :class:`RayslurmError` with its message
 and exit code (2: nothing was written or submitted). A run executes a shell command line, as
-on the command line; no Python function is pickled.
+on the command line; or, through an :class:`Executor`, a Python function, pickled:
+
+    >>> executor = rayslurm.Executor("logs", num_nodes=2, time=30)
+    >>> job = executor.submit(sum, [1, 2, 3])
+    >>> job.result()
+    6
 
     >>> import rayslurm
     >>> job = rayslurm.launch("sweep", ["python", "train.py", "--lr", "0.1"], num_nodes=3)
@@ -29,9 +34,13 @@ from typing import overload
 
 from . import _cli, _options
 from ._cli import ENDED_STATES, Command, PathLike, RayslurmError, find_bin, is_ended
+from ._calls import CallLoadError, ClusterFunctionJob, FunctionJob, JobFailed, JobPaths
+from ._calls import LocalJob, RemoteError, RemoteTraceback
 from ._clusters import ClusterRef, cluster_name, down, exec, queue, scale, up
+from ._executor import Executor
 from ._jobs import EXEC_ENDED_STATES, Cluster, Dashboard, ExecJob, Forward, Job, wait_for_run
-from ._options import Env, EnvFiles, LaunchOptions, UpOptions
+from ._options import Env, EnvFiles, ExecutorOptions, LaunchOptions, UpOptions
+from ._watch import as_completed, wait_all
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -39,12 +48,22 @@ if TYPE_CHECKING:
 __all__ = [
     "ENDED_STATES",
     "EXEC_ENDED_STATES",
+    "CallLoadError",
     "Cluster",
+    "ClusterFunctionJob",
     "Dashboard",
     "ExecJob",
+    "Executor",
     "Forward",
+    "FunctionJob",
     "Job",
+    "JobFailed",
+    "JobPaths",
+    "LocalJob",
     "RayslurmError",
+    "RemoteError",
+    "RemoteTraceback",
+    "as_completed",
     "cancel",
     "dashboard",
     "down",
@@ -59,6 +78,7 @@ __all__ = [
     "status",
     "up",
     "wait",
+    "wait_all",
 ]
 
 #: A run: a :class:`Job`, a job id, an experiment name, or a ``launch --json`` result.
@@ -107,7 +127,7 @@ def launch(
     Raises:
         RayslurmError: rayslurm refused the input (``returncode`` 2, nothing written or
             submitted), or sbatch failed (1).
-        TypeError: a parameter that does not exist, or a value that is not text or a number.
+        TypeError: a parameter that does not exist, or a value not of its type.
         FileNotFoundError: the rayslurm binary is missing.
     """
     flags = {"exp_name": exp_name, "command": command, **_options.given(launch, options)}

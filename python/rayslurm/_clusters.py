@@ -136,7 +136,8 @@ def queue(cluster: ClusterRef) -> Dict[str, Any]:
         RayslurmError: no such cluster or it is not up (``returncode`` 2), or Ray could not
             be asked (1).
     """
-    return _cli.call_json(["queue", "--json", "--", cluster_name(cluster)], dict)
+    found: Dict[str, Any] = _cli.call_json(["queue", "--json", "--", cluster_name(cluster)], dict)
+    return found
 
 
 def scale(cluster: ClusterRef, change: str, *, timeout: Optional[int] = None) -> Dict[str, Any]:

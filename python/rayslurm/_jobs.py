@@ -13,10 +13,20 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Literal, Mapping, Optional, TypeVar, Union, overload
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Literal, Mapping, Optional
+from typing import TypeVar, Union, overload
 
 from . import _cli
 from ._cli import RayslurmError
+
+if TYPE_CHECKING:
+    from typing_extensions import ParamSpec
+
+    from ._calls import ClusterFunctionJob
+
+    P = ParamSpec("P")
+
+R = TypeVar("R")
 
 #: What Ray reports for a job of a cluster that will not change any more.
 EXEC_ENDED_STATES = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
@@ -171,7 +181,7 @@ def wait_for_run(target: str, timeout: Optional[float], poll: float) -> Dict[str
             runs = json.loads(proc.stdout)
         if not runs:
             raise RayslurmError(proc.args, proc.returncode, f"no run matches `{target}`")
-        run = runs[0]
+        run: Dict[str, Any] = runs[0]
         if _cli.is_ended(run):
             return run
         if deadline is not None and time.monotonic() >= deadline:
@@ -269,7 +279,7 @@ class Cluster:
     def __init__(
         self,
         name: str,
-        job_id: Optional[str],
+        job_id: Optional[str] = None,
         log: Optional[str] = None,
         script: Optional[str] = None,
         submitted: bool = True,
@@ -292,7 +302,8 @@ class Cluster:
 
     def queue(self) -> Dict[str, Any]:
         """The cluster's jobs and resources (``rayslurm queue --json``)."""
-        return _cli.call_json(["queue", "--json", "--", self.name], dict)
+        found: Dict[str, Any] = _cli.call_json(["queue", "--json", "--", self.name], dict)
+        return found
 
     def scale(self, change: str, *, timeout: Optional[int] = None) -> Dict[str, Any]:
         """Grows or shrinks an elastic cluster (``up(..., max_nodes=N)``; ``rayslurm scale``).
@@ -306,6 +317,19 @@ class Cluster:
         take in time is withdrawn and raises it with ``returncode`` 1.
         """
         return _cli.scale(self.name, change, timeout)
+
+    def submit(
+        self, fn: "Callable[P, R]", *args: "P.args", **kwargs: "P.kwargs"
+    ) -> "ClusterFunctionJob[R]":
+        """Runs ``fn(*args, **kwargs)`` as a job of this cluster (``rayslurm exec``), in
+        seconds: on a node of the cluster, with its Ray connected, in this process's
+        directory. Returns its job at once; ``job.result()`` waits for the value (or raises
+        as :meth:`FunctionJob.result`). ``rayslurm.Cluster(name)`` names a cluster that is up.
+        """
+        from ._executor import submit_to_cluster
+
+        job: "ClusterFunctionJob[R]" = submit_to_cluster(self.name, fn, args, kwargs)
+        return job
 
     def down(self) -> None:
         """Stops the cluster and releases its allocation (``rayslurm down``)."""

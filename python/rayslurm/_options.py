@@ -12,7 +12,10 @@ src/cli/python_api.rs checks these against the program's own options (names, typ
 
 from __future__ import annotations
 
+import collections.abc
 import inspect
+import os
+import typing
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, TypedDict, TypeVar, Union
 
 from ._cli import PathLike
@@ -83,12 +86,23 @@ class Snapshot(TypedDict, total=False):
     snapshot_max_size: Optional[Union[str, int]]
 
 
-class Inside(TypedDict, total=False):
-    """What runs in the allocation besides Ray (``launch``)."""
+class NoRay(TypedDict, total=False):
+    """A run without Ray (``launch``, the Executor)."""
 
     no_ray: bool
+
+
+class PerNode(TypedDict, total=False):
+    """The command on every node, not on the head alone (``launch``)."""
+
     per_node: bool
     no_prefix: bool
+
+
+class Named(TypedDict, total=False):
+    """The experiment name of the Executor's runs (``launch``'s first parameter)."""
+
+    exp_name: Optional[str]
 
 
 class Ray(TypedDict, total=False):
@@ -141,14 +155,21 @@ class DryRun(TypedDict, total=False):
     check: bool
 
 
-LAUNCH = (LaunchRun, Resources, Container, Snapshot, Inside, Ray, LongRun, DryRun)
+LAUNCH = (LaunchRun, Resources, Container, Snapshot, NoRay, PerNode, Ray, LongRun, DryRun)
 UP = (UpIdle, Resources, Container, Ray, Elastic, Detach, DryRun)
+#: What an :class:`~rayslurm.Executor` takes: ``launch``'s options but those that say what
+#: runs (the function does) and how its output is read (its result is).
+EXECUTOR = (Named, Resources, Container, Snapshot, NoRay, Ray, LongRun)
 
 
 class LaunchOptions(
-    LaunchRun, Resources, Container, Snapshot, Inside, Ray, LongRun, DryRun, total=False
+    LaunchRun, Resources, Container, Snapshot, NoRay, PerNode, Ray, LongRun, DryRun, total=False
 ):
     """:func:`~rayslurm.launch`'s keyword parameters (its groups, :data:`LAUNCH`)."""
+
+
+class ExecutorOptions(Named, Resources, Container, Snapshot, NoRay, Ray, LongRun, total=False):
+    """:meth:`~rayslurm.Executor.update_parameters`'s keyword parameters (:data:`EXECUTOR`)."""
 
 
 class UpOptions(UpIdle, Resources, Container, Ray, Elastic, Detach, DryRun, total=False):
@@ -199,12 +220,67 @@ def given(function: Callable[..., Any], options: Mapping[str, Any]) -> Dict[str,
     its value in ``options`` or its default; a keyword it does not take is a ``TypeError``, as
     Python's own."""
     parameters = inspect.signature(function).parameters
-    for key in options:
+    for key, value in options.items():
         parameter = parameters.get(key)
         if parameter is None or parameter.kind is not inspect.Parameter.KEYWORD_ONLY:
             raise TypeError(f"{function.__name__}() got an unexpected keyword argument {key!r}")
+        check(f"{function.__name__}()", key, value, parameter.annotation)
     return {
         name: options.get(name, parameter.default)
         for name, parameter in parameters.items()
         if parameter.kind is inspect.Parameter.KEYWORD_ONLY
     }
+
+
+#: The secrets: a wrong value of these is named by its type, never shown.
+_SECRET = frozenset({"env", "secret"})
+
+
+def check(where: str, name: str, value: Any, annotation: Any) -> None:
+    """Raises ``TypeError`` when ``value`` is not of the type ``annotation`` (as written in
+    the groups above) says ``name`` takes: ``num_nodes="2"`` is refused, not passed on."""
+    if not accepts(value, annotation):
+        shown = f"(a {type(value).__name__}, not shown)" if name in _SECRET else repr(value)
+        written = getattr(annotation, "__forward_arg__", annotation)
+        raise TypeError(f"{where}: {name}={shown} is not {written}, the type {name} takes")
+
+
+def _evaluated(hint: Any) -> Any:
+    if isinstance(hint, typing.ForwardRef):
+        hint = hint.__forward_arg__
+    if isinstance(hint, str):
+        names = {**vars(typing), **globals(), "os": os}
+        try:
+            hint = eval(hint, names)  # noqa: S307 - the package's own annotations, not input
+        except TypeError:
+            # Python 3.8: `os.PathLike[str]` is no expression yet.
+            hint = eval(hint.replace("os.PathLike[str]", "os.PathLike"), names)  # noqa: S307
+    return hint
+
+
+def accepts(value: Any, hint: Any) -> bool:
+    """Whether ``value`` is of the type ``hint``: the few kinds the options use (``None``,
+    ``bool``, ``int`` (never a bool), ``float``, ``str``, a path, a list or tuple of them, a
+    mapping, a class, and ``Union`` of these)."""
+    hint = _evaluated(hint)
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    if origin is Union:
+        return any(accepts(value, arg) for arg in typing.get_args(hint))
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint in (int, float):
+        return isinstance(value, (int, hint)) and not isinstance(value, bool)
+    if origin is os.PathLike or hint is os.PathLike:
+        return isinstance(value, os.PathLike)
+    if origin is collections.abc.Sequence:
+        (item,) = typing.get_args(hint) or (Any,)
+        return isinstance(value, (list, tuple)) and all(accepts(v, item) for v in value)
+    if origin is collections.abc.Mapping:
+        return isinstance(value, collections.abc.Mapping)
+    if isinstance(hint, type):
+        return isinstance(value, hint)
+    return True

@@ -21,8 +21,8 @@ pub(crate) struct LogsArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct StatusArgs {
-    /// Experiment name or job id (default: all recent runs).
-    pub(crate) target: Option<String>,
+    /// Experiment names or job ids, all asked of Slurm at once (default: all recent runs)
+    pub(crate) targets: Vec<String>,
     /// Print JSON for scripts.
     #[arg(long)]
     pub(crate) json: bool,

@@ -1,4 +1,4 @@
-//! `rayslurm status [TARGET] [--json] [--all]`: recorded runs and their states, newest first.
+//! `rayslurm status [TARGET...] [--json] [--all]`: recorded runs and their states, newest first.
 //!
 //! One squeue call covers every run shown. By default only recent runs are shown (the newest
 //! [`RECENT_COUNT`] of the last [`RECENT_DAYS`] days, plus older ones not yet known to have
@@ -68,10 +68,7 @@ struct RunJson<'a> {
 pub(crate) fn run(args: &StatusSettings, printer: &Printer) -> Result<ExitCode> {
     let store = RunStore::from_env()?;
     let runs = store::load_warning(&store, printer)?;
-    let selected: Vec<&StoredRun> = match &args.target {
-        Some(t) => select::resolve(&runs, t, store.dir())?.runs,
-        None => runs.iter().collect(),
-    };
+    let selected = selected(&runs, &args.targets, store.dir())?;
     let total = selected.len();
     let shown = if args.all || total == 1 {
         selected
@@ -133,6 +130,26 @@ pub(crate) fn run(args: &StatusSettings, printer: &Printer) -> Result<ExitCode> 
         anyhow::bail!("squeue did not answer, so runs without a final state are shown as UNKNOWN");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The runs the targets name, in the store's order (newest first), each once; every run
+/// without targets.
+fn selected<'a>(
+    runs: &'a [StoredRun],
+    targets: &[String],
+    store_dir: &std::path::Path,
+) -> Result<Vec<&'a StoredRun>> {
+    if targets.is_empty() {
+        return Ok(runs.iter().collect());
+    }
+    let mut named = Vec::new();
+    for target in targets {
+        named.extend(select::resolve(runs, target, store_dir)?.runs);
+    }
+    Ok(runs
+        .iter()
+        .filter(|run| named.iter().any(|n| std::ptr::eq(*n, *run)))
+        .collect())
 }
 
 /// A live cluster's line under the table: its state, nodes, jobs and time left.

@@ -27,4 +27,5 @@ mod task_file;
 
 mod layers;
 mod python_package;
+mod python_typing;
 mod sizes;

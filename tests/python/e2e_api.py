@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -111,6 +113,122 @@ class Runs(unittest.TestCase):
         self.assertEqual(caught.exception.exit_code, 2)
 
 
+class Functions(unittest.TestCase):
+    """``Executor.submit``: a value from a 2-node Ray run, an exception with its remote
+    traceback, a cancelled run's ``JobFailed``, side by side."""
+
+    def test_a_value_from_two_nodes_an_exception_and_a_cancel(self) -> None:
+        executor = rayslurm.Executor(
+            HERE, num_nodes=2, exclusive=False, time=10, load_env=LOAD_ENV,
+            object_store_memory=STORE,
+        )
+        # Defined in the test, so pickled by value: the nodes cannot import this module.
+        def count_ray_nodes(per_node: int) -> int:
+            """On how many nodes Ray ran tasks: ``per_node`` pinned to each live node."""
+            import ray
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy as On
+
+            @ray.remote(num_cpus=0)
+            def where() -> str:
+                return str(ray.get_runtime_context().get_node_id())
+
+            nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]] * per_node
+            ran = [where.options(scheduling_strategy=On(n, soft=False)).remote() for n in nodes]
+            return len(set(ray.get(ran)))
+
+        counted = executor.submit(count_ray_nodes, 2)
+        self.addCleanup(quietly, counted.cancel)
+
+        def fails_deep(x: int) -> None:
+            raise ArithmeticError(f"no luck with {x}")
+
+        executor.update_parameters(num_nodes=1, no_ray=True)
+        failed = executor.submit(fails_deep, 7)
+        self.addCleanup(quietly, failed.cancel)
+
+        def blocks() -> None:
+            import time
+
+            print("call started", flush=True)
+            time.sleep(600)
+
+        blocked = executor.submit(blocks)
+        self.addCleanup(quietly, blocked.cancel)
+        wait_for_log(blocked, "call started")
+        self.assertEqual(blocked.state, "RUNNING")
+        self.assertFalse(blocked.done())
+        blocked.cancel()
+
+        self.assertEqual(counted.result(timeout=PATIENCE, poll=2), 2, counted.logs())
+        self.assertEqual((counted.state, counted.exit_code), ("COMPLETED", 0))
+        result = counted.paths.result
+        assert result is not None
+        for private in (result.parent, result.parent.parent):
+            self.assertEqual(private.stat().st_mode & 0o777, 0o700, private)
+        with self.assertRaises(ArithmeticError) as caught:
+            failed.result(timeout=PATIENCE, poll=2)
+        self.assertEqual(str(caught.exception), "no luck with 7")
+        remote = str(caught.exception.__cause__)
+        self.assertIn("in fails_deep", remote)
+        self.assertIn("ArithmeticError: no luck with 7", remote)
+        self.assertRegex(remote, r"the traceback on node\d+")
+        self.assertEqual(failed.state, "FAILED")
+        error = blocked.exception(timeout=120, poll=2)
+        self.assertIsInstance(error, rayslurm.JobFailed, error)
+        assert isinstance(error, rayslurm.JobFailed)
+        self.assertIn(error.state.split()[0], {"CANCELLED", "STOPPED"}, error)
+        self.assertIn("call started", error.log_tail)
+        cancelled = blocked.paths.result
+        self.assertFalse(cancelled and cancelled.is_file(), "a cancelled call has no result")
+
+    def test_the_local_mode_runs_the_call_here(self) -> None:
+        local = rayslurm.Executor(cluster="local", num_nodes=2)
+        self.assertEqual(local.submit(lambda x: x * 3, 14).result(), 42)
+        with self.assertRaises(ZeroDivisionError):
+            local.submit(lambda: 1 // 0).result()
+
+
+class ManyFunctions(unittest.TestCase):
+    """``as_completed`` over 10 runs: one ``squeue`` (and at most one ``sacct``) a poll,
+    counted by wrappers of both first on PATH."""
+
+    def test_as_completed_over_ten_runs_asks_slurm_once_a_poll(self) -> None:
+        executor = rayslurm.Executor(
+            HERE, exclusive=False, time=10, no_ray=True, load_env=LOAD_ENV
+        )
+        jobs = [executor.submit(lambda i: i * i, i) for i in range(10)]
+        for job in jobs:
+            self.addCleanup(quietly, job.cancel)
+        calls = HERE / "slurm-calls"
+        shims = HERE / "slurm-shims"
+        shims.mkdir(exist_ok=True)
+        for name in ("squeue", "sacct"):
+            real = shutil.which(name)
+            assert real, f"no {name} on PATH"
+            shim = shims / name
+            shim.write_text(f'#!/bin/sh\necho {name} >> "{calls}"\nexec "{real}" "$@"\n')
+            shim.chmod(0o755)
+        polls = mock.patch.object(rayslurm._watch, "records", wraps=rayslurm._watch.records)
+        path = {"PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+        started = time.monotonic()
+        with polls as asked, mock.patch.dict(os.environ, path):
+            done = list(rayslurm.as_completed(jobs, timeout=PATIENCE, poll=2))
+        # A poll every 2 s, whatever the number of jobs: the calls the time allowed, at most.
+        allowed = int((time.monotonic() - started) / 2) + 1
+        self.assertEqual(sorted(j.job_id or "" for j in done), sorted(j.job_id or "" for j in jobs))
+        said = calls.read_text().split() if calls.exists() else []
+        self.assertGreaterEqual(asked.call_count, 1)
+        self.assertEqual(said.count("squeue"), asked.call_count, said)
+        self.assertLessEqual(said.count("squeue"), allowed, said)
+        self.assertLessEqual(said.count("sacct"), asked.call_count, said)
+        self.assertEqual(len(asked.call_args_list[0].args[0]), 10, "the first poll asks for all")
+        # The ends were kept: the results ask Slurm nothing more.
+        calls.unlink(missing_ok=True)
+        with mock.patch.dict(os.environ, path):
+            self.assertEqual([j.result() for j in jobs], [i * i for i in range(10)])
+        self.assertFalse(calls.exists(), calls.read_text() if calls.exists() else "")
+
+
 class Clusters(unittest.TestCase):
     def test_up_exec_queue_logs_cancel_dashboard_down(self) -> None:
         cluster = rayslurm.up(
@@ -133,6 +251,26 @@ class Clusters(unittest.TestCase):
         self.assertEqual(ranks.wait(timeout=PATIENCE, poll=1)["status"], "SUCCEEDED", ranks.logs())
         self.assertIn("rank 0 of 1", ranks.logs())
         self.assertIn("setup ran", ranks.logs())
+
+        # A function as a job of the cluster: its value in seconds, or its exception.
+        def cpus(extra: int) -> int:
+            import ray
+
+            return int(ray.cluster_resources()["CPU"]) + extra
+
+        def fails() -> None:
+            raise LookupError("not on this cluster")
+
+        started = time.monotonic()
+        called = rayslurm.Cluster("py-lab").submit(cpus, 100)
+        failed = cluster.submit(fails)
+        self.assertGreater(called.result(timeout=PATIENCE), 100, called.logs())
+        self.assertLess(time.monotonic() - started, 30, "a cluster's call returns in seconds")
+        self.assertEqual(called.state, "SUCCEEDED")
+        with self.assertRaises(LookupError) as caught:
+            failed.result(timeout=PATIENCE)
+        self.assertIn("in fails", str(caught.exception.__cause__))
+        self.assertEqual(failed.state, "FAILED")
 
         sleeper = rayslurm.exec(cluster, "echo sleeping; sleep 300")
         wait_for_log(sleeper, "sleeping")
@@ -165,7 +303,7 @@ class Docs(unittest.TestCase):
     def test_every_python_example_of_docs_python_md_runs(self) -> None:
         page = Path(__file__).resolve().parents[2] / "docs" / "python.md"
         blocks = re.findall(r"(?ms)^```python\n(.*?)^```$", page.read_text())
-        self.assertGreaterEqual(len(blocks), 6)
+        self.assertGreaterEqual(len(blocks), 10)
         # As a user's environment or rayslurm.toml would: Ray on the nodes, small stores.
         settings = {"RAYSLURM_LOAD_ENV": LOAD_ENV, "RAYSLURM_OBJECT_STORE_MEMORY": str(STORE)}
         namespace: dict = {}

@@ -7,9 +7,10 @@
 #   3. the binary in the wheel needs no glibc symbol newer than GLIBC_2.17 (objdump -T)
 #   4. the wheel installed into a fresh venv (target/wheel-test-venv) with pip, offline:
 #      its `rayslurm --version`, a `launch --dry-run --json`, and the Python package's tests
-#      (tests/wheel/test_rayslurm.py, plain unittest)
+#      (tests/wheel/test_*.py, plain unittest; cloudpickle, pinned, for the Executor's)
 #   5. only with RAYSLURM_WHEEL_E2E=1: one real launch on the local test cluster (which must
-#      be up: `bash tests/cluster/cluster.sh up`) with the installed binary, followed to its end
+#      be up: `bash tests/cluster/cluster.sh up`) with the installed binary, followed to its end,
+#      and a function submitted from the wheel's venv that the nodes cannot load (CallLoadError)
 #
 # Ends with one `wheel-check: PASSED ...` or `wheel-check: FAILED ...` line.
 set -euo pipefail
@@ -110,6 +111,8 @@ needs_at_most "${in_wheel[0]}"
 rm -rf "$TEST_VENV"
 make_venv "$TEST_VENV"
 "$TEST_VENV/bin/pip" install -q --disable-pip-version-check --no-index --find-links "$WHEELS" rayslurm
+# What Executor.submit pickles a call with (the package imports it only then): its tests need it.
+"$TEST_VENV/bin/pip" install -q --disable-pip-version-check cloudpickle==3.1.3
 bin=$TEST_VENV/bin/rayslurm
 [[ -x $bin ]] || fail "pip install put no rayslurm into $TEST_VENV/bin"
 needs_at_most "$bin"
@@ -172,6 +175,23 @@ import rayslurm
 final = rayslurm.wait("wheelcheck", poll=2, timeout=120)
 assert final["state"] == "COMPLETED" and final["exit_code"] == 0, final
 print("wheel-check: rayslurm.wait():", final["state"], "exit code", final["exit_code"])
+EOF
+  # A function submitted from this venv (cloudpickle, pinned) to nodes whose Python has only
+  # Ray's copy of it: the call cannot be loaded there, and the error names both sides.
+  (cd "$workdir" && RAYSLURM_LAB_VENV=$RAYSLURM_LAB_VENV "$TEST_VENV/bin/python" - <<'EOF') \
+    || fail "a call the nodes cannot load did not raise CallLoadError naming both sides"
+import os, sys, rayslurm
+executor = rayslurm.Executor(".", no_ray=True, exclusive=False, time=5,
+                             load_env=f"source {os.environ['RAYSLURM_LAB_VENV']}/bin/activate")
+try:
+    executor.submit(sum, [1, 2]).result(poll=2, timeout=300)
+except rayslurm.CallLoadError as error:
+    said = str(error)
+    assert "cloudpickle 3.1.3" in said and "not importable" in said, said
+    assert f"Python {sys.version.split()[0]}" in said, said
+    print("wheel-check: CallLoadError:", said.splitlines()[0])
+else:
+    sys.exit("the call ran")
 EOF
   rm -rf "$workdir"
   e2e="one 2-node launch on the test cluster passed"

@@ -41,8 +41,8 @@ impl LogsSettings {
 /// `status`, resolved.
 #[derive(Debug)]
 pub(crate) struct StatusSettings {
-    /// An experiment name or job id; all recent runs without it.
-    pub(crate) target: Option<String>,
+    /// Experiment names or job ids; all recent runs without any.
+    pub(crate) targets: Vec<String>,
     pub(crate) json: bool,
     /// Older runs too.
     pub(crate) all: bool,
@@ -50,9 +50,9 @@ pub(crate) struct StatusSettings {
 
 impl StatusSettings {
     pub(crate) fn resolve(args: &StatusArgs) -> Self {
-        let StatusArgs { target, json, all } = args;
+        let StatusArgs { targets, json, all } = args;
         Self {
-            target: target.clone(),
+            targets: targets.clone(),
             json: *json,
             all: *all,
         }

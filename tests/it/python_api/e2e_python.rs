@@ -1,7 +1,9 @@
 //! The Python API on the real test cluster (`tests/python/e2e_api.py`), one test a class of it,
 //! side by side, each with a directory and run store of its own: `launch` of a `--no-ray` job
 //! and of a small Ray job, `Job.wait/state/exit_code/logs/cancel/run_dir`, `Job.from_name`,
-//! `status` (`Runs`); a 1-node cluster through `up`, `exec` (`--per-node` too), `queue`,
+//! `status` (`Runs`); `Executor.submit` of a function using Ray on 2 nodes, of one that raises,
+//! of one cancelled, and the local mode (`Functions`); `as_completed` over 10 runs, its Slurm
+//! calls counted (`ManyFunctions`); a 1-node cluster through `up`, `exec` (`--per-node` too), `queue`,
 //! `logs`, `cancel`, `dashboard` and `down` (`Clusters`); the examples of docs/python.md
 //! (`Docs`). Skipped loudly without the cluster.
 
@@ -38,6 +40,16 @@ fn run_class(class: &str, count: usize) {
 #[test]
 fn jobs_from_python() {
     run_class("Runs", 4);
+}
+
+#[test]
+fn functions_from_python() {
+    run_class("Functions", 2);
+}
+
+#[test]
+fn many_functions_watched_with_one_slurm_call_a_poll() {
+    run_class("ManyFunctions", 1);
 }
 
 #[test]

@@ -83,6 +83,35 @@ fn status_asks_squeue_once_for_all_runs() {
 }
 
 #[test]
+fn status_of_several_runs_named_asks_squeue_once_for_them() {
+    let fake = Fake::new();
+    for (i, (exp, job)) in [("a", "301"), ("b", "302"), ("c", "303")]
+        .into_iter()
+        .enumerate()
+    {
+        fake.seed(exp, job, i as u32, None);
+    }
+    let squeue = ["301", "303"].map(|job| fake.line(job, "RUNNING"));
+    fake.shim("squeue", &squeue.join("\n"));
+    let ran = fake
+        .run(["status", "--json", "--", "303", "a"])
+        .expect_status(0)
+        .run();
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&ran.stdout).unwrap();
+    let jobs: Vec<&str> = rows.iter().map(|r| r["job_id"].as_str().unwrap()).collect();
+    assert_eq!(jobs, ["303", "301"], "newest first, each once: {ran}");
+    let calls = fake.calls("squeue");
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(calls[0].contains("303,301"), "{calls:?}");
+    assert!(!calls[0].contains("302"), "{calls:?}");
+    // A name that matches nothing is refused, as for one run.
+    fake.run(["status", "--", "303", "nope"])
+        .expect_status(2)
+        .expect_stderr_contains("nope")
+        .run();
+}
+
+#[test]
 fn status_retries_a_failing_squeue() {
     let fake = Fake::new();
     fake.seed("resnet", "101", 1, None);

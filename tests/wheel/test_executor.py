@@ -1,0 +1,272 @@
+"""Unit tests of the Executor: its options, what ``submit`` hands to rayslurm, the call's runner
+(``_call.py``, run here as the head would run it), and what ``result()`` makes of each outcome;
+the local mode; ``as_completed`` asking once for all the jobs. Run as test_api.py is (the
+wheel's venv, the source tree); submitting needs cloudpickle (or Ray) where they run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import unittest
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+from unittest import mock
+
+import rayslurm
+from test_rayslurm import FakeBinary, write_script
+
+
+def square(x: int) -> int:
+    return x * x
+
+
+class Options(unittest.TestCase):
+    def test_options_are_launchs_checked_when_given(self) -> None:
+        executor = rayslurm.Executor("logs", num_nodes=2, time=30)
+        self.assertEqual(executor.parameters, {"log_dir": "logs", "num_nodes": 2, "time": 30})
+        executor.update_parameters(num_nodes=3, exclusive=False)
+        self.assertEqual(executor.parameters["num_nodes"], 3)
+        for bad, said in [
+            ({"num_nodes": "2"}, "num_nodes='2' is not Optional[int]"),
+            ({"num_nodes": True}, "num_nodes=True is not Optional[int]"),
+            ({"time": 1.5}, "time=1.5 is not Optional[Union[str, int]]"),
+            ({"sbatch_arg": ["--x", 3]}, "sbatch_arg=['--x', 3] is not Optional[Sequence[str]]"),
+            ({"num_node": 2}, "unexpected keyword argument 'num_node'"),
+            ({"per_node": True}, "unexpected keyword argument 'per_node'"),
+            ({"command": "true"}, "unexpected keyword argument 'command'"),
+        ]:
+            with self.subTest(bad=bad), self.assertRaises(TypeError) as caught:
+                executor.update_parameters(**bad)
+            self.assertIn(said, str(caught.exception))
+        # Nothing of a refused call was kept.
+        self.assertEqual(executor.parameters["num_nodes"], 3)
+        with self.assertRaises(TypeError):
+            rayslurm.Executor(num_nodes="2")  # type: ignore[arg-type]
+
+    def test_a_secrets_wrong_value_is_never_shown(self) -> None:
+        with self.assertRaises(TypeError) as caught:
+            rayslurm.Executor(secret=12345)  # type: ignore[arg-type]
+        self.assertNotIn("12345", str(caught.exception))
+        self.assertIn("secret=(a int, not shown)", str(caught.exception))
+
+    def test_launch_refuses_a_wrong_type_too(self) -> None:
+        with self.assertRaises(TypeError) as caught:
+            rayslurm.launch("x", "true", num_nodes="2", dry_run=True)  # type: ignore[arg-type]
+        self.assertIn("launch(): num_nodes='2'", str(caught.exception))
+
+
+class Local(unittest.TestCase):
+    def test_a_call_runs_here_with_the_same_interface(self) -> None:
+        executor = rayslurm.Executor(cluster="local", num_nodes=2)
+
+        def loud(x: int) -> int:
+            print("squaring", x)
+            return x * x
+
+        job = executor.submit(loud, 7)
+        self.assertEqual((job.result(), job.state, job.done()), (49, "COMPLETED", True))
+        self.assertIsNone(job.exception())
+        self.assertEqual(job.stdout(), "squaring 7\n")
+        self.assertRegex(job.job_id or "", r"^local-\d+$")
+
+        def boom() -> None:
+            raise KeyError("missing")
+
+        failed = executor.submit(boom)
+        self.assertEqual(failed.state, "FAILED")
+        with self.assertRaises(KeyError):
+            failed.result()
+        self.assertIsInstance(failed.exception(), KeyError)
+        self.assertEqual(list(rayslurm.as_completed([job, failed])), [job, failed])
+
+    def test_an_unknown_cluster_is_refused(self) -> None:
+        with self.assertRaises(ValueError):
+            rayslurm.Executor(cluster="elsewhere")
+
+
+class CallFake(FakeBinary):
+    """A fake rayslurm that keeps a copy of the call (as ``launch`` does), and the runner run
+    here on that copy, as the head runs it."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.copy = self.root / "mounted"
+        self.run_dir = self.root / "run"
+        self.run_dir.mkdir()
+        # The fake launch copies the `--file-mount` source, which submit() removes after.
+        script = (self.root / "rayslurm").read_text()
+        copy = (
+            'for a in "$@"; do case $a in --file-mount=*) '
+            f'src=${{a#*=}}; src=${{src#*=}}; cp -r "$src" {self.copy};; esac; done\n'
+        )
+        write_script(self.root, "rayslurm", copy + script.split("\n", 1)[1])
+        self.answer.write_text(json.dumps({"job_id": "77", "exp_name": "square", "log": "/l"}))
+
+    def submit(self, *call: Any, **options: Any) -> rayslurm.FunctionJob[Any]:
+        job = rayslurm.Executor(self.logs, no_ray=True, **options).submit(*call)
+        self.answer.write_text(json.dumps([self.record("COMPLETED", 0)]))
+        return job
+
+    def record(self, state: str, code: Optional[int]) -> Dict[str, Any]:
+        return {"job_id": "77", "exp_name": "square", "state": state, "exit_code": code,
+                "run_dir": str(self.run_dir), "log": "/l", "script": "/s"}
+
+    def run_call(self, env: Dict[str, str] = {}) -> "subprocess.CompletedProcess[str]":
+        return subprocess.run(
+            [sys.executable, str(self.copy / "_call.py")],
+            # The nodes import the module of a function pickled by reference (this one's).
+            env={**os.environ, "RAYSLURM_RUN_DIR": str(self.run_dir),
+                 "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path]), **env},
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+        )
+
+
+
+class Submit(CallFake):
+    """``Executor.submit``, and what ``result()`` makes of each outcome."""
+
+    def test_the_call_goes_as_a_file_mount_and_its_value_comes_back(self) -> None:
+        job = self.submit(square, 12)
+        argv = self.argv()
+        self.assertEqual(argv[0], "launch")
+        self.assertIn("--exp-name=square", argv)
+        self.assertIn("--command=python .rayslurm-call/_call.py", argv)
+        self.assertIn("--no-ray", argv)
+        self.assertTrue(any(a.startswith("--file-mount=.rayslurm-call=/") for a in argv), argv)
+        self.assertEqual(argv[-1], "--json")
+        self.assertEqual(sorted(p.name for p in self.copy.iterdir()),
+                         ["_call.py", "call.pickle", "versions.json"])
+        versions = json.loads((self.copy / "versions.json").read_text())
+        self.assertEqual(versions["python"].split(".")[:2], list(map(str, sys.version_info[:2])))
+        self.assertEqual(versions["chdir"], os.getcwd())
+        self.assertEqual(self.run_call().returncode, 0)
+        self.assertEqual((job.result(), job.state, job.exception()), (144, "COMPLETED", None))
+        self.assertEqual(job.paths.result, self.run_dir / "rayslurm-call" / "result.pickle")
+
+    def test_a_module_planted_in_the_submission_directory_shadows_nothing(self) -> None:
+        job = self.submit(square, 5)
+        shared = self.root / "shared"
+        shared.mkdir()
+        # Imported after the chdir, by the call's own module (this one).
+        (shared / "rayslurm.py").write_text("raise SystemExit('planted module ran')\n")
+        versions = json.loads((self.copy / "versions.json").read_text())
+        (self.copy / "versions.json").write_text(json.dumps({**versions, "chdir": str(shared)}))
+        ran = self.run_call()
+        self.assertEqual(ran.returncode, 0, ran.stderr)
+        self.assertEqual(job.result(), 25)
+
+    def test_the_functions_exception_is_raised_with_its_remote_traceback(self) -> None:
+        def deep(x: int) -> None:
+            raise ValueError(f"bad value {x}")
+
+        job = self.submit(deep, 5)
+        self.assertEqual(self.run_call().returncode, 1)
+        self.answer.write_text(json.dumps([self.record("FAILED", 1)]))
+        with self.assertRaises(ValueError) as caught:
+            job.result()
+        self.assertEqual(str(caught.exception), "bad value 5")
+        cause = str(caught.exception.__cause__)
+        self.assertIn("in deep", cause)
+        # Its frames: cloudpickle 3.1 names a function pickled by value `<dynamic-code>`.
+        self.assertIn("ValueError: bad value 5", cause)
+        self.assertIsInstance(job.exception(), ValueError)
+
+    def test_an_exception_that_does_not_pickle_comes_as_a_remote_error(self) -> None:
+        def unpicklable() -> None:
+            import threading
+
+            error = RuntimeError("with a lock")
+            error.lock = threading.Lock()  # type: ignore[attr-defined]
+            raise error
+
+        job = self.submit(unpicklable)
+        self.run_call()
+        with self.assertRaises(rayslurm.RemoteError) as caught:
+            job.result()
+        self.assertIn("RuntimeError: with a lock", str(caught.exception))
+
+    def test_a_call_the_nodes_cannot_load_names_both_versions(self) -> None:
+        job = self.submit(square, 2)
+        versions = json.loads((self.copy / "versions.json").read_text())
+        versions.update(python="3.99.0", pickler_version="9.9.9")
+        (self.copy / "versions.json").write_text(json.dumps(versions))
+        (self.copy / "call.pickle").write_bytes(b"\x80\x05not a pickle")
+        self.assertEqual(self.run_call().returncode, 1)
+        self.answer.write_text(json.dumps([self.record("FAILED", 1)]))
+        with self.assertRaises(rayslurm.CallLoadError) as caught:
+            job.result()
+        said = str(caught.exception)
+        self.assertIn("Python 3.99.0", said)
+        self.assertIn("9.9.9", said)
+        here = ".".join(map(str, sys.version_info[:3]))
+        self.assertIn(f"Python {here}", said)
+        self.assertIn("UnpicklingError", said)
+
+    def test_a_run_that_ends_without_a_result_raises_job_failed(self) -> None:
+        job = self.submit(square, 2)
+        self.answer.write_text(json.dumps([self.record("CANCELLED by 0", None)]))
+        error = job.exception()
+        self.assertIsInstance(error, rayslurm.JobFailed)
+        assert isinstance(error, rayslurm.JobFailed)
+        self.assertEqual((error.job_id, error.state), ("77", "CANCELLED by 0"))
+        self.assertIn("without a result", str(error))
+
+    def test_without_cloudpickle_the_error_says_what_to_install(self) -> None:
+        missing = dict.fromkeys(["cloudpickle", "ray", "ray.cloudpickle"])
+        with mock.patch.dict(sys.modules, missing), self.assertRaises(ImportError) as caught:
+            rayslurm.Executor().submit(square, 1)
+        self.assertIn("pip install cloudpickle", str(caught.exception))
+        self.assertFalse(self.argv_log.exists(), "nothing was launched")
+
+
+class OnACluster(CallFake):
+    """``Cluster.submit``: ``exec`` of the call's directory as a snapshot, the outcome beside
+    the copy."""
+
+    def test_the_call_goes_as_an_exec_snapshot_and_its_value_comes_back(self) -> None:
+        copied = {"cluster": "lab", "job": 4, "name": "square", "command": "python _call.py",
+                  "log": "/l/4.log", "workdir": os.getcwd(),
+                  "snapshot": {"path": str(self.copy), "workdir": "/tmp/x", "files": 3,
+                               "bytes": 10}}
+        self.answer.write_text(json.dumps(copied))
+        script = (self.root / "rayslurm").read_text().replace("--file-mount=*", "--workdir=*")
+        write_script(self.root, "rayslurm", script.split("\n", 1)[1])
+        job = rayslurm.Cluster("lab").submit(square, 9)
+        argv = self.argv()
+        self.assertEqual(argv[:2], ["exec", "lab"])
+        self.assertIn("--snapshot", argv)
+        self.assertIn("--command=python _call.py", argv)
+        self.assertEqual(argv[-2:], ["-d", "--json"])
+        self.assertTrue(json.loads((self.copy / "versions.json").read_text())["result_beside"])
+        self.assertEqual(self.run_call().returncode, 0)
+        self.assertEqual(job.paths.result, self.copy / "rayslurm-call" / "result.pickle")
+        self.answer.write_text(json.dumps({"jobs": [{"id": 4, "status": "SUCCEEDED"}]}))
+        self.assertEqual((job.result(), job.job_id), (81, "lab:4"))
+
+
+class Watch(FakeBinary):
+    def test_as_completed_asks_once_a_poll_for_every_job(self) -> None:
+        jobs = [rayslurm.FunctionJob(f"j{i}", str(100 + i)) for i in range(3)]
+        records: List[Dict[str, Any]] = [
+            {"job_id": str(100 + i), "state": "COMPLETED", "exit_code": 0} for i in range(3)
+        ]
+        self.answer.write_text(json.dumps(records))
+        self.assertEqual(list(rayslurm.as_completed(jobs, poll=1)), jobs)
+        self.assertEqual(self.argv(), ["status", "--json", "--all", "--", "100", "101", "102"])
+        # Their ends are kept: asking again asks nothing.
+        self.argv_log.unlink()
+        self.assertEqual([j.state for j in rayslurm.wait_all(jobs)], ["COMPLETED"] * 3)
+        self.assertFalse(self.argv_log.exists())
+
+    def test_a_poll_shorter_than_a_second_is_refused(self) -> None:
+        with self.assertRaises(ValueError):
+            list(rayslurm.as_completed([rayslurm.FunctionJob("j", "1")], poll=0.1))
+
+
+if __name__ == "__main__":
+    unittest.main()
