@@ -39,6 +39,7 @@ const APIS: &[Api] = &[
             ("git_ref", "not in the Python API yet"),
             ("file_mount", "not in the Python API yet"),
             ("storage", "not in the Python API yet"),
+            ("array", "map_array (python helper)"),
         ],
         own_way: &[],
     },
