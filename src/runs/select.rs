@@ -259,7 +259,7 @@ mod tests {
     }
 
     fn array() -> Vec<StoredRun> {
-        let mut runs: Vec<StoredRun> = ["7_0", "7_1", "7_2"]
+        let mut tasks: Vec<StoredRun> = ["7_0", "7_1", "7_2"]
             .into_iter()
             .map(|id| {
                 let mut r = run("sweep", id, 5);
@@ -267,8 +267,8 @@ mod tests {
                 r
             })
             .collect();
-        runs.extend(runs());
-        runs
+        tasks.extend(runs());
+        tasks
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 pub(crate) mod fake;
 
+mod arrays;
 mod cancel;
 mod e2e_runs;
 mod e2e_slurm_calls;
