@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::harness::{Lab, NO_DASHBOARD, is_ended_state, lab, rayslurm, shim, text};
 
 /// Tasks may wait behind other tests' jobs: this bound only catches an array that never ends.
-const PATIENCE: Duration = Duration::from_secs(600);
+const PATIENCE: Duration = Duration::from_secs(300);
 
 /// A test's own shared directory and run store, and a PATH whose `squeue` counts its calls.
 struct World {
