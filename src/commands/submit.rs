@@ -40,6 +40,18 @@ struct LaunchResult<'a> {
     script: String,
     log: String,
     submitted: bool,
+    /// A job array's tasks (`launch --array`), each a run of its own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tasks: Vec<TaskResult>,
+}
+
+/// One task of a submitted job array, as `--json` prints it.
+#[derive(Debug, Serialize)]
+struct TaskResult {
+    task: u32,
+    /// Slurm's `JOBID_TASK`, which `status`, `logs` and `cancel` take.
+    job_id: String,
+    log: String,
 }
 
 /// What a submission gave.
@@ -371,6 +383,20 @@ fn print_result(
             script: files.script.display().to_string(),
             log: log_of(config, files).display().to_string(),
             submitted: job_id.is_some(),
+            tasks: match (&config.job.array, job_id) {
+                (Some(array), Some(id)) => array
+                    .tasks()
+                    .iter()
+                    .filter_map(|&task| {
+                        Some(TaskResult {
+                            task,
+                            job_id: format!("{id}_{task}"),
+                            log: files.of_task(task)?.log.display().to_string(),
+                        })
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            },
         };
         printer.result(&serde_json::to_string(&result)?);
     } else if let Some(id) = job_id {

@@ -137,3 +137,67 @@ fn cancel_of_an_array_is_one_scancel_and_of_a_task_that_task_alone() {
         .run();
     assert_eq!(fake.calls("scancel"), ["77_1"]);
 }
+
+/// `launch --array` records each task as a run of its own and names them in `--json`: job id
+/// `JOBID_TASK`, a private log made for each, linked from the log directory.
+#[test]
+fn launch_of_an_array_records_each_task_and_makes_its_log() {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = Fake::new();
+    fake.shim("sbatch", "echo 4242");
+    let ran = fake
+        .run([
+            "launch",
+            "--exp-name",
+            "sweep",
+            "--array",
+            "1,3,5%1",
+            "--no-ray",
+            "--json",
+            "--command",
+            "true",
+        ])
+        .expect_status(0)
+        .expect_json("/job_id", "4242")
+        .expect_json("/tasks/0/job_id", "4242_1")
+        .expect_json("/tasks/2/job_id", "4242_5")
+        .expect_json("/tasks/2/task", 5)
+        .expect_stderr_contains("tasks:  3, at most 1 at once")
+        .run();
+    let json = ran.json();
+    assert!(json["log"].as_str().unwrap().ends_with("_%a.log"), "{json}");
+    for task in json["tasks"].as_array().unwrap() {
+        let log = std::path::Path::new(task["log"].as_str().unwrap());
+        let meta = std::fs::symlink_metadata(log).unwrap();
+        assert_eq!((meta.len(), meta.permissions().mode() & 0o777), (0, 0o600));
+        let link = fake
+            .logs
+            .join("rayslurm-logs")
+            .join(log.file_name().unwrap());
+        assert_eq!(std::fs::read_link(&link).unwrap(), log, "{json}");
+    }
+    assert_eq!(fake.calls("sbatch").len(), 1);
+    let mut records: Vec<String> = std::fs::read_dir(fake.state.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    records.sort();
+    assert_eq!(records.len(), 3, "{records:?}");
+    assert!(records.iter().all(|r| r.contains("-4242_")), "{records:?}");
+    fake.shim(
+        "squeue",
+        &["1", "3", "5"]
+            .map(|t| {
+                format!(
+                    "echo \"4242_{t}|PENDING|JobArrayTaskLimit|0:00|1|$(date +%Y-%m-%dT%H:%M:%S)|\""
+                )
+            })
+            .join("\n"),
+    );
+    fake.run(["status", "--json", "4242"])
+        .expect_json("/0/job_id", "4242_1")
+        .expect_json("/2/job_id", "4242_5")
+        .expect_json("/2/state", "PENDING")
+        .expect_json("/2/array_job", "4242")
+        .run();
+}
