@@ -194,13 +194,14 @@ pub(crate) fn signal(
     }
     // Named for this attempt of this job: the run directory outlives both.
     let request = record.run_dir().map(|dir| {
-        let restart = query::scontrol_job(job_id)
-            .ok()
-            .flatten()
-            .and_then(|j| j.restarts);
+        let job = query::scontrol_job(job_id).ok().flatten();
+        let restart = job.as_ref().and_then(|j| j.restarts);
         let request = SignalRequest {
             signal,
-            job_id: job_id.to_owned(),
+            // An array's task (`JOBID_N`) is a job of its own id inside, its SLURM_JOB_ID.
+            job_id: job
+                .and_then(|j| j.own_id)
+                .unwrap_or_else(|| job_id.to_owned()),
             restart,
         };
         (dir.join(SIGNAL_REQUEST), request)

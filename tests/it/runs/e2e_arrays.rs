@@ -261,10 +261,29 @@ fn cancel_of_one_task_leaves_the_others_and_of_the_array_ends_them() {
             "-n",
             "1",
             "--command",
-            "echo started; sleep 120",
+            // Task 0 takes one TERM (then the next one ends it, as the others' first does).
+            "[ $SLURM_ARRAY_TASK_ID = 0 ] && trap 'echo got TERM; trap - TERM' TERM; \
+             echo started; while :; do sleep 0.2; done",
         ],
     );
     world.wait_all("sweep", "started", |s| s == "RUNNING");
+    // A signal to one task's command (TERM, which would stop a run unless asked for so),
+    // named for that task's own job: its command gets it, and it runs on.
+    let zero = format!("{job}_0");
+    let (rows, _) = world.status("sweep");
+    let log = PathBuf::from(rows[0]["log"].as_str().unwrap());
+    let wait_for = |line: &str| {
+        let start = Instant::now();
+        while !std::fs::read_to_string(&log).unwrap().contains(line) {
+            assert!(start.elapsed() < PATIENCE, "{zero} never said {line}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    // Its trap is set once it has started.
+    wait_for("started");
+    let out = world.rayslurm(&["cancel", &zero, "--signal", "TERM"]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    wait_for("got TERM");
     let one = format!("{job}_1");
     let out = world.rayslurm(&["cancel", &one]);
     assert!(out.status.success(), "{}", text(&out).1);
