@@ -257,6 +257,10 @@ fn cancel_of_one_task_leaves_the_others_and_of_the_array_ends_them() {
         &[
             "--array",
             "0-2",
+            // A stop would kill the command 1 s after its TERM: a short wait tells a signal
+            // passed on from a stop.
+            "--stop-grace",
+            "6",
             "--no-ray",
             "-n",
             "1",
@@ -284,6 +288,7 @@ fn cancel_of_one_task_leaves_the_others_and_of_the_array_ends_them() {
     let out = world.rayslurm(&["cancel", &zero, "--signal", "TERM"]);
     assert!(out.status.success(), "{}", text(&out).1);
     wait_for("got TERM");
+    std::thread::sleep(Duration::from_secs(3));
     let one = format!("{job}_1");
     let out = world.rayslurm(&["cancel", &one]);
     assert!(out.status.success(), "{}", text(&out).1);
