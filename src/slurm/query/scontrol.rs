@@ -12,6 +12,9 @@ use crate::sys::process::Cmd;
 /// The fields of `scontrol show job -o ID` we use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ScontrolJob {
+    /// The job's own id (`JobId=`): for an array's task `42_3`, the id Slurm gave that task
+    /// (its `SLURM_JOB_ID` inside).
+    pub(crate) own_id: Option<String>,
     pub(crate) state: SlurmState,
     pub(crate) exit: Option<SlurmExit>,
     pub(crate) elapsed: Option<u64>,
@@ -19,9 +22,6 @@ pub(crate) struct ScontrolJob {
     /// How many times Slurm has requeued it (`Restarts=`): it counts a requeue as soon as the
     /// job is being stopped for it, while the job still runs.
     pub(crate) restarts: Option<u32>,
-    /// The job's own id (`JobId=`): for an array's task `42_3`, the id Slurm gave that task
-    /// (its `SLURM_JOB_ID` inside).
-    pub(crate) own_id: Option<String>,
 }
 
 /// Splits `scontrol show job -o` output into `Key=Value` fields. A value may hold spaces
@@ -56,12 +56,12 @@ pub(crate) fn parse_scontrol_job(text: &str) -> Option<ScontrolJob> {
     let fields = parse_scontrol_fields(text);
     let state = fields.get("JobState")?;
     Some(ScontrolJob {
+        own_id: fields.get("JobId").cloned(),
         state: SlurmState::new(state),
         exit: fields.get("ExitCode").and_then(|e| SlurmExit::parse(e)),
         elapsed: fields.get("RunTime").and_then(|t| duration::parse(t)),
         nodelist: fields.get("NodeList").and_then(|n| known(n)),
         restarts: fields.get("Restarts").and_then(|r| r.parse().ok()),
-        own_id: fields.get("JobId").cloned(),
     })
 }
 
@@ -109,15 +109,15 @@ mod tests {
             Dependency=(null) ExitCode=3:0 RunTime=00:00:03 TimeLimit=UNLIMITED NodeList=node1 \
             BatchHost=node1 Command=/srv/my dir/a.sh --flag x=1 WorkDir=/srv/my dir Power= \n";
         let job = parse_scontrol_job(text).unwrap();
+        assert_eq!(job.own_id.as_deref(), Some("11"));
+        // An array's task: its own id, beside the array's.
+        let task = parse_scontrol_job("JobId=413 ArrayJobId=412 ArrayTaskId=0 JobState=RUNNING \n");
+        assert_eq!(task.unwrap().own_id.as_deref(), Some("413"));
         assert_eq!(job.state.as_str(), "FAILED");
         assert_eq!(job.exit, Some(SlurmExit { code: 3, signal: 0 }));
         assert_eq!(job.elapsed, Some(3));
         assert_eq!(job.nodelist.as_deref(), Some("node1"));
         assert_eq!(job.restarts, None);
-        assert_eq!(job.own_id.as_deref(), Some("11"));
-        // An array's task: its own id, beside the array's.
-        let task = parse_scontrol_job("JobId=413 ArrayJobId=412 ArrayTaskId=0 JobState=RUNNING \n");
-        assert_eq!(task.unwrap().own_id.as_deref(), Some("413"));
         let requeued = parse_scontrol_job("JobId=1 JobState=COMPLETING Requeue=1 Restarts=2 \n");
         assert_eq!(requeued.unwrap().restarts, Some(2));
         let fields = parse_scontrol_fields(text);
