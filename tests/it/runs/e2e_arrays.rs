@@ -372,3 +372,51 @@ fn each_task_of_a_ray_array_has_a_ray_of_its_own() {
     }
     assert_ne!(gcs[0], gcs[1], "two tasks shared a Ray: {gcs:?}");
 }
+
+/// Each task of a multi-node `--per-node` array runs on nodes of its own, every rank of it
+/// with its own task id, and its log holds its ranks' lines alone.
+#[test]
+fn each_task_of_a_two_node_per_node_array_runs_on_its_own_nodes() {
+    let Some((lab, _turn)) = lab() else {
+        return;
+    };
+    let world = World::new(lab, "e2e-array-per-node");
+    let job = world.launch(
+        "ranks",
+        &[
+            "--array",
+            "0-1",
+            "--per-node",
+            "-n",
+            "2",
+            "--command",
+            "echo task $SLURM_ARRAY_TASK_ID rank $RAYSLURM_NODE_RANK of $RAYSLURM_NUM_NODES on $(hostname)",
+        ],
+    );
+    let rows = world.wait_all("ranks", "ended", is_ended_state);
+    let mut nodes_of = Vec::new();
+    for (task, row) in rows.iter().enumerate() {
+        assert_eq!(row["job_id"], format!("{job}_{task}").as_str());
+        let text = std::fs::read_to_string(row["log"].as_str().unwrap()).unwrap();
+        assert_eq!(row["state"], "COMPLETED", "{row}\n{text}");
+        let mut nodes: Vec<String> = (0..2)
+            .map(|rank| {
+                let said = format!("task {task} rank {rank} of 2 on ");
+                let line = text
+                    .lines()
+                    .find(|l| l.contains(&said))
+                    .unwrap_or_else(|| panic!("no `{said}` in:\n{text}"));
+                line.rsplit(' ').next().unwrap().to_owned()
+            })
+            .collect();
+        assert!(!text.contains(&format!("task {} ", 1 - task)), "{text}");
+        nodes.sort();
+        nodes.dedup();
+        assert_eq!(nodes.len(), 2, "two ranks on one node: {text}");
+        nodes_of.push(nodes);
+    }
+    assert!(
+        nodes_of[0].iter().all(|n| !nodes_of[1].contains(n)),
+        "the tasks shared a node: {nodes_of:?}"
+    );
+}
