@@ -55,6 +55,11 @@ pub(crate) fn run(args: &BootstrapArgs) -> Result<ExitCode> {
         );
     }
     let env: HashMap<String, String> = std::env::vars().collect();
+    // An array's task: a run of its own, with its own files (the one place that knows it).
+    let task = env.get(crate::slurm::env::SLURM_ARRAY_TASK_ID);
+    let args = &args
+        .of_array_task(task.map(String::as_str))
+        .map_err(anyhow::Error::msg)?;
     let alloc = Allocation::from_env(&env, args.requested_gpus)?;
     let args = &in_image::named(args, &alloc.job_id, alloc.restart_count)?;
     in_image::init(

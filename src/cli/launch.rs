@@ -64,6 +64,14 @@ pub(crate) struct LaunchArgs {
     #[arg(value_name = "RUN", long, help_heading = heading::JOB)]
     pub(crate) again: Option<String>,
 
+    /// A Slurm job array: one run of the command a task (e.g. `0-7%2`, `1,3,5`, `0-15:4`)
+    ///
+    /// Each task is a run of its own, with its own nodes (-n), Ray, log, final state and
+    /// RAYSLURM_RUN_DIR; the command sees SLURM_ARRAY_TASK_ID. `%N`: at most N tasks at once.
+    /// `rayslurm logs JOBID_3` and `cancel JOBID_3` take one task. See docs/arrays.md.
+    #[arg(value_name = "SPEC", long, help_heading = heading::JOB)]
+    pub(crate) array: Option<String>,
+
     #[command(flatten)]
     pub(crate) job: JobArgs,
 

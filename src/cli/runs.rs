@@ -17,6 +17,9 @@ pub(crate) struct LogsArgs {
     /// Print only the last N lines.
     #[arg(long, value_parser = count)]
     pub(crate) tail: Option<u32>,
+    /// With a job array (`launch --array`): the task whose log to show (or name it `JOBID_N`).
+    #[arg(long, value_name = "N", conflicts_with = "job")]
+    pub(crate) task: Option<u32>,
 }
 
 #[derive(Debug, Args)]

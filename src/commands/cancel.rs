@@ -11,6 +11,7 @@ use crate::error::{UsageError, show};
 use crate::printer::Printer;
 use crate::runs::cancel::{self, Cancelled, Signalled};
 use crate::runs::status;
+use crate::runs::store::{RunStore, StoredRun};
 
 pub(crate) fn run(args: &CancelSettings, printer: &Printer) -> Result<ExitCode> {
     if args.job.is_some() || args.all {
@@ -27,6 +28,11 @@ pub(crate) fn run(args: &CancelSettings, printer: &Printer) -> Result<ExitCode> 
         ))
         .into());
     };
+    if let Some(array) = &run.record.array_job
+        && args.target != run.record.job_id
+    {
+        return cancel_array(args, &store, array, printer);
+    }
     let job = format!("job {} ({})", run.record.job_id, run.record.exp_name);
     if let Some(signal) = args.signal {
         let warn = |m: &str| printer.warn(m);
@@ -77,6 +83,61 @@ pub(crate) fn run(args: &CancelSettings, printer: &Printer) -> Result<ExitCode> 
         printer.info(&format!(
             "{job} already ended ({}); nothing to cancel{why}",
             status.label()
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `cancel NAME` or `cancel JOBID` of a job array: every task (one `scancel JOBID`), each
+/// task's end kept in its record. `cancel JOBID_N` cancels one task as any other run.
+fn cancel_array(
+    args: &CancelSettings,
+    store: &RunStore,
+    array: &str,
+    printer: &Printer,
+) -> Result<ExitCode> {
+    if args.signal.is_some() {
+        return Err(UsageError::new(format!(
+            "{} is job array {array}: --signal goes to one task's command",
+            show(&args.target)
+        ))
+        .hint(format!(
+            "name the task: `rayslurm cancel {array}_N --signal SIG`"
+        ))
+        .into());
+    }
+    let runs = store.load()?.runs;
+    let tasks: Vec<&StoredRun> = runs
+        .iter()
+        .filter(|r| r.record.array_job.as_deref() == Some(array))
+        .collect();
+    let warn = |m: &str| printer.warn(m);
+    let (sent, statuses) = cancel::cancel_array(array, &tasks, &warn)?;
+    for (run, status) in tasks.iter().zip(&statuses) {
+        if let Err(e) = status::remember(store, run, status) {
+            printer.warn(&format!(
+                "could not keep the end of {} in its record: {e:#}",
+                run.record.job_id
+            ));
+        }
+    }
+    let states: Vec<String> = tasks
+        .iter()
+        .zip(&statuses)
+        .map(|(run, status)| format!("{} {}", run.record.job_id, status.label()))
+        .collect();
+    let exp = tasks.first().map_or("", |r| r.record.exp_name.as_str());
+    if sent {
+        printer.result(array);
+        printer.info(&format!(
+            "cancelled job array {array} ({exp}, {} tasks): {}",
+            tasks.len(),
+            states.join(", ")
+        ));
+    } else {
+        printer.info(&format!(
+            "job array {array} ({exp}) already ended; nothing to cancel: {}",
+            states.join(", ")
         ));
     }
     Ok(ExitCode::SUCCESS)

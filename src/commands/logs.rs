@@ -21,7 +21,7 @@ pub(crate) fn run(args: &LogsSettings, printer: &Printer) -> Result<ExitCode> {
     if let Some(id) = args.job {
         return cluster_job_log(&args.target, id, start, args.follow, printer);
     }
-    let (store, run) = select::open(&args.target, printer)?;
+    let (store, run) = open(&args.target, args.task, printer)?;
     if args.follow {
         let request = Request {
             record: &run.record,
@@ -52,6 +52,29 @@ pub(crate) fn run(args: &LogsSettings, printer: &Printer) -> Result<ExitCode> {
             run.record.log.display()
         ))),
     }
+}
+
+/// The run whose log `logs TARGET` shows: the latest of an experiment, or one task of a job
+/// array (`--task N`, `JOBID_N`, or the only one).
+fn open(
+    target: &str,
+    task: Option<u32>,
+    printer: &Printer,
+) -> Result<(crate::runs::store::RunStore, StoredRun)> {
+    let (store, runs) = crate::runs::store::RunStore::open(printer)?;
+    let selection = select::resolve(&runs, target, store.dir())?;
+    let run = match selection.latest_array() {
+        Some((array, tasks)) => select::task_of(array, &tasks, task, "logs")?,
+        None if task.is_some() => {
+            return Err(
+                UsageError::new(format!("--task: {} is not a job array", show(target)))
+                    .hint("--task picks one task of a run launched with --array")
+                    .into(),
+            );
+        }
+        None => selection.latest(),
+    };
+    Ok((store, run.clone()))
 }
 
 /// `logs CLUSTER JOB`: the job's output file; with `-f`, followed until the job ends.

@@ -63,6 +63,9 @@ struct RunJson<'a> {
     /// The image the run's programs run in (`--container-image`).
     #[serde(skip_serializing_if = "Option::is_none")]
     container_image: Option<&'a str>,
+    /// A task of a job array (`launch --array`): the array's job id (`job_id` is the task's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    array_job: Option<&'a str>,
 }
 
 pub(crate) fn run(args: &StatusSettings, printer: &Printer) -> Result<ExitCode> {
@@ -70,7 +73,7 @@ pub(crate) fn run(args: &StatusSettings, printer: &Printer) -> Result<ExitCode> 
     let runs = store::load_warning(&store, printer)?;
     let selected = selected(&runs, &args.targets, store.dir())?;
     let total = selected.len();
-    let shown = if args.all || total == 1 {
+    let shown = if args.all || total == 1 || select::one_array(&selected).is_some() {
         selected
     } else {
         recent(selected, Local::now().fixed_offset())
@@ -241,6 +244,7 @@ fn to_json<'a>(
         snapshot: r.snapshot.as_ref(),
         elastic,
         container_image: r.container_image.as_deref(),
+        array_job: r.array_job.as_deref(),
     }
 }
 

@@ -40,6 +40,18 @@ struct LaunchResult<'a> {
     script: String,
     log: String,
     submitted: bool,
+    /// A job array's tasks (`launch --array`), each a run of its own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tasks: Vec<TaskResult>,
+}
+
+/// One task of a submitted job array, as `--json` prints it.
+#[derive(Debug, Serialize)]
+struct TaskResult {
+    task: u32,
+    /// Slurm's `JOBID_TASK`, which `status`, `logs` and `cancel` take.
+    job_id: String,
+    log: String,
 }
 
 /// What a submission gave.
@@ -129,7 +141,7 @@ pub(crate) fn show_dry_run(
 ) -> Result<()> {
     let text = std::fs::read_to_string(&files.script)?;
     if config.json {
-        print_result(printer, true, &config.job.exp_name, files, None)?;
+        print_result(printer, true, config, files, None)?;
     } else {
         printer.result(without_secrets(&text, &config.job.env).trim_end());
     }
@@ -194,6 +206,7 @@ fn write_script(
         (!config.dry_run).then_some(config.log_dir.as_path()),
         &config.job.exp_name,
         &now,
+        config.job.array.as_ref().map_or(&[], |a| a.tasks()),
         |files| {
             let spec = JobSpec::new(config, files, &bin.path, now.to_rfc3339(), link);
             let script = template
@@ -244,7 +257,7 @@ fn sbatch(
     snapshot: Option<SnapshotInfo>,
     printer: &Printer,
 ) -> Result<Submitted> {
-    let job_id = submit_script(printer, config.json, &config.job.exp_name, files)?;
+    let job_id = submit_script(printer, config, files)?;
     let submitted_at = Local::now().fixed_offset();
 
     let workdir = std::env::current_dir().unwrap_or_else(|_| config.log_dir.clone());
@@ -267,6 +280,20 @@ fn sbatch(
             config.job.num_nodes,
         )
     };
+    if let Some(array) = &config.job.array {
+        let records = array_records(&record, files, array.tasks());
+        let stored = records
+            .iter()
+            .map(|r| record_run(r, printer))
+            .collect::<Vec<_>>();
+        prune_copies(bin, printer);
+        let first = records.into_iter().zip(stored).next();
+        let (record, stored) = first.context("an array has at least one task")?;
+        return Ok(Submitted::Job {
+            record: Box::new(record),
+            stored: stored.map(Box::new),
+        });
+    }
     let stored = record_run(&record, printer).map(Box::new);
     prune_copies(bin, printer);
     Ok(Submitted::Job {
@@ -275,24 +302,51 @@ fn sbatch(
     })
 }
 
+/// An array's runs: one record a task (job id `JOBID_TASK`, its own log and state), each
+/// naming the array's job.
+fn array_records(array: &RunRecord, files: &RunFiles, tasks: &[u32]) -> Vec<RunRecord> {
+    tasks
+        .iter()
+        .filter_map(|&task| {
+            let own = files.of_task(task)?;
+            Some(RunRecord {
+                job_id: format!("{}_{task}", array.job_id),
+                log: own.log,
+                state_file: own.state,
+                array_job: Some(array.job_id.clone()),
+                ..array.clone()
+            })
+        })
+        .collect()
+}
+
 /// `sbatch SCRIPT`, and what was submitted told (the job id alone, or `--json`, on stdout).
-pub(crate) fn submit_script(
-    printer: &Printer,
-    json: bool,
-    exp_name: &str,
-    files: &RunFiles,
-) -> Result<String> {
+fn submit_script(printer: &Printer, config: &LaunchConfig, files: &RunFiles) -> Result<String> {
+    let exp_name = &config.job.exp_name;
     let job_id = slurm::sbatch(&files.script).with_context(|| {
         format!(
             "submitting `{}` failed; the script is kept there",
             files.script.display()
         )
     })?;
-    print_result(printer, json, exp_name, files, Some(&job_id))?;
+    print_result(printer, config.json, config, files, Some(&job_id))?;
+    let log = log_of(config, files);
+    let tasks = match &config.job.array {
+        Some(array) => format!(
+            "\n  tasks:  {}{} (each a run of its own: `rayslurm status {exp_name}`, `rayslurm logs {job_id}_{}`)",
+            array.tasks().len(),
+            array
+                .limit()
+                .map(|n| format!(", at most {n} at once"))
+                .unwrap_or_default(),
+            array.tasks().first().copied().unwrap_or_default()
+        ),
+        None => String::new(),
+    };
     printer.info(&format!(
-        "submitted job {job_id} ({exp_name})\n  script: {}\n  log:    {}",
+        "submitted job {job_id} ({exp_name})\n  script: {}\n  log:    {}{tasks}",
         files.script.display(),
-        files.log.display()
+        log.display()
     ));
     Ok(job_id)
 }
@@ -318,23 +372,47 @@ pub(crate) fn record_run(record: &RunRecord, printer: &Printer) -> Option<(RunSt
 fn print_result(
     printer: &Printer,
     json: bool,
-    exp_name: &str,
+    config: &LaunchConfig,
     files: &RunFiles,
     job_id: Option<&str>,
 ) -> Result<()> {
     if json {
         let result = LaunchResult {
             job_id,
-            exp_name,
+            exp_name: &config.job.exp_name,
             script: files.script.display().to_string(),
-            log: files.log.display().to_string(),
+            log: log_of(config, files).display().to_string(),
             submitted: job_id.is_some(),
+            tasks: match (&config.job.array, job_id) {
+                (Some(array), Some(id)) => array
+                    .tasks()
+                    .iter()
+                    .filter_map(|&task| {
+                        Some(TaskResult {
+                            task,
+                            job_id: format!("{id}_{task}"),
+                            log: files.of_task(task)?.log.display().to_string(),
+                        })
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            },
         };
         printer.result(&serde_json::to_string(&result)?);
     } else if let Some(id) = job_id {
         printer.result(id);
     }
     Ok(())
+}
+
+/// The run's log; an array's, each task's as `#SBATCH --output` names it (`%a` the task id).
+fn log_of(config: &LaunchConfig, files: &RunFiles) -> PathBuf {
+    match &config.job.array {
+        Some(_) => files
+            .task_log_pattern()
+            .unwrap_or_else(|| files.log.clone()),
+        None => files.log.clone(),
+    }
 }
 
 /// Warns when the job is launched from a node-local directory: Slurm runs the job where it was

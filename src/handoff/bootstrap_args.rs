@@ -12,6 +12,7 @@ use clap::Args;
 
 use super::cluster::ClusterOptions;
 use super::pyxis_name::PyxisName;
+use super::run_files::RunFiles;
 
 /// Arguments of the bootstrap, head or worker.
 #[derive(Debug, Clone, PartialEq, Eq, Args)]
@@ -56,6 +57,11 @@ pub(crate) struct BootstrapArgs {
     #[arg(long)]
     pub(crate) snapshot: Option<PathBuf>,
 
+    /// The state file and run directory given are an array's: this task's own are named from
+    /// them and `SLURM_ARRAY_TASK_ID` ([`BootstrapArgs::of_array_task`]).
+    #[arg(long)]
+    pub(crate) array_task: bool,
+
     /// Where each node copies Ray's logs if the run fails (default: beside the state file).
     #[arg(long)]
     pub(crate) ray_logs_dir: Option<PathBuf>,
@@ -92,11 +98,39 @@ impl BootstrapArgs {
             state_file: Some(state_file),
             run_dir: Some(run_dir),
             snapshot: None,
+            array_task: false,
             ray_logs_dir: None,
             trust_unverified_owner: None,
             pyxis_container: None,
             cluster,
         }
+    }
+
+    /// An array task's arguments: the array's state file and run directory replaced by the
+    /// task's own (`task`: Slurm's `SLURM_ARRAY_TASK_ID`), so that each task is a run of its
+    /// own; the same arguments where they are not an array's.
+    pub(crate) fn of_array_task(&self, task: Option<&str>) -> Result<Self, String> {
+        if !self.array_task {
+            return Ok(self.clone());
+        }
+        let task = task.ok_or(
+            "SLURM_ARRAY_TASK_ID is not set, yet the script was written for a job array (--array)",
+        )?;
+        let id: u32 = task
+            .parse()
+            .map_err(|_| format!("SLURM_ARRAY_TASK_ID `{task}` is not a task id"))?;
+        let files = self
+            .state_file
+            .as_deref()
+            .and_then(RunFiles::from_state_file)
+            .and_then(|f| f.of_task(id))
+            .ok_or("an array's script names no state file to name its tasks' files from")?;
+        Ok(Self {
+            array_task: false,
+            state_file: Some(files.state),
+            run_dir: Some(files.dir),
+            ..self.clone()
+        })
     }
 
     /// The whole command line after `bootstrap`, one word a flag (`--flag=value`), the command
@@ -123,6 +157,7 @@ impl BootstrapArgs {
             state_file,
             run_dir,
             snapshot,
+            array_task,
             ray_logs_dir,
             trust_unverified_owner,
             pyxis_container,
@@ -134,6 +169,9 @@ impl BootstrapArgs {
         }
         if *watchdog {
             flags.push(("--watchdog", None));
+        }
+        if *array_task {
+            flags.push(("--array-task", None));
         }
         let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
         let optional = [
@@ -189,6 +227,7 @@ mod tests {
             state_file: None,
             run_dir: Some("/shared/x.d".into()),
             snapshot: Some("/shared/x.d/snapshot".into()),
+            array_task: true,
             ray_logs_dir: Some("/shared/x.ray-logs".into()),
             trust_unverified_owner: Some("65534".into()),
             pyxis_container: Some(PyxisName::new("42", 0, "00ff")),
@@ -213,5 +252,39 @@ mod tests {
             let argv = std::iter::once("x".to_owned()).chain(args.to_words());
             assert_eq!(Parse::try_parse_from(argv).expect("parses").args, args);
         }
+    }
+
+    #[test]
+    fn an_array_task_runs_with_its_own_state_file_and_run_directory() {
+        let array = BootstrapArgs {
+            array_task: true,
+            ..BootstrapArgs::head(
+                "/shared/x_1122-093005.state.json".into(),
+                "/shared/x_1122-093005.d".into(),
+                0,
+                ClusterOptions::default(),
+            )
+        };
+        let task = array.of_array_task(Some("3")).unwrap();
+        assert_eq!(
+            (
+                task.state_file.unwrap(),
+                task.run_dir.unwrap(),
+                task.array_task
+            ),
+            (
+                PathBuf::from("/shared/x_1122-093005_3.state.json"),
+                PathBuf::from("/shared/x_1122-093005_3.d"),
+                false
+            )
+        );
+        let err = array.of_array_task(None).unwrap_err();
+        assert!(err.contains("SLURM_ARRAY_TASK_ID is not set"), "{err}");
+        assert!(array.of_array_task(Some("3;rm")).is_err());
+        let single = BootstrapArgs {
+            array_task: false,
+            ..array.clone()
+        };
+        assert_eq!(single.of_array_task(Some("3")).unwrap(), single);
     }
 }

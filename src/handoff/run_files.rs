@@ -135,6 +135,34 @@ impl RunFiles {
         Some(Self::for_stem(state.parent()?, stem))
     }
 
+    /// The files of task `task` of an array run whose files these are: a run of its own
+    /// (`{stem}_{task}`: its log, final state, Ray logs and private directory), whose script
+    /// is the array's. Launcher and bootstrap both name a task's files here alone.
+    pub(crate) fn of_task(&self, task: u32) -> Option<Self> {
+        let stem = self.stem()?;
+        Some(Self {
+            script: self.script.clone(),
+            ..Self::for_stem(self.state.parent()?, &format!("{stem}_{task}"))
+        })
+    }
+
+    /// The log as an array's `#SBATCH --output` names it: each task's own ([`Self::of_task`]),
+    /// with Slurm's `%a` for the task id.
+    pub(crate) fn task_log_pattern(&self) -> Option<PathBuf> {
+        Some(
+            self.state
+                .parent()?
+                .join(format!("{}_%a.log", self.stem()?)),
+        )
+    }
+
+    fn stem(&self) -> Option<&str> {
+        self.state
+            .file_name()?
+            .to_str()?
+            .strip_suffix(".state.json")
+    }
+
     /// Whether any of the run's files is there already (so the stem is taken).
     pub(crate) fn any_exists(&self) -> bool {
         [
@@ -177,5 +205,23 @@ mod tests {
         assert_eq!(files.log, Path::new("/logs/x_1122-093005.log"));
         assert_eq!(files.dir, Path::new("/logs/x_1122-093005.d"));
         assert_eq!(RunFiles::from_state_file(&files.state), Some(files));
+    }
+
+    #[test]
+    fn an_array_tasks_files_are_its_own_but_for_the_script() {
+        let files = RunFiles::for_stem(Path::new("/logs"), "x_1122-093005-2");
+        let task = files.of_task(3).unwrap();
+        assert_eq!(task.script, files.script);
+        assert_eq!(task.log, Path::new("/logs/x_1122-093005-2_3.log"));
+        assert_eq!(task.state, Path::new("/logs/x_1122-093005-2_3.state.json"));
+        assert_eq!(task.ray_logs, Path::new("/logs/x_1122-093005-2_3.ray-logs"));
+        assert_eq!(task.dir, Path::new("/logs/x_1122-093005-2_3.d"));
+        assert_eq!(
+            files.task_log_pattern().unwrap(),
+            Path::new("/logs/x_1122-093005-2_%a.log")
+        );
+        // What the bootstrap and `status` find from the task's state file: the same names.
+        let found = RunFiles::from_state_file(&task.state).unwrap();
+        assert_eq!((found.log, found.dir), (task.log, task.dir));
     }
 }

@@ -60,6 +60,7 @@ impl<'a> JobSpec<'a> {
                     .join(",")
             }),
             snapshot: config.snapshot.as_ref().map(|_| snapshot_dir(files)),
+            array_task: job.array.is_some(),
             ..BootstrapArgs::head(
                 files.state.clone(),
                 link.run_dir.clone().unwrap_or_else(|| files.dir.clone()),
@@ -74,15 +75,23 @@ impl<'a> JobSpec<'a> {
             value,
         })
         .collect();
+        // An array's tasks each write a log of their own (`%a`: the task id).
+        let log = match &job.array {
+            Some(_) => files
+                .task_log_pattern()
+                .unwrap_or_else(|| files.log.clone()),
+            None => files.log.clone(),
+        };
         Self {
             version: env!("CARGO_PKG_VERSION"),
             created,
             job,
-            directives: directives(job, &files.log, &cluster, link),
+            directives: directives(job, &log, &cluster, link),
             script_path: files.script.display().to_string(),
-            log_path: files.log.display().to_string(),
-            log_link: crate::launch::script_files::log_link(&config.log_dir, files)
-                .map(|p| p.display().to_string())
+            log_path: log.display().to_string(),
+            log_link: log
+                .file_name()
+                .map(|name| config.log_dir.join(name).display().to_string())
                 .unwrap_or_default(),
             state_path: files.state.display().to_string(),
             rayslurm_bin: rayslurm_bin.display().to_string(),
@@ -159,6 +168,9 @@ fn directives(job: &JobRequest, log: &Path, cluster: &ClusterOptions, link: &Lin
     if cluster.long_run.requeue || cluster.long_run.restarts_on_error > 0 {
         d.push("--requeue".to_owned());
     }
+    if let Some(array) = &job.array {
+        d.push(array.directive());
+    }
     if let Some(dependency) = &link.dependency {
         d.push(format!("--dependency={dependency}"));
     }
@@ -209,6 +221,7 @@ mod tests {
             mem_per_cpu: None,
             exclusive: true,
             sbatch_args: vec!["--comment=two words".into()],
+            array: None,
         };
         LaunchConfig {
             job,
@@ -245,6 +258,46 @@ mod tests {
             .unwrap()
             .replace(env!("CARGO_PKG_VERSION"), "[VERSION]");
         insta::assert_snapshot!(json);
+    }
+
+    /// An array's script: `--array` as given, one log a task (`%a`), and a bootstrap told to
+    /// name its task's files.
+    #[test]
+    fn an_array_writes_one_log_a_task_and_tells_the_bootstrap() {
+        let mut config = config();
+        config.job.array = Some(crate::launch::array_spec::ArraySpec::parse("0-3%2").unwrap());
+        let files = RunFiles::for_stem(Path::new("/logs"), "x_1122-093005");
+        let spec = JobSpec::new(
+            &config,
+            &files,
+            Path::new("/b"),
+            String::new(),
+            &Link::default(),
+        );
+        assert!(spec.directives.contains(&"--array=0-3%2".to_owned()));
+        assert!(
+            spec.directives
+                .contains(&"--output=/logs/x_1122-093005_%a.log".to_owned()),
+            "{:?}",
+            spec.directives
+        );
+        assert_eq!(spec.log_path, "/logs/x_1122-093005_%a.log");
+        assert!(spec.bootstrap_args.iter().any(|a| a.flag == "--array-task"));
+        config.job.array = None;
+        let single = JobSpec::new(
+            &config,
+            &files,
+            Path::new("/b"),
+            String::new(),
+            &Link::default(),
+        );
+        assert!(!single.directives.iter().any(|d| d.starts_with("--array")));
+        assert!(
+            !single
+                .bootstrap_args
+                .iter()
+                .any(|a| a.flag == "--array-task")
+        );
     }
 
     #[test]

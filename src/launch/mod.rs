@@ -3,6 +3,7 @@
 //! ([`template::Template`]), its files ([`script_files`]) and the node-visible copy of this
 //! binary ([`node_binary`]), the log directory ([`log_dir`]). Submission itself is `slurm::sbatch`.
 
+pub(crate) mod array_spec;
 pub(crate) mod config;
 pub(crate) mod digest_check;
 pub(crate) mod file_mounts;

@@ -50,20 +50,35 @@ fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 /// Renders and writes the script under the first free name in `dir` (whose log link's name
-/// in `log_dir` is free too), and links the log from `log_dir`.
+/// in `log_dir` is free too), and links the log from `log_dir`. An array's (`tasks` not empty)
+/// has a log and a link for each task ([`RunFiles::of_task`]) instead of one.
 pub(crate) fn write_new(
     dir: &Path,
     log_dir: Option<&Path>,
     exp_name: &str,
     time: &DateTime<Local>,
+    tasks: &[u32],
     render: impl Fn(&RunFiles) -> Result<String>,
 ) -> Result<RunFiles> {
     const TRIES: u32 = 1000;
     for n in 0..TRIES {
         let files = RunFiles::for_stem(dir, &stem(exp_name, time, n));
-        let link = log_dir.and_then(|d| log_link(d, &files));
+        // Each log with its link in the log directory: the run's one, or each task's.
+        let runs: Vec<RunFiles> = if tasks.is_empty() {
+            vec![files.clone()]
+        } else {
+            tasks.iter().filter_map(|&t| files.of_task(t)).collect()
+        };
+        let logs: Vec<(&Path, Option<PathBuf>)> = runs
+            .iter()
+            .map(|r| (r.log.as_path(), log_dir.and_then(|d| log_link(d, r))))
+            .collect();
         // `symlink_metadata`: a dangling link is not a free name.
-        if files.any_exists() || link.as_ref().is_some_and(|l| l.symlink_metadata().is_ok()) {
+        let taken = |p: &Path| p.symlink_metadata().is_ok();
+        if files.any_exists()
+            || runs.iter().any(RunFiles::any_exists)
+            || logs.iter().any(|(_, l)| l.as_deref().is_some_and(taken))
+        {
             continue;
         }
         let text = render(&files)?;
@@ -73,21 +88,8 @@ pub(crate) fn write_new(
         if script.place_new(&files.script)?.is_some() {
             continue;
         }
-        // A link made in a directory others may write: `symlink` never follows the name.
-        if let Some(link) = &link
-            && std::os::unix::fs::symlink(&files.log, link).is_err()
-        {
-            // Taken since the check: the run goes on without it, under the next name.
+        if make_logs(&logs, log_dir.is_some()).is_err() {
             let _ = std::fs::remove_file(&files.script);
-            continue;
-        }
-        // A run to be submitted (a dry run has no log directory): its log, private from the
-        // start. Taken since the check: the next name.
-        if log_dir.is_some() && private_file(&files.log).is_err() {
-            let _ = std::fs::remove_file(&files.script);
-            if let Some(link) = &link {
-                let _ = std::fs::remove_file(link);
-            }
             continue;
         }
         return Ok(files);
@@ -96,6 +98,36 @@ pub(crate) fn write_new(
         "no free file name for `{exp_name}` in `{}` after {TRIES} tries",
         dir.display()
     )
+}
+
+/// Links each log from the log directory and (for a run to be submitted: a dry run has no log
+/// directory) makes it, private from the start. A name taken since the check undoes what was
+/// made, and the run goes on under the next name.
+fn make_logs(logs: &[(&Path, Option<PathBuf>)], submitted: bool) -> std::io::Result<()> {
+    let mut made: Vec<&Path> = Vec::new();
+    let undo = |made: &[&Path]| {
+        for path in made {
+            let _ = std::fs::remove_file(path);
+        }
+    };
+    for (log, link) in logs {
+        // A link made in a directory others may write: `symlink` never follows the name.
+        if let Some(link) = link {
+            if let Err(e) = std::os::unix::fs::symlink(log, link) {
+                undo(&made);
+                return Err(e);
+            }
+            made.push(link);
+        }
+        if submitted {
+            if let Err(e) = private_file(log) {
+                undo(&made);
+                return Err(e);
+            }
+            made.push(log);
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -117,8 +149,8 @@ mod tests {
     fn never_overwrites_script_or_log() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("x_1122-093005.log"), "old log").unwrap();
-        let a = write_new(dir.path(), None, "x", &at(), |_| Ok("a".into())).unwrap();
-        let b = write_new(dir.path(), None, "x", &at(), |_| Ok("b".into())).unwrap();
+        let a = write_new(dir.path(), None, "x", &at(), &[], |_| Ok("a".into())).unwrap();
+        let b = write_new(dir.path(), None, "x", &at(), &[], |_| Ok("b".into())).unwrap();
         assert_eq!(a.script, dir.path().join("x_1122-093005-2.sh"));
         assert_eq!(b.script, dir.path().join("x_1122-093005-3.sh"));
         assert_eq!(
@@ -136,7 +168,7 @@ mod tests {
                 .map(|i| {
                     let d = dir.path();
                     s.spawn(move || {
-                        write_new(d, None, "x", &at(), |_| Ok(format!("{i}")))
+                        write_new(d, None, "x", &at(), &[], |_| Ok(format!("{i}")))
                             .unwrap()
                             .script
                     })
@@ -153,7 +185,7 @@ mod tests {
     #[test]
     fn a_failed_render_writes_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(write_new(dir.path(), None, "x", &at(), |_| anyhow::bail!("boom")).is_err());
+        assert!(write_new(dir.path(), None, "x", &at(), &[], |_| anyhow::bail!("boom")).is_err());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
@@ -168,7 +200,7 @@ mod tests {
             shared.path().join("x_1122-093005.log"),
         )
         .unwrap();
-        let files = write_new(private.path(), Some(shared.path()), "x", &at(), |_| {
+        let files = write_new(private.path(), Some(shared.path()), "x", &at(), &[], |_| {
             Ok("s".into())
         })
         .unwrap();
@@ -189,6 +221,40 @@ mod tests {
             (log.is_file(), log.len(), log.permissions().mode() & 0o777),
             (true, 0, 0o600),
             "the log, made before Slurm opens it, is the user's alone"
+        );
+    }
+
+    #[test]
+    fn an_array_has_a_private_log_and_a_link_for_each_task_and_no_log_of_its_own() {
+        use std::os::unix::fs::PermissionsExt;
+        let private = tempfile::tempdir().unwrap();
+        let shared = tempfile::tempdir().unwrap();
+        // A task's name taken in the log directory: the whole array takes the next stem.
+        std::fs::write(shared.path().join("x_1122-093005_3.log"), "other").unwrap();
+        let files = write_new(
+            private.path(),
+            Some(shared.path()),
+            "x",
+            &at(),
+            &[1, 3],
+            |_| Ok("s".into()),
+        )
+        .unwrap();
+        assert_eq!(files.script, private.path().join("x_1122-093005-2.sh"));
+        assert!(
+            files.log.symlink_metadata().is_err(),
+            "no log for the array itself"
+        );
+        for task in [1, 3] {
+            let log = private.path().join(format!("x_1122-093005-2_{task}.log"));
+            let meta = std::fs::symlink_metadata(&log).unwrap();
+            assert_eq!((meta.len(), meta.permissions().mode() & 0o777), (0, 0o600));
+            let link = shared.path().join(format!("x_1122-093005-2_{task}.log"));
+            assert_eq!(std::fs::read_link(&link).unwrap(), log);
+        }
+        assert_eq!(
+            std::fs::read_to_string(shared.path().join("x_1122-093005_3.log")).unwrap(),
+            "other"
         );
     }
 }

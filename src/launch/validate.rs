@@ -82,10 +82,10 @@ pub(crate) fn sbatch_arg(value: &str) -> Result<(), UsageError> {
     }
     if is_array_option(value) {
         return Err(UsageError::new(format!(
-            "--sbatch-arg {}: array jobs are not supported yet, since every task would share one log and one final state",
+            "--sbatch-arg {}: an array job goes through `--array`, which gives each task its own log, state and record",
             show(value)
         ))
-        .hint("launch one run per task instead, e.g. a shell loop of `rayslurm launch` with its own --exp-name each"));
+        .hint("pass `--array SPEC` (e.g. `--array 0-7%2`) instead of the sbatch option"));
     }
     if value.chars().any(char::is_whitespace) {
         // Written as `--opt="a b"`: sbatch splits #SBATCH lines on white space outside quotes.
@@ -350,7 +350,7 @@ mod tests {
         for (value, array) in cases {
             let refused = sbatch_arg(value)
                 .err()
-                .is_some_and(|e| e.message.contains("array jobs are not supported"));
+                .is_some_and(|e| e.message.contains("an array job goes through `--array`"));
             assert_eq!(refused, *array, "{value}");
         }
     }

@@ -14,7 +14,7 @@ use crate::handoff::run_files::SIGNAL_REQUEST;
 use crate::handoff::signal_name::SignalName;
 use crate::handoff::signal_request::SignalRequest;
 use crate::runs::status::{self, InQueue, JobStatus};
-use crate::runs::store::RunRecord;
+use crate::runs::store::{RunRecord, StoredRun};
 use crate::slurm::query::{self, Phase, QueryError, QueueEntry};
 use crate::sys::process::{Cmd, CmdError};
 
@@ -95,6 +95,72 @@ pub(crate) fn cancel(record: &RunRecord, warn: &dyn Fn(&str)) -> Result<Cancelle
     }
 }
 
+/// Cancels a whole job array, its tasks `tasks` (the array's runs): one `scancel JOBID` if
+/// squeue shows any of them as this array's job, then squeue for all of them at once until
+/// every task has left PENDING/RUNNING. Gives each task's status, in order, and whether
+/// scancel was sent.
+pub(crate) fn cancel_array(
+    array: &str,
+    tasks: &[&StoredRun],
+    warn: &dyn Fn(&str),
+) -> Result<(bool, Vec<JobStatus>)> {
+    let ids: Vec<&str> = tasks.iter().map(|t| t.record.job_id.as_str()).collect();
+    let on_retry = |e: &QueryError, pause: Duration| {
+        warn(&format!("{e}; trying again in {} s", pause.as_secs()));
+    };
+    let entries = match status::squeue_retrying(&ids, &status::ONE_SHOT_RETRIES, &on_retry) {
+        Ok(entries) => entries,
+        Err(e @ QueryError::Missing(_)) => return Err(e).hint("run on a Slurm login node"),
+        Err(e) => {
+            return Err(e)
+                .with_context(|| format!("cannot tell whether job {array} is still this array's job, so it was not cancelled"))
+                .hint("try again once squeue answers");
+        }
+    };
+    let own = |t: &&StoredRun| {
+        let mine: Vec<QueueEntry> = entries
+            .iter()
+            .filter(|e| query::is_of_job(&e.job_id, &t.record.job_id))
+            .cloned()
+            .collect();
+        matches!(InQueue::find(&mine, &t.record), InQueue::Own(e) if e.state.phase() < Phase::Ending)
+    };
+    let sent = tasks.iter().any(own);
+    if sent {
+        Cmd::new("scancel")
+            .arg(array)
+            .output()
+            .with_context(|| format!("cannot cancel job array {array}"))?;
+    }
+    let start = Instant::now();
+    loop {
+        let gathered = status::gather(tasks, &[], warn)?;
+        let stopped = gathered.squeue_error.is_none()
+            && gathered
+                .statuses
+                .iter()
+                .all(|s| s.phase >= Some(Phase::Ending));
+        if stopped {
+            return Ok((sent, gathered.statuses));
+        }
+        if start.elapsed() >= CONFIRM_WITHIN {
+            let running = gathered
+                .statuses
+                .iter()
+                .zip(tasks)
+                .filter(|(s, _)| s.phase < Some(Phase::Ending))
+                .map(|(_, t)| t.record.job_id.as_str())
+                .collect::<Vec<_>>();
+            anyhow::bail!(
+                "`scancel {array}` was accepted, but after {} s these tasks are not confirmed stopped: {}",
+                CONFIRM_WITHIN.as_secs(),
+                running.join(", ")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
 /// How `cancel --signal` went.
 #[derive(Debug)]
 pub(crate) enum Signalled {
@@ -128,13 +194,14 @@ pub(crate) fn signal(
     }
     // Named for this attempt of this job: the run directory outlives both.
     let request = record.run_dir().map(|dir| {
-        let restart = query::scontrol_job(job_id)
-            .ok()
-            .flatten()
-            .and_then(|j| j.restarts);
+        let job = query::scontrol_job(job_id).ok().flatten();
+        let restart = job.as_ref().and_then(|j| j.restarts);
         let request = SignalRequest {
             signal,
-            job_id: job_id.to_owned(),
+            // An array's task (`JOBID_N`) is a job of its own id inside, its SLURM_JOB_ID.
+            job_id: job
+                .and_then(|j| j.own_id)
+                .unwrap_or_else(|| job_id.to_owned()),
             restart,
         };
         (dir.join(SIGNAL_REQUEST), request)

@@ -22,6 +22,68 @@ impl<'a> Selection<'a> {
     pub(crate) fn latest(&self) -> &'a StoredRun {
         self.runs[0]
     }
+
+    /// Where the latest run is a task of a job array: the array's job id and its tasks here
+    /// (all of them for an experiment name or the array's id, one for `JOBID_TASK`).
+    pub(crate) fn latest_array(&self) -> Option<(&'a str, Vec<&'a StoredRun>)> {
+        let array = self.latest().record.array_job.as_deref()?;
+        let tasks = self
+            .runs
+            .iter()
+            .copied()
+            .filter(|r| r.record.array_job.as_deref() == Some(array))
+            .collect();
+        Some((array, tasks))
+    }
+}
+
+/// The array job id, where every one of `runs` is a task of that one array.
+pub(crate) fn one_array<'a>(runs: &[&'a StoredRun]) -> Option<&'a str> {
+    let array = runs.first()?.record.array_job.as_deref()?;
+    runs.iter()
+        .all(|r| r.record.array_job.as_deref() == Some(array))
+        .then_some(array)
+}
+
+/// The one run of an array a single-run command (`logs`) acts on: the task `task` names, or
+/// the only one there is; a usage error that lists the tasks when there are several.
+pub(crate) fn task_of<'a>(
+    array: &str,
+    tasks: &[&'a StoredRun],
+    task: Option<u32>,
+    command: &str,
+) -> Result<&'a StoredRun, UsageError> {
+    let ids: Vec<&str> = tasks
+        .iter()
+        .filter_map(|r| r.record.job_id.split_once('_').map(|(_, t)| t))
+        .collect();
+    let listed = || {
+        let mut shown: Vec<&str> = ids.iter().copied().take(10).collect();
+        if ids.len() > shown.len() {
+            shown.push("...");
+        }
+        shown.join(", ")
+    };
+    match (task, tasks) {
+        (Some(t), _) => tasks
+            .iter()
+            .copied()
+            .find(|r| r.record.job_id == format!("{array}_{t}"))
+            .ok_or_else(|| {
+                UsageError::new(format!("job array {array} has no task {t}"))
+                    .hint(format!("its tasks are {}", listed()))
+            }),
+        (None, [one]) => Ok(one),
+        (None, _) => Err(UsageError::new(format!(
+            "job {array} is an array of {} tasks, each a run with its own log: say which task",
+            tasks.len()
+        ))
+        .hint(format!(
+            "`rayslurm {command} {array}_{first}` or `--task {first}` (its tasks: {})",
+            listed(),
+            first = ids.first().copied().unwrap_or("0")
+        ))),
+    }
 }
 
 /// Resolves `target` among `runs` (newest first). A job id wins over an experiment of the
@@ -34,6 +96,14 @@ pub(crate) fn resolve<'a>(
     let by_job: Vec<&StoredRun> = runs.iter().filter(|r| r.record.job_id == target).collect();
     if !by_job.is_empty() {
         return Ok(Selection { runs: by_job });
+    }
+    // An array's job id: its tasks (each `JOBID_TASK`, a run of its own).
+    let by_array: Vec<&StoredRun> = runs
+        .iter()
+        .filter(|r| r.record.array_job.as_deref() == Some(target))
+        .collect();
+    if !by_array.is_empty() {
+        return Ok(Selection { runs: by_array });
     }
     let by_exp: Vec<&StoredRun> = runs
         .iter()
@@ -186,5 +256,55 @@ mod tests {
         assert_eq!(m.len(), 5);
         assert_eq!(m[0], "abc");
         assert!(!m.contains(&"xyz"));
+    }
+
+    fn array() -> Vec<StoredRun> {
+        let mut tasks: Vec<StoredRun> = ["7_0", "7_1", "7_2"]
+            .into_iter()
+            .map(|id| {
+                let mut r = run("sweep", id, 5);
+                r.record.array_job = Some("7".into());
+                r
+            })
+            .collect();
+        tasks.extend(runs());
+        tasks
+    }
+
+    #[test]
+    fn an_array_is_named_by_its_name_its_job_id_or_one_task() {
+        let runs = array();
+        for target in ["sweep", "7"] {
+            let sel = resolve(&runs, target, Path::new("/store")).unwrap();
+            let (id, tasks) = sel.latest_array().unwrap();
+            assert_eq!((id, tasks.len()), ("7", 3), "{target}");
+            assert_eq!(one_array(&sel.runs), Some("7"));
+            let err = task_of(id, &tasks, None, "logs").unwrap_err();
+            assert_eq!(
+                err.message,
+                "job 7 is an array of 3 tasks, each a run with its own log: say which task"
+            );
+            assert!(
+                err.hint
+                    .as_deref()
+                    .unwrap()
+                    .contains("`rayslurm logs 7_0` or `--task 0`")
+            );
+            assert_eq!(
+                task_of(id, &tasks, Some(2), "logs").unwrap().record.job_id,
+                "7_2"
+            );
+            let err = task_of(id, &tasks, Some(9), "logs").unwrap_err();
+            assert_eq!(err.message, "job array 7 has no task 9");
+        }
+        let sel = resolve(&runs, "7_1", Path::new("/store")).unwrap();
+        let (id, tasks) = sel.latest_array().unwrap();
+        assert_eq!(
+            task_of(id, &tasks, None, "logs").unwrap().record.job_id,
+            "7_1"
+        );
+        let sel = resolve(&runs, "resnet", Path::new("/store")).unwrap();
+        assert!(sel.latest_array().is_none());
+        assert_eq!(one_array(&sel.runs), None);
     }
 }

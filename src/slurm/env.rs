@@ -2,6 +2,8 @@
 //! one rayslurm sets for Slurm's clients.
 
 pub(crate) const SLURM_JOB_ID: &str = "SLURM_JOB_ID";
+/// An array task's index (`launch --array`): its files are named from it.
+pub(crate) const SLURM_ARRAY_TASK_ID: &str = "SLURM_ARRAY_TASK_ID";
 pub(crate) const SLURM_JOB_NODELIST: &str = "SLURM_JOB_NODELIST";
 pub(crate) const SLURMD_NODENAME: &str = "SLURMD_NODENAME";
 /// A task's rank within its step (workers: 0 for the first worker node).

@@ -122,6 +122,8 @@ impl WorkerStep {
             state_file: None,
             run_dir: args.run_dir.clone(),
             snapshot: args.snapshot.clone(),
+            // Named already: the head's are its task's own.
+            array_task: false,
             ray_logs_dir: kept_logs::root(args.ray_logs_dir.as_deref(), args.state_file.as_deref()),
             trust_unverified_owner: args.trust_unverified_owner.clone(),
             pyxis_container: args.pyxis_container.clone(),

@@ -103,6 +103,7 @@ pub(super) fn resolve_job(
         mem_per_cpu: slurm_memory(mem_per_cpu).filter(|_| mem.is_none()),
         exclusive: !no_exclusive,
         sbatch_args: sbatch_args.clone(),
+        array: None,
     };
     Ok(ResolvedJob {
         request,

@@ -40,6 +40,7 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
                 after,
                 singleton,
             },
+        array,
         again: _,
         given: _,
         args: words,
@@ -67,6 +68,8 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
         return Err(UsageError::new("--after is empty")
             .hint("name the run to follow: its experiment name or job id"));
     }
+    let mut job = job;
+    job.request.array = super::array::resolve(array.as_deref(), &cluster, after, *follow)?;
     Ok(LaunchConfig {
         job: job.request,
         log_dir: job.log_dir,

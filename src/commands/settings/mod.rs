@@ -10,6 +10,7 @@
 //! ([`task_file`]).
 
 pub(crate) mod again;
+mod array;
 mod cluster;
 pub(crate) mod clusters;
 mod container;

@@ -15,6 +15,8 @@ pub(crate) struct LogsSettings {
     pub(crate) follow: bool,
     /// Where printing starts: the beginning, or `--tail`'s last lines.
     pub(crate) start: Start,
+    /// With a job array: the task whose log to show.
+    pub(crate) task: Option<u32>,
 }
 
 impl LogsSettings {
@@ -24,6 +26,7 @@ impl LogsSettings {
             job,
             follow,
             tail,
+            task,
         } = args;
         let start = match tail {
             Some(n) => Start::LastLines(u64::from(*n)),
@@ -34,6 +37,7 @@ impl LogsSettings {
             job: *job,
             follow: *follow,
             start,
+            task: *task,
         }
     }
 }

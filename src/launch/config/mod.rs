@@ -61,6 +61,9 @@ pub(crate) struct JobRequest {
     pub(crate) mem_per_cpu: Option<String>,
     pub(crate) exclusive: bool,
     pub(crate) sbatch_args: Vec<String>,
+    /// `launch --array SPEC`: a job array whose every task is a run of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) array: Option<crate::launch::array_spec::ArraySpec>,
 }
 
 /// One `--env KEY=VALUE` (or `--secret`).

@@ -130,6 +130,7 @@ mod tests {
                 mem_per_cpu: None,
                 exclusive: false,
                 sbatch_args: vec!["--comment=two words".into()],
+                array: None,
             },
             log_dir: "/w/logs".into(),
             log_dir_is_default: false,

@@ -56,6 +56,10 @@ pub(crate) struct RunRecord {
     /// never from a script or file read again. Records of `up` and of older builds have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) launch: Option<Box<RecordedLaunch>>,
+    /// A task of a job array (`launch --array`): the array's job id; the task's own
+    /// (`job_id`) is Slurm's `JOBID_TASK`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) array_job: Option<String>,
 }
 
 fn format_one() -> u32 {
@@ -91,6 +95,7 @@ impl RunRecord {
             max_nodes: None,
             container_image: None,
             launch: None,
+            array_job: None,
         }
     }
 

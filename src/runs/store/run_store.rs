@@ -167,9 +167,16 @@ fn newest_first(a: &RunRecord, b: &RunRecord) -> std::cmp::Ordering {
             .and_then(|n| n.parse::<u64>().ok())
             .unwrap_or(0)
     };
+    // An array's tasks (`JOBID_TASK`), submitted together, in the order of their ids.
+    let task = |r: &RunRecord| {
+        r.job_id
+            .split_once('_')
+            .and_then(|(_, t)| t.parse::<u64>().ok())
+    };
     b.submitted()
         .cmp(&a.submitted())
         .then_with(|| job_number(b).cmp(&job_number(a)))
+        .then_with(|| task(a).cmp(&task(b)))
         .then_with(|| b.job_id.cmp(&a.job_id))
 }
 

@@ -12,6 +12,9 @@ use crate::sys::process::Cmd;
 /// The fields of `scontrol show job -o ID` we use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ScontrolJob {
+    /// The job's own id (`JobId=`): for an array's task `42_3`, the id Slurm gave that task
+    /// (its `SLURM_JOB_ID` inside).
+    pub(crate) own_id: Option<String>,
     pub(crate) state: SlurmState,
     pub(crate) exit: Option<SlurmExit>,
     pub(crate) elapsed: Option<u64>,
@@ -56,6 +59,7 @@ pub(crate) fn parse_scontrol_job(text: &str) -> Option<ScontrolJob> {
     let fields = parse_scontrol_fields(text);
     let state = fields.get("JobState")?;
     Some(ScontrolJob {
+        own_id: fields.get("JobId").cloned(),
         state: SlurmState::new(state),
         exit: fields.get("ExitCode").and_then(|e| SlurmExit::parse(e)),
         elapsed: fields.get("RunTime").and_then(|t| duration::parse(t)),
@@ -109,6 +113,10 @@ mod tests {
             Dependency=(null) ExitCode=3:0 RunTime=00:00:03 TimeLimit=UNLIMITED NodeList=node1 \
             BatchHost=node1 Command=/srv/my dir/a.sh --flag x=1 WorkDir=/srv/my dir Power= \n";
         let job = parse_scontrol_job(text).unwrap();
+        assert_eq!(job.own_id.as_deref(), Some("11"));
+        // An array's task: its own id, beside the array's.
+        let task = parse_scontrol_job("JobId=413 ArrayJobId=412 ArrayTaskId=0 JobState=RUNNING \n");
+        assert_eq!(task.unwrap().own_id.as_deref(), Some("413"));
         assert_eq!(job.state.as_str(), "FAILED");
         assert_eq!(job.exit, Some(SlurmExit { code: 3, signal: 0 }));
         assert_eq!(job.elapsed, Some(3));

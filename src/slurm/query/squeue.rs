@@ -92,8 +92,10 @@ pub(crate) fn squeue(job_ids: &[&str]) -> Result<Vec<QueueEntry>, QueryError> {
     if job_ids.is_empty() {
         return Ok(Vec::new());
     }
+    // `--array`: one line an array's task, pending ones too (without it, tasks that have not
+    // started share one line, `42_[0-3%2]`, which names no task's job id).
     let cmd = slurm_client("squeue")
-        .args(["--noheader", "--states=all", "--jobs"])
+        .args(["--noheader", "--states=all", "--array", "--jobs"])
         .arg(job_ids.join(","))
         .args(["--format", SQUEUE_FORMAT]);
     match cmd.stdout() {

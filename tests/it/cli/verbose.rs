@@ -137,7 +137,7 @@ fn verbose_echoes_each_slurm_command_as_a_line_that_runs_it_again() {
     let line = echoed(&ran.stderr, "squeue");
     assert!(
         line.starts_with(
-            "SLURM_TIME_FORMAT=standard squeue --noheader --states=all --jobs 4242 --format '%i|"
+            "SLURM_TIME_FORMAT=standard squeue --noheader --states=all --array --jobs 4242 --format '%i|"
         ),
         "{line}"
     );

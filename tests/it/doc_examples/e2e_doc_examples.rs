@@ -263,12 +263,18 @@ fn e2e_doc_examples_configuration() {
 }
 
 #[test]
+fn e2e_doc_examples_arrays() {
+    ran_some(run_file("arrays.md"));
+}
+
+#[test]
 fn e2e_doc_examples_other_pages() {
     let own = [
         "README.md",
         "per-node.md",
         "clusters.md",
         "configuration.md",
+        "arrays.md",
     ];
     let mut ran = Some(0);
     for file in doc_files() {

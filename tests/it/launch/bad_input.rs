@@ -89,7 +89,8 @@ fn bad_input_exits_2_and_writes_nothing() {
 /// Regression: `--array` in `--sbatch-arg` was refused only as `--array` or `-a`, but sbatch
 /// also takes any unambiguous abbreviation of a long option (`--arr=0-3`), and flags before
 /// `a` in one word (`-Ha0-3`): those went through, and every task of the array would have
-/// shared one log and one final state. Refused before anything is written or submitted.
+/// shared one log and one final state. Refused before anything is written or submitted,
+/// pointing at `launch --array`, which gives each task its own.
 #[test]
 fn array_jobs_are_refused_however_sbatch_would_spell_them() {
     let cases: &[&[&str]] = &[
@@ -113,8 +114,55 @@ fn array_jobs_are_refused_however_sbatch_would_spell_them() {
             .expect_stdout("")
             .expect_stderr_starts_with("error: --sbatch-arg ")
             .expect_stderr_contains(
-                "array jobs are not supported yet, since every task would share one log and one final state",
+                "an array job goes through `--array`, which gives each task its own log, state and record",
             )
+            .expect_stderr_contains("hint: pass `--array SPEC`")
+            .expect_no_file(&places.calls)
+            .run();
+        places.nothing_written(0, &format!("{args:?}"));
+    }
+}
+
+/// `launch --array` refuses a spec sbatch would refuse (or that runs nothing) and the options
+/// an array cannot go with yet, before anything is written or submitted.
+#[test]
+fn bad_array_specs_and_what_an_array_cannot_go_with_are_refused() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--array", ""], "--array ``: no task ids"),
+        (&["--array", "%2"], "no task ids"),
+        (&["--array", "7-3"], "`7-3` is an empty range"),
+        (&["--array", "0-15:0"], "`0-15:0` has a step of 0"),
+        (&["--array", "0-7%0"], "`%0` lets no task run"),
+        (&["--array", "0-7%2%3"], "`%2%3` is not a number of tasks"),
+        (&["--array", "0..7"], "`0..7` is not a task id"),
+        (&["--array", "0-99999"], "more than 10000 tasks"),
+        (
+            &["--array", "0-3", "--requeue"],
+            "--array goes without --requeue",
+        ),
+        (
+            &["--array", "0-3", "--restarts-on-error", "1"],
+            "--array goes without --restarts-on-error",
+        ),
+        (
+            &["--array", "0-3", "--after", "train"],
+            "--array goes without --after",
+        ),
+        (
+            &["--array", "0-3", "--follow"],
+            "--array goes without --follow",
+        ),
+    ];
+    for (args, needle) in cases {
+        let places = Places::new();
+        let mut argv = vec!["launch", "--exp-name", "sweep", "--command", "true"];
+        argv.extend_from_slice(args);
+        places
+            .launch(argv)
+            .expect_status(2)
+            .expect_stdout("")
+            .expect_stderr_starts_with("error: --array ")
+            .expect_stderr_contains(needle)
             .expect_no_file(&places.calls)
             .run();
         places.nothing_written(0, &format!("{args:?}"));

@@ -208,3 +208,34 @@ fn a_program_given_as_the_task_file_is_refused_with_how_to_run_it() {
     }
     assert!(!super::jobs(dir.path()).exists(), "nothing written");
 }
+
+/// `launch --array` writes one script for the whole array: `#SBATCH --array` as given, each
+/// task's own log (`%a`), a bootstrap told to name each task's files; a dry run makes no log.
+#[test]
+fn an_arrays_dry_run_shows_its_array_and_one_log_a_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--dry-run",
+        "--exp-name",
+        "sweep",
+        "--array",
+        "0-15:4%2",
+        "--command",
+        "echo task $SLURM_ARRAY_TASK_ID",
+    ];
+    let ran = super::launch_in(dir.path(), &args).expect_status(0).run();
+    let script = super::normalise(&ran.stdout, dir.path());
+    for line in [
+        "#SBATCH --array=0-15:4%2\n",
+        "#SBATCH --output=[STATE]/jobs/sweep_",
+        "_%a.log\n",
+        "  --array-task \\\n",
+        "--command 'echo task $SLURM_ARRAY_TASK_ID'",
+    ] {
+        assert!(script.contains(line), "no `{line}` in:\n{script}");
+    }
+    assert_eq!(script.matches("#SBATCH --array").count(), 1, "{script}");
+    let jobs = super::visible_files(&super::jobs(dir.path()));
+    assert_eq!(jobs.len(), 1, "only the script: {jobs:?}");
+    assert!(jobs[0].ends_with(".sh"), "{jobs:?}");
+}

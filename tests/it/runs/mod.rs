@@ -6,7 +6,9 @@
 
 pub(crate) mod fake;
 
+mod arrays;
 mod cancel;
+mod e2e_arrays;
 mod e2e_runs;
 mod e2e_slurm_calls;
 mod follow;
