@@ -34,7 +34,7 @@ from typing import overload
 
 from . import _cli, _options
 from ._cli import ENDED_STATES, Command, PathLike, RayslurmError, find_bin, is_ended
-from ._calls import CallLoadError, ClusterFunctionJob, FunctionJob, JobFailed, JobPaths
+from ._calls import BatchJob, CallLoadError, ClusterFunctionJob, FunctionJob, JobFailed, JobPaths
 from ._calls import LocalJob, RemoteError, RemoteTraceback
 from ._clusters import ClusterRef, cluster_name, down, exec, queue, scale, up
 from ._executor import Executor
@@ -50,6 +50,7 @@ __all__ = [
     "EXEC_ENDED_STATES",
     "CallLoadError",
     "Cluster",
+    "BatchJob",
     "ClusterFunctionJob",
     "Dashboard",
     "ExecJob",

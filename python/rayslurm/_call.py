@@ -11,7 +11,9 @@ runs it, and writes what came of it to ``$RAYSLURM_RUN_DIR/rayslurm-call/result.
 persistent cluster, ``rayslurm-call/result.pickle`` beside this file): a
 plain pickle of a dict of text and bytes that any Python reads, with the value or the
 exception pickled inside it (by the call's pickler) and the exception's formatted traceback as
-text. A call that cannot be loaded (another Python, another cloudpickle) is written as a
+text. The calls of a job array (``Executor.map_array``, ``Executor.batch``) are
+``call-N.pickle`` side by side: each task runs the one of its ``SLURM_ARRAY_TASK_ID``, and
+writes into its own ``$RAYSLURM_RUN_DIR`` (each task is a run of its own). A call that cannot be loaded (another Python, another cloudpickle) is written as a
 ``load_error`` naming both sides' versions. Exit code: 0 when the call returned, 1 otherwise.
 """
 
@@ -74,6 +76,18 @@ def failure(error: BaseException, pickler: Any) -> Dict[str, Any]:
     }
 
 
+def call_file(there: Dict[str, Any]) -> str:
+    """The pickled call this run runs: ``call.pickle``, or in an array the task's own."""
+    if not there.get("array"):
+        return os.path.join(HERE, "call.pickle")
+    task = os.environ.get("SLURM_ARRAY_TASK_ID", "")
+    if not task.isdigit():
+        raise LookupError(
+            "SLURM_ARRAY_TASK_ID={!r}: the calls of an array are run by its tasks".format(task)
+        )
+    return os.path.join(HERE, "call-{}.pickle".format(int(task)))
+
+
 def main() -> int:
     with open(os.path.join(HERE, "versions.json")) as f:
         there = json.load(f)
@@ -94,7 +108,7 @@ def main() -> int:
             sys.stderr.write("rayslurm-call: staying in {}: {}\n".format(os.getcwd(), error))
     try:
         pickler = importlib.import_module(there["pickler"])
-        with open(os.path.join(HERE, "call.pickle"), "rb") as f:
+        with open(call_file(there), "rb") as f:
             fn, args, kwargs = pickle.load(f)
     except Exception as error:  # noqa: BLE001 - whatever stops the load is reported
         write(

@@ -267,6 +267,43 @@ class FunctionJob(Job, Generic[R]):
         return JobPaths(self.script, self.log, run_dir, run_dir / RESULT if run_dir else None)
 
 
+class BatchJob(FunctionJob[R]):
+    """A call submitted inside ``with executor.batch():``: submitted with the block's other
+    calls as one job array at the block's end, where it becomes its task's job (``job_id``
+    ``JOBID_N``). Before that it has no job id, and whatever needs one raises
+    ``RuntimeError``."""
+
+    _never: Optional[str] = None
+
+    def __init__(self, name: str) -> None:
+        self._job_id: Optional[str] = None
+        super().__init__(name, None)
+
+    @property
+    def job_id(self) -> Optional[str]:
+        """The task's Slurm job id (``JOBID_N``), known once the batch is submitted."""
+        if self._job_id is None:
+            why = self._never or (
+                "it is submitted at the end of its `with executor.batch():` block, with the "
+                "block's other calls as one job array"
+            )
+            raise RuntimeError(f"{self.name!r} has no job id: {why}")
+        return self._job_id
+
+    @job_id.setter
+    def job_id(self, value: Optional[str]) -> None:
+        self._job_id = value
+
+    def __repr__(self) -> str:
+        shown = self._job_id or ("never submitted" if self._never else "not submitted yet")
+        return f"BatchJob(name={self.name!r}, job_id={shown!r})"
+
+    def _submitted_as(self, task: FunctionJob[Any]) -> None:
+        """Becomes the task ``task`` of the submitted array."""
+        self.name, self.script, self.log = task.name, task.script, task.log
+        self.job_id = task.job_id
+
+
 class ClusterFunctionJob(ExecJob, Generic[R]):
     """A function submitted to a persistent cluster (:meth:`Cluster.submit`): an
     :class:`ExecJob` (``state`` is Ray's: ``PENDING``, ``RUNNING``, ``SUCCEEDED``, ``FAILED``,

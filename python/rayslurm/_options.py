@@ -132,6 +132,13 @@ class LongRun(TypedDict, total=False):
     singleton: bool
 
 
+class Arrays(TypedDict, total=False):
+    """The job arrays of :meth:`~rayslurm.Executor.map_array` and ``batch()``: at most this
+    many tasks at once (``--array 0-N%P``; submitit's ``slurm_array_parallelism``)."""
+
+    array_parallelism: Optional[int]
+
+
 class Elastic(TypedDict, total=False):
     """An elastic cluster, grown with worker jobs (``up``)."""
 
@@ -159,7 +166,7 @@ LAUNCH = (LaunchRun, Resources, Container, Snapshot, NoRay, PerNode, Ray, LongRu
 UP = (UpIdle, Resources, Container, Ray, Elastic, Detach, DryRun)
 #: What an :class:`~rayslurm.Executor` takes: ``launch``'s options but those that say what
 #: runs (the function does) and how its output is read (its result is).
-EXECUTOR = (Named, Resources, Container, Snapshot, NoRay, Ray, LongRun)
+EXECUTOR = (Named, Resources, Container, Snapshot, NoRay, Ray, LongRun, Arrays)
 
 
 class LaunchOptions(
@@ -168,7 +175,9 @@ class LaunchOptions(
     """:func:`~rayslurm.launch`'s keyword parameters (its groups, :data:`LAUNCH`)."""
 
 
-class ExecutorOptions(Named, Resources, Container, Snapshot, NoRay, Ray, LongRun, total=False):
+class ExecutorOptions(
+    Named, Resources, Container, Snapshot, NoRay, Ray, LongRun, Arrays, total=False
+):
     """:meth:`~rayslurm.Executor.update_parameters`'s keyword parameters (:data:`EXECUTOR`)."""
 
 

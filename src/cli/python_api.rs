@@ -24,6 +24,8 @@ struct Api {
     missing: &'static [(&'static str, &'static str)],
     /// Parameters that stand for their option in a way of their own, and how (not compared).
     own_way: &'static [(&'static str, &'static str)],
+    /// Parameters of the function's own, for no option of the command, and what they give.
+    extra: &'static [(&'static str, &'static str)],
 }
 
 const APIS: &[Api] = &[
@@ -43,9 +45,13 @@ const APIS: &[Api] = &[
             ("git_ref", "not in the Python API yet"),
             ("file_mount", "not in the Python API yet"),
             ("storage", "not in the Python API yet"),
-            ("array", "map_array (python helper)"),
+            (
+                "array",
+                "Executor.map_array() and .batch() give arrays of functions",
+            ),
         ],
         own_way: &[],
+        extra: &[],
     },
     Api {
         command: "up",
@@ -61,6 +67,7 @@ const APIS: &[Api] = &[
             ("no_prefix", "goes with --per-node"),
         ],
         own_way: &[],
+        extra: &[],
     },
     Api {
         command: "exec",
@@ -84,6 +91,7 @@ const APIS: &[Api] = &[
             "command",
             "required: a str is --command, a list the words after `--`",
         )],
+        extra: &[],
     },
     Api {
         command: "launch",
@@ -105,9 +113,16 @@ const APIS: &[Api] = &[
             ("git_ref", "not in the Python API yet"),
             ("file_mount", "submit() gives its own, the call"),
             ("storage", "not in the Python API yet"),
-            ("array", "map_array, not in the Python API yet"),
+            (
+                "array",
+                "map_array() and batch() give it: one task a call, %N from array_parallelism",
+            ),
         ],
         own_way: &[],
+        extra: &[(
+            "array_parallelism",
+            "--array's %N for the arrays of map_array() and batch()",
+        )],
     },
 ];
 
@@ -329,8 +344,20 @@ fn disagreements(command: &clap::Command, parameters: &[Parameter], api: &Api) -
             ));
         }
     }
+    for (name, _) in api.extra {
+        if seen.iter().any(|s| s == name) {
+            wrong.push(format!(
+                "{name}: `rayslurm {}` has it: take it out of {function}'s own parameters",
+                api.command
+            ));
+        } else if !parameters.iter().any(|p| p.name == *name) {
+            wrong.push(format!(
+                "{name}: listed as {function}'s own, which it lacks"
+            ));
+        }
+    }
     for parameter in parameters {
-        if !seen.contains(&parameter.name) {
+        if !seen.contains(&parameter.name) && !listed(api.extra, &parameter.name) {
             wrong.push(format!(
                 "{}: {function} has it, but `rayslurm {}` has no such option",
                 parameter.name, api.command

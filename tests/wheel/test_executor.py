@@ -23,6 +23,14 @@ def square(x: int) -> int:
     return x * x
 
 
+def power(x: int, n: int) -> int:
+    return int(x**n)
+
+
+def negate(x: int) -> int:
+    return -x
+
+
 class Options(unittest.TestCase):
     def test_options_are_launchs_checked_when_given(self) -> None:
         executor = rayslurm.Executor("logs", num_nodes=2, time=30)
@@ -81,6 +89,12 @@ class Local(unittest.TestCase):
             failed.result()
         self.assertIsInstance(failed.exception(), KeyError)
         self.assertEqual(list(rayslurm.as_completed([job, failed])), [job, failed])
+
+    def test_map_array_runs_each_call_here_in_turn(self) -> None:
+        executor = rayslurm.Executor(cluster="local", array_parallelism=2)
+        jobs = executor.map_array(power, [1, 2, 3], [3, 2])
+        self.assertEqual([j.result() for j in jobs], [1, 4])
+        self.assertEqual([j.state for j in jobs], ["COMPLETED"] * 2)
 
     def test_an_unknown_cluster_is_refused(self) -> None:
         with self.assertRaises(ValueError):
@@ -222,6 +236,110 @@ class Submit(CallFake):
             rayslurm.Executor().submit(square, 1)
         self.assertIn("pip install cloudpickle", str(caught.exception))
         self.assertFalse(self.argv_log.exists(), "nothing was launched")
+
+
+class Arrays(CallFake):
+    """``map_array`` and ``batch()``: one ``launch --array``, a pickle a task, the runner run
+    here as each task runs it (its own ``SLURM_ARRAY_TASK_ID`` and ``RAYSLURM_RUN_DIR``)."""
+
+    def array(self, count: int) -> None:
+        tasks = [{"task": n, "job_id": f"77_{n}", "log": f"/l_{n}"} for n in range(count)]
+        self.answer.write_text(json.dumps(
+            {"job_id": "77", "exp_name": "power", "log": "/l_%a", "script": "/s",
+             "tasks": tasks}
+        ))
+
+    def run_tasks(self, count: int, state: str = "COMPLETED") -> List[int]:
+        """Runs each task's call; the records the fake's `status` then prints (each task's)."""
+        codes, records = [], []
+        for n in range(count):
+            run_dir = self.root / f"run_{n}"
+            run_dir.mkdir()
+            ran = self.run_call({"RAYSLURM_RUN_DIR": str(run_dir), "SLURM_ARRAY_TASK_ID": str(n)})
+            codes.append(ran.returncode)
+            records.append({**self.record(state, ran.returncode), "job_id": f"77_{n}",
+                            "array_job": "77", "run_dir": str(run_dir)})
+        self.answer.write_text(json.dumps(records))
+        return codes
+
+    def test_map_array_is_one_array_each_task_its_calls_result_in_order(self) -> None:
+        self.array(3)
+        executor = rayslurm.Executor(self.logs, no_ray=True, array_parallelism=2)
+        jobs = executor.map_array(power, [1, 2, 3], [2, 3, 4, 5])
+        argv = self.argv()
+        self.assertEqual(argv[0], "launch")
+        self.assertIn("--array=0-2%2", argv)
+        self.assertIn("--exp-name=power", argv)
+        self.assertFalse(any("parallelism" in a for a in argv), argv)
+        self.assertEqual(sorted(p.name for p in self.copy.iterdir()),
+                         ["_call.py", "call-0.pickle", "call-1.pickle", "call-2.pickle",
+                          "versions.json"])
+        self.assertEqual([j.job_id for j in jobs], ["77_0", "77_1", "77_2"])
+        self.assertEqual([str(j.log) for j in jobs], ["/l_0", "/l_1", "/l_2"])
+        self.assertEqual(self.run_tasks(3), [0, 0, 0])
+        # All the tasks watched with one status call; each result from its own run directory.
+        self.assertEqual(rayslurm.wait_all(jobs, poll=1), jobs)
+        self.assertEqual(self.argv(), ["status", "--json", "--all", "--", "77_0", "77_1", "77_2"])
+        self.assertEqual([j.result() for j in jobs], [1, 8, 81])
+        self.assertEqual(jobs[2].paths.result, self.root / "run_2" / "rayslurm-call" / "result.pickle")
+        # A task is cancelled alone.
+        jobs[1].cancel()
+        self.assertEqual(self.argv(), ["cancel", "--", "77_1"])
+
+    def test_a_task_without_its_task_id_says_so(self) -> None:
+        self.array(1)
+        jobs = rayslurm.Executor(self.logs).map_array(square, [4])
+        self.assertIn("--array=0", self.argv())
+        ran = self.run_call()
+        self.assertEqual(ran.returncode, 1)
+        self.answer.write_text(json.dumps([{**self.record("FAILED", 1), "job_id": "77_0"}]))
+        with self.assertRaises(rayslurm.CallLoadError) as caught:
+            jobs[0].result()
+        self.assertIn("SLURM_ARRAY_TASK_ID=''", str(caught.exception))
+
+    def test_a_batch_is_one_array_submitted_at_the_blocks_end(self) -> None:
+        self.array(2)
+        executor = rayslurm.Executor(self.logs, no_ray=True)
+        with executor.batch():
+            first = executor.submit(square, 3)
+            second = executor.submit(negate, x=4)
+            with self.assertRaises(RuntimeError) as caught:
+                first.job_id
+            self.assertIn("end of its `with executor.batch():` block", str(caught.exception))
+            with self.assertRaises(RuntimeError):
+                first.result()
+            self.assertFalse(self.argv_log.exists(), "nothing is submitted inside the block")
+            with self.assertRaises(RuntimeError):
+                executor.map_array(square, [1])
+        argv = self.argv()
+        self.assertIn("--array=0-1", argv)
+        self.assertIn("--exp-name=batch", argv)
+        self.assertEqual((first.job_id, second.job_id), ("77_0", "77_1"))
+        self.assertEqual(self.run_tasks(2), [0, 0])
+        self.assertEqual([j.result() for j in rayslurm.wait_all([first, second], poll=1)], [9, -4])
+
+    def test_a_batch_that_raises_or_is_empty_submits_nothing(self) -> None:
+        executor = rayslurm.Executor(self.logs)
+        with self.assertRaises(KeyError), executor.batch():
+            job = executor.submit(square, 3)
+            raise KeyError("stop")
+        with self.assertRaises(RuntimeError) as caught:
+            job.job_id
+        self.assertIn("block raised: nothing was submitted", str(caught.exception))
+        with executor.batch():
+            pass
+        self.assertEqual(executor.map_array(square, []), [])
+        with executor.batch(), self.assertRaises(RuntimeError):
+            with executor.batch():
+                pass
+        self.assertFalse(self.argv_log.exists(), "nothing was launched")
+
+    def test_array_parallelism_is_checked_when_given(self) -> None:
+        with self.assertRaises(ValueError) as caught:
+            rayslurm.Executor(array_parallelism=0)
+        self.assertIn("array_parallelism=0", str(caught.exception))
+        with self.assertRaises(TypeError):
+            rayslurm.Executor(array_parallelism="2")  # type: ignore[arg-type]
 
 
 class OnACluster(CallFake):

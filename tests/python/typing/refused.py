@@ -16,3 +16,5 @@ executor.submit(square, "3")  # refused: submit
 text: str = executor.submit(square, 3).result()  # refused: assignment
 rayslurm.launch("x", "true", time=1.5)  # refused: time
 rayslurm.Cluster("lab").submit(square, y=3)  # refused: submit
+executor.update_parameters(array_parallelism="2")  # refused: array_parallelism
+names: list[str] = [j.result() for j in executor.map_array(square, [1])]  # refused: misc

@@ -25,6 +25,16 @@ def calls() -> List[int]:
     return [job.result(), *(j.result() for j in done)]
 
 
+def arrays() -> List[int]:
+    executor = rayslurm.Executor("logs", no_ray=True, array_parallelism=2)
+    squares: List[rayslurm.FunctionJob[int]] = executor.map_array(square, range(8))
+    with executor.batch():
+        first: rayslurm.FunctionJob[int] = executor.submit(square, 1)
+        other: rayslurm.FunctionJob[str] = executor.submit(str, 2)
+    assert other.result() == "2"
+    return [j.result() for j in rayslurm.wait_all([*squares, first])]
+
+
 def on_a_cluster() -> int:
     cluster = rayslurm.Cluster("lab")
     job: rayslurm.ClusterFunctionJob[int] = cluster.submit(square, 4)
