@@ -229,6 +229,53 @@ class ManyFunctions(unittest.TestCase):
         self.assertFalse(calls.exists(), calls.read_text() if calls.exists() else "")
 
 
+class Arrays(unittest.TestCase):
+    """``map_array`` of 4 calls as one array, 2 tasks at once, results in order; a batch of
+    2 different functions as another, one of its tasks cancelled alone."""
+
+    def test_map_array_and_a_batch_each_one_array(self) -> None:
+        executor = rayslurm.Executor(
+            HERE, exclusive=False, time=10, no_ray=True, load_env=LOAD_ENV, array_parallelism=2
+        )
+        jobs = executor.map_array(lambda x, y: (x * y, os.environ["SLURM_ARRAY_TASK_ID"]),
+                                  range(4), [10] * 4)
+        for job in jobs:
+            self.addCleanup(quietly, job.cancel)
+        array = (jobs[0].job_id or "").split("_")[0]
+        self.assertEqual([j.job_id for j in jobs], [f"{array}_{n}" for n in range(4)])
+
+        def blocks() -> None:
+            import time
+
+            print("call started", flush=True)
+            time.sleep(600)
+
+        with executor.batch():
+            blocked = executor.submit(blocks)
+            word = executor.submit(str.upper, "done")
+            with self.assertRaises(RuntimeError):
+                blocked.job_id
+        for job in (blocked, word):
+            self.addCleanup(quietly, job.cancel)
+        self.assertRegex(blocked.job_id or "", r"^\d+_0$")
+        self.assertEqual(word.job_id, (blocked.job_id or "")[:-1] + "1")
+        wait_for_log(blocked, "call started")
+        blocked.cancel()
+
+        done = rayslurm.wait_all([*jobs, word], timeout=PATIENCE, poll=1)
+        self.assertEqual([j.result() for j in done[:4]],
+                         [(0, "0"), (10, "1"), (20, "2"), (30, "3")])
+        self.assertEqual([j.state for j in done], ["COMPLETED"] * 5)
+        self.assertEqual(word.result(), "DONE")
+        # Each task's outcome in its own private directory.
+        results = {j.paths.result for j in jobs}
+        self.assertEqual(len(results), 4, results)
+        error = blocked.exception(timeout=120, poll=1)
+        self.assertIsInstance(error, rayslurm.JobFailed, error)
+        assert isinstance(error, rayslurm.JobFailed)
+        self.assertIn(error.state.split()[0], {"CANCELLED", "STOPPED"}, error)
+
+
 class Clusters(unittest.TestCase):
     def test_up_exec_queue_logs_cancel_dashboard_down(self) -> None:
         cluster = rayslurm.up(

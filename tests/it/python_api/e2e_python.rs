@@ -3,7 +3,8 @@
 //! and of a small Ray job, `Job.wait/state/exit_code/logs/cancel/run_dir`, `Job.from_name`,
 //! `status` (`Runs`); `Executor.submit` of a function using Ray on 2 nodes, of one that raises,
 //! of one cancelled, and the local mode (`Functions`); `as_completed` over 10 runs, its Slurm
-//! calls counted (`ManyFunctions`); a 1-node cluster through `up`, `exec` (`--per-node` too), `queue`,
+//! calls counted (`ManyFunctions`); `map_array` of 4 calls 2 at once and a `batch` of 2
+//! functions, each one job array, a task cancelled alone (`Arrays`); a 1-node cluster through `up`, `exec` (`--per-node` too), `queue`,
 //! `logs`, `cancel`, `dashboard` and `down` (`Clusters`); the examples of docs/python.md
 //! (`Docs`). Skipped loudly without the cluster.
 
@@ -50,6 +51,11 @@ fn functions_from_python() {
 #[test]
 fn many_functions_watched_with_one_slurm_call_a_poll() {
     run_class("ManyFunctions", 1);
+}
+
+#[test]
+fn arrays_of_functions_from_python() {
+    run_class("Arrays", 1);
 }
 
 #[test]
