@@ -235,7 +235,8 @@ class Executor:
             result = self._launch(name, call, spec)
         tasks = {int(task["task"]): task for task in result.get("tasks") or []}
         if sorted(tasks) != list(range(len(calls))):
-            raise RayslurmError(["launch", "--array", spec], 0, f"tasks {sorted(tasks)} printed")
+            said = f"printed the tasks {sorted(tasks)}, not 0 to {len(calls) - 1} (one a call)"
+            raise RayslurmError(["launch", "--array", spec, "--json"], 0, said)
         return [
             FunctionJob(
                 str(result["exp_name"]),
