@@ -230,7 +230,7 @@ class ManyFunctions(unittest.TestCase):
 
 
 class Arrays(unittest.TestCase):
-    """``map_array`` of 4 calls as one array, 2 tasks at once, results in order; a batch of
+    """``map_array`` of 8 calls as one array, 2 tasks at once, results in order; a batch of
     2 different functions as another, one of its tasks cancelled alone."""
 
     def test_map_array_and_a_batch_each_one_array(self) -> None:
@@ -238,11 +238,11 @@ class Arrays(unittest.TestCase):
             HERE, exclusive=False, time=10, no_ray=True, load_env=LOAD_ENV, array_parallelism=2
         )
         jobs = executor.map_array(lambda x, y: (x * y, os.environ["SLURM_ARRAY_TASK_ID"]),
-                                  range(4), [10] * 4)
+                                  range(8), [10] * 8)
         for job in jobs:
             self.addCleanup(quietly, job.cancel)
         array = (jobs[0].job_id or "").split("_")[0]
-        self.assertEqual([j.job_id for j in jobs], [f"{array}_{n}" for n in range(4)])
+        self.assertEqual([j.job_id for j in jobs], [f"{array}_{n}" for n in range(8)])
 
         def blocks() -> None:
             import time
@@ -263,13 +263,12 @@ class Arrays(unittest.TestCase):
         blocked.cancel()
 
         done = rayslurm.wait_all([*jobs, word], timeout=PATIENCE, poll=1)
-        self.assertEqual([j.result() for j in done[:4]],
-                         [(0, "0"), (10, "1"), (20, "2"), (30, "3")])
-        self.assertEqual([j.state for j in done], ["COMPLETED"] * 5)
+        self.assertEqual([j.result() for j in done[:8]], [(10 * n, str(n)) for n in range(8)])
+        self.assertEqual([j.state for j in done], ["COMPLETED"] * 9)
         self.assertEqual(word.result(), "DONE")
         # Each task's outcome in its own private directory.
         results = {j.paths.result for j in jobs}
-        self.assertEqual(len(results), 4, results)
+        self.assertEqual(len(results), 8, results)
         error = blocked.exception(timeout=120, poll=1)
         self.assertIsInstance(error, rayslurm.JobFailed, error)
         assert isinstance(error, rayslurm.JobFailed)
