@@ -32,13 +32,34 @@ RESULT_DIR = "rayslurm-call"
 RESULT = "result.pickle"
 
 
-def pickler_version(name: str) -> str:
-    """The version of the pickler module ``name`` here, or why there is none."""
+def import_pickler(name: str) -> Any:
+    """The pickler module ``name``. A call pickled with ``cloudpickle`` on a machine that has
+    it, run on nodes whose Python has only Ray's copy of it (Ray vendors it, and depends on no
+    ``cloudpickle``): that copy stands for it, under the names the call's pickle refers to."""
     try:
-        module = importlib.import_module(name)
+        return importlib.import_module(name)
+    except ImportError:
+        if name != "cloudpickle":
+            raise
+        ray_copy = importlib.import_module("ray.cloudpickle")
+        sys.modules["cloudpickle"] = ray_copy
+        for sub in ("cloudpickle", "cloudpickle_fast"):
+            try:
+                sys.modules["cloudpickle." + sub] = importlib.import_module("ray.cloudpickle." + sub)
+            except ImportError:
+                pass
+        return ray_copy
+
+
+def pickler_version(name: str) -> str:
+    """The version of the pickler module ``name`` here (Ray's copy standing for it, said so),
+    or why there is none."""
+    try:
+        module = import_pickler(name)
     except Exception as error:  # noqa: BLE001 - any failure to import is the answer
         return "not importable ({}: {})".format(type(error).__name__, error)
-    return str(getattr(module, "__version__", "unknown"))
+    version = str(getattr(module, "__version__", "unknown"))
+    return version if module.__name__ == name else "{} (Ray's copy)".format(version)
 
 
 def write(outcome: Dict[str, Any], beside: bool) -> None:
@@ -107,7 +128,7 @@ def main() -> int:
         except OSError as error:
             sys.stderr.write("rayslurm-call: staying in {}: {}\n".format(os.getcwd(), error))
     try:
-        pickler = importlib.import_module(there["pickler"])
+        pickler = import_pickler(there["pickler"])
         with open(call_file(there), "rb") as f:
             fn, args, kwargs = pickle.load(f)
     except Exception as error:  # noqa: BLE001 - whatever stops the load is reported
