@@ -187,6 +187,22 @@ class Functions(unittest.TestCase):
         with self.assertRaises(ZeroDivisionError):
             local.submit(lambda: 1 // 0).result()
 
+        # A function that uses Ray, as it would on the cluster: here Ray starts in this process
+        # (its own first remote call starts it), and is stopped after.
+        def on_ray(n: int) -> int:
+            import ray
+
+            @ray.remote(num_cpus=0)
+            def double(x: int) -> int:
+                return 2 * x
+
+            return sum(ray.get([double.remote(i) for i in range(n)]))
+
+        import ray
+
+        self.addCleanup(ray.shutdown)
+        self.assertEqual(local.submit(on_ray, 4).result(), 12)
+
 
 class ManyFunctions(unittest.TestCase):
     """``as_completed`` over 10 runs: one ``squeue`` (and at most one ``sacct``) a poll,

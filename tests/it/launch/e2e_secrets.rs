@@ -218,7 +218,9 @@ fn the_secret_checks_find_a_planted_value() {
 
     let sampler = Sampler::start(&secret);
     let mut child = std::process::Command::new("sh")
-        .args(["-c", "sleep 2", &secret])
+        // Two commands: a shell given one may exec it, and its command line (with the
+        // secret) is gone before the sampler looks.
+        .args(["-c", "sleep 2; true", &secret])
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(600));
@@ -229,7 +231,7 @@ fn the_secret_checks_find_a_planted_value() {
     assert!(
         cmdlines
             .iter()
-            .any(|c| c.contains(&format!("sleep 2 {secret}"))),
+            .any(|c| c.contains(&format!("sleep 2; true {secret}"))),
         "{cmdlines:?}"
     );
 }

@@ -373,8 +373,9 @@ fn each_task_of_a_ray_array_has_a_ray_of_its_own() {
     assert_ne!(gcs[0], gcs[1], "two tasks shared a Ray: {gcs:?}");
 }
 
-/// Each task of a multi-node `--per-node` array runs on nodes of its own, every rank of it
-/// with its own task id, and its log holds its ranks' lines alone.
+/// Each task of a multi-node `--per-node` array runs its ranks on two nodes, every rank of it
+/// with its own task id, and its log holds its ranks' lines alone. (Whether two tasks share a
+/// node is Slurm's to say: one that starts after the other ended may well take its nodes.)
 #[test]
 fn each_task_of_a_two_node_per_node_array_runs_on_its_own_nodes() {
     let Some((lab, _turn)) = lab() else {
@@ -394,7 +395,6 @@ fn each_task_of_a_two_node_per_node_array_runs_on_its_own_nodes() {
         ],
     );
     let rows = world.wait_all("ranks", "ended", is_ended_state);
-    let mut nodes_of = Vec::new();
     for (task, row) in rows.iter().enumerate() {
         assert_eq!(row["job_id"], format!("{job}_{task}").as_str());
         let text = std::fs::read_to_string(row["log"].as_str().unwrap()).unwrap();
@@ -413,10 +413,5 @@ fn each_task_of_a_two_node_per_node_array_runs_on_its_own_nodes() {
         nodes.sort();
         nodes.dedup();
         assert_eq!(nodes.len(), 2, "two ranks on one node: {text}");
-        nodes_of.push(nodes);
     }
-    assert!(
-        nodes_of[0].iter().all(|n| !nodes_of[1].contains(n)),
-        "the tasks shared a node: {nodes_of:?}"
-    );
 }

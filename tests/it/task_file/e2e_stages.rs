@@ -255,17 +255,17 @@ fn e2e_task_file_spot_task_is_requeued_when_preempted_and_finishes() {
 }
 
 /// Two task files that each ask for one CPU share one node: both run on it at once (each
-/// waits up to 60 s for the other to have started). Other tests' jobs may hold a CPU of the
-/// node: the pair is released once the node has two free, and tried again (at most 3 times)
+/// waits up to 60 s for the other to have started). Other tests' jobs hold nodes: the pair
+/// goes to a node with two CPUs free, released together, and is tried again (at most 3 times)
 /// when one still could not start beside the other; exclusive jobs fail every time.
 #[test]
 fn e2e_task_file_two_small_tasks_share_one_node() {
     let Some((lab, _turn)) = lab() else {
         return;
     };
-    let node = lab.nodes.last().unwrap().clone();
     let mut tries = Vec::new();
     for _ in 0..3 {
+        let node = node_with_two_free_cpus(lab);
         let ends = share_once(lab, &node);
         let completed = ends.iter().all(|i| i["JobState"] == "COMPLETED");
         if completed {
@@ -280,11 +280,11 @@ fn e2e_task_file_two_small_tasks_share_one_node() {
         }
         tries.push(ends);
     }
-    panic!("the two tasks never ran at once on {node}: {tries:?}");
+    panic!("the two tasks never ran at once on a node: {tries:?}");
 }
 
-/// One try of the pair on `node`: both held at submission, released together once the node
-/// has two CPUs free (one scheduler pass starts both); how each ended.
+/// One try of the pair on `node`: both held at submission, released together (one scheduler
+/// pass starts both); how each ended.
 fn share_once(lab: &crate::harness::Lab, node: &str) -> Vec<HashMap<String, String>> {
     let dir = lab.workdir("share");
     let mut jobs = Vec::new();
@@ -307,10 +307,6 @@ fn share_once(lab: &crate::harness::Lab, node: &str) -> Vec<HashMap<String, Stri
             &[],
         ));
     }
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    while idle_cpus(node) < 2 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(200));
-    }
     let released = std::process::Command::new("scontrol")
         .args(["release", &jobs.join(",")])
         .output()
@@ -322,6 +318,21 @@ fn share_once(lab: &crate::harness::Lab, node: &str) -> Vec<HashMap<String, Stri
 }
 
 /// The CPUs of `node` no job holds (`sinfo`'s A/I/O/T), 0 when it cannot be told.
+/// A lab node with two CPUs free now (the last one found, else the last node after 120 s).
+fn node_with_two_free_cpus(lab: &crate::harness::Lab) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let free = lab.nodes.iter().rev().find(|n| idle_cpus(n) >= 2);
+        match free {
+            Some(node) => return node.clone(),
+            None if std::time::Instant::now() > deadline => {
+                return lab.nodes.last().unwrap().clone();
+            }
+            None => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+}
+
 fn idle_cpus(node: &str) -> u32 {
     let out = std::process::Command::new("sinfo")
         .args(["-h", "-n", node, "-o", "%C"])
