@@ -10,7 +10,10 @@
 //! the program starts sees the same view; other processes on the node see the node as it is.
 //!
 //! The tmpfs is mounted on `base`, an empty directory of the user's own, for as long as the
-//! process builds the view; after `pivot_root` the node's old root is let go of.
+//! process builds the view; after `pivot_root` the node's old root is let go of. A directory
+//! made anew holds its entries as they were when the view was made: one that vanished while it
+//! was made is left out, and a new entry directly in it (not in one of its subdirectories,
+//! which are the node's own) is the view's alone.
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -179,12 +182,18 @@ fn fill(from: &Path, to: &Path, rebuilt: &BTreeSet<PathBuf>) -> Result<(), Strin
             // A socket or device directly in a rebuilt directory: not shown.
             Ok(())
         };
-        made.map_err(|e| {
-            format!(
+        if let Err(e) = made {
+            // Gone since the directory was read (another process's file in a busy directory):
+            // not shown, as if read a moment later.
+            if std::fs::symlink_metadata(&path).is_err() {
+                let _ = std::fs::remove_dir(&at).or_else(|_| std::fs::remove_file(&at));
+                continue;
+            }
+            return Err(format!(
                 "cannot show the node's `{}` in the view: {e}",
                 path.display()
-            )
-        })?;
+            ));
+        }
     }
     Ok(())
 }
