@@ -33,7 +33,7 @@ pub(super) fn file_mounts(r: &mut Reading, value: &Line<Node>) -> Result<(), Ref
         let dest = substituted(r, &field, line, &dest.value)?;
         let (src, name) = match &source.value {
             Node::Str(s) => (Some(s.clone()), None),
-            Node::Map(keys) => storage_keys(r, &field, line, keys)?,
+            Node::Map(keys) => storage_keys(r, &field, keys)?,
             other => {
                 return Err(Refusal::new(
                     &field,
@@ -101,7 +101,6 @@ pub(super) fn file_mounts(r: &mut Reading, value: &Line<Node>) -> Result<(), Ref
 fn storage_keys(
     r: &mut Reading,
     field: &str,
-    line: u32,
     keys: &[(Line<String>, Line<Node>)],
 ) -> Result<(Option<String>, Option<String>), Refusal> {
     let (mut source, mut name) = (None, None);
@@ -140,7 +139,6 @@ fn storage_keys(
             }
         }
     }
-    let _ = line;
     Ok((source, name))
 }
 
