@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Generic, Mapping, NamedTuple, Optional, Tuple
 from typing import TypeVar
 
-from . import _cli
+from . import _board, _cli
 from ._cli import RayslurmError
-from ._jobs import ExecJob, Job, _records, wait_for_run
+from ._jobs import ExecJob, Job, wait_for_run
 
 R = TypeVar("R")
 
@@ -201,7 +201,7 @@ class FunctionJob(Job, Generic[R]):
     def status(self) -> Dict[str, Any]:
         if self._final is not None:
             return self._final
-        record = _records(self._target())[0]
+        record = _board.record(self._target())
         self._ended(record)
         return record
 
@@ -302,6 +302,7 @@ class BatchJob(FunctionJob[R]):
         """Becomes the task ``task`` of the submitted array."""
         self.name, self.script, self.log = task.name, task.script, task.log
         self.job_id = task.job_id
+        _board.follow(self)
 
 
 class ClusterFunctionJob(ExecJob, Generic[R]):
@@ -387,6 +388,7 @@ class LocalJob(FunctionJob[R]):
     ran). It has no Slurm job: ``job_id`` is ``local-N``; ``cancel()`` does nothing."""
 
     _count = 0
+    _on_board = False
 
     def __init__(self, fn: Callable[..., R], args: Any, kwargs: Dict[str, Any]) -> None:
         LocalJob._count += 1

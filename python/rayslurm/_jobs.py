@@ -1,12 +1,13 @@
 """The objects the package's functions return: a run of ``launch`` (:class:`Job`), a job on a
 persistent cluster (:class:`ExecJob`), the cluster itself (:class:`Cluster`), a forwarded
-dashboard (:class:`Dashboard`) and forwarded ports (:class:`Forward`). Each asks the rayslurm program again whenever it is asked
-(``job.state`` is one ``rayslurm status``): nothing is cached but what never changes.
+dashboard (:class:`Dashboard`) and forwarded ports (:class:`Forward`). What they are asked
+about a run or a cluster's job comes from ``_board``: one ``rayslurm status`` for every run this
+process follows, one ``rayslurm queue`` for every job of a cluster, at most one every few
+seconds; only what cannot change any more is kept for good.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal as signals
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Literal, Mapping, Optional
 from typing import TypeVar, Union, overload
 
-from . import _cli
+from . import _board, _cli
 from ._cli import RayslurmError
 
 if TYPE_CHECKING:
@@ -46,8 +47,11 @@ class Job:
 
     Attributes that never change: ``name`` (the experiment name), ``job_id`` (Slurm's; ``None``
     for a dry run), ``script`` and ``log`` (paths), ``submitted`` (``False`` for a dry run).
-    Properties that ask rayslurm each time: ``state``, ``exit_code``, ``run_dir``.
+    Properties asked of rayslurm (see ``_board``): ``state``, ``exit_code``, ``run_dir``.
     """
+
+    #: Whether the board asks for this run with the others (not for a run of this process).
+    _on_board = True
 
     def __init__(
         self,
@@ -62,6 +66,8 @@ class Job:
         self.script = Path(script) if script else None
         self.log = Path(log) if log else None
         self.submitted = submitted
+        if submitted and job_id is not None and self._on_board:
+            _board.follow(self)
 
     @classmethod
     def from_launch(cls, result: Mapping[str, Any]) -> "Job":
@@ -82,7 +88,7 @@ class Job:
         Raises:
             RayslurmError: no run matches (``returncode`` 2).
         """
-        record = _records(str(run))[0]
+        record = _board.alone(str(run))
         return cls(record["exp_name"], str(record["job_id"]), record["script"], record["log"])
 
     def __repr__(self) -> str:
@@ -104,8 +110,9 @@ class Job:
 
     def status(self) -> Dict[str, Any]:
         """The run's ``rayslurm status --json`` record (``state``, ``exit_code``, ``nodelist``,
-        ``elapsed_seconds``, ``run_dir``, ``message``, ...)."""
-        return _records(self._target())[0]
+        ``elapsed_seconds``, ``run_dir``, ``message``, ...): asked with every other run this
+        process follows, unless heard less than ``_board.FRESH`` seconds ago."""
+        return _board.record(self._target())
 
     @property
     def state(self) -> str:
@@ -142,6 +149,7 @@ class Job:
         signal to the run's command instead, and the run goes on."""
         options = {"signal": _cli.signal_name(signal)}
         _cli.call_text(["cancel", *_cli.flags(options), "--", self._target()])
+        _board.forget(self._target())
 
     @overload
     def logs(self, *, tail: Optional[int] = None) -> str: ...
@@ -156,32 +164,14 @@ class Job:
         return _cli.stream(args) if follow else _cli.call_text(args)
 
 
-def _records(target: str) -> List[Dict[str, Any]]:
-    """The status records of ``target``, newest first; an error if it matches no run."""
-    proc = _cli.status_records(target, all_runs=False)
-    records = _cli.parsed(proc)
-    if not isinstance(records, list) or not records:
-        raise RayslurmError(proc.args, proc.returncode, f"no run matches `{target}`", proc.stdout)
-    return records
-
-
 def wait_for_run(target: str, timeout: Optional[float], poll: float) -> Dict[str, Any]:
-    """Asks ``rayslurm status`` every ``poll`` seconds until the run has ended."""
+    """Asks for the run every ``poll`` seconds (through ``_board``: with the other runs
+    followed, at most one call every ``_board.FRESH`` seconds) until it has ended. A Slurm that
+    did not answer (a controller restart) gives the run as ``UNKNOWN``: asked again later."""
     _check_poll(poll)
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
-        proc = _cli.status_records(target, all_runs=False)
-        try:
-            runs = _cli.parsed(proc)
-        except RayslurmError:
-            # squeue did not answer (a controller restart): rayslurm still prints every run,
-            # as UNKNOWN, and exits 1. Ask again later; anything else is an error.
-            if proc.returncode != 1 or not proc.stdout.lstrip().startswith("["):
-                raise
-            runs = json.loads(proc.stdout)
-        if not runs:
-            raise RayslurmError(proc.args, proc.returncode, f"no run matches `{target}`")
-        run: Dict[str, Any] = runs[0]
+        run = _board.record(target)
         if _cli.is_ended(run):
             return run
         if deadline is not None and time.monotonic() >= deadline:
@@ -213,11 +203,12 @@ class ExecJob:
         return f"ExecJob(cluster={self.cluster!r}, job={self.job}, name={self.name!r})"
 
     def status(self) -> Dict[str, Any]:
-        """The job's row of ``rayslurm queue --json`` (``status``, ``exit_code``, ...)."""
-        cluster = _cli.call_json(["queue", "--json", "--", self.cluster], dict)
-        for row in cluster.get("jobs", []):
-            if int(row.get("id", -1)) == self.job:
-                return dict(row)
+        """The job's row of ``rayslurm queue --json`` (``status``, ``exit_code``, ...): one
+        ``queue`` for all the cluster's jobs, unless heard less than ``_board.FRESH`` seconds
+        ago."""
+        row = _board.row(self.cluster, self.job)
+        if row is not None:
+            return row
         said = f"cluster `{self.cluster}` lists no job {self.job}"
         raise RayslurmError(["queue", self.cluster], 1, said)
 
@@ -257,6 +248,7 @@ class ExecJob:
     def cancel(self) -> None:
         """Stops the job (``rayslurm cancel CLUSTER JOB``); the cluster stays up."""
         _cli.call_text(["cancel", "--", self.cluster, str(self.job)])
+        _board.forget_cluster(self.cluster)
 
     @overload
     def logs(self, *, tail: Optional[int] = None) -> str: ...

@@ -1,44 +1,39 @@
 """Many runs watched at once: :func:`as_completed` and :func:`wait_all` ask ``rayslurm status``
 once a poll for all the runs not yet ended (one ``squeue``, and one ``sacct`` at most, whatever
-their number), never once a run.
+their number), and ``rayslurm queue`` once a poll for each cluster whose jobs are among them,
+never once a job.
 """
 
 from __future__ import annotations
 
-import json
 import time
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, TypeVar
+from typing import Any, Dict, Iterable, Iterator, List, Optional, TypeVar, Union
 
-from . import _cli
+from . import _board, _cli
 from ._calls import FunctionJob
-from ._cli import RayslurmError
-from ._jobs import Job
+from ._jobs import EXEC_ENDED_STATES, ExecJob, Job
 
-J = TypeVar("J", bound=Job)
+J = TypeVar("J", bound=Union[Job, ExecJob])
 
 #: The shortest pause between two polls: Slurm's controller is shared.
 MIN_POLL = 1.0
 
 
-def records(targets: Sequence[str]) -> List[Dict[str, Any]]:
-    """``rayslurm status --json --all -- TARGET...``: the runs' records, in one call. A Slurm
-    that did not answer gives the runs as ``UNKNOWN`` (rayslurm prints them and exits 1)."""
-    proc = _cli.status_of(targets)
-    try:
-        found = _cli.parsed(proc)
-    except RayslurmError:
-        if proc.returncode != 1 or not proc.stdout.lstrip().startswith("["):
-            raise
-        found = json.loads(proc.stdout)
-    if not isinstance(found, list):
-        said = f"printed JSON that is not a list: {found!r}"
-        raise RayslurmError(proc.args, proc.returncode, said)
-    return found
-
-
 def _final(job: Job) -> Optional[Dict[str, Any]]:
     """A job's final record if this process knows it already (no call)."""
     return job._final if isinstance(job, FunctionJob) else None
+
+
+def _ended(job: Union[Job, ExecJob], by_id: Dict[str, Dict[str, Any]]) -> bool:
+    if isinstance(job, ExecJob):
+        row = _board.row(job.cluster, job.job)
+        return row is not None and row.get("status") in EXEC_ENDED_STATES
+    record = _final(job) or by_id.get(str(job.job_id))
+    if record is not None and _cli.is_ended(record):
+        if isinstance(job, FunctionJob):
+            job._ended(record)
+        return True
+    return False
 
 
 def as_completed(
@@ -59,17 +54,15 @@ def as_completed(
     pending = list(jobs)
     deadline = None if timeout is None else time.monotonic() + timeout
     while pending:
-        asked = [job for job in pending if _final(job) is None]
+        runs = [job for job in pending if isinstance(job, Job) and _final(job) is None]
         by_id: Dict[str, Dict[str, Any]] = {}
-        if asked:
-            for found in records([job._target() for job in asked]):
+        if runs:
+            for found in _board.ask([job._target() for job in runs]):
                 by_id[str(found.get("job_id"))] = found
+        _board.queues(job.cluster for job in pending if isinstance(job, ExecJob))
         still = []
         for job in pending:
-            record = _final(job) or by_id.get(str(job.job_id))
-            if record is not None and _cli.is_ended(record):
-                if isinstance(job, FunctionJob):
-                    job._ended(record)
+            if _ended(job, by_id):
                 yield job
             else:
                 still.append(job)

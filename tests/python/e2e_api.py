@@ -205,8 +205,8 @@ class Functions(unittest.TestCase):
 
 
 class ManyFunctions(unittest.TestCase):
-    """``as_completed`` over 10 runs: one ``squeue`` (and at most one ``sacct``) a poll,
-    counted by wrappers of both first on PATH."""
+    """The states of 10 runs, then ``as_completed`` over them: one ``squeue`` (and at most one
+    ``sacct``) for all, a poll, counted by wrappers of both first on PATH."""
 
     def test_as_completed_over_ten_runs_asks_slurm_once_a_poll(self) -> None:
         executor = rayslurm.Executor(
@@ -224,8 +224,19 @@ class ManyFunctions(unittest.TestCase):
             shim = shims / name
             shim.write_text(f'#!/bin/sh\necho {name} >> "{calls}"\nexec "{real}" "$@"\n')
             shim.chmod(0o755)
-        polls = mock.patch.object(rayslurm._watch, "records", wraps=rayslurm._watch.records)
+        polls = mock.patch.object(rayslurm._board, "records", wraps=rayslurm._board.records)
         path = {"PATH": f"{shims}{os.pathsep}{os.environ['PATH']}"}
+        # Each job's state: one call for the 10, then none while it is fresh.
+        with mock.patch.dict(os.environ, path):
+            states = [j.state for j in jobs]
+            self.assertEqual(calls.read_text().split().count("squeue"), 1, states)
+            self.assertEqual({j.job_id: j.state for j in jobs}.keys(), {j.job_id for j in jobs})
+            said = calls.read_text().split()
+            self.assertLessEqual(said.count("squeue"), 2, said)
+            self.assertLessEqual(said.count("sacct"), said.count("squeue"), said)
+        calls.unlink()
+        # The first poll asks for every run not yet known to have ended, in one call.
+        open_runs = [j.job_id for j in jobs if not j.done()]
         started = time.monotonic()
         with polls as asked, mock.patch.dict(os.environ, path):
             done = list(rayslurm.as_completed(jobs, timeout=PATIENCE, poll=2))
@@ -233,11 +244,12 @@ class ManyFunctions(unittest.TestCase):
         allowed = int((time.monotonic() - started) / 2) + 1
         self.assertEqual(sorted(j.job_id or "" for j in done), sorted(j.job_id or "" for j in jobs))
         said = calls.read_text().split() if calls.exists() else []
-        self.assertGreaterEqual(asked.call_count, 1)
+        self.assertGreaterEqual(asked.call_count, 1 if open_runs else 0)
         self.assertEqual(said.count("squeue"), asked.call_count, said)
         self.assertLessEqual(said.count("squeue"), allowed, said)
         self.assertLessEqual(said.count("sacct"), asked.call_count, said)
-        self.assertEqual(len(asked.call_args_list[0].args[0]), 10, "the first poll asks for all")
+        if open_runs:
+            self.assertEqual(asked.call_args_list[0].args[0], open_runs, "the first poll")
         # The ends were kept: the results ask Slurm nothing more.
         calls.unlink(missing_ok=True)
         with mock.patch.dict(os.environ, path):
@@ -333,6 +345,18 @@ class Clusters(unittest.TestCase):
             failed.result(timeout=PATIENCE)
         self.assertIn("in fails", str(caught.exception.__cause__))
         self.assertEqual(failed.state, "FAILED")
+
+        # Calls on a cluster watched together: one `queue` for both, a poll.
+        pair = [cluster.submit(cpus, n) for n in (1, 2)]
+        polls = mock.patch.object(rayslurm._board, "queues", wraps=rayslurm._board.queues)
+        asks = mock.patch.object(rayslurm._cli, "call_json", wraps=rayslurm._cli.call_json)
+        with polls as polled, asks as asked:
+            done = list(rayslurm.as_completed(pair, timeout=PATIENCE, poll=1))
+        self.assertEqual(sorted(j.job for j in done), sorted(j.job for j in pair))
+        queued = [c for c in asked.call_args_list if c.args[0][0] == "queue"]
+        self.assertEqual(len(queued), polled.call_count, queued)
+        cpus_here = called.result() - 100
+        self.assertEqual([j.result() for j in pair], [cpus_here + 1, cpus_here + 2])
 
         sleeper = rayslurm.exec(cluster, "echo sleeping; sleep 300")
         wait_for_log(sleeper, "sleeping")

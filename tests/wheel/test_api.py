@@ -197,7 +197,7 @@ class Rendering(FakeBinary):
         self.assertEqual(self.argv(), ["status", "--json", "--", "sweep"])
         self.assertEqual((job.name, job.job_id), ("sweep", "4242"))
         self.assertEqual(job.state, "COMPLETED")
-        self.assertEqual(self.argv(), ["status", "--json", "--", "4242"])
+        self.assertEqual(self.argv(), ["status", "--json", "--all", "--", "4242"])
         self.assertEqual(job.exit_code, 3)
         self.assertEqual(job.run_dir, Path("/state/jobs/sweep_1.d"))
         self.assertTrue(job.done())

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional
 from unittest import mock
 
 import rayslurm
+from rayslurm import RayslurmError
 from test_rayslurm import FakeBinary, write_script
 
 
@@ -380,6 +381,83 @@ class Watch(FakeBinary):
         self.argv_log.unlink()
         self.assertEqual([j.state for j in rayslurm.wait_all(jobs)], ["COMPLETED"] * 3)
         self.assertFalse(self.argv_log.exists())
+
+    def test_the_states_of_many_runs_are_one_call_then_none_while_fresh(self) -> None:
+        jobs = [rayslurm.Job(f"j{i}", str(200 + i)) for i in range(3)]
+        running = [{"job_id": str(200 + i), "state": "RUNNING"} for i in range(3)]
+        self.answer.write_text(json.dumps(running))
+        with mock.patch.object(rayslurm._cli, "_run", wraps=rayslurm._cli._run) as run:
+            self.assertEqual([j.state for j in jobs], ["RUNNING"] * 3)
+            self.assertEqual([j.done() for j in jobs], [False] * 3)
+            self.assertEqual(run.call_count, 1)
+            self.assertEqual(self.argv(), ["status", "--json", "--all", "--", "200", "201", "202"])
+            # Stale after FRESH seconds: one call again, for all.
+            with mock.patch.object(rayslurm._board, "FRESH", 0.0):
+                self.assertEqual(jobs[2].state, "RUNNING")
+            self.assertEqual(run.call_count, 2)
+            self.assertEqual(self.argv(), ["status", "--json", "--all", "--", "202", "200", "201"])
+            # A run this process cancels is asked again at once.
+            jobs[0].cancel()
+            ended = [{**running[0], "state": "CANCELLED", "exit_code": None}]
+            self.answer.write_text(json.dumps(ended))
+            self.assertEqual(jobs[0].state, "CANCELLED")
+            self.assertEqual(run.call_count, 4)
+            # An ended run is not asked for again, even when stale.
+            with mock.patch.object(rayslurm._board, "FRESH", 0.0):
+                self.answer.write_text(json.dumps(running[1:]))
+                self.assertEqual(jobs[1].state, "RUNNING")
+                self.assertEqual(self.argv(), ["status", "--json", "--all", "--", "201", "202"])
+                self.assertEqual(jobs[0].state, "CANCELLED")
+            self.assertEqual(run.call_count, 5)
+
+    def test_a_run_no_longer_recorded_does_not_hide_the_others(self) -> None:
+        gone, kept = rayslurm.Job("gone", "300"), rayslurm.Job("kept", "301")
+        self.code.write_text("2")
+        self.answer.write_text("")
+        with self.assertRaises(RayslurmError):
+            gone.state
+        # The fake refuses any call with 300 in it; asked alone, 301 answers.
+        write_script(
+            self.root,
+            "rayslurm",
+            f'printf "%s\\n" "$@" > {self.argv_log}\n'
+            'case " $* " in *" 300 "*) echo "no run matches 300" >&2; exit 2;; esac\n'
+            'echo \'[{"job_id": "301", "state": "RUNNING"}]\'\n',
+        )
+        self.assertEqual(kept.state, "RUNNING")
+        self.assertEqual(self.argv(), ["status", "--json", "--all", "--", "301"])
+
+    def test_a_clusters_jobs_are_one_queue_call_and_watched_with_runs(self) -> None:
+        jobs = [rayslurm.ExecJob({"cluster": "lab", "job": n}) for n in (1, 2)]
+        run_job = rayslurm.FunctionJob("f", "400")
+        rows = {"jobs": [{"id": 1, "status": "RUNNING"}, {"id": 2, "status": "SUCCEEDED"}]}
+        self.answer.write_text(json.dumps(rows))
+        with mock.patch.object(rayslurm._cli, "_run", wraps=rayslurm._cli._run) as run:
+            self.assertEqual([j.state for j in jobs], ["RUNNING", "SUCCEEDED"])
+            self.assertEqual(run.call_count, 1)
+            self.assertEqual(self.argv(), ["queue", "--json", "--", "lab"])
+            # A job submitted since the last answer is asked for at once.
+            late = rayslurm.ExecJob({"cluster": "lab", "job": 3})
+            rows["jobs"].append({"id": 3, "status": "PENDING"})
+            self.answer.write_text(json.dumps(rows))
+            self.assertEqual(late.state, "PENDING")
+            self.assertEqual(run.call_count, 2)
+        # as_completed over both kinds: a status call and a queue call a poll. The fake says
+        # the same to both: a list for status (the run), an object for queue... so two fakes.
+        write_script(
+            self.root,
+            "rayslurm",
+            f'printf "%s\\n" "$@" >> {self.argv_log}\n'
+            'case "$1" in\n'
+            '  status) echo \'[{"job_id": "400", "state": "COMPLETED", "exit_code": 0}]\';;\n'
+            '  queue) echo \'{"jobs": [{"id": 1, "status": "STOPPED"}, {"id": 2, "status": "SUCCEEDED"}]}\';;\n'
+            "esac\n",
+        )
+        self.argv_log.unlink()
+        done = list(rayslurm.as_completed([*jobs, run_job], poll=1))
+        self.assertEqual(done, [*jobs, run_job])
+        said = self.argv()
+        self.assertEqual((said.count("status"), said.count("queue")), (1, 1), said)
 
     def test_a_poll_shorter_than_a_second_is_refused(self) -> None:
         with self.assertRaises(ValueError):

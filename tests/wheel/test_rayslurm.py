@@ -297,6 +297,9 @@ class FakeBinary(Scratch):
         patcher = mock.patch.object(rayslurm._cli, "find_bin", return_value=str(self.root / "rayslurm"))
         patcher.start()
         self.addCleanup(patcher.stop)
+        # What another test's fake said of its runs is not heard here.
+        rayslurm._board.clear()
+        self.addCleanup(rayslurm._board.clear)
 
     def argv(self) -> list:
         return self.argv_log.read_text().splitlines()

@@ -286,8 +286,9 @@ fn launch_seed(lab: &Lab, name: &str, task: &str) -> (Job, Vec<String>, String) 
 
 /// Seed 001's minGPT task: `git clone` (without its `|| true`), `git filter-branch`, a venv
 /// and an install in its setup, torchrun in its run, on each node in an empty directory of its
-/// own. Plus `mkdir data` at the end of the setup, which fails on one node when two share a
-/// directory: the same task with `empty_workdir: false` shows that it fails the run.
+/// own. Plus `set -e` and `mkdir data` at the end of the setup, which fails on one node when
+/// two share a directory: the same task with `empty_workdir: false` shows that it fails the run
+/// (CI once saw both clones fail, each on the other's files, and the steps after them pass).
 #[test]
 fn e2e_task_file_seed_001_sets_up_each_node_in_a_directory_of_its_own() {
     let Some((lab, _turn)) = lab() else {
@@ -308,9 +309,12 @@ fn e2e_task_file_seed_001_sets_up_each_node_in_a_directory_of_its_own() {
     let task = seed_offline(
         "001-mingpt-ddp.yaml",
         &[
+            // `set -e`: a step of the setup that fails fails it (in the shared variant, which
+            // step meets the other node's depends on timing: without it, a clone that fails
+            // and is followed by steps that pass ends the setup well).
             (
                 "git clone --depth 1 https://github.com/pytorch/examples || true",
-                format!("git clone --depth 1 {repo} examples"),
+                format!("set -e\n    git clone --depth 1 {repo} examples"),
             ),
             // uv makes no temp files; ensurepip and pip do, in TMPDIR, and leave them when the
             // run stops them (the shared variant's fail-fast): here they stay in the workdir.
