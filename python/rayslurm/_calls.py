@@ -17,7 +17,7 @@ import pickle
 import platform
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, Generic, Mapping, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Generic, Mapping, NamedTuple, Optional, Tuple
 from typing import TypeVar
 
 from . import _board, _cli
@@ -187,7 +187,44 @@ class JobPaths(NamedTuple):
     result: Optional[Path]
 
 
-class FunctionJob(Job, Generic[R]):
+class _Outcome(Generic[R]):
+    """What a submitted call's job answers, wherever it ran: its value or exception, read from
+    the outcome ``_call.py`` wrote, and its output. The job kinds give ``_outcome`` (wait, then
+    read), ``_ended_how`` (how it ended, for :class:`JobFailed`) and ``logs``."""
+
+    def _outcome(self, timeout: Optional[float], poll: float) -> Dict[str, Any]:
+        raise NotImplementedError
+
+    def _ended_how(self) -> Ended:
+        raise NotImplementedError
+
+    if TYPE_CHECKING:  # the job kind's own, found first
+
+        def logs(self, *, tail: Optional[int] = None) -> str: ...
+
+    def _answer(self, timeout: Optional[float], poll: float) -> R:
+        value: R = value_of(self._outcome(timeout, poll), self._ended_how)
+        return value
+
+    def _error(self, timeout: Optional[float], poll: float) -> Optional[BaseException]:
+        return error_of(self._outcome(timeout, poll), self._ended_how)
+
+    def _tail(self) -> str:
+        try:
+            return self.logs(tail=TAIL)
+        except RayslurmError as error:
+            return f"(no log: {error.message})"
+
+    def stdout(self) -> str:
+        """The job's output: one log holds stdout and stderr together."""
+        return self.logs()
+
+    def stderr(self) -> str:
+        """The job's output, as :meth:`stdout` (one log holds both streams)."""
+        return self.logs()
+
+
+class FunctionJob(Job, _Outcome[R]):
     """A function submitted with :meth:`Executor.submit`: a :class:`Job` (``job_id``,
     ``state``, ``done()``, ``cancel()``, ``logs()``, ``wait()``) whose :meth:`result` is the
     function's value. Once the run has ended its final record is kept (it cannot change), so
@@ -227,15 +264,14 @@ class FunctionJob(Job, Generic[R]):
                 not load the call).
             TimeoutError: the run had not ended after ``timeout`` seconds (it goes on).
         """
-        value: R = value_of(self._outcome(timeout, poll), self._ended_how)
-        return value
+        return self._answer(timeout, poll)
 
     def exception(
         self, timeout: Optional[float] = None, poll: float = 5.0
     ) -> Optional[BaseException]:
         """Waits as :meth:`result`; returns what it would raise (a :class:`JobFailed` too),
         or ``None`` when the function returned."""
-        return error_of(self._outcome(timeout, poll), self._ended_how)
+        return self._error(timeout, poll)
 
     def _ended_how(self) -> Ended:
         record = self.wait()
@@ -244,20 +280,6 @@ class FunctionJob(Job, Generic[R]):
     def _outcome(self, timeout: Optional[float], poll: float) -> Dict[str, Any]:
         run_dir = self.wait(timeout, poll).get("run_dir")
         return read_outcome(Path(run_dir) / RESULT if run_dir else None)
-
-    def _tail(self) -> str:
-        try:
-            return self.logs(tail=TAIL)
-        except RayslurmError as error:
-            return f"(no log: {error.message})"
-
-    def stdout(self) -> str:
-        """The run's log: Slurm writes one, stdout and stderr together."""
-        return self.logs()
-
-    def stderr(self) -> str:
-        """The run's log, as :meth:`stdout` (one log holds both streams)."""
-        return self.logs()
 
     @property
     def paths(self) -> JobPaths:
@@ -305,7 +327,7 @@ class BatchJob(FunctionJob[R]):
         _board.follow(self)
 
 
-class ClusterFunctionJob(ExecJob, Generic[R]):
+class ClusterFunctionJob(ExecJob, _Outcome[R]):
     """A function submitted to a persistent cluster (:meth:`Cluster.submit`): an
     :class:`ExecJob` (``state`` is Ray's: ``PENDING``, ``RUNNING``, ``SUCCEEDED``, ``FAILED``,
     ``STOPPED``) with :class:`FunctionJob`'s ``result()``, ``exception()``, ``stdout()``,
@@ -328,36 +350,21 @@ class ClusterFunctionJob(ExecJob, Generic[R]):
     def result(self, timeout: Optional[float] = None, poll: float = 2.0) -> R:
         """Waits until the job has ended; returns the function's value or raises its
         exception (the remote traceback as ``__cause__``), or :class:`JobFailed`."""
-        value: R = value_of(self._outcome(timeout, poll), self._ended_how)
-        return value
+        return self._answer(timeout, poll)
 
     def exception(
         self, timeout: Optional[float] = None, poll: float = 2.0
     ) -> Optional[BaseException]:
         """What :meth:`result` would raise, or ``None``."""
-        return error_of(self._outcome(timeout, poll), self._ended_how)
+        return self._error(timeout, poll)
 
     def _ended_how(self) -> Ended:
         row = self.status()
         return Ended(self.job_id, str(row.get("status")), row.get("exit_code"), self._tail)
 
-    def _tail(self) -> str:
-        try:
-            return self.logs(tail=TAIL)
-        except RayslurmError as error:
-            return f"(no log: {error.message})"
-
     def _outcome(self, timeout: Optional[float], poll: float) -> Dict[str, Any]:
         self.wait(timeout, poll)
         return read_outcome(self.paths.result)
-
-    def stdout(self) -> str:
-        """The job's output (one log, both streams)."""
-        return self.logs()
-
-    def stderr(self) -> str:
-        """The job's output, as :meth:`stdout`."""
-        return self.logs()
 
     @property
     def paths(self) -> JobPaths:
