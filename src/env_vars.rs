@@ -41,6 +41,8 @@ pub(crate) const CONTAINER_WORKDIR: &str = "RAYSLURM_CONTAINER_WORKDIR";
 pub(crate) const CONTAINER_RUNTIME: &str = "RAYSLURM_CONTAINER_RUNTIME";
 pub(crate) const SIGNAL: &str = "RAYSLURM_SIGNAL";
 pub(crate) const MAX_REQUEUES: &str = "RAYSLURM_MAX_REQUEUES";
+/// `--host`: the login node every command runs on, over SSH, from this machine.
+pub(crate) const HOST: &str = "RAYSLURM_HOST";
 /// Where run records are kept; default `$XDG_STATE_HOME/rayslurm` or `~/.local/state/rayslurm`.
 pub(crate) const STATE_DIR: &str = "RAYSLURM_STATE_DIR";
 /// Owner ids (comma-separated) accepted as the user's own where a shared filesystem cannot

@@ -10,6 +10,7 @@
 //! - `clusters/`: persistent clusters (`up`), opened by name, and the jobs submitted to them;
 //! - `slurm/`: every Slurm client and text format;
 //! - `ray/`: the Ray clients both sides use (the Jobs API);
+//! - `remote/`: from a laptop, the SSH connection to a login node and a command run there;
 //! - `containers/`: the container runtimes, one file each, which both sides use;
 //! - `handoff/`: the contract between launcher and bootstrap (the bootstrap's arguments, the
 //!   cluster options, the environment set inside jobs, a run's file names, its final state);
@@ -26,7 +27,7 @@
 //! | folder              | may use                                                              |
 //! |---------------------|----------------------------------------------------------------------|
 //! | `main.rs`           | every layer                                                          |
-//! | `commands/`         | `cli` `clusters` `runs` `launch` `handoff` `containers` `ray` `slurm` `state_dir` `printer` `env_vars` `sys` `error` `clap` |
+//! | `commands/`         | `cli` `clusters` `runs` `launch` `handoff` `containers` `ray` `slurm` `remote` `state_dir` `printer` `env_vars` `sys` `error` `clap` |
 //! | `cli/`              | `launch` `handoff` `containers` `env_vars` `clap`                    |
 //! | `clusters/`         | `runs` `launch` `handoff` `ray` `slurm` `printer` `env_vars` `sys` `error` |
 //! | `runs/`             | `launch` `handoff` `slurm` `state_dir` `printer` `sys` `error`       |
@@ -37,6 +38,7 @@
 //! | `bootstrap/rank.rs` | a room, named only by `bootstrap/mod.rs`                             |
 //! | `handoff/`          | `containers` `sys` `error` `clap`                                    |
 //! | `containers/`       | `slurm` `sys` `error` `clap`                                         |
+//! | `remote/`           | `sys` `error`                                                        |
 //! | `ray/`              | `sys` `error`                                                        |
 //! | `slurm/`            | `sys` `error`                                                        |
 //! | `state_dir.rs`      | `env_vars` `sys` `error`                                             |
@@ -56,6 +58,7 @@ mod handoff;
 mod launch;
 mod printer;
 mod ray;
+mod remote;
 mod runs;
 mod slurm;
 mod state_dir;
@@ -78,6 +81,17 @@ fn main() -> ExitCode {
     let var = |name: &std::ffi::OsStr| std::env::var_os(name);
     let cli = cli::parse::parse(argv.clone(), &var);
     let printer = Printer::new(cli.quiet);
+    if let Some(host) = host_of(&cli, &var) {
+        sys::process::echo_commands(cli.verbose);
+        match commands::on_host::run(&argv, &var, &host, &printer) {
+            Ok(Some(code)) => return code,
+            Ok(None) => {}
+            Err(error) => {
+                eprint!("{}", error::report(&error));
+                return ExitCode::from(if error::is_usage(&error) { 2 } else { 1 });
+            }
+        }
+    }
     let (cli, stages) = match settings::task_file::expand(cli, &argv, &var, &printer) {
         Ok(expanded) => expanded,
         Err(error) => {
@@ -111,6 +125,25 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// `--host`, else `RAYSLURM_HOST`, for the commands users type: never inside a job (the
+/// bootstrap and the other hidden commands), where the login environment is inherited.
+fn host_of(
+    cli: &cli::Cli,
+    var: &dyn Fn(&std::ffi::OsStr) -> Option<std::ffi::OsString>,
+) -> Option<String> {
+    if matches!(
+        cli.command,
+        Command::Bootstrap(_) | Command::Relay(_) | Command::Ports(_) | Command::RootView(_)
+    ) {
+        return None;
+    }
+    cli.host.clone().or_else(|| {
+        var(std::ffi::OsStr::new(env_vars::HOST))
+            .map(|h| h.to_string_lossy().into_owned())
+            .filter(|h| !h.is_empty())
+    })
 }
 
 fn run(
@@ -157,6 +190,11 @@ fn run(
         Command::Ports(args) => Ok(ExitCode::from(bootstrap::ports::print_choices(args.runs))),
         Command::Trust(args) => commands::trust::run(&args, printer),
         Command::Completions(args) => commands::completions::run(&args),
+        Command::Disconnect => Err(error::UsageError::new(
+            "`disconnect` ends the SSH connection to a login node: give it with --host",
+        )
+        .hint("rayslurm --host HOST disconnect (or set RAYSLURM_HOST)")
+        .into()),
         Command::Man(args) => commands::man::run(&args),
     }
 }

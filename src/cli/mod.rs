@@ -11,6 +11,7 @@ use crate::handoff::bootstrap_args::BootstrapArgs;
 
 mod clusters;
 mod container;
+pub(crate) mod given_words;
 mod heading;
 mod launch;
 pub(crate) mod parse;
@@ -70,6 +71,16 @@ pub(crate) struct Cli {
     /// forbids the relay, and is refused where the token would go unchecked).
     #[arg(long, global = true, help_heading = view::GLOBAL_HEADING)]
     pub(crate) via_allocation: bool,
+
+    /// Run the command on this login node over SSH, from this machine (a laptop)
+    ///
+    /// `[USER@]HOST`, or an alias of ~/.ssh/config. One SSH connection is opened (your keys,
+    /// agent, ProxyJump and prompts as ssh has them) and kept for 10 minutes; rayslurm copies
+    /// itself to your private state directory there on first use, and your workdir, task
+    /// file and file mounts go through the same connection. See docs/laptop.md.
+    /// (`RAYSLURM_HOST` is the same; `main.rs` reads it, for the commands users type only.)
+    #[arg(long, global = true, value_name = "[USER@]HOST", help_heading = view::GLOBAL_HEADING)]
+    pub(crate) host: Option<String>,
 
     /// The options whose value came from their variable (id, variable), for errors that name
     /// where a value came from (filled by [`parse::parse`]).
@@ -136,6 +147,8 @@ pub(crate) enum Command {
     /// while you read, needs trusting again. `--digest` trusts without asking, only the file
     /// whose SHA-256 is the one given.
     Trust(TrustArgs),
+    /// End the SSH connection `--host` keeps open to a login node.
+    Disconnect,
     /// Print a shell completion script (bash, zsh, fish, ...).
     Completions(CompletionsArgs),
     /// Print the manual page (roff), of rayslurm or of one of its commands.

@@ -132,7 +132,10 @@ pub(crate) fn check_option(sub: &str, positional: &str, words: &[OsString]) -> R
 }
 
 /// `command` without the `env` of options whose variable `is_blank` says is set but empty.
-fn without_blank_env(command: clap::Command, is_blank: &dyn Fn(&OsStr) -> bool) -> clap::Command {
+pub(crate) fn without_blank_env(
+    command: clap::Command,
+    is_blank: &dyn Fn(&OsStr) -> bool,
+) -> clap::Command {
     command
         .mut_args(|arg| match arg.get_env() {
             Some(name) if is_blank(name) => arg.env(None::<&'static str>),

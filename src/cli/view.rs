@@ -77,6 +77,10 @@ pub(crate) const EXAMPLES: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "disconnect",
+        &["rayslurm --host login.cluster.org disconnect"],
+    ),
+    (
         "template",
         &[
             "rayslurm template > my.sh.tera",
@@ -137,6 +141,24 @@ const GLOBALS: &[(&str, &[&str])] = &[
             "down",
             "dashboard",
             "forward",
+        ],
+    ),
+    (
+        "host",
+        &[
+            "launch",
+            "logs",
+            "status",
+            "cancel",
+            "up",
+            "exec",
+            "queue",
+            "gpus",
+            "scale",
+            "down",
+            "dashboard",
+            "forward",
+            "disconnect",
         ],
     ),
     (

@@ -14,6 +14,8 @@ pub(crate) mod gpus;
 pub(crate) mod launch;
 pub(crate) mod logs;
 pub(crate) mod man;
+pub(crate) mod on_host;
+mod on_host_ports;
 pub(crate) mod queue;
 pub(crate) mod relay;
 pub(crate) mod scale;

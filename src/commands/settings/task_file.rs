@@ -114,6 +114,36 @@ pub(crate) fn expand(
     Ok((cli, stages))
 }
 
+/// For `--host`: the flags a task file on this machine gives `sub`, read here (its `$VAR`s
+/// from `typed_env` and this shell, its paths from here), its notices printed; what it needs
+/// typed is checked. A file of several tasks (a pipeline) is refused: it runs on the login
+/// node itself.
+pub(crate) fn laptop_words(
+    sub: &str,
+    path: &Path,
+    typed_env: &[String],
+    typed_secrets: &[String],
+    printer: &Printer,
+) -> Result<Vec<OsString>, UsageError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| UsageError::new(format!("cannot read the current directory: {e}")))?;
+    let mut tasks = task_file::read_stages_with_env(path, &cwd, typed_env)?;
+    if tasks.len() != 1 {
+        return Err(UsageError::new(format!(
+            "`{}` is a pipeline of {} tasks: --host runs one task file of one task",
+            path.display(),
+            tasks.len()
+        ))
+        .hint("copy the file and its code to the login node and launch it there, or launch its tasks one by one with --after"));
+    }
+    let task = tasks.remove(0);
+    check_needed_env(&task, typed_env, typed_secrets)?;
+    for notice in &task.notices {
+        printer.info(notice);
+    }
+    flags(sub, &task)
+}
+
 /// The command line parsed with `task`'s flags (`words`) in front; where its GPUs came from.
 fn parse_with_task(
     argv: &[OsString],

@@ -1,0 +1,289 @@
+//! `--host`: a command typed on a laptop, run on the login node. The command line is read here
+//! as it would be there; a task file is read here (its `$VAR`s from this shell, its paths from
+//! here) into the flags it gives; what names a file of this machine (`--workdir`, `--snapshot`
+//! of the current directory, a local `--file-mount` source, `--env-file`, `--template`) is
+//! copied here, as the login node would copy it (a workdir's snapshot keeps what git or a
+//! `.skyignore` keeps), and sent through the SSH connection with the command, which is given
+//! the copies' paths there; `--env KEY` and `--secret KEY` take their values from this shell
+//! and send them in a private file, never on a command line. `dashboard` and `forward` are
+//! in [`super::on_host_ports`].
+
+use std::ffi::{OsStr, OsString};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use crate::cli::given_words::{GivenArg, given_words, words};
+use crate::commands::settings::task_file::laptop_words;
+use crate::error::UsageError;
+use crate::launch::snapshot::{Listing, SnapshotPlan};
+use crate::printer::Printer;
+use crate::remote::session::{NEEDS_BINARY, Session, Word, send_binary};
+use crate::remote::ssh::Ssh;
+use crate::remote::{REMOTE_BINARY, binary_to_send};
+use crate::state_dir;
+use crate::sys::quote::shell_quote;
+use crate::sys::tree_copy::{all_files, copy_entry};
+
+/// Commands that do the same on any machine: run here, `--host` or not.
+const HERE: &[&str] = &["template", "completions", "man"];
+
+/// Runs the command of `argv` on `host`; `None` when it runs here instead ([`HERE`]).
+pub(crate) fn run(
+    argv: &[OsString],
+    var: &dyn Fn(&OsStr) -> Option<OsString>,
+    host: &str,
+    printer: &Printer,
+) -> Result<Option<ExitCode>> {
+    let Some((sub, args)) = given_words(argv, var).map_err(|e| UsageError::new(e.to_string()))?
+    else {
+        return Ok(None);
+    };
+    if HERE.contains(&sub.as_str()) {
+        return Ok(None);
+    }
+    let private = state_dir::private_root()?;
+    let control = private.dir("ssh").map_err(state_dir::tree_error)?;
+    let ssh = Ssh::new(host, control.path())?;
+    if sub == "disconnect" {
+        if ssh.close() {
+            printer.info(&format!("closed the SSH connection to {host}"));
+        } else {
+            printer.info(&format!("no SSH connection to {host} was open"));
+        }
+        return Ok(Some(ExitCode::SUCCESS));
+    }
+    if matches!(
+        sub.as_str(),
+        "trust" | "bootstrap" | "relay" | "ports" | "root-view"
+    ) {
+        return Err(UsageError::new(format!("`{sub}` does not run with --host"))
+            .hint(format!("log in to {host} and run it there"))
+            .into());
+    }
+    let args = with_task_file(argv, var, &sub, args, printer)?;
+    let sending = tempfile::Builder::new()
+        .prefix("send-")
+        .tempdir_in(private.path())
+        .context("cannot make a directory for what is sent")?;
+    let prepared = prepare(&sub, args, sending.path())?;
+    let binary = binary_to_send(std::env::var_os(REMOTE_BINARY).map(PathBuf::from))?;
+    let sha = crate::sys::digest::sha256_file(&binary)
+        .with_context(|| format!("cannot read `{}`", binary.display()))?;
+    ssh.open(&sending.path().join("ssh.log"))?;
+    std::fs::remove_file(sending.path().join("ssh.log")).ok();
+    let id = sending
+        .path()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let session = Session {
+        ssh: &ssh,
+        id,
+        binary: sha.clone(),
+        words: prepared.words,
+        sent: prepared.sends.then_some(sending.path()),
+        env_file: prepared.env_file,
+    };
+    if sub == "dashboard" || sub == "forward" {
+        return super::on_host_ports::run(&session, &sha, &binary).map(Some);
+    }
+    let mut status = session.run()?;
+    if status.code() == Some(NEEDS_BINARY) {
+        printer.info(&format!(
+            "copying rayslurm to your state directory on {host} (once for this version)"
+        ));
+        send_binary(&ssh, &binary, &sha)?;
+        status = session.run()?;
+    }
+    Ok(Some(ExitCode::from(
+        u8::try_from(crate::sys::process::exit_code_of(status)).unwrap_or(1),
+    )))
+}
+
+/// `args` with a task file's flags in front (the file read here), and the file left out.
+fn with_task_file(
+    argv: &[OsString],
+    var: &dyn Fn(&OsStr) -> Option<OsString>,
+    sub: &str,
+    args: Vec<GivenArg>,
+    printer: &Printer,
+) -> Result<Vec<GivenArg>> {
+    let Some(task) = args.iter().find(|a| a.id == "task") else {
+        return Ok(args);
+    };
+    let path = PathBuf::from(
+        task.values
+            .iter()
+            .flatten()
+            .next()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    let typed = |id: &str| -> Vec<String> {
+        args.iter()
+            .filter(|a| a.id == id)
+            .flat_map(|a| a.values.iter().flatten())
+            .map(|v| v.to_string_lossy().into_owned())
+            .collect()
+    };
+    let flags = laptop_words(sub, &path, &typed("env"), &typed("secret"), printer)?;
+    let rest: Vec<GivenArg> = args.into_iter().filter(|a| a.id != "task").collect();
+    let mut full = vec![argv[0].clone()];
+    let typed_words = words(sub, &rest);
+    full.push(typed_words[0].clone());
+    full.extend(flags);
+    full.extend(typed_words.into_iter().skip(1));
+    let (_, merged) = given_words(&full, var)
+        .map_err(|e| UsageError::new(format!("with task file `{}`: {e}", path.display())))?
+        .context("the subcommand")?;
+    Ok(merged)
+}
+
+/// The words to run there and what to send with them.
+struct Prepared {
+    words: Vec<Word>,
+    /// Whether anything is in the directory to send.
+    sends: bool,
+    env_file: bool,
+}
+
+/// Copies what `args` name on this machine into `dir` and gives the words that name the
+/// copies there.
+fn prepare(sub: &str, args: Vec<GivenArg>, dir: &Path) -> Result<Prepared> {
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let mut sent = Vec::new();
+    let mut env = String::new();
+    let mut rest = Vec::new();
+    let max_size = value_of(&args, "snapshot_max_size");
+    let snapshot = args.iter().any(|a| a.id == "snapshot" && a.count > 0);
+    let workdir = value_of(&args, "workdir");
+    if workdir.is_some() || snapshot {
+        sent.push(snapshot_of(
+            workdir.as_deref(),
+            max_size.as_deref(),
+            &cwd,
+            dir,
+        )?);
+    }
+    for arg in args {
+        match arg.id.as_str() {
+            "host" | "workdir" | "snapshot" => {}
+            "file_mount" => {
+                for (n, value) in arg.values.iter().flatten().enumerate() {
+                    sent.push(file_mount(value, &cwd, dir, n)?);
+                }
+            }
+            "env_file" | "template" => {
+                let short = if arg.id == "template" { "t" } else { "e" };
+                for (n, value) in arg.values.iter().flatten().enumerate() {
+                    let rel = format!("{short}{n}");
+                    let local = cwd.join(value);
+                    std::fs::copy(&local, dir.join(&rel))
+                        .with_context(|| format!("cannot read `{}`", local.display()))?;
+                    sent.push(Word::Sent {
+                        before: format!("--{}=", arg.long.as_deref().unwrap_or_default()),
+                        rel,
+                    });
+                }
+            }
+            "env" | "secret" => {
+                for value in arg.values.iter().flatten() {
+                    let key = value.to_string_lossy();
+                    if !key.contains('=')
+                        && let Some(found) = std::env::var_os(&*key)
+                    {
+                        let _ = writeln!(
+                            env,
+                            "export {key}={}",
+                            shell_quote(&found.to_string_lossy())
+                        );
+                    }
+                }
+                rest.push(arg);
+            }
+            _ => rest.push(arg),
+        }
+    }
+    let env_file = !env.is_empty();
+    if env_file {
+        write_private(&dir.join("env.sh"), &env)?;
+    }
+    let plain = words(sub, &rest);
+    let mut all: Vec<Word> = vec![Word::Plain(plain[0].clone())];
+    let sends = !sent.is_empty() || env_file;
+    all.extend(sent);
+    all.extend(plain.into_iter().skip(1).map(Word::Plain));
+    Ok(Prepared {
+        words: all,
+        sends,
+        env_file,
+    })
+}
+
+fn value_of(args: &[GivenArg], id: &str) -> Option<OsString> {
+    args.iter()
+        .find(|a| a.id == id)
+        .and_then(|a| a.values.last().and_then(|v| v.last()).cloned())
+}
+
+/// `--file-mount DEST=SRC`: a SRC on this machine is copied (`mN`) and named there by its
+/// copy; anything else (a named storage, a URL) goes as it is.
+fn file_mount(value: &OsStr, cwd: &Path, dir: &Path, n: usize) -> Result<Word> {
+    let text = value.to_string_lossy();
+    let Some((dest, src)) = text.split_once('=') else {
+        return Ok(Word::Plain(format!("--file-mount={text}").into()));
+    };
+    let local = cwd.join(src);
+    if src.contains("://") || !local.exists() {
+        return Ok(Word::Plain(format!("--file-mount={text}").into()));
+    }
+    let rel = format!("m{n}");
+    let to = dir.join(&rel);
+    if local.is_dir() {
+        std::fs::create_dir(&to)?;
+        for file in all_files(&local)? {
+            copy_entry(&local.join(&file), &to.join(&file))?;
+        }
+    } else {
+        copy_entry(&local, &to)?;
+    }
+    Ok(Word::Sent {
+        before: format!("--file-mount={dest}="),
+        rel,
+    })
+}
+
+/// `text` into the new file `path`, readable by the user alone.
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .context("cannot write the values to send")?;
+    std::io::Write::write_all(&mut file, text.as_bytes())?;
+    Ok(())
+}
+
+/// `--workdir` (or `--snapshot` of the current directory): its snapshot, made here as the
+/// login node would make it, into `w0`.
+fn snapshot_of(
+    workdir: Option<&OsStr>,
+    max_size: Option<&OsStr>,
+    cwd: &Path,
+    dir: &Path,
+) -> Result<Word> {
+    let local = cwd.join(workdir.unwrap_or(OsStr::new(".")));
+    let max_size = max_size.map(|s| s.to_string_lossy().into_owned());
+    let plan = SnapshotPlan::resolve(true, Some(&local), max_size.as_deref(), cwd)?
+        .context("the snapshot")?;
+    Listing::of(&plan)?.write(&dir.join("w0"))?;
+    Ok(Word::Sent {
+        before: "--workdir=".into(),
+        rel: "w0".into(),
+    })
+}
