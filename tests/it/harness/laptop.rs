@@ -5,7 +5,8 @@
 //!
 //! Inside the namespace a fresh tmpfs is over `/srv/rayslurm-lab` (the cluster's shared
 //! filesystem and project directory are gone, and [`LAPTOP_ROOT`] holds the laptop's `home/`,
-//! `work/` and `bin/`; on the host that directory is empty), empty ones over `/home`,
+//! `work/` and `bin/`; on the host that directory is empty) and another over `/tmp` (the
+//! laptop's own), empty ones over `/home`,
 //! `/opt/rayslurm-lab` (the lab's Ray venvs), `/etc/slurm`, the lab's state and runtime
 //! directories and any Slurm directory on PATH, and every Slurm client is a script that says
 //! "no Slurm on the laptop" and exits 127. Its `/etc/passwd` gives `rsalice` the laptop's HOME
@@ -285,6 +286,7 @@ const FURNISH: &str = r#"set -eu
 L=$1 BIN=$2; shift 2
 hide() { if [ -d "$1" ]; then mount -t tmpfs -o mode=0755,size=1m laptop-hidden "$1"; fi; }
 mount -t tmpfs -o mode=0755,size=512m rayslurm-laptop /srv/rayslurm-lab
+mount -t tmpfs -o mode=1777,size=256m laptop-tmp /tmp
 for d in /home /opt/rayslurm-lab /etc/slurm /var/lib/rayslurm-lab /run/rayslurm-lab; do hide "$d"; done
 while [ "$1" != -- ]; do hide "$1"; shift; done
 shift

@@ -113,6 +113,9 @@ fn e2e_the_login_node_cannot_read_the_laptops_files() {
         return;
     };
     let code = laptop.write("project/train.py", "print('from the laptop')\n");
+    let scratch = Path::new("/tmp").join(crate::harness::unique_name("laptop-scratch"));
+    let made = laptop.sh(&format!("echo scratch >{}", scratch.display()));
+    stdout_of(&made, "a file in the laptop's /tmp");
     // The control: the laptop reads it.
     assert_eq!(laptop.read(&code), "print('from the laptop')\n");
     let key = laptop.home().join(".ssh/id_ed25519");
@@ -120,7 +123,7 @@ fn e2e_the_login_node_cannot_read_the_laptops_files() {
         &laptop.sh(&format!("test -s {}", key.display())),
         "the laptop's key",
     );
-    for path in [&code, &key] {
+    for path in [&code, &key, &scratch] {
         assert!(!path.exists(), "{} is seen from the host", path.display());
         let out = ssh(&laptop, &["cat", &path.display().to_string()]);
         assert!(
@@ -214,4 +217,38 @@ fn e2e_one_master_connection_is_one_authentication() {
     }
     assert_eq!(laptop.auth_count(), 3, "2 more logins without the master");
     assert!(Path::new(LAPTOP_ROOT).read_dir().unwrap().next().is_none());
+}
+
+/// A command started on the laptop is the process the test holds (no nsenter or setpriv left
+/// between): a signal the test sends, as Ctrl-C does, reaches it.
+#[test]
+fn e2e_a_signal_to_a_laptop_command_reaches_the_command_itself() {
+    let Some((lab, _turn)) = lab() else {
+        return;
+    };
+    let Some(laptop) = Laptop::new(lab, "signal") else {
+        return;
+    };
+    let mut child = laptop
+        .command("bash")
+        .args([
+            "-c",
+            "trap 'exit 130' INT; echo $$; while :; do sleep 0.05; done",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = crate::harness::first_line(&mut child);
+    assert_eq!(
+        line.trim(),
+        child.id().to_string(),
+        "the shell is the child itself"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = crate::harness::wait_within(child, std::time::Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
 }
