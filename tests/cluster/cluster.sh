@@ -9,7 +9,7 @@
 #                       vendored release, e.g. 25.11 (built once by build-slurm.sh into /opt/slurm-V;
 #                       also RAYSLURM_LAB_SLURM=V). Switching versions starts from empty Slurm state.
 #   cluster.sh down     stop exactly what `up` started and remove its traces (idempotent)
-#   cluster.sh status   sinfo, or "cluster is down" (exit 3)
+#   cluster.sh status   sinfo and the login node's sshd, or "cluster is down" (exit 3)
 #   cluster.sh env      KEY=value lines (venv, shared dir, nodes, ...)
 #   cluster.sh kill-node K    kill node K as a crash does: its whole namespace, slurmd included
 #   cluster.sh revive-node K  start node K's slurmd again and wait until Slurm has it idle
@@ -46,6 +46,11 @@
 #   tests/run.sh brings up 8 lab nodes and 2 crash nodes (RAYSLURM_TEST_NODES,
 #   RAYSLURM_TEST_CRASH_NODES), the demo 3 lab nodes; see docs/testing.md.
 #   RAYSLURM_LAB_UP_TIMEOUT (default 60 s) bounds the wait for all nodes to be idle.
+#   The login node over SSH (sshd.sh beside this script): an OpenSSH sshd of the lab's own on
+#   127.0.0.1:2222 in the host's namespaces (config, host key and per-user authorized_keys
+#   under ${VAR}/ssh, PidFile ${RUN}/sshd.pid, log ${LOGDIR}/sshd.log; public keys only,
+#   rsalice and rsbob only), and a client key ${VAR}/ssh/laptop_key authorized for rsalice:
+#   the "laptop" tests (tests/it/harness/laptop.rs) reach the login node through it.
 # Must run as root. Needs: Debian apt (first run only) and PyPI (first run only).
 set -euo pipefail
 
@@ -88,7 +93,7 @@ readonly GPU_PARTITION=labgpu                 # the nodes whose GPUs have no typ
 readonly CLUSTER_NAME=rayslurmlab
 readonly MAX_NODES=10
 readonly UP_TIMEOUT=${RAYSLURM_LAB_UP_TIMEOUT:-60}
-readonly PACKAGES=(slurmctld slurmd slurm-client slurmdbd mariadb-server tini iproute2 procps util-linux hostname python3 python3-venv)
+readonly PACKAGES=(slurmctld slurmd slurm-client slurmdbd mariadb-server tini iproute2 procps util-linux hostname python3 python3-venv openssh-server openssh-client)
 # Debian's python3, not one under /root (0700): the test users must run the venvs too.
 readonly PYTHON=/usr/bin/python3
 readonly PROJECT=/srv/${LAB}/project              # the group's shared 2775 directory
@@ -97,6 +102,9 @@ readonly USERS=(rsalice rsbob)
 readonly SLURM_RECORD=${RUN}/slurm               # the Slurm the cluster runs: debian or X.Y
 # Every Slurm program (daemons, clients) reads this file, whichever Slurm it is.
 export SLURM_CONF
+# the login node over SSH: ssh_start, ssh_stop, ssh_status, ssh_env
+# shellcheck source=tests/cluster/sshd.sh
+source "$(dirname "${BASH_SOURCE[0]}")/sshd.sh"
 
 # The Slurm that `up` asked for (--slurm, RAYSLURM_LAB_SLURM), else the one running, else Debian's.
 WANT_SLURM=${RAYSLURM_LAB_SLURM:-}
@@ -628,6 +636,7 @@ report_failure() {
 
 do_down() {
   local ns
+  ssh_stop
   stop_daemons
   while read -r ns _; do
     if [[ $ns =~ ^rsl-(ctld|node[0-9]+)$ ]]; then ip netns del "$ns" 2>/dev/null || true; fi
@@ -671,6 +680,7 @@ cmd_up() {
 
   if is_up "$n" "$c"; then
     log "cluster already up with ${lab_n} lab and ${c} crash node(s)"
+    ssh_start
     return 0
   fi
   local old old_c
@@ -681,6 +691,7 @@ cmd_up() {
   if [[ -n $old ]] && ((old - old_c >= lab_n && old_c >= c)) && is_up "$old" "$old_c"; then
     # (is_up also asks for the same Slurm)
     log "cluster already up with $((old - old_c)) lab and ${old_c} crash node(s), at least the ${lab_n} and ${c} asked for"
+    ssh_start
     return 0
   fi
   if [[ -n $old ]]; then
@@ -731,6 +742,7 @@ cmd_up() {
     done
     sleep 0.2
   done
+  ssh_start
   log "cluster up: ${n} idle node(s) of Slurm ${SLURM} ($(slurmctld -V)) in $((SECONDS - t0))s"
   timeout 10 sinfo
 }
@@ -743,6 +755,7 @@ cmd_status() {
     return 3
   fi
   timeout 10 sinfo -N -o '%N %T %c %m %P' || { echo "slurmctld does not answer"; return 4; }
+  ssh_status
 }
 
 cmd_env() {
@@ -787,6 +800,7 @@ RAYSLURM_LAB_CRASH_NODES=${crash[*]}
 RAYSLURM_LAB_NODE_IPS=${ips[*]}
 RAYSLURM_LAB_NODE_IPS6=${ips6[*]}
 EOF
+  ssh_env
 }
 
 # the node number K of a kill-node/revive-node call, checked against the cluster's size

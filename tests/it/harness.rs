@@ -1,7 +1,8 @@
 //! A small builder for running the rayslurm binary, with what it is expected to do
 //! (`harness/expect.rs`); the local test cluster and a test's turn on it (`harness/lab.rs`,
-//! `harness/turn.rs`), its jobs (`harness/job.rs`, `harness/slurm.rs`) and its nodes' /tmp
-//! (`harness/node_tmp.rs`).
+//! `harness/turn.rs`), its jobs (`harness/job.rs`, `harness/slurm.rs`), its nodes' /tmp
+//! (`harness/node_tmp.rs`) and a laptop that reaches its login node over SSH
+//! (`harness/laptop.rs`).
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 mod expect;
 mod job;
 mod lab;
+mod laptop;
 mod no_real_slurm;
 mod node_tmp;
 mod slurm;
@@ -25,6 +27,7 @@ mod turn;
 pub use expect::Ran;
 pub(crate) use job::*;
 pub use lab::{Lab, lab, lab_crash, this_test, unique_name};
+pub use laptop::{LAPTOP_ROOT, LAPTOP_USER, LOGIN_HOST, Laptop};
 pub use no_real_slurm::{SLURM_CLIENTS, UNFAKED_VAR};
 pub(crate) use node_tmp::*;
 pub use slurm::{expand_nodes, is_ended_state, scontrol_job, wait_job_end};

@@ -17,6 +17,7 @@ mod containers;
 mod doc_examples;
 mod elastic;
 mod gpus;
+mod laptop;
 mod launch;
 mod long_runs;
 mod per_node;
