@@ -21,9 +21,10 @@ use crate::error::UsageError;
 use crate::launch::snapshot::{Listing, SnapshotPlan};
 use crate::printer::Printer;
 use crate::remote::session::{NEEDS_BINARY, Session, Word, send_binary};
-use crate::remote::ssh::Ssh;
+use crate::remote::ssh::{SOCKET_DIR_MAX, Ssh};
 use crate::remote::{REMOTE_BINARY, binary_to_send};
 use crate::state_dir;
+use crate::sys::private_tree::PrivateDir;
 use crate::sys::quote::shell_quote;
 use crate::sys::tree_copy::{all_files, copy_entry};
 
@@ -45,7 +46,7 @@ pub(crate) fn run(
         return Ok(None);
     }
     let private = state_dir::private_root()?;
-    let control = private.dir("ssh").map_err(state_dir::tree_error)?;
+    let control = socket_dir(&private)?;
     let ssh = Ssh::new(host, control.path())?;
     if sub == "disconnect" {
         if ssh.close() {
@@ -286,4 +287,29 @@ fn snapshot_of(
         before: "--workdir=".into(),
         rel: "w0".into(),
     })
+}
+
+/// Where the master connection's socket goes: `ssh/` in the state directory, else (its path
+/// too long for a socket) `rayslurm-ssh/` in `$XDG_RUNTIME_DIR`; both private.
+fn socket_dir(private: &PrivateDir) -> Result<PrivateDir, UsageError> {
+    let dir = private.dir("ssh").map_err(state_dir::tree_error)?;
+    if dir.path().as_os_str().len() <= SOCKET_DIR_MAX {
+        return Ok(dir);
+    }
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute() && d.as_os_str().len() + 13 <= SOCKET_DIR_MAX);
+    let Some(runtime) = runtime else {
+        return Err(UsageError::new(format!(
+            "the SSH connection's socket cannot go in `{}`: a socket's path is at most 107 bytes",
+            dir.path().display()
+        ))
+        .hint(format!(
+            "set {} to a shorter private directory, or XDG_RUNTIME_DIR to one",
+            crate::env_vars::STATE_DIR
+        )));
+    };
+    PrivateDir::open_root(&runtime)
+        .and_then(|r| r.dir("rayslurm-ssh"))
+        .map_err(state_dir::tree_error)
 }

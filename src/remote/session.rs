@@ -237,7 +237,9 @@ impl Drop for Forwarded {
 
 /// Copies `binary` (whose SHA-256 is `sha`) to `laptop-bin/rayslurm-SHA` in the state
 /// directory there, checked by its SHA-256 there before it takes that name: a copy cut short
-/// or changed on the way is removed, and nothing is left half-written.
+/// or changed on the way is removed, and nothing is left half-written. A copy already there
+/// (another command sent it meanwhile) is kept: a running rayslurm's own file is never
+/// replaced under it.
 pub(crate) fn send_binary(ssh: &Ssh, binary: &Path, sha: &str) -> Result<()> {
     let script = format!(
         "{STATE_DIR}\n\
@@ -248,7 +250,8 @@ pub(crate) fn send_binary(ssh: &Ssh, binary: &Path, sha: &str) -> Result<()> {
          trap 'rm -f \"$T\"' EXIT\n\
          cat > \"$T\" || exit 1\n\
          echo \"{sha}  $T\" | sha256sum -c --status || {{ echo \"rayslurm: the copy sent to $(hostname) is not the one sent (SHA-256 differs)\" >&2; exit 1; }}\n\
-         chmod 700 \"$T\" && mv -f \"$T\" \"$D/rayslurm-{sha}\"\n"
+         chmod 700 \"$T\" || exit 1\n\
+         ln \"$T\" \"$D/rayslurm-{sha}\" 2>/dev/null || [ -x \"$D/rayslurm-{sha}\" ]\n"
     );
     let file = std::fs::File::open(binary)
         .with_context(|| format!("cannot read `{}`", binary.display()))?;

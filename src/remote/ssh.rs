@@ -18,7 +18,7 @@ pub(crate) const PERSIST: &str = "10m";
 pub(crate) struct Ssh {
     /// As the user gave it: `[USER@]HOST` or an alias of `~/.ssh/config`.
     pub(crate) host: String,
-    /// The master's socket.
+    /// The master's socket: named by the host as given.
     control: PathBuf,
 }
 
@@ -32,9 +32,12 @@ impl Ssh {
                 ),
             );
         }
+        // Not ssh's `%C` (40 characters): a socket's path has at most 107 bytes, and ssh adds
+        // 17 to it while it makes it.
+        let name = crate::sys::digest::sha256_hex(host.as_bytes());
         Ok(Self {
             host: host.to_owned(),
-            control: dir.join("%C"),
+            control: dir.join(&name[..16]),
         })
     }
 
@@ -161,3 +164,7 @@ fn unreachable(host: &str, said: &str) -> UsageError {
     ))
     .hint(hint)
 }
+
+/// The longest directory a master's socket may be put in (its name, 16, ssh's temporary
+/// suffix, 17, and the separators within the 107 bytes of a socket's path).
+pub(crate) const SOCKET_DIR_MAX: usize = 72;
