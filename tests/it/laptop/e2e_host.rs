@@ -195,9 +195,21 @@ fn e2e_a_cluster_from_the_laptop_up_exec_queue_logs_dashboard_down() {
     let (log, _) = ok(&on_host(&laptop, "proj", &["logs", &name, "1"]), "logs");
     assert!(log.contains("cpus 2"), "{log}");
 
+    dashboard_answers(&laptop, &name);
+    drop(cleanup);
+    assert_eq!(
+        laptop.auth_count() - before,
+        1,
+        "one authentication for all of it"
+    );
+}
+
+/// `dashboard NAME` on the laptop: the URL it prints answers an HTTP request made on the
+/// laptop; Ctrl-C ends it.
+fn dashboard_answers(laptop: &Laptop, name: &str) {
     let mut dashboard = laptop
         .command_in(&laptop.work(), "rayslurm")
-        .args(["--host", LOGIN_HOST, "dashboard", &name])
+        .args(["--host", LOGIN_HOST, "dashboard", name])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -225,12 +237,6 @@ fn e2e_a_cluster_from_the_laptop_up_exec_queue_logs_dashboard_down() {
     assert!(
         ended.code().is_some(),
         "the dashboard ended by itself: {ended:?}"
-    );
-    drop(cleanup);
-    assert_eq!(
-        laptop.auth_count() - before,
-        1,
-        "one authentication for all of it"
     );
 }
 
