@@ -187,6 +187,9 @@ fn run(
             commands::forward::run(&ForwardSettings::resolve(&args)?, printer)
         }
         Command::Relay(args) => commands::relay::run(&args),
+        Command::CallOutcome { run, dir } => {
+            commands::call_outcome::run(run.as_deref(), dir.as_deref(), printer)
+        }
         Command::Ports(args) => Ok(ExitCode::from(bootstrap::ports::print_choices(args.runs))),
         Command::Trust(args) => commands::trust::run(&args, printer),
         Command::Completions(args) => commands::completions::run(&args),

@@ -90,6 +90,8 @@ Target = Union[Job, str, int, Mapping[str, Any]]
 def launch(
     exp_name: Optional[str] = None,
     command: Optional[Command] = None,
+    *,
+    host: Optional[str] = None,
     **options: Unpack[LaunchOptions],
 ) -> Job:
     """Writes an sbatch script for ``command`` and submits it (``rayslurm launch --json``).
@@ -118,6 +120,9 @@ def launch(
             masked in errors); ``env_file``: a path or a list of paths, for secrets;
             ``secret``: as ``env``, one ``--secret`` each (a dry run shows ``***``).
         sbatch_arg: extra sbatch options, one ``--sbatch-arg`` each.
+        host: run it on this login node over SSH (``--host``; docs/laptop.md): the paths
+            (``workdir``, ``task``, ...) are this machine's, sent along. The job remembers
+            it. Without it, ``RAYSLURM_HOST`` of the environment, if set.
         dry_run: write the script and submit nothing: the job has ``submitted == False``,
             ``job_id is None``, and ``job.script_text`` is the script. Slurm is asked
             whether it would take it (``sbatch --test-only``); ``check=True`` raises when it
@@ -131,7 +136,12 @@ def launch(
         TypeError: a parameter that does not exist, or a value not of its type.
         FileNotFoundError: the rayslurm binary is missing.
     """
-    flags = {"exp_name": exp_name, "command": command, **_options.given(launch, options)}
+    with _cli.on_host(host):
+        return _launch(exp_name, command, _options.given(launch, options))
+
+
+def _launch(exp_name: Optional[str], command: Optional[Command], options: Dict[str, Any]) -> Job:
+    flags = {"exp_name": exp_name, "command": command, **options}
     task = flags.pop("task")
     if task is None and flags["again"] is None and (exp_name is None or command is None):
         raise TypeError("launch() needs exp_name and command, a task file (task=), or again=")
@@ -161,7 +171,9 @@ def _target_name(target: Target) -> str:
     return str(target)
 
 
-def status(target: Optional[Target] = None, *, all_runs: bool = False) -> List[Dict[str, Any]]:
+def status(
+    target: Optional[Target] = None, *, all_runs: bool = False, host: Optional[str] = None
+) -> List[Dict[str, Any]]:
     """The recorded runs and their states, newest first (``rayslurm status --json``).
 
     Args:
@@ -179,14 +191,21 @@ def status(target: Optional[Target] = None, *, all_runs: bool = False) -> List[D
         RayslurmError: an unknown target (``returncode`` 2) or Slurm could not be asked.
     """
     name = None if target is None else _target_name(target)
-    proc = _cli.status_records(name, all_runs)
+    with _cli.on_host(_cli.host_for(host, target)):
+        proc = _cli.status_records(name, all_runs)
     result = _cli.parsed(proc)
     if not isinstance(result, list):
         raise RayslurmError(proc.args, 0, f"printed JSON that is not a list: {result!r}")
     return result
 
 
-def wait(target: Target, poll: float = 5.0, timeout: Optional[float] = None) -> Dict[str, Any]:
+def wait(
+    target: Target,
+    poll: float = 5.0,
+    timeout: Optional[float] = None,
+    *,
+    host: Optional[str] = None,
+) -> Dict[str, Any]:
     """Waits until a run has ended and returns its final :func:`status` record.
 
     Args:
@@ -198,7 +217,9 @@ def wait(target: Target, poll: float = 5.0, timeout: Optional[float] = None) -> 
         TimeoutError: the run had not ended after ``timeout`` seconds.
         RayslurmError: an unknown target, or rayslurm failed otherwise.
     """
-    return wait_for_run(_target_name(target), timeout, poll)
+    with _cli.on_host(_cli.host_for(host, target)):
+        return wait_for_run(_target_name(target), timeout, poll)
+
 
 
 def cancel(
@@ -207,6 +228,7 @@ def cancel(
     *,
     signal: Optional[Union[str, int]] = None,
     all_jobs: bool = False,
+    host: Optional[str] = None,
 ) -> None:
     """Cancels a run, or jobs of a cluster (``rayslurm cancel``).
 
@@ -225,12 +247,17 @@ def cancel(
         job = job.job
     if job is not None:
         args.append(str(job))
-    _cli.call_text(args)
+    with _cli.on_host(_cli.host_for(host, target)):
+        _cli.call_text(args)
 
 
 @overload
 def logs(
-    target: Union[Target, ClusterRef], job: Optional[int] = None, *, tail: Optional[int] = None
+    target: Union[Target, ClusterRef],
+    job: Optional[int] = None,
+    *,
+    tail: Optional[int] = None,
+    host: Optional[str] = None,
 ) -> str: ...
 
 
@@ -241,6 +268,7 @@ def logs(
     *,
     follow: Literal[True],
     tail: Optional[int] = None,
+    host: Optional[str] = None,
 ) -> Iterator[str]: ...
 
 
@@ -250,6 +278,7 @@ def logs(
     *,
     follow: bool = False,
     tail: Optional[int] = None,
+    host: Optional[str] = None,
 ) -> Any:
     """A run's log (``rayslurm logs``), or with ``job`` that of a cluster's job.
 
@@ -263,7 +292,8 @@ def logs(
     else:
         name = _target_name(target)
     args = _cli.logs_args(name, job, tail, follow)
-    return _cli.stream(args) if follow else _cli.call_text(args)
+    with _cli.on_host(_cli.host_for(host, target)):
+        return _cli.stream(args) if follow else _cli.call_text(args)
 
 
 def _head_of(target: Union[str, Cluster, Job]) -> str:
@@ -275,7 +305,9 @@ def _head_of(target: Union[str, Cluster, Job]) -> str:
     return str(target)
 
 
-def dashboard(target: Union[str, Cluster, Job], *, port: Optional[int] = None) -> Dashboard:
+def dashboard(
+    target: Union[str, Cluster, Job], *, port: Optional[int] = None, host: Optional[str] = None
+) -> Dashboard:
     """Forwards the Ray dashboard of a cluster or of a running ``launch`` run to this machine
     (``rayslurm dashboard``) until the :class:`Dashboard` is closed.
 
@@ -287,10 +319,16 @@ def dashboard(target: Union[str, Cluster, Job], *, port: Optional[int] = None) -
     Raises:
         RayslurmError: no such cluster or run, or it has no dashboard (yet).
     """
-    return Dashboard(_head_of(target), port)
+    with _cli.on_host(_cli.host_for(host, target)):
+        return Dashboard(_head_of(target), port)
 
 
-def forward(target: Union[str, Cluster, Job], ports: Sequence[Union[int, str]]) -> Forward:
+def forward(
+    target: Union[str, Cluster, Job],
+    ports: Sequence[Union[int, str]],
+    *,
+    host: Optional[str] = None,
+) -> Forward:
     """Forwards ports of the head node of a cluster or of a running ``launch`` run (with Ray or
     without) to this machine (``rayslurm forward``) until the :class:`Forward` is closed.
 
@@ -306,7 +344,8 @@ def forward(target: Union[str, Cluster, Job], ports: Sequence[Union[int, str]]) 
     """
     if isinstance(ports, (str, int)):
         raise TypeError("ports is a list: [8080], not 8080")
-    return Forward(_head_of(target), [str(p) for p in ports])
+    with _cli.on_host(_cli.host_for(host, target)):
+        return Forward(_head_of(target), [str(p) for p in ports])
 
 
 def main() -> None:

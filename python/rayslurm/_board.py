@@ -4,7 +4,8 @@ asks: ``job.state`` (or ``done()``, ``wait()``, ``result()``) of any number of r
 one ``sacct`` at most), at most one every :data:`FRESH` seconds; an :class:`ExecJob`'s is one
 ``rayslurm queue`` for all the jobs of its cluster. A record that is final is kept for good
 (it cannot change); any other is asked again once it is :data:`FRESH` seconds old, or at once
-after this process cancelled the run.
+after this process cancelled the run. Runs on different login nodes (``host=``) are asked for
+apart, each on its own node.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import time
 import weakref
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, NamedTuple, Optional, Sequence
+from typing import Tuple
 
 from . import _cli
 from ._cli import RayslurmError
@@ -31,10 +33,10 @@ class _Heard(NamedTuple):
 
 #: The runs this process follows (a run is let go with the last object that names it).
 _followed: "weakref.WeakSet[Job]" = weakref.WeakSet()
-#: The last record heard of each run, by job id.
-_runs: Dict[str, _Heard] = {}
-#: The last ``queue`` answer of each cluster, by name.
-_clusters: Dict[str, _Heard] = {}
+#: The last record heard of each run, by login node (``host=``, or ``None``) and job id.
+_runs: Dict[Tuple[Optional[str], str], _Heard] = {}
+#: The last ``queue`` answer of each cluster, by login node and name.
+_clusters: Dict[Tuple[Optional[str], str], _Heard] = {}
 
 
 def follow(job: "Job") -> None:
@@ -44,12 +46,12 @@ def follow(job: "Job") -> None:
 
 def forget(target: str) -> None:
     """Drops what was heard of ``target`` (this process just cancelled it)."""
-    _runs.pop(target, None)
+    _runs.pop((_cli.current_host(), target), None)
 
 
 def _current(target: str, now: float) -> bool:
     """Whether what was heard of ``target`` still answers for it."""
-    heard = _runs.get(target)
+    heard = _runs.get((_cli.current_host(), target))
     return heard is not None and (_cli.is_ended(heard.record) or now - heard.at < FRESH)
 
 
@@ -62,9 +64,14 @@ def record(target: str) -> Dict[str, Any]:
             asked.
     """
     now = time.monotonic()
+    host = _cli.current_host()
     if _current(target, now):
-        return _runs[target].record
-    others = {job.job_id for job in list(_followed) if job.submitted and job.job_id}
+        return _runs[(host, target)].record
+    others = {
+        job.job_id
+        for job in list(_followed)
+        if job.submitted and job.job_id and getattr(job, "host", None) == host
+    }
     stale = [t for t in sorted(others - {target}) if not _current(t, now)]
     try:
         ask([target, *stale])
@@ -72,7 +79,7 @@ def record(target: str) -> Dict[str, Any]:
         if error.returncode != 2 or not stale:
             raise
         ask([target])  # one of the others is no longer recorded: this one alone
-    heard = _runs.get(target)
+    heard = _runs.get((host, target))
     if heard is None:
         # Not a job id of its own record (an experiment name, a whole array): as the CLI
         # tells it, newest first.
@@ -84,8 +91,15 @@ def ask(targets: Sequence[str]) -> List[Dict[str, Any]]:
     """One call for ``targets``; keeps what it heard, by job id."""
     found = records(targets)
     now = time.monotonic()
+    host = _cli.current_host()
+    heard = set()
     for run in found:
-        _runs[str(run.get("job_id"))] = _Heard(now, run)
+        # Newest first: a job id Slurm gave again (its controller's state was reset, or its
+        # ids wrapped) names the newest run.
+        key = (host, str(run.get("job_id")))
+        if key not in heard:
+            heard.add(key)
+            _runs[key] = _Heard(now, run)
     return found
 
 
@@ -124,11 +138,12 @@ def _answer(proc: Any) -> Any:
 def queue(cluster: str, fresh: bool = False) -> Dict[str, Any]:
     """The cluster's ``rayslurm queue --json``: the one heard if younger than :data:`FRESH`
     seconds (unless ``fresh``), else one call."""
-    heard = _clusters.get(cluster)
+    key = (_cli.current_host(), cluster)
+    heard = _clusters.get(key)
     if not fresh and heard is not None and time.monotonic() - heard.at < FRESH:
         return heard.record
     found: Dict[str, Any] = _cli.call_json(["queue", "--json", "--", cluster], dict)
-    _clusters[cluster] = _Heard(time.monotonic(), found)
+    _clusters[key] = _Heard(time.monotonic(), found)
     return found
 
 
@@ -150,7 +165,7 @@ def queues(clusters: Iterable[str]) -> None:
 
 def forget_cluster(cluster: str) -> None:
     """Drops the cluster's last ``queue`` answer (this process just changed its jobs)."""
-    _clusters.pop(cluster, None)
+    _clusters.pop((_cli.current_host(), cluster), None)
 
 
 def clear() -> None:

@@ -17,7 +17,8 @@ import pickle
 import platform
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, Generic, Mapping, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Generic, Mapping, NamedTuple, Optional, Sequence
+from typing import Tuple
 from typing import TypeVar
 
 from . import _board, _cli
@@ -133,10 +134,16 @@ class Ended(NamedTuple):
     tail: Callable[[], str]
 
 
-def read_outcome(path: Optional[Path]) -> Dict[str, Any]:
-    """What ``_call.py`` wrote at ``path``; ``{"ok": False, "missing": True}`` without it."""
+def read_outcome(path: Optional[Path], fetch: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+    """What ``_call.py`` wrote at ``path``; ``{"ok": False, "missing": True}`` without it.
+    With a login node (``host=``), the file is there: ``rayslurm call-outcome FETCH...`` gives
+    its bytes over the SSH connection."""
+    missing: Dict[str, Any] = {"ok": False, "missing": True}
+    if _cli.current_host() is not None and fetch is not None:
+        data = _cli.call_bytes(["call-outcome", *fetch])
+        return missing if data is None else dict(pickle.loads(data))
     if path is None or not path.is_file():
-        return {"ok": False, "missing": True}
+        return missing
     with path.open("rb") as f:
         outcome: Dict[str, Any] = pickle.load(f)
     return outcome
@@ -235,6 +242,7 @@ class FunctionJob(Job, _Outcome[R]):
     def __repr__(self) -> str:
         return f"FunctionJob(name={self.name!r}, job_id={self.job_id!r})"
 
+    @_cli.hosted
     def status(self) -> Dict[str, Any]:
         if self._final is not None:
             return self._final
@@ -249,6 +257,7 @@ class FunctionJob(Job, _Outcome[R]):
             return True
         return False
 
+    @_cli.hosted
     def wait(self, timeout: Optional[float] = None, poll: float = 5.0) -> Dict[str, Any]:
         if self._final is None:
             self._ended(wait_for_run(self._target(), timeout, poll))
@@ -277,9 +286,10 @@ class FunctionJob(Job, _Outcome[R]):
         record = self.wait()
         return Ended(self.job_id, str(record.get("state")), record.get("exit_code"), self._tail)
 
+    @_cli.hosted
     def _outcome(self, timeout: Optional[float], poll: float) -> Dict[str, Any]:
         run_dir = self.wait(timeout, poll).get("run_dir")
-        return read_outcome(Path(run_dir) / RESULT if run_dir else None)
+        return read_outcome(Path(run_dir) / RESULT if run_dir else None, ["--", self._target()])
 
     @property
     def paths(self) -> JobPaths:
@@ -324,6 +334,7 @@ class BatchJob(FunctionJob[R]):
         """Becomes the task ``task`` of the submitted array."""
         self.name, self.script, self.log = task.name, task.script, task.log
         self.job_id = task.job_id
+        self.host = task.host
         _board.follow(self)
 
 
@@ -362,9 +373,11 @@ class ClusterFunctionJob(ExecJob, _Outcome[R]):
         row = self.status()
         return Ended(self.job_id, str(row.get("status")), row.get("exit_code"), self._tail)
 
+    @_cli.hosted
     def _outcome(self, timeout: Optional[float], poll: float) -> Dict[str, Any]:
         self.wait(timeout, poll)
-        return read_outcome(self.paths.result)
+        copy = self.copy
+        return read_outcome(self.paths.result, None if copy is None else [f"--dir={copy}"])
 
     @property
     def paths(self) -> JobPaths:

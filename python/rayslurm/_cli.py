@@ -8,6 +8,9 @@ own to what the program does.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
 import json
 import os
 import shlex
@@ -16,9 +19,58 @@ import signal as signals
 import subprocess
 import sysconfig
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import TypeVar, Union, cast
 
 _NAME = "rayslurm"
+
+#: The variable rayslurm reads for ``--host``: the login node to run commands on, over SSH.
+HOST_VARIABLE = "RAYSLURM_HOST"
+
+_HOST: "contextvars.ContextVar[Optional[str]]" = contextvars.ContextVar("host", default=None)
+
+
+def current_host() -> Optional[str]:
+    """The login node the calls in progress go to (``host=``), ``None`` for this machine or
+    ``RAYSLURM_HOST`` (which rayslurm reads itself)."""
+    return _HOST.get()
+
+
+@contextlib.contextmanager
+def on_host(host: Optional[str]) -> Iterator[None]:
+    """Every call of rayslurm inside goes to ``host`` over SSH (``--host``); ``None`` changes
+    nothing."""
+    if host is None:
+        yield
+        return
+    if not isinstance(host, str) or not host.strip():
+        raise TypeError(f"host must be a login node's name ('[user@]host'), not {host!r}")
+    token = _HOST.set(host)
+    try:
+        yield
+    finally:
+        _HOST.reset(token)
+
+
+def host_for(host: Optional[str], target: Any) -> Optional[str]:
+    """``host`` when given (checked by :func:`on_host`), else the login node of ``target``
+    when it is an object that knows one."""
+    return host if host is not None else getattr(target, "host", None)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def hosted(method: F) -> F:
+    """A method of an object that remembers its login node (``self.host``): its calls of
+    rayslurm go there."""
+
+    @functools.wraps(method)
+    def on_its_host(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with on_host(getattr(self, "host", None)):
+            return method(self, *args, **kwargs)
+
+    return cast(F, on_its_host)
 
 #: States after which a run will not change any more, as ``status`` reports them: Slurm's
 #: final job states, ``STOPPED`` (scancel, time limit or SIGTERM, from the run's final state
@@ -227,6 +279,9 @@ def _values_in_env(args: Sequence[str]) -> Tuple[List[str], Dict[str, str]]:
     key's value from there: a value on its command line would be seen by every user (``ps``).
     """
     env = dict(os.environ)
+    host = _HOST.get()
+    if host is not None:
+        env[HOST_VARIABLE] = host
     out: List[str] = []
     for arg in args:
         flag, _, pair = arg.partition("=")
@@ -237,6 +292,27 @@ def _values_in_env(args: Sequence[str]) -> Tuple[List[str], Dict[str, str]]:
         else:
             out.append(arg)
     return out, env
+
+
+def call_bytes(args: Sequence[str]) -> Optional[bytes]:
+    """Runs ``rayslurm ARGS`` and returns its stdout as bytes; ``None`` when it exits 1 (what
+    it was asked for is not there). Any other failure raises :class:`RayslurmError`."""
+    given, env = _values_in_env(args)
+    binary = find_bin()
+    proc = subprocess.run(
+        [binary, *given], env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False
+    )
+    if proc.returncode == 1:
+        return None
+    if proc.returncode != 0:
+        said = proc.stderr.decode(errors="replace")
+        raise RayslurmError([binary, *args], proc.returncode, said)
+    return proc.stdout
+
+
+def environment() -> Dict[str, str]:
+    """The environment rayslurm runs in: this one, with ``RAYSLURM_HOST`` for ``host=``."""
+    return _values_in_env([])[1]
 
 
 def _run(args: Sequence[str]) -> "subprocess.CompletedProcess[str]":
@@ -290,8 +366,12 @@ def stream(args: Sequence[str]) -> Iterator[str]:
     (the job's end is in its status). Only an exit where rayslurm said ``error: ...`` raises
     :class:`RayslurmError`, at the end. Closing the iterator early stops the program.
     """
+    # Read now (a generator's body runs when iterated, maybe outside ``on_host``).
     given, env = _values_in_env(args)
-    argv = [find_bin(), *args]
+    return _streamed([find_bin(), *args], given, env)
+
+
+def _streamed(argv: List[str], given: List[str], env: Dict[str, str]) -> Iterator[str]:
     proc = subprocess.Popen(
         [argv[0], *given],
         env=env,

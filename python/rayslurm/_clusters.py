@@ -19,13 +19,20 @@ ClusterRef = Union[str, Cluster, ExecJob, Mapping[str, Any]]
 
 
 @_options.takes(UpOptions, _options.UP)
-def up(name: str, task: Optional[PathLike] = None, **options: Unpack[UpOptions]) -> Cluster:
+def up(
+    name: str,
+    task: Optional[PathLike] = None,
+    *,
+    host: Optional[str] = None,
+    **options: Unpack[UpOptions],
+) -> Cluster:
     """Starts a persistent cluster (``rayslurm up NAME --json``) and, unless ``detach``,
     waits until Ray is up on it.
 
     The parameters are ``launch``'s (see :func:`launch`), with ``idle_timeout``: release
     the allocation after this long without a job (``"30m"``, ``"2h"``; a number is minutes).
-    ``task``: a task file (``rayslurm up NAME TASK.yaml``) giving the cluster's nodes,
+    ``host``: start it on this login node over SSH (``--host``); the :class:`Cluster`
+    remembers it. ``task``: a task file (``rayslurm up NAME TASK.yaml``) giving the cluster's nodes,
     resources, envs and setup (its ``run`` is not run: its jobs come with :func:`exec`); the
     other parameters override it.
 
@@ -42,15 +49,16 @@ def up(name: str, task: Optional[PathLike] = None, **options: Unpack[UpOptions])
     args = ["up", *_cli.flags(_options.given(up, options)), "--json", "--", name]
     if task is not None:
         args.append(os.fspath(task))
-    result = _cli.call_json(args, dict)
-    job_id = result.get("job_id")
-    return Cluster(
-        name,
-        None if job_id is None else str(job_id),
-        result.get("log"),
-        result.get("script"),
-        bool(result.get("submitted", job_id is not None)),
-    )
+    with _cli.on_host(host):
+        result = _cli.call_json(args, dict)
+        job_id = result.get("job_id")
+        return Cluster(
+            name,
+            None if job_id is None else str(job_id),
+            result.get("log"),
+            result.get("script"),
+            bool(result.get("submitted", job_id is not None)),
+        )
 
 
 def cluster_name(cluster: ClusterRef) -> str:
@@ -82,6 +90,7 @@ def exec(  # noqa: A001 (named after rayslurm's command)
     env: Optional[Env] = None,
     env_file: Optional[EnvFiles] = None,
     secret: Optional[Env] = None,
+    host: Optional[str] = None,
 ) -> ExecJob:
     """Submits ``command`` to a persistent cluster as a Ray job (``rayslurm exec -d --json``).
 
@@ -98,6 +107,8 @@ def exec(  # noqa: A001 (named after rayslurm's command)
         env, env_file: as for :func:`launch`.
         secret: as ``env``, each a ``--secret``: the job's shell reads it from a file only you
             can read, so it never reaches Ray's job table or logs (an ``env`` value does).
+        host: the login node of the cluster, over SSH (``--host``); a :class:`Cluster` of
+            ``up(host=...)`` knows its own.
 
     Raises:
         RayslurmError: refused input or the cluster is not up (``returncode`` 2), or the job
@@ -120,10 +131,11 @@ def exec(  # noqa: A001 (named after rayslurm's command)
         args.append(f"--command={command}")
     else:
         args += ["--", *_cli.command_words(command, "exec()")]
-    return ExecJob(_cli.call_json(args, dict), per_node=per_node)
+    with _cli.on_host(_cli.host_for(host, cluster)):
+        return ExecJob(_cli.call_json(args, dict), per_node=per_node)
 
 
-def queue(cluster: ClusterRef) -> Dict[str, Any]:
+def queue(cluster: ClusterRef, *, host: Optional[str] = None) -> Dict[str, Any]:
     """A cluster's jobs and resources (``rayslurm queue CLUSTER --json``).
 
     Returns:
@@ -136,11 +148,20 @@ def queue(cluster: ClusterRef) -> Dict[str, Any]:
         RayslurmError: no such cluster or it is not up (``returncode`` 2), or Ray could not
             be asked (1).
     """
-    found: Dict[str, Any] = _cli.call_json(["queue", "--json", "--", cluster_name(cluster)], dict)
+    with _cli.on_host(_cli.host_for(host, cluster)):
+        found: Dict[str, Any] = _cli.call_json(
+            ["queue", "--json", "--", cluster_name(cluster)], dict
+        )
     return found
 
 
-def scale(cluster: ClusterRef, change: str, *, timeout: Optional[int] = None) -> Dict[str, Any]:
+def scale(
+    cluster: ClusterRef,
+    change: str,
+    *,
+    timeout: Optional[int] = None,
+    host: Optional[str] = None,
+) -> Dict[str, Any]:
     """Grows or shrinks an elastic cluster (``rayslurm scale CLUSTER CHANGE --json``).
 
     Args:
@@ -161,9 +182,11 @@ def scale(cluster: ClusterRef, change: str, *, timeout: Optional[int] = None) ->
             withdrawn).
         TypeError: ``change`` is not a str.
     """
-    return _cli.scale(cluster_name(cluster), change, timeout)
+    with _cli.on_host(_cli.host_for(host, cluster)):
+        return _cli.scale(cluster_name(cluster), change, timeout)
 
 
-def down(cluster: ClusterRef) -> None:
+def down(cluster: ClusterRef, *, host: Optional[str] = None) -> None:
     """Stops a persistent cluster and releases its allocation (``rayslurm down``)."""
-    _cli.call_text(["down", "--", cluster_name(cluster)])
+    with _cli.on_host(_cli.host_for(host, cluster)):
+        _cli.call_text(["down", "--", cluster_name(cluster)])

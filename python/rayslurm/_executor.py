@@ -86,6 +86,9 @@ class Executor:
             submission, for debugging (Ray's own auto-start gives a function that uses Ray a
             local Ray).
         python: the Python the nodes run the call with (on ``PATH`` once ``load_env`` ran).
+        host: submit to this login node over SSH, from this machine (``--host``,
+            docs/laptop.md): the calls are sent along, ``folder`` is a directory there, and
+            each call runs in the run's directory there (this one is not there).
         options: ``launch``'s options by their long names (``num_nodes=2``,
             ``partition="gpu"``, ``load_env=...``, ``exp_name=`` for the runs' name, by
             default the function's), checked as given (:meth:`update_parameters`).
@@ -97,12 +100,16 @@ class Executor:
         *,
         cluster: Optional[str] = None,
         python: str = "python",
+        host: Optional[str] = None,
         **options: "Unpack[ExecutorOptions]",
     ) -> None:
         if cluster not in (None, "local"):
             raise ValueError(f"cluster={cluster!r}: None (Slurm) or 'local' (this process)")
         self.cluster = cluster
         self.python = python
+        with _cli.on_host(host):  # checked here, not at the first submission
+            #: The login node the runs go to, over SSH (``--host``), ``None`` for this one.
+            self.host = _cli.current_host()
         self._options: Dict[str, Any] = {}
         self._batch: Optional[List[Tuple[BatchJob[Any], Call]]] = None
         if folder is not None:
@@ -135,6 +142,7 @@ class Executor:
         """The options set so far."""
         return dict(self._options)
 
+    @_cli.hosted
     def submit(self, fn: "Callable[P, R]", *args: "P.args", **kwargs: "P.kwargs") -> FunctionJob[R]:
         """Runs ``fn(*args, **kwargs)`` as a new run, on the head with Ray connected (unless
         ``no_ray``), from the directory of this process (or in the run's snapshot with
@@ -156,6 +164,7 @@ class Executor:
             str(result["exp_name"]), str(result["job_id"]), result.get("script"), result.get("log")
         )
 
+    @_cli.hosted
     def map_array(self, fn: Callable[..., R], *iterables: Iterable[Any]) -> List[FunctionJob[R]]:
         """Runs ``fn`` on each element (``fn(a, b)`` for each pair of ``zip(*iterables)``, as
         :func:`map`) as ONE Slurm job array (``launch --array 0-N``, ``%P`` with the
@@ -219,12 +228,16 @@ class Executor:
     def _chdir(self) -> bool:
         """Whether the call runs in this process's directory (the run has no workdir of its
         own); ``log_dir`` made as submitit makes its folder."""
+        if self.host is not None:
+            # This process's directory and `log_dir` are not on the login node.
+            return False
         folder = self._options.get("log_dir")
         if folder is not None:
             # submitit's folder is made when missing; `launch --log-dir` wants one that is.
             Path(folder).mkdir(parents=True, exist_ok=True)
         return not any(self._options.get(key) for key in _OWN_WORKDIR)
 
+    @_cli.hosted
     def _array(self, name: str, calls: Sequence[Call]) -> List[FunctionJob[Any]]:
         """The ``calls`` as one job array, task N running call N: one job a task, in order."""
         spec = f"0-{len(calls) - 1}" if len(calls) > 1 else "0"
@@ -271,7 +284,8 @@ def submit_to_cluster(
     """``exec CLUSTER --snapshot --workdir CALL -d --json``: the call as a job of a persistent
     cluster, run with the cluster's Python (its ``load_env``) in this process's directory,
     its outcome written beside the call in the copy ``exec`` made of it."""
-    with staged([(fn, args, kwargs)], chdir=True, beside=True) as call:
+    here = _cli.current_host() is None  # from a laptop, this directory is not there
+    with staged([(fn, args, kwargs)], chdir=here, beside=True) as call:
         flags = {
             "name": _exp_name(fn),
             "snapshot": True,

@@ -66,6 +66,8 @@ class Job:
         self.script = Path(script) if script else None
         self.log = Path(log) if log else None
         self.submitted = submitted
+        #: The login node the run is on (``host=``), ``None`` for this machine's.
+        self.host = _cli.current_host()
         if submitted and job_id is not None and self._on_board:
             _board.follow(self)
 
@@ -82,14 +84,18 @@ class Job:
         )
 
     @classmethod
-    def from_name(cls, run: Union[str, int]) -> "Job":
-        """The job of a recorded run: an experiment name (its newest run) or a job id.
+    def from_name(cls, run: Union[str, int], *, host: Optional[str] = None) -> "Job":
+        """The job of a recorded run: an experiment name (its newest run) or a job id (on
+        the login node ``host``, over SSH, if given).
 
         Raises:
             RayslurmError: no run matches (``returncode`` 2).
         """
-        record = _board.alone(str(run))
-        return cls(record["exp_name"], str(record["job_id"]), record["script"], record["log"])
+        with _cli.on_host(host):
+            record = _board.alone(str(run))
+            return cls(
+                record["exp_name"], str(record["job_id"]), record["script"], record["log"]
+            )
 
     def __repr__(self) -> str:
         if not self.submitted:
@@ -108,6 +114,7 @@ class Job:
             raise ValueError(f"{self!r} names no script")
         return self.script.read_text()
 
+    @_cli.hosted
     def status(self) -> Dict[str, Any]:
         """The run's ``rayslurm status --json`` record (``state``, ``exit_code``, ``nodelist``,
         ``elapsed_seconds``, ``run_dir``, ``message``, ...): asked with every other run this
@@ -115,26 +122,31 @@ class Job:
         return _board.record(self._target())
 
     @property
+    @_cli.hosted
     def state(self) -> str:
         """The run's state: ``PENDING``, ``RUNNING``, then one of :data:`ENDED_STATES`."""
         return str(self.status()["state"])
 
+    @_cli.hosted
     def done(self) -> bool:
         """Whether the run has ended (its state is one of :data:`ENDED_STATES`)."""
         return _cli.is_ended(self.status())
 
     @property
+    @_cli.hosted
     def exit_code(self) -> Optional[int]:
         """The command's exit code once the run has ended and it is known, else ``None``."""
         code = self.status().get("exit_code")
         return None if code is None else int(code)
 
     @property
+    @_cli.hosted
     def run_dir(self) -> Optional[Path]:
         """The run's private directory (``RAYSLURM_RUN_DIR`` inside the job)."""
         found = self.status().get("run_dir")
         return Path(found) if found else None
 
+    @_cli.hosted
     def wait(self, timeout: Optional[float] = None, poll: float = 5.0) -> Dict[str, Any]:
         """Waits until the run has ended and returns its final :meth:`status` record.
 
@@ -143,6 +155,7 @@ class Job:
         """
         return wait_for_run(self._target(), timeout, poll)
 
+    @_cli.hosted
     def cancel(self, signal: Optional[Union[str, int]] = None) -> None:
         """Cancels the run (``rayslurm cancel``): Ray and the command are stopped, the
         allocation released. With ``signal`` (``"USR1"``, ``"TERM"``, or a number), sends that
@@ -157,6 +170,7 @@ class Job:
     @overload
     def logs(self, *, follow: Literal[True], tail: Optional[int] = None) -> Iterator[str]: ...
 
+    @_cli.hosted
     def logs(self, *, follow: bool = False, tail: Optional[int] = None) -> Any:
         """The run's log as text (``tail``: only its last lines); with ``follow=True``, an
         iterator over its lines as they come, ending when the run ends."""
@@ -198,10 +212,13 @@ class ExecJob:
         self.log = Path(result["log"]) if result.get("log") else None
         self.submitted_at = result.get("submitted_at")
         self.per_node = per_node
+        #: The login node the cluster is on (``host=``), ``None`` for this machine's.
+        self.host = _cli.current_host()
 
     def __repr__(self) -> str:
         return f"ExecJob(cluster={self.cluster!r}, job={self.job}, name={self.name!r})"
 
+    @_cli.hosted
     def status(self) -> Dict[str, Any]:
         """The job's row of ``rayslurm queue --json`` (``status``, ``exit_code``, ...): one
         ``queue`` for all the cluster's jobs, unless heard less than ``_board.FRESH`` seconds
@@ -213,20 +230,24 @@ class ExecJob:
         raise RayslurmError(["queue", self.cluster], 1, said)
 
     @property
+    @_cli.hosted
     def state(self) -> str:
         """Ray's status of the job."""
         return str(self.status()["status"])
 
+    @_cli.hosted
     def done(self) -> bool:
         """Whether the job has ended (``SUCCEEDED``, ``FAILED`` or ``STOPPED``)."""
         return self.state in EXEC_ENDED_STATES
 
     @property
+    @_cli.hosted
     def exit_code(self) -> Optional[int]:
         """The command's exit code once known, else ``None``."""
         code = self.status().get("exit_code")
         return None if code is None else int(code)
 
+    @_cli.hosted
     def wait(self, timeout: Optional[float] = None, poll: float = 2.0) -> Dict[str, Any]:
         """Waits until the job has ended and returns its final :meth:`status` row.
 
@@ -245,6 +266,7 @@ class ExecJob:
                 )
             _pause(poll, deadline)
 
+    @_cli.hosted
     def cancel(self) -> None:
         """Stops the job (``rayslurm cancel CLUSTER JOB``); the cluster stays up."""
         _cli.call_text(["cancel", "--", self.cluster, str(self.job)])
@@ -256,6 +278,7 @@ class ExecJob:
     @overload
     def logs(self, *, follow: Literal[True], tail: Optional[int] = None) -> Iterator[str]: ...
 
+    @_cli.hosted
     def logs(self, *, follow: bool = False, tail: Optional[int] = None) -> Any:
         """The job's output as text; with ``follow=True``, an iterator over its lines until
         the job ends."""
@@ -275,12 +298,17 @@ class Cluster:
         log: Optional[str] = None,
         script: Optional[str] = None,
         submitted: bool = True,
+        *,
+        host: Optional[str] = None,
     ) -> None:
         self.name = name
         self.job_id = job_id
         self.log = Path(log) if log else None
         self.script = Path(script) if script else None
         self.submitted = submitted
+        #: The login node the cluster is on (``host=``, else the one of the call that made
+        #: this object), ``None`` for this machine's.
+        self.host = _cli.host_for(host, None) or _cli.current_host()
 
     @property
     def script_text(self) -> str:
@@ -292,11 +320,13 @@ class Cluster:
     def __repr__(self) -> str:
         return f"Cluster(name={self.name!r}, job_id={self.job_id!r})"
 
+    @_cli.hosted
     def queue(self) -> Dict[str, Any]:
         """The cluster's jobs and resources (``rayslurm queue --json``)."""
         found: Dict[str, Any] = _cli.call_json(["queue", "--json", "--", self.name], dict)
         return found
 
+    @_cli.hosted
     def scale(self, change: str, *, timeout: Optional[int] = None) -> Dict[str, Any]:
         """Grows or shrinks an elastic cluster (``up(..., max_nodes=N)``; ``rayslurm scale``).
 
@@ -310,6 +340,7 @@ class Cluster:
         """
         return _cli.scale(self.name, change, timeout)
 
+    @_cli.hosted
     def submit(
         self, fn: "Callable[P, R]", *args: "P.args", **kwargs: "P.kwargs"
     ) -> "ClusterFunctionJob[R]":
@@ -323,6 +354,7 @@ class Cluster:
         job: "ClusterFunctionJob[R]" = submit_to_cluster(self.name, fn, args, kwargs)
         return job
 
+    @_cli.hosted
     def down(self) -> None:
         """Stops the cluster and releases its allocation (``rayslurm down``)."""
         _cli.call_text(["down", "--", self.name])
@@ -342,6 +374,7 @@ class _Forwarding:
         self._stderr = tempfile.TemporaryFile(mode="w+")
         self._proc = subprocess.Popen(
             self.argv,
+            env=_cli.environment(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

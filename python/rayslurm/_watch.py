@@ -7,7 +7,7 @@ never once a job.
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, Iterable, Iterator, List, Optional, TypeVar, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union
 
 from . import _board, _cli
 from ._calls import FunctionJob
@@ -24,11 +24,14 @@ def _final(job: Job) -> Optional[Dict[str, Any]]:
     return job._final if isinstance(job, FunctionJob) else None
 
 
-def _ended(job: Union[Job, ExecJob], by_id: Dict[str, Dict[str, Any]]) -> bool:
+def _ended(
+    job: Union[Job, ExecJob], by_id: Dict[Tuple[Optional[str], str], Dict[str, Any]]
+) -> bool:
     if isinstance(job, ExecJob):
-        row = _board.row(job.cluster, job.job)
+        with _cli.on_host(job.host):
+            row = _board.row(job.cluster, job.job)
         return row is not None and row.get("status") in EXEC_ENDED_STATES
-    record = _final(job) or by_id.get(str(job.job_id))
+    record = _final(job) or by_id.get((job.host, str(job.job_id)))
     if record is not None and _cli.is_ended(record):
         if isinstance(job, FunctionJob):
             job._ended(record)
@@ -55,11 +58,19 @@ def as_completed(
     deadline = None if timeout is None else time.monotonic() + timeout
     while pending:
         runs = [job for job in pending if isinstance(job, Job) and _final(job) is None]
-        by_id: Dict[str, Dict[str, Any]] = {}
-        if runs:
-            for found in _board.ask([job._target() for job in runs]):
-                by_id[str(found.get("job_id"))] = found
-        _board.queues(job.cluster for job in pending if isinstance(job, ExecJob))
+        by_id: Dict[Tuple[Optional[str], str], Dict[str, Any]] = {}
+        # One call a login node (most often the one: this machine, or `host=`).
+        for host in sorted({job.host or "" for job in pending}):
+            with _cli.on_host(host or None):
+                targets = [job._target() for job in runs if (job.host or "") == host]
+                if targets:
+                    for found in _board.ask(targets):
+                        by_id[(host or None, str(found.get("job_id")))] = found
+                _board.queues(
+                    job.cluster
+                    for job in pending
+                    if isinstance(job, ExecJob) and (job.host or "") == host
+                )
         still = []
         for job in pending:
             if _ended(job, by_id):

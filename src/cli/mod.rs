@@ -159,6 +159,16 @@ pub(crate) enum Command {
     /// On a node: choose the ports of many runs at once, hold them all and print them (a test).
     #[command(hide = true)]
     Ports(PortsArgs),
+    /// A submitted Python call's outcome, as its bytes (the Python API, from a laptop).
+    #[command(hide = true)]
+    CallOutcome {
+        /// The run (its job id).
+        #[arg(required_unless_present = "dir")]
+        run: Option<String>,
+        /// The directory the outcome is in, instead (a cluster job's copy of its call).
+        #[arg(long, conflicts_with = "run")]
+        dir: Option<std::path::PathBuf>,
+    },
     /// Inside the allocation: start Ray on every node, run the command, stop Ray.
     #[command(hide = true)]
     Bootstrap(Box<BootstrapArgs>),
@@ -167,7 +177,7 @@ pub(crate) enum Command {
     RootView(crate::handoff::root_view::RootViewArgs),
 }
 
-/// The command line users see: without the hidden commands (`bootstrap`, `relay`, `ports`, `root-view`), which
+/// The command line users see: without the hidden commands (`bootstrap`, `relay`, `ports`, `root-view`, `call-outcome`), which
 /// completion scripts would otherwise offer.
 pub(crate) fn public_command() -> clap::Command {
     let full = view::shaped(Cli::command());

@@ -51,7 +51,7 @@ const APIS: &[Api] = &[
             ),
         ],
         own_way: &[],
-        extra: &[],
+        extra: &[("host", "the global --host: the login node, over SSH")],
     },
     Api {
         command: "up",
@@ -67,7 +67,7 @@ const APIS: &[Api] = &[
             ("no_prefix", "goes with --per-node"),
         ],
         own_way: &[],
-        extra: &[],
+        extra: &[("host", "the global --host: the login node, over SSH")],
     },
     Api {
         command: "exec",
@@ -91,7 +91,7 @@ const APIS: &[Api] = &[
             "command",
             "required: a str is --command, a list the words after `--`",
         )],
-        extra: &[],
+        extra: &[("host", "the global --host: the login node, over SSH")],
     },
     Api {
         command: "launch",

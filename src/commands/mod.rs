@@ -4,6 +4,7 @@
 pub(crate) mod again;
 pub(crate) mod ask_slurm;
 pub(crate) mod bin_copies;
+pub(crate) mod call_outcome;
 pub(crate) mod cancel;
 pub(crate) mod completions;
 pub(crate) mod dashboard;

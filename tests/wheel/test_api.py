@@ -179,6 +179,30 @@ class Rendering(FakeBinary):
             with self.subTest(bad=bad), self.assertRaises((TypeError, ValueError)):
                 rayslurm.launch("x", bad)  # type: ignore[arg-type]
 
+    def test_host_goes_to_every_call_of_the_job_and_of_the_cluster(self) -> None:
+        self.answer.write_text(json.dumps(LAUNCHED))
+        job = rayslurm.launch("sweep", "true", host="alice@login")
+        self.assertEqual(self.env().get("RAYSLURM_HOST"), "alice@login")
+        self.assertEqual(job.host, "alice@login")
+        self.assertNotIn("--host", " ".join(self.argv()), "a variable, not a flag")
+        self.answer.write_text(json.dumps([RECORD]))
+        self.assertEqual(job.state, "COMPLETED")
+        self.assertEqual(self.env().get("RAYSLURM_HOST"), "alice@login", "the job's own")
+        self.answer.write_text("log\n")
+        list(job.logs(follow=True))
+        self.assertEqual(self.env().get("RAYSLURM_HOST"), "alice@login", "a followed log")
+        # A job of this machine's is asked here, the same id notwithstanding.
+        here = rayslurm.Job("sweep", "4242")
+        self.answer.write_text(json.dumps([{**RECORD, "state": "RUNNING"}]))
+        self.assertEqual(here.state, "RUNNING")
+        self.assertNotIn("RAYSLURM_HOST", self.env())
+        self.answer.write_text(json.dumps({"cluster": "lab", "job": 1}))
+        cluster = Cluster("lab", "77", host="login2")
+        rayslurm.exec(cluster, "true")
+        self.assertEqual(self.env().get("RAYSLURM_HOST"), "login2")
+        with self.assertRaises(TypeError):
+            rayslurm.status(host="")
+
     def test_job_methods_ask_for_the_job_by_its_id(self) -> None:
         job = Job.from_launch(LAUNCHED)
         self.answer.write_text("some\nlog\n")

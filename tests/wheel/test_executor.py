@@ -410,6 +410,15 @@ class Watch(FakeBinary):
                 self.assertEqual(jobs[0].state, "CANCELLED")
             self.assertEqual(run.call_count, 5)
 
+    def test_a_job_id_given_again_names_its_newest_run(self) -> None:
+        job = rayslurm.Job("new", "70")
+        # Newest first, as `status` prints them: an older run had the same id.
+        self.answer.write_text(json.dumps([
+            {"job_id": "70", "exp_name": "new", "state": "PENDING"},
+            {"job_id": "70", "exp_name": "old", "state": "COMPLETED"},
+        ]))
+        self.assertEqual(job.state, "PENDING")
+
     def test_a_run_no_longer_recorded_does_not_hide_the_others(self) -> None:
         gone, kept = rayslurm.Job("gone", "300"), rayslurm.Job("kept", "301")
         self.code.write_text("2")

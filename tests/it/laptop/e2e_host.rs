@@ -88,6 +88,23 @@ fn e2e_a_two_node_ray_run_from_the_laptops_workdir_is_followed_with_one_authenti
     );
     assert!(all.contains(" COMPLETED, exit code 0"), "{all}");
     assert_eq!(laptop.auth_count() - before, 1, "one authentication: {all}");
+    // `disconnect` ends the connection: the next command authenticates again.
+    let (_, said) = ok(&on_host(&laptop, ".", &["disconnect"]), "disconnect");
+    assert!(
+        said.contains("closed the SSH connection to lab-login"),
+        "{said}"
+    );
+    let (_, said) = ok(&on_host(&laptop, ".", &["disconnect"]), "disconnect again");
+    assert!(
+        said.contains("no SSH connection to lab-login was open"),
+        "{said}"
+    );
+    ok(&on_host(&laptop, ".", &["status", &name]), "status");
+    assert_eq!(
+        laptop.auth_count() - before,
+        2,
+        "a new connection after disconnect"
+    );
     // The login node's side: nothing of the command's private directory is left.
     let left = laptop
         .command("ssh")
@@ -363,4 +380,78 @@ fn e2e_a_refused_key_is_a_clear_error_and_nothing_runs() {
         "{stderr}"
     );
     assert!(stdout.is_empty(), "{stdout}");
+}
+
+/// The Python API on the laptop (its own Python with cloudpickle, no Ray, no Slurm), with
+/// `host=`: a `launch` and its job's state and log, then an `Executor`'s function whose value
+/// comes back, and one whose exception does, each run on the login node's cluster.
+#[test]
+fn e2e_the_python_api_from_the_laptop_with_host() {
+    let Some((lab, _turn)) = lab() else {
+        return;
+    };
+    // The laptop's Python: Debian's (the nodes' is too), with the cloudpickle of the tools'
+    // venv (tests/python/tools.sh) on its path, as `pip install cloudpickle` would give it.
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tools = std::fs::read_dir(repo.join("target/python-tools/lib"))
+        .ok()
+        .and_then(|mut d| d.next())
+        .and_then(Result::ok)
+        .map(|d| d.path().join("site-packages"))
+        .filter(|p| p.join("cloudpickle").is_dir());
+    let Some(tools) = tools else {
+        crate::harness::skip(
+            "laptop::e2e_host::e2e_the_python_api_from_the_laptop_with_host",
+            "no cloudpickle (bash tests/python/tools.sh makes target/python-tools)",
+            None,
+        );
+        return;
+    };
+    let Some(laptop) = Laptop::new(lab, "python") else {
+        return;
+    };
+    let name = unique_name("laptoppy");
+    let script = laptop.write(
+        "notebook.py",
+        &format!(
+            r#"import os, sys
+import rayslurm
+assert "RAYSLURM_HOST" not in os.environ
+job = rayslurm.launch({name:?}, "echo from $(hostname)", no_ray=True, time=10, host={LOGIN_HOST:?})
+final = job.wait(timeout=300, poll=1)
+print("LAUNCH", final["state"], job.host, job.logs().count("from node"))
+ex = rayslurm.Executor(host={LOGIN_HOST:?}, no_ray=True, time=10, exclusive=False,
+                       load_env={load_env:?})
+times7 = ex.submit(lambda x: x * 7, 6)
+def fails():
+    raise KeyError("not on the laptop")
+failed = ex.submit(fails)
+print("VALUE", times7.result(timeout=300, poll=1))
+try:
+    failed.result(timeout=300, poll=1)
+except KeyError as e:
+    print("RAISED", e, "|", "in fails" in str(e.__cause__))
+print("STATUS", len(rayslurm.status(host={LOGIN_HOST:?})) > 0)
+"#,
+            load_env = lab.load_env(),
+        ),
+    );
+    let path = format!("{}:{}", repo.join("python").display(), tools.display());
+    let out = laptop
+        .command("/usr/bin/python3")
+        .arg(&script)
+        .env("PYTHONPATH", path)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = ok(&out, "the Python API on the laptop");
+    assert!(
+        stdout.contains(&format!("LAUNCH COMPLETED {LOGIN_HOST} 1\n")),
+        "{stdout}{stderr}"
+    );
+    assert!(stdout.contains("VALUE 42\n"), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("RAISED 'not on the laptop' | True\n"),
+        "{stdout}{stderr}"
+    );
+    assert!(stdout.contains("STATUS True\n"), "{stdout}{stderr}");
 }
