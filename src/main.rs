@@ -81,7 +81,14 @@ fn main() -> ExitCode {
     let var = |name: &std::ffi::OsStr| std::env::var_os(name);
     let cli = cli::parse::parse(argv.clone(), &var);
     let printer = Printer::new(cli.quiet);
-    if let Some(host) = host_of(&cli, &var) {
+    let host = match host_of(&cli, &var) {
+        Ok(host) => host,
+        Err(error) => {
+            eprint!("{}", error::report(&error.into()));
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(host) = host {
         sys::process::echo_commands(cli.verbose);
         match commands::on_host::run(&argv, &var, &host, &printer) {
             Ok(Some(code)) => return code,
@@ -127,23 +134,32 @@ fn main() -> ExitCode {
     }
 }
 
-/// `--host`, else `RAYSLURM_HOST`, for the commands users type: never inside a job (the
-/// bootstrap and the other hidden commands), where the login environment is inherited.
+/// `--host`, else `RAYSLURM_HOST`, else the user's config file's `host`, for the commands
+/// users type: never inside a job (the bootstrap and the other hidden commands), where the
+/// login environment and home are inherited.
 fn host_of(
     cli: &cli::Cli,
     var: &dyn Fn(&std::ffi::OsStr) -> Option<std::ffi::OsString>,
-) -> Option<String> {
+) -> Result<Option<String>, error::UsageError> {
     if matches!(
         cli.command,
-        Command::Bootstrap(_) | Command::Relay(_) | Command::Ports(_) | Command::RootView(_)
+        Command::Bootstrap(_)
+            | Command::Relay(_)
+            | Command::Ports(_)
+            | Command::RootView(_)
+            | Command::CallOutcome { .. }
     ) {
-        return None;
+        return Ok(None);
     }
-    cli.host.clone().or_else(|| {
-        var(std::ffi::OsStr::new(env_vars::HOST))
-            .map(|h| h.to_string_lossy().into_owned())
-            .filter(|h| !h.is_empty())
-    })
+    if let Some(host) = &cli.host {
+        return Ok(Some(host.clone()));
+    }
+    match var(std::ffi::OsStr::new(env_vars::HOST)) {
+        // Set but empty: here, whatever the config file says (a command run there by --host).
+        Some(host) if host.is_empty() => Ok(None),
+        Some(host) => Ok(Some(host.to_string_lossy().into_owned())),
+        None => launch::config::user_host(),
+    }
 }
 
 fn run(

@@ -1,7 +1,8 @@
 //! `--host`: a command typed on a laptop, run on the login node. The command line is read here
 //! as it would be there; a task file is read here (its `$VAR`s from this shell, its paths from
 //! here) into the flags it gives; what names a file of this machine (`--workdir`, `--snapshot`
-//! of the current directory, a local `--file-mount` source, `--env-file`, `--template`) is
+//! of the current directory, `--git-workdir`'s clone, made here, a local `--file-mount`
+//! source, `--env-file`, `--template`) is
 //! copied here, as the login node would copy it (a workdir's snapshot keeps what git or a
 //! `.skyignore` keeps), and sent through the SSH connection with the command, which is given
 //! the copies' paths there; `--env KEY` and `--secret KEY` take their values from this shell
@@ -18,6 +19,7 @@ use anyhow::{Context, Result};
 use crate::cli::given_words::{GivenArg, given_words, words};
 use crate::commands::settings::task_file::laptop_words;
 use crate::error::UsageError;
+use crate::launch::git_workdir::GitSource;
 use crate::launch::snapshot::{Listing, SnapshotPlan};
 use crate::printer::Printer;
 use crate::remote::session::{NEEDS_BINARY, Session, Word, send_binary};
@@ -158,20 +160,10 @@ fn prepare(sub: &str, args: Vec<GivenArg>, dir: &Path) -> Result<Prepared> {
     let mut sent = Vec::new();
     let mut env = String::new();
     let mut rest = Vec::new();
-    let max_size = value_of(&args, "snapshot_max_size");
-    let snapshot = args.iter().any(|a| a.id == "snapshot" && a.count > 0);
-    let workdir = value_of(&args, "workdir");
-    if workdir.is_some() || snapshot {
-        sent.push(snapshot_of(
-            workdir.as_deref(),
-            max_size.as_deref(),
-            &cwd,
-            dir,
-        )?);
-    }
+    sent.extend(code_of(&args, &cwd, dir)?);
     for arg in args {
         match arg.id.as_str() {
-            "host" | "workdir" | "snapshot" => {}
+            "host" | "workdir" | "snapshot" | "git_workdir" | "git_ref" => {}
             "file_mount" => {
                 for (n, value) in arg.values.iter().flatten().enumerate() {
                     sent.push(file_mount(value, &cwd, dir, n)?);
@@ -270,23 +262,42 @@ fn write_private(path: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
-/// `--workdir` (or `--snapshot` of the current directory): its snapshot, made here as the
-/// login node would make it, into `w0`.
-fn snapshot_of(
-    workdir: Option<&OsStr>,
-    max_size: Option<&OsStr>,
-    cwd: &Path,
-    dir: &Path,
-) -> Result<Word> {
-    let local = cwd.join(workdir.unwrap_or(OsStr::new(".")));
-    let max_size = max_size.map(|s| s.to_string_lossy().into_owned());
-    let plan = SnapshotPlan::resolve(true, Some(&local), max_size.as_deref(), cwd)?
-        .context("the snapshot")?;
+/// The run's code: `--git-workdir`'s clone (made here, with this machine's keys and
+/// network), or the snapshot of `--workdir` (or of the current directory, `--snapshot`),
+/// made here as the login node would make it, into `w0`; `None` without either.
+fn code_of(args: &[GivenArg], cwd: &Path, dir: &Path) -> Result<Option<Word>> {
+    let max_size = value_of(args, "snapshot_max_size").map(|s| s.to_string_lossy().into_owned());
+    let snapshot = args.iter().any(|a| a.id == "snapshot" && a.count > 0);
+    let workdir = value_of(args, "workdir");
+    let text = |v: OsString| v.to_string_lossy().into_owned();
+    let git = value_of(args, "git_workdir").is_some();
+    let plan = if let Some(url) = value_of(args, "git_workdir") {
+        SnapshotPlan {
+            git: Some(GitSource {
+                url: text(url),
+                reference: value_of(args, "git_ref").map(text),
+            }),
+            max_size: SnapshotPlan::max_size(max_size.as_deref())?,
+            ..SnapshotPlan::default()
+        }
+    } else if workdir.is_some() || snapshot {
+        let local = cwd.join(workdir.as_deref().unwrap_or(OsStr::new(".")));
+        SnapshotPlan::resolve(true, Some(&local), max_size.as_deref(), cwd)?
+            .context("the snapshot")?
+    } else {
+        return Ok(None);
+    };
     Listing::of(&plan)?.write(&dir.join("w0"))?;
-    Ok(Word::Sent {
-        before: "--workdir=".into(),
+    // The clone is cloned again there, so that the run's copy keeps its `.git` as ever.
+    let before = if git {
+        "--git-workdir=file://"
+    } else {
+        "--workdir="
+    };
+    Ok(Some(Word::Sent {
+        before: before.into(),
         rel: "w0".into(),
-    })
+    }))
 }
 
 /// Where the master connection's socket goes: `ssh/` in the state directory, else (its path

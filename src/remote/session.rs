@@ -94,7 +94,7 @@ impl Session<'_> {
              [ -x \"$B\" ] || exit {NEEDS_BINARY}\n\
              {private}\n\
              umask 077\n\
-             unset RAYSLURM_HOST\n\
+             export RAYSLURM_HOST=\n\
              U=$S/laptop/{id}\n\
              mkdir -p \"$S/laptop\" && mkdir \"$U\" || exit {NO_PLACE}\n\
              trap 'rm -rf \"$U\"' EXIT\n\

@@ -68,6 +68,10 @@ pub(crate) struct FileDefaults {
     /// Where the values came from: the file, and each key's line (for errors).
     #[serde(skip)]
     pub(crate) origin: Option<FileOrigin>,
+    /// The file's top-level `host` (the login node of `--host`): the user's own file alone
+    /// may name it ([`user_host`]); a project file that does is refused.
+    #[serde(skip)]
+    pub(crate) host: Option<String>,
 }
 
 /// A config file's path and the line of each of its `[launch]` keys.
@@ -170,6 +174,8 @@ fn mounts_in_file<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<M
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ConfigFile {
+    /// `--host`: run every command on this login node over SSH (from a laptop).
+    host: Option<String>,
     #[serde(default)]
     launch: FileDefaults,
 }
@@ -277,6 +283,16 @@ fn check_named_config(named: &str) -> Result<(), UsageError> {
     )))
 }
 
+/// The user's own config file's `host` (`--host`'s default, after `RAYSLURM_HOST`).
+pub(crate) fn user_host() -> Result<Option<String>, UsageError> {
+    let env: HashMap<String, String> = std::env::vars().collect();
+    let named = env.get(env_vars::CONFIG).is_some_and(|p| !p.is_empty());
+    let Some(path) = user_config_path(&env) else {
+        return Ok(None);
+    };
+    Ok(read_config(&path, named)?.host.filter(|h| !h.is_empty()))
+}
+
 /// The user file: `$RAYSLURM_CONFIG`, else `$XDG_CONFIG_HOME/rayslurm/config.toml`, else
 /// `$HOME/.config/rayslurm/config.toml`. An `XDG_CONFIG_HOME` that is empty or relative is
 /// ignored, as the XDG rules say (an empty one would read `./rayslurm/config.toml`).
@@ -328,6 +344,7 @@ pub(crate) fn parse_config(path: &Path, text: &str) -> Result<FileDefaults, Usag
     toml::from_str::<ConfigFile>(text)
         .map(|c| FileDefaults {
             origin: Some(FileOrigin::scan(path, text)),
+            host: c.host,
             ..c.launch
         })
         .map_err(|e| {

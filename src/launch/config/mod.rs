@@ -26,7 +26,7 @@ pub(crate) mod project_file;
 pub(crate) mod recorded;
 pub(crate) mod trust;
 
-pub(crate) use files::{FileDefaults, Sources, parse_config};
+pub(crate) use files::{FileDefaults, Sources, parse_config, user_host};
 pub(crate) use idle_timeout::idle_duration;
 
 /// What the job asks of Slurm and runs. These are the job keys of the template context

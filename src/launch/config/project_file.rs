@@ -118,6 +118,7 @@ pub(crate) fn guarded_keys(defaults: &FileDefaults) -> Vec<&'static str> {
         spot_partition: _,
         spot_qos: _,
         origin: _,
+        host: _,
     } = defaults;
     [
         ("load_env", load_env.is_some()),
@@ -173,6 +174,14 @@ pub(crate) fn load(
     };
     let text = String::from_utf8_lossy(&content);
     let defaults = parse_config(&path, &text)?;
+    if let Some(host) = &defaults.host {
+        // Whoever wrote it would choose where your commands, code and secrets go.
+        return Err(UsageError::new(format!(
+            "`{}` names a login node (`host = {host:?}`): a project file cannot choose where your commands and code go",
+            path.display()
+        ))
+        .hint("remove `host` from it; put it in your own ~/.config/rayslurm/config.toml, or pass --host"));
+    }
     let record = trust(&canonical).map_err(|e| {
         UsageError::new(format!(
             "cannot tell whether you trusted `{}`: {e:#}",

@@ -455,3 +455,45 @@ print("STATUS", len(rayslurm.status(host={LOGIN_HOST:?})) > 0)
     );
     assert!(stdout.contains("STATUS True\n"), "{stdout}{stderr}");
 }
+
+/// `--git-workdir` of a repository only the laptop can read: cloned on the laptop, and the
+/// run's copy is a git work tree at that commit.
+#[test]
+fn e2e_a_git_workdir_only_the_laptop_can_read_is_cloned_on_the_laptop() {
+    let Some((lab, _turn)) = lab() else {
+        return;
+    };
+    let Some(laptop) = Laptop::new(lab, "git") else {
+        return;
+    };
+    laptop.write("repo/hello.py", "print('from the laptop repo')\n");
+    let made = laptop.sh("cd repo && git init -q && git add . && \
+         git -c user.name=t -c user.email=t@t commit -qm first && git rev-parse --short HEAD");
+    let (commit, _) = ok(&made, "git init on the laptop");
+    let url = format!("file://{}", laptop.work().join("repo").display());
+    let name = unique_name("laptopgit");
+    let out = on_host(
+        &laptop,
+        ".",
+        &[
+            "launch",
+            "--exp-name",
+            &name,
+            "--no-ray",
+            "--time",
+            "10",
+            "--git-workdir",
+            &url,
+            "--follow",
+            "--command",
+            "python3 hello.py; git rev-parse --short HEAD",
+        ],
+    );
+    let (stdout, stderr) = ok(&out, "a git workdir from the laptop");
+    let all = format!("{stdout}{stderr}");
+    assert!(all.contains("from the laptop repo\n"), "{all}");
+    assert!(
+        all.contains(&format!("\n{}", commit.trim())),
+        "{commit} {all}"
+    );
+}

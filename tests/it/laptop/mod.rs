@@ -5,5 +5,6 @@
 //! (`e2e_host.rs`): a Ray run from the laptop's workdir, a task file, a cluster and its
 //! dashboard, Ctrl-C, a refused key.
 
+mod cli;
 mod e2e_host;
 mod e2e_laptop_lab;
