@@ -143,11 +143,7 @@ fn host_of(
 ) -> Result<Option<String>, error::UsageError> {
     if matches!(
         cli.command,
-        Command::Bootstrap(_)
-            | Command::Relay(_)
-            | Command::Ports(_)
-            | Command::RootView(_)
-            | Command::CallOutcome { .. }
+        Command::Bootstrap(_) | Command::Relay(_) | Command::Ports(_) | Command::RootView(_)
     ) {
         return Ok(None);
     }

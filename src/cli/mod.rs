@@ -78,7 +78,7 @@ pub(crate) struct Cli {
     /// agent, ProxyJump and prompts as ssh has them) and kept for 10 minutes; rayslurm copies
     /// itself to your private state directory there on first use, and your workdir, task
     /// file and file mounts go through the same connection. See docs/laptop.md.
-    /// (`RAYSLURM_HOST` is the same; `main.rs` reads it, for the commands users type only.)
+    /// `RAYSLURM_HOST`, or `host` in ~/.config/rayslurm/config.toml, gives it too.
     #[arg(long, global = true, value_name = "[USER@]HOST", help_heading = view::GLOBAL_HEADING)]
     pub(crate) host: Option<String>,
 

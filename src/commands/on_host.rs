@@ -11,6 +11,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -49,7 +50,7 @@ pub(crate) fn run(
     }
     let private = state_dir::private_root()?;
     let control = socket_dir(&private)?;
-    let ssh = Ssh::new(host, control.path())?;
+    let ssh = Ssh::new(host, &control)?;
     if sub == "disconnect" {
         if ssh.close() {
             printer.info(&format!("closed the SSH connection to {host}"));
@@ -301,26 +302,38 @@ fn code_of(args: &[GivenArg], cwd: &Path, dir: &Path) -> Result<Option<Word>> {
 }
 
 /// Where the master connection's socket goes: `ssh/` in the state directory, else (its path
-/// too long for a socket) `rayslurm-ssh/` in `$XDG_RUNTIME_DIR`; both private.
-fn socket_dir(private: &PrivateDir) -> Result<PrivateDir, UsageError> {
+/// too long for a socket) `rayslurm-ssh/` in `$XDG_RUNTIME_DIR`, else `/tmp/rayslurm-ssh-UID`
+/// (made 0700, and used only while it is a directory of the user's that no one else can
+/// enter: `/tmp` is sticky, so no one else can move it).
+fn socket_dir(private: &PrivateDir) -> Result<PathBuf, UsageError> {
     let dir = private.dir("ssh").map_err(state_dir::tree_error)?;
     if dir.path().as_os_str().len() <= SOCKET_DIR_MAX {
-        return Ok(dir);
+        return Ok(dir.path().to_owned());
     }
     let runtime = std::env::var_os("XDG_RUNTIME_DIR")
         .map(PathBuf::from)
         .filter(|d| d.is_absolute() && d.as_os_str().len() + 13 <= SOCKET_DIR_MAX);
-    let Some(runtime) = runtime else {
-        return Err(UsageError::new(format!(
-            "the SSH connection's socket cannot go in `{}`: a socket's path is at most 107 bytes",
-            dir.path().display()
-        ))
-        .hint(format!(
-            "set {} to a shorter private directory, or XDG_RUNTIME_DIR to one",
-            crate::env_vars::STATE_DIR
-        )));
-    };
-    PrivateDir::open_root(&runtime)
-        .and_then(|r| r.dir("rayslurm-ssh"))
-        .map_err(state_dir::tree_error)
+    if let Some(runtime) = runtime {
+        return PrivateDir::open_root(&runtime)
+            .and_then(|r| r.dir("rayslurm-ssh"))
+            .map(|d| d.path().to_owned())
+            .map_err(state_dir::tree_error);
+    }
+    let uid = nix::unistd::getuid();
+    let tmp = PathBuf::from(format!("/tmp/rayslurm-ssh-{uid}"));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&tmp);
+    let ours = std::fs::symlink_metadata(&tmp)
+        .is_ok_and(|m| m.file_type().is_dir() && m.uid() == uid.as_raw() && m.mode() & 0o077 == 0);
+    if ours {
+        return Ok(tmp);
+    }
+    Err(UsageError::new(format!(
+        "the SSH connection's socket cannot go in `{}` (a socket's path is at most 107 bytes), and `{}` is not a private directory of yours",
+        dir.path().display(),
+        tmp.display()
+    ))
+    .hint(format!(
+        "set XDG_RUNTIME_DIR to a short private directory, or {} to a shorter one",
+        crate::env_vars::STATE_DIR
+    )))
 }

@@ -35,7 +35,8 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
     assert_clean(&cluster);
 }
 
-/// Three trials of 2 CPUs on 4 CPUs: two run at once, the third waits.
+/// Three trials of 2 CPUs on 4 CPUs: two run at once, the third waits. (Each sleeps 10 s: with
+/// 5 a whole run's load once let the first end before Ray had started the second.)
 fn runs_a_grid_search(dir: &Path, name: &str) {
     for i in 1..=3 {
         let (trial, env) = (format!("trial-{i}"), format!("TRIAL={i}"));
@@ -52,7 +53,7 @@ fn runs_a_grid_search(dir: &Path, name: &str) {
                 "--",
                 "bash",
                 "-c",
-                "echo \"trial=$TRIAL rank=$RAYSLURM_NODE_RANK host=$(hostname)\"; sleep 5",
+                "echo \"trial=$TRIAL rank=$RAYSLURM_NODE_RANK host=$(hostname)\"; sleep 10",
             ],
         );
         assert_eq!(id, i);

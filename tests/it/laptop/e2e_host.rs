@@ -155,8 +155,9 @@ fn e2e_a_task_file_on_the_laptop_with_its_workdir_and_a_file_mount() {
     assert!(all.contains(" COMPLETED, exit code 0"), "{all}");
 }
 
-/// `up`, `exec` (code from the laptop), `queue`, `logs`, `dashboard` reached by an HTTP
-/// request on the laptop, and `down`, all from the laptop.
+/// `up`, `exec` (code from the laptop), `queue`, `logs`, `dashboard` and `forward` (a web
+/// server of the cluster's) reached by HTTP requests on the laptop, and `down`, all from the
+/// laptop.
 #[test]
 fn e2e_a_cluster_from_the_laptop_up_exec_queue_logs_dashboard_down() {
     let Some((lab, _turn)) = lab() else {
@@ -212,7 +213,18 @@ fn e2e_a_cluster_from_the_laptop_up_exec_queue_logs_dashboard_down() {
     let (log, _) = ok(&on_host(&laptop, "proj", &["logs", &name, "1"]), "logs");
     assert!(log.contains("cpus 2"), "{log}");
 
-    dashboard_answers(&laptop, &name);
+    let answer = forwarded_answer(&laptop, &["dashboard", &name]);
+    let code: u16 = answer
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .parse()
+        .unwrap_or(0);
+    assert!(
+        (100..500).contains(&code),
+        "the dashboard answered {answer}"
+    );
+    a_web_server_is_forwarded(&laptop, &name);
     drop(cleanup);
     assert_eq!(
         laptop.auth_count() - before,
@@ -221,39 +233,74 @@ fn e2e_a_cluster_from_the_laptop_up_exec_queue_logs_dashboard_down() {
     );
 }
 
-/// `dashboard NAME` on the laptop: the URL it prints answers an HTTP request made on the
-/// laptop; Ctrl-C ends it.
-fn dashboard_answers(laptop: &Laptop, name: &str) {
-    let mut dashboard = laptop
+/// `rayslurm --host lab-login ARGS` (`dashboard`, `forward`) on the laptop: the URL it prints
+/// answers an HTTP request made on the laptop (what it answered, its status code or body's
+/// start); Ctrl-C ends it.
+fn forwarded_answer(laptop: &Laptop, args: &[&str]) -> String {
+    let mut forward = laptop
         .command_in(&laptop.work(), "rayslurm")
-        .args(["--host", LOGIN_HOST, "dashboard", name])
+        .args(["--host", LOGIN_HOST])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(dashboard.stdout.take().unwrap()).lines();
+    let mut lines = BufReader::new(forward.stdout.take().unwrap()).lines();
     let url = lines.next().unwrap().unwrap();
     assert!(url.starts_with("http://localhost:"), "{url}");
     let fetch = laptop.sh(&format!(
         "python3 -c 'import sys, urllib.request, urllib.error\n\
-         try:\n    print(urllib.request.urlopen(sys.argv[1], timeout=30).status)\n\
-         except urllib.error.HTTPError as e:\n    print(e.code)' {url}"
+         try:\n    a = urllib.request.urlopen(sys.argv[1], timeout=30)\n    print(a.status, a.read(200).decode(errors=\"replace\"))\n\
+         except urllib.error.HTTPError as e:\n    print(e.code)\n\
+         except OSError as e:\n    print(\"no answer:\", e)' {url}"
     ));
-    let (code, said) = text(&fetch);
-    let code: u16 = code
-        .trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("{code}{said}"));
-    assert!(code < 500, "the dashboard answered {code} through {url}");
+    let (answer, said) = text(&fetch);
+    assert!(fetch.status.success(), "{answer}{said}");
     nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(dashboard.id() as i32),
+        nix::unistd::Pid::from_raw(forward.id() as i32),
         nix::sys::signal::Signal::SIGINT,
     )
     .unwrap();
-    let ended = dashboard.wait().unwrap();
+    let ended = forward.wait().unwrap();
+    assert!(ended.code().is_some(), "it ended by itself: {ended:?}");
+    answer
+}
+
+/// `forward NAME PORT` from the laptop: a web server run as a job of the cluster (in a copy of
+/// the laptop's `proj/`) answers an HTTP request made on the laptop.
+fn a_web_server_is_forwarded(laptop: &Laptop, name: &str) {
+    // A port the head serves itself (`forward`): a web server run as a job of the cluster.
+    let port = (18000 + std::process::id() % 1000).to_string();
+    ok(
+        &on_host(
+            laptop,
+            "proj",
+            &[
+                "exec",
+                name,
+                "-d",
+                "--workdir",
+                ".",
+                "--",
+                "python3",
+                "-m",
+                "http.server",
+                &port,
+            ],
+        ),
+        "exec a web server",
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let answer = loop {
+        let answer = forwarded_answer(laptop, &["forward", name, &port]);
+        if answer.starts_with("200 ") || Instant::now() > deadline {
+            break answer;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    };
     assert!(
-        ended.code().is_some(),
-        "the dashboard ended by itself: {ended:?}"
+        answer.starts_with("200 ") && answer.contains("job.py"),
+        "{answer}"
     );
 }
 
