@@ -113,22 +113,12 @@ impl Laptop {
     /// as needed); returns its path inside.
     pub fn write(&self, rel_path: &str, text: &str) -> PathBuf {
         let path = self.work().join(rel_path);
-        let mut child = self
-            .command("sh")
+        let mut write = self.command("sh");
+        write
             .args(["-c", "mkdir -p \"$(dirname \"$1\")\" && cat >\"$1\"", "_"])
             .arg(&path)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+            .stderr(Stdio::piped());
+        let out = fed(write, text.as_bytes());
         assert!(out.status.success(), "write {rel_path}: {}", text_of(&out));
         path
     }
@@ -369,21 +359,22 @@ fn authorize(add: Option<&str>, remove: Option<&str>) {
     std::fs::rename(&tmp, &file).unwrap();
 }
 
-/// A public key's `SHA256:...` fingerprint, as sshd logs it.
-fn fingerprint(public: &str) -> String {
-    let mut child = Command::new("ssh-keygen")
-        .args(["-l", "-f", "/dev/stdin"])
+/// `cmd` run to its end with `input` on its stdin (its stdout captured).
+fn fed(mut cmd: Command, input: &[u8]) -> Output {
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(public.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// A public key's `SHA256:...` fingerprint, as sshd logs it.
+fn fingerprint(public: &str) -> String {
+    let mut keygen = Command::new("ssh-keygen");
+    keygen.args(["-l", "-f", "/dev/stdin"]);
+    let out = fed(keygen, public.as_bytes());
     let listed = String::from_utf8_lossy(&out.stdout).into_owned();
     let fp = listed.split_whitespace().nth(1).unwrap_or_default();
     assert!(fp.starts_with("SHA256:"), "ssh-keygen -l: {listed}");
