@@ -88,8 +88,16 @@ impl Session<'_> {
         } else {
             ""
         };
+        // Every command but the Python API's outcome asks Slurm: a login node whose
+        // non-interactive shells have no Slurm on PATH is named, with what to do.
+        let slurm = if matches!(self.words.first(), Some(Word::Plain(w)) if w == "call-outcome") {
+            ""
+        } else {
+            NEEDS_SLURM
+        };
         format!(
             "{STATE_DIR}\n\
+             {slurm}\
              B=$S/laptop-bin/rayslurm-{sha}\n\
              [ -x \"$B\" ] || exit {NEEDS_BINARY}\n\
              {private}\n\
@@ -187,6 +195,9 @@ impl Session<'_> {
             .status();
     }
 }
+
+/// The check that Slurm's commands are on the PATH of a command run over SSH there.
+const NEEDS_SLURM: &str = "command -v sbatch >/dev/null 2>&1 || { echo \"error: $(hostname) has no Slurm where rayslurm runs over SSH: sbatch is not on the PATH of a non-interactive shell there ($PATH)\" >&2; echo '  hint: make Slurm reachable without a login shell there (the module load or PATH line early in ~/.bashrc), or give --host a login node of the cluster' >&2; exit 2; }\n";
 
 /// The state directory there and rayslurm's copy in it must be the user's and writable by no
 /// one else before the copy is run.
@@ -288,6 +299,91 @@ fn read_all(mut r: impl std::io::Read) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A PATH of links to the tools the script needs, with `sbatch` or without.
+    fn tools(dir: &Path, with_slurm: bool) -> std::path::PathBuf {
+        let bin = dir.join(if with_slurm { "bin-slurm" } else { "bin" });
+        std::fs::create_dir(&bin).unwrap();
+        for tool in ["sh", "mkdir", "rm", "find", "cat", "tar", "hostname", "ls"] {
+            let found = which::which(tool).unwrap();
+            std::os::unix::fs::symlink(found, bin.join(tool)).unwrap();
+        }
+        if with_slurm {
+            std::os::unix::fs::symlink("/bin/true", bin.join("sbatch")).unwrap();
+        }
+        bin
+    }
+
+    /// The script run here by `sh`, as the login node would: its exit code and what it said.
+    fn run_here(script: &str, home: &Path, path: &Path) -> (Option<i32>, String, String) {
+        let out = Command::new(path.join("sh"))
+            .arg("-c")
+            .arg(script)
+            .env_clear()
+            .env("HOME", home)
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    #[test]
+    fn the_script_asks_for_the_copy_then_runs_it_with_the_words_and_leaves_nothing() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir(&home).unwrap();
+        let ssh = Ssh::new("login", dir.path()).unwrap();
+        let mut session = Session {
+            ssh: &ssh,
+            id: "s1".into(),
+            binary: "ab12".into(),
+            words: vec![Word::Plain("status".into()), Word::Plain("it's".into())],
+            sent: None,
+            env_file: false,
+        };
+        // No Slurm there: named, exit 2, nothing made.
+        let (code, _, said) = run_here(&session.script(), &home, &tools(dir.path(), false));
+        assert_eq!(code, Some(2), "{said}");
+        assert!(
+            said.contains("has no Slurm where rayslurm runs over SSH"),
+            "{said}"
+        );
+        assert!(!home.join(".local").exists());
+        // Slurm, no copy yet: the code that asks for one.
+        let slurm = tools(dir.path(), true);
+        let (code, _, said) = run_here(&session.script(), &home, &slurm);
+        assert_eq!(code, Some(NEEDS_BINARY), "{said}");
+        // The copy: run with the words as given, in a private directory removed after.
+        let copies = home.join(".local/state/rayslurm/laptop-bin");
+        std::fs::create_dir_all(&copies).unwrap();
+        for d in [home.join(".local/state/rayslurm"), copies.clone()] {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        let copy = copies.join("rayslurm-ab12");
+        std::fs::write(
+            &copy,
+            "#!/bin/sh\necho \"args:$*\"; ls \"$HOME/.local/state/rayslurm/laptop\"\nexit 3\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let (code, out, said) = run_here(&session.script(), &home, &slurm);
+        assert_eq!(code, Some(3), "{said}");
+        assert!(out.starts_with("args:status it's\n"), "{out}");
+        assert!(out.contains("s1"), "its own directory while it runs: {out}");
+        let left = std::fs::read_dir(home.join(".local/state/rayslurm/laptop"))
+            .unwrap()
+            .count();
+        assert_eq!(left, 0, "the private directory is removed");
+        // The Python API's outcome asks no Slurm.
+        session.words = vec![Word::Plain("call-outcome".into())];
+        let (code, _, said) = run_here(&session.script(), &home, &tools(&home, false));
+        assert_eq!(code, Some(3), "{said}");
+    }
 
     #[test]
     fn the_script_runs_the_words_quoted_and_paths_into_what_was_sent() {
