@@ -284,7 +284,8 @@ sys=/srv/rayslurm-lab/laptop-sys
 mkdir -p "$L/home" "$L/work" "$L/bin" "$sys"
 printf '#!/bin/sh\necho "${0##*/}: no Slurm on the laptop" >&2\nexit 127\n' >"$sys/no-slurm"
 chmod 0755 "$sys/no-slurm"
-for f in "$@"; do mount --bind "$sys/no-slurm" "$f"; done
+# (a client in a directory hidden above, a vendored Slurm's `bin/`, is gone already)
+for f in "$@"; do if [ -e "$f" ]; then mount --bind "$sys/no-slurm" "$f"; fi; done
 awk -F: -v OFS=: -v home="$L/home" '$1 == "rsalice" { $6 = home } { print }' /etc/passwd >"$sys/passwd"
 chmod 0644 "$sys/passwd"
 mount --bind "$sys/passwd" /etc/passwd
