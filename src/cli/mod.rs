@@ -33,7 +33,7 @@ pub(crate) use runs::{CancelArgs, LogsArgs, StatusArgs};
 pub(crate) use utility::{CompletionsArgs, GpusArgs, ManArgs, PortsArgs, RelayArgs, TrustArgs};
 
 /// `rayslurm --version`: the version, the commit and the target it was built for.
-const VERSION: &str = concat!(
+pub(crate) const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (",
     env!("RAYSLURM_BUILD_COMMIT"),

@@ -90,6 +90,7 @@ pub(crate) fn run(
         words: prepared.words,
         sent: prepared.sends.then_some(sending.path()),
         env_file: prepared.env_file,
+        version: format!("rayslurm {}", crate::cli::VERSION),
     };
     if sub == "dashboard" || sub == "forward" {
         return super::on_host_ports::run(&session, &sha, &binary).map(Some);

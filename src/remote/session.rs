@@ -54,6 +54,9 @@ pub(crate) struct Session<'a> {
     pub(crate) sent: Option<&'a Path>,
     /// Whether `env.sh` among what is sent is read before the command.
     pub(crate) env_file: bool,
+    /// What `rayslurm --version` prints: a rayslurm on the PATH there that prints the same
+    /// is used when no copy has been sent.
+    pub(crate) version: String,
 }
 
 impl Session<'_> {
@@ -99,8 +102,11 @@ impl Session<'_> {
             "{STATE_DIR}\n\
              {slurm}\
              B=$S/laptop-bin/rayslurm-{sha}\n\
-             [ -x \"$B\" ] || exit {NEEDS_BINARY}\n\
+             if [ -x \"$B\" ]; then\n\
              {private}\n\
+             else\n\
+             {on_path}\n\
+             fi\n\
              umask 077\n\
              export RAYSLURM_HOST=\n\
              U=$S/laptop/{id}\n\
@@ -112,6 +118,7 @@ impl Session<'_> {
              exit $st\n",
             sha = self.binary,
             private = PRIVATE_CHECK,
+            on_path = on_path(&self.version),
             id = self.id,
         )
     }
@@ -194,6 +201,18 @@ impl Session<'_> {
             .stderr(Stdio::null())
             .status();
     }
+}
+
+/// Without a copy sent: the `rayslurm` on the PATH there if it is this very version and no
+/// one but root or the user can change it or its directory; else the code that asks for the
+/// copy.
+fn on_path(version: &str) -> String {
+    format!(
+        "P=$(command -v rayslurm 2>/dev/null) && [ \"$(\"$P\" --version 2>/dev/null)\" = {v} ] || exit {NEEDS_BINARY}\n\
+         for p in \"$P\" \"${{P%/*}}\"; do [ -n \"$(find \"$p\" -maxdepth 0 \\( -uid 0 -o -uid \"$(id -u)\" \\) ! -perm /022)\" ] || exit {NEEDS_BINARY}; done\n\
+         B=$P",
+        v = shell_quote(version)
+    )
 }
 
 /// The check that Slurm's commands are on the PATH of a command run over SSH there.
@@ -304,7 +323,9 @@ mod tests {
     fn tools(dir: &Path, with_slurm: bool) -> std::path::PathBuf {
         let bin = dir.join(if with_slurm { "bin-slurm" } else { "bin" });
         std::fs::create_dir(&bin).unwrap();
-        for tool in ["sh", "mkdir", "rm", "find", "cat", "tar", "hostname", "ls"] {
+        for tool in [
+            "sh", "mkdir", "rm", "find", "cat", "tar", "hostname", "ls", "id",
+        ] {
             let found = which::which(tool).unwrap();
             std::os::unix::fs::symlink(found, bin.join(tool)).unwrap();
         }
@@ -345,6 +366,7 @@ mod tests {
             words: vec![Word::Plain("status".into()), Word::Plain("it's".into())],
             sent: None,
             env_file: false,
+            version: "rayslurm 1.0 (test)".into(),
         };
         // No Slurm there: named, exit 2, nothing made.
         let (code, _, said) = run_here(&session.script(), &home, &tools(dir.path(), false));
@@ -358,6 +380,39 @@ mod tests {
         let slurm = tools(dir.path(), true);
         let (code, _, said) = run_here(&session.script(), &home, &slurm);
         assert_eq!(code, Some(NEEDS_BINARY), "{said}");
+        // A rayslurm on the PATH there: used if it is this version, else the copy is asked for.
+        let fake = |said: &str| {
+            let path = slurm.join("rayslurm");
+            let _ = std::fs::remove_file(&path);
+            std::fs::write(
+                &path,
+                format!("#!/bin/sh\n[ \"$1\" = --version ] && {{ echo '{said}'; exit 0; }}\necho \"on path:$*\"\n"),
+            )
+            .unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        std::fs::set_permissions(&slurm, std::fs::Permissions::from_mode(0o755)).unwrap();
+        fake("rayslurm 0.9 (older)");
+        let (code, out, said) = run_here(&session.script(), &home, &slurm);
+        assert_eq!(code, Some(NEEDS_BINARY), "{out}{said}");
+        fake("rayslurm 1.0 (test)");
+        let (code, out, said) = run_here(&session.script(), &home, &slurm);
+        assert_eq!(
+            (code, out.as_str()),
+            (Some(0), "on path:status it's\n"),
+            "{said}"
+        );
+        std::fs::set_permissions(
+            slurm.join("rayslurm"),
+            std::fs::Permissions::from_mode(0o777),
+        )
+        .unwrap();
+        let (code, _, said) = run_here(&session.script(), &home, &slurm);
+        assert_eq!(
+            code,
+            Some(NEEDS_BINARY),
+            "one anyone can change is not run: {said}"
+        );
         // The copy: run with the words as given, in a private directory removed after.
         let copies = home.join(".local/state/rayslurm/laptop-bin");
         std::fs::create_dir_all(&copies).unwrap();
@@ -403,6 +458,7 @@ mod tests {
             ],
             sent: Some(dir.path()),
             env_file: true,
+            version: "rayslurm 1.0 (test)".into(),
         };
         let script = session.script();
         assert!(
