@@ -297,7 +297,9 @@ impl<'a> Follower<'a> {
                 status::of_run(self.record, InQueue::Own(&entry), final_state().as_ref())
             }
             End::Gone => status::of_run(self.record, InQueue::Gone(None), final_state().as_ref()),
-            End::Recorded(end) => status::of_recorded(&end, final_state().as_ref()),
+            End::Recorded(end) => {
+                status::of_recorded(&end, &self.record.log, final_state().as_ref())
+            }
         }
     }
 }

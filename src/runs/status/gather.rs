@@ -114,7 +114,7 @@ pub(crate) fn gather(
         .map(|(run, final_state)| {
             let record = &run.record;
             if let Some(end) = &record.ended {
-                return of_recorded(end, final_state.as_ref());
+                return of_recorded(end, &record.log, final_state.as_ref());
             }
             match &queue {
                 Some(_) => {

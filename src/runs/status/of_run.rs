@@ -1,6 +1,8 @@
 //! What became of a run: the one place the sources (the queue, the final state, `scontrol`,
 //! `sacct`, the record) are weighed against each other, for `status`, `cancel` and `--follow`.
 
+use std::path::Path;
+
 use super::JobStatus;
 use crate::handoff::final_state::FinalState;
 use crate::runs::store::{RecordedEnd, RunRecord};
@@ -96,7 +98,7 @@ fn of_run_once(
                     .flatten()
                     .and_then(|j| j.exit);
                 JobStatus {
-                    message: Some(NO_FINAL_STATE.to_owned()),
+                    message: Some(without_final_state(&record.log)),
                     ..JobStatus::from_queue(entry, None, exit)
                 }
             }
@@ -106,7 +108,7 @@ fn of_run_once(
         InQueue::Gone(accounting) => match final_state {
             Some(f) => JobStatus::from_final_state(f),
             None => JobStatus {
-                message: Some(NO_FINAL_STATE.to_owned()),
+                message: Some(without_final_state(&record.log)),
                 ..accounting
                     .map_or_else(|| query::sacct(&[record.job_id.as_str()]), <[_]>::to_vec)
                     .iter()
@@ -121,18 +123,40 @@ fn of_run_once(
 /// is Slurm's, and how the run ended is not known.
 pub(crate) const NO_FINAL_STATE: &str = "ended without a final state";
 
+/// What is said of a run that ran and ended without a final state: [`NO_FINAL_STATE`], and,
+/// when its log is empty or gone too (the launcher makes it empty; the bootstrap's first words
+/// go in it), that the nodes could not write into the run's directory: what a login node whose
+/// filesystem the compute nodes do not share gives (Slurm cannot open the job's output there,
+/// and the job fails before anything runs).
+fn without_final_state(log: &Path) -> String {
+    if std::fs::metadata(log).is_ok_and(|m| m.len() > 0) {
+        return NO_FINAL_STATE.to_owned();
+    }
+    let dir = log.parent().unwrap_or(log);
+    format!(
+        "{NO_FINAL_STATE}, and its log is empty: its nodes could not write `{}`; \
+         rayslurm's state directory must be on a filesystem the compute nodes share with \
+         this login node (set RAYSLURM_STATE_DIR to one)",
+        dir.display()
+    )
+}
+
 /// What is said of a job that ended without ever running (cancelled while pending, say).
 const NEVER_STARTED: &str = "ended before it started";
 
 /// A run whose end its record keeps: as recorded, with what the record does not keep, so that
 /// `status` says the same after the first time: the bootstrap's message from its final state,
 /// else that the job never started or that it ended without a final state.
-pub(crate) fn of_recorded(end: &RecordedEnd, final_state: Option<&FinalState>) -> JobStatus {
+pub(crate) fn of_recorded(
+    end: &RecordedEnd,
+    log: &Path,
+    final_state: Option<&FinalState>,
+) -> JobStatus {
     let status = JobStatus::from_record(end);
     let message = match final_state {
         Some(f) => f.last().message.clone(),
         None if status.never_ran() => Some(NEVER_STARTED.to_owned()),
-        None => Some(NO_FINAL_STATE.to_owned()),
+        None => Some(without_final_state(log)),
     };
     JobStatus {
         message,
@@ -223,8 +247,29 @@ mod tests {
             source: Source::Squeue,
         };
         let ran = end(Some("node1"), 7);
-        let message = |end: &RecordedEnd, f: Option<&FinalState>| of_recorded(end, f).message;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("run.log");
+        std::fs::write(&log, "[rayslurm] starting\n").unwrap();
+        let message = |end: &RecordedEnd, f: Option<&FinalState>| of_recorded(end, &log, f).message;
         assert_eq!(message(&ran, None).as_deref(), Some(NO_FINAL_STATE));
+        // No log either (gone, or as empty as the launcher made it): the nodes could not
+        // write the run's directory (not shared).
+        std::fs::create_dir(dir.path().join("jobs")).unwrap();
+        std::fs::write(dir.path().join("jobs/empty.log"), "").unwrap();
+        let empty = of_recorded(&ran, &dir.path().join("jobs/empty.log"), None)
+            .message
+            .unwrap();
+        assert!(empty.contains("could not write"), "{empty}");
+        let missing = dir.path().join("jobs/none.log");
+        let said = of_recorded(&ran, &missing, None).message.unwrap();
+        assert!(
+            said.starts_with(NO_FINAL_STATE)
+                && said.contains(&format!(
+                    "could not write `{}`",
+                    dir.path().join("jobs").display()
+                )),
+            "{said}"
+        );
         assert_eq!(message(&end(None, 0), None).as_deref(), Some(NEVER_STARTED));
         let f = final_state(143, Ending::Stopped);
         assert_eq!(message(&ran, Some(&f)), None);
@@ -240,7 +285,7 @@ mod tests {
         );
         assert_eq!(message(&ran, Some(&f)), why);
         assert_eq!(
-            of_recorded(&ran, Some(&f)).state,
+            of_recorded(&ran, &log, Some(&f)).state,
             "CANCELLED",
             "as recorded"
         );

@@ -359,3 +359,49 @@ fn dashboard_forwards_a_launch_runs_ray_dashboard() {
     );
     assert!(forwarded.success(), "{forwarded:?}");
 }
+
+/// A state directory the compute nodes cannot see (the login node's own `/tmp`, node-local on
+/// the lab as a filesystem the nodes do not share would be): the job fails before anything
+/// runs, and `--follow` and `status` name the directory the nodes could not write, and what to
+/// do.
+#[test]
+fn e2e_a_state_directory_the_nodes_cannot_see_is_named_when_the_run_fails() {
+    let Some((lab, _turn)) = lab() else {
+        return;
+    };
+    let work = lab.workdir("e2e-nofs");
+    let local = tempfile::Builder::new()
+        .prefix("rayslurm-nofs-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let state = local.path().join("state");
+    let launch = [
+        "launch",
+        "--exp-name",
+        "nofs",
+        "--no-ray",
+        "--follow",
+        "--command",
+        "echo never",
+    ];
+    let out = rayslurm(launch)
+        .env("RAYSLURM_STATE_DIR", state.as_os_str())
+        .cwd(&work)
+        .output();
+    let (stdout, stderr) = text(&out);
+    assert_ne!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let named = format!(
+        "its nodes could not write `{}`",
+        state.join("jobs").display()
+    );
+    assert!(stderr.contains(&named), "{stderr}");
+    let out = rayslurm(["status"])
+        .env("RAYSLURM_STATE_DIR", state.as_os_str())
+        .cwd(&work)
+        .output();
+    let (stdout, stderr) = text(&out);
+    assert!(
+        stdout.contains(&named) || stderr.contains(&named),
+        "{stdout}{stderr}"
+    );
+}

@@ -84,14 +84,15 @@ fn check_ended_table(table: &str, from: &str) {
 #[test]
 fn status_of_a_reused_job_id_without_a_final_state_says_it_ended_without_one() {
     let fake = Fake::new();
-    fake.seed("resnet", "101", 1, None);
+    // It ran long ago: its log is there.
+    fake.seed("resnet", "101", 1, Some("ran\n"));
     fake.shim("squeue", &line_at("101", "RUNNING", &fake.reused("101", 3)));
     let [rows, table] = status_twice(&fake, &["status", "--json"], &["status"]);
     check_ended_row(&rows, "asking Slurm");
     check_ended_table(&table, "from the record");
     // And the table when it is the one that asks Slurm.
     std::fs::remove_dir_all(fake.state.join("runs")).unwrap();
-    fake.seed("resnet", "101", 1, None);
+    fake.seed("resnet", "101", 1, Some("ran\n"));
     let [table, rows] = status_twice(&fake, &["status"], &["status", "--json"]);
     check_ended_table(&table, "asking Slurm");
     check_ended_row(&rows, "from the record");

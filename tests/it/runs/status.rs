@@ -184,8 +184,9 @@ fn status_of_an_ended_job_without_a_final_state_says_so() {
     let fake = Fake::new();
     // Slurm shows it FAILED; slurmctld has forgotten it and there is no accounting; it wrote a
     // final state.
-    fake.seed("resnet", "101", 1, None);
-    fake.seed("bert", "102", 2, None);
+    // They ran: each has a log.
+    fake.seed("resnet", "101", 1, Some("ran\n"));
+    fake.seed("bert", "102", 2, Some("ran\n"));
     fake.seed("gpt", "103", 3, None);
     fake.final_state("gpt", "103", 0, "completed");
     let squeue = [fake.line("101", "FAILED"), fake.line("103", "COMPLETED")];
@@ -225,4 +226,28 @@ fn status_of_an_ended_job_without_a_final_state_says_so() {
         1,
         "the ends were kept in the records"
     );
+}
+
+/// A job that ended with neither a final state nor a log: its nodes could not write the run's
+/// directory (a login node whose filesystem they do not share): `status` says so, naming it.
+#[test]
+fn status_of_a_job_that_wrote_no_log_names_the_directory_its_nodes_could_not_write() {
+    let fake = Fake::new();
+    let log = fake.seed("resnet", "101", 1, None);
+    fake.shim("squeue", &fake.line("101", "FAILED"));
+    fake.shim(
+        "scontrol",
+        &says("JobId=101 JobState=FAILED Reason=NonZeroExitCode ExitCode=1:0 RunTime=00:00:00 NodeList=node1"),
+    );
+    fake.shim("sacct", "exit 0");
+    let dir = log.parent().unwrap().display().to_string();
+    for args in [["status", "--json"], ["status", "--json"]] {
+        let out = fake.run(args).output();
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let said = rows[0]["message"].as_str().unwrap_or_default().to_owned();
+        assert!(
+            said.starts_with(NO_FINAL_STATE) && said.contains(&format!("could not write `{dir}`")),
+            "{said}"
+        );
+    }
 }
