@@ -544,3 +544,27 @@ fn e2e_a_git_workdir_only_the_laptop_can_read_is_cloned_on_the_laptop() {
         "{commit} {all}"
     );
 }
+
+/// A login node whose host key the laptop does not know: ssh's refusal, named with the host
+/// and what to do (check the key with `ssh HOST` once), exit 2, nothing sent.
+#[test]
+fn e2e_an_unknown_host_key_is_a_clear_error_and_nothing_is_sent() {
+    let Some((lab, _turn)) = lab() else {
+        return;
+    };
+    let Some(laptop) = Laptop::new(lab, "hostkey") else {
+        return;
+    };
+    ok(&laptop.sh(": > ~/.ssh/known_hosts"), "forget the host key");
+    let before = laptop.auth_count();
+    let out = on_host(&laptop, ".", &["status"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("cannot connect to lab-login over SSH")
+            && stderr.contains("Host key verification failed")
+            && stderr.contains("does not know lab-login's host key"),
+        "{stderr}"
+    );
+    assert_eq!(laptop.auth_count(), before, "never logged in");
+}
