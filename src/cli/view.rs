@@ -108,62 +108,30 @@ pub(crate) const EXAMPLES: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// The global options, and the commands each does something for.
-const GLOBALS: &[(&str, &[&str])] = &[
-    (
-        "quiet",
-        &[
-            "launch",
-            "logs",
-            "status",
-            "cancel",
-            "up",
-            "exec",
-            "queue",
-            "scale",
-            "down",
-            "dashboard",
-            "forward",
-            "trust",
-        ],
-    ),
-    (
-        "verbose",
-        &[
-            "launch",
-            "logs",
-            "status",
-            "cancel",
-            "up",
-            "exec",
-            "queue",
-            "scale",
-            "down",
-            "dashboard",
-            "forward",
-        ],
-    ),
-    (
-        "host",
-        &[
-            "launch",
-            "logs",
-            "status",
-            "cancel",
-            "up",
-            "exec",
-            "queue",
-            "gpus",
-            "scale",
-            "down",
-            "dashboard",
-            "forward",
-            "disconnect",
-        ],
-    ),
+/// The commands that run or follow work on the cluster: what `-q`, `-v` and `--host` do
+/// something for.
+const ON_THE_CLUSTER: &[&str] = &[
+    "launch",
+    "logs",
+    "status",
+    "cancel",
+    "up",
+    "exec",
+    "queue",
+    "scale",
+    "down",
+    "dashboard",
+    "forward",
+];
+
+/// The global options, and the commands each does something for (lists joined).
+const GLOBALS: &[(&str, &[&[&str]])] = &[
+    ("quiet", &[ON_THE_CLUSTER, &["trust"]]),
+    ("verbose", &[ON_THE_CLUSTER]),
+    ("host", &[ON_THE_CLUSTER, &["gpus", "disconnect"]]),
     (
         "via_allocation",
-        &["logs", "cancel", "exec", "queue", "down", "dashboard"],
+        &[&["logs", "cancel", "exec", "queue", "down", "dashboard"]],
     ),
 ];
 
@@ -204,7 +172,7 @@ pub(crate) fn shaped(command: clap::Command) -> clap::Command {
             let id = global.get_id().as_str();
             let used = GLOBALS
                 .iter()
-                .any(|(g, by)| *g == id && by.contains(&name.as_str()));
+                .any(|(g, by)| *g == id && by.iter().any(|list| list.contains(&name.as_str())));
             c = c.arg(global.clone().hide(!used));
         }
         for (_, flags) in REFUSED.iter().filter(|(n, _)| *n == name) {
@@ -284,7 +252,7 @@ mod tests {
             );
         }
         for (_, used_by) in GLOBALS {
-            for name in *used_by {
+            for name in used_by.iter().flat_map(|list| list.iter()) {
                 assert!(command.find_subcommand(name).is_some(), "{name}");
             }
         }
