@@ -31,6 +31,9 @@ use crate::sys::private_tree::PrivateDir;
 use crate::sys::quote::shell_quote;
 use crate::sys::tree_copy::{all_files, copy_entry};
 
+/// A project's settings file in the current directory (what `launch` reads on a login node).
+const PROJECT_FILE: &str = "rayslurm.toml";
+
 /// Commands that do the same on any machine: run here, `--host` or not.
 const HERE: &[&str] = &["template", "completions", "man"];
 
@@ -66,6 +69,11 @@ pub(crate) fn run(
         return Err(UsageError::new(format!("`{sub}` does not run with --host"))
             .hint(format!("log in to {host} and run it there"))
             .into());
+    }
+    if matches!(sub.as_str(), "launch" | "up" | "exec") && Path::new(PROJECT_FILE).exists() {
+        printer.warn(&format!(
+            "./{PROJECT_FILE} here is not read with --host: the login node's settings apply (its ~/.config/rayslurm/config.toml, or a {PROJECT_FILE} where the command runs there); give these as flags or put them there"
+        ));
     }
     let args = with_task_file(argv, var, &sub, args, printer)?;
     let sending = tempfile::Builder::new()

@@ -83,3 +83,34 @@ fn a_host_that_is_no_name_is_refused_before_ssh_runs() {
     assert!(stderr.contains("not a host name"), "{stderr}");
     assert!(!dir.path().join("pwned").exists());
 }
+
+/// A project file in the laptop's directory is not read with `--host` (the login node's
+/// settings apply): said before anything else happens.
+#[test]
+fn a_project_file_on_the_laptop_is_said_not_to_be_read() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rayslurm.toml"),
+        "[launch]\npartition = \"gpu\"\n",
+    )
+    .unwrap();
+    let out = rayslurm([
+        "--host",
+        NOWHERE,
+        "launch",
+        "--exp-name",
+        "x",
+        "--command",
+        "true",
+    ])
+    .env("RAYSLURM_CONFIG", "/dev/null")
+    .env("RAYSLURM_STATE_DIR", dir.path().join("state").as_os_str())
+    .cwd(dir.path())
+    .output();
+    let (stdout, stderr) = text(&out);
+    assert!(
+        stderr.contains("./rayslurm.toml here is not read with --host"),
+        "{stdout}{stderr}"
+    );
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+}
