@@ -219,8 +219,10 @@ fn the_secret_checks_find_a_planted_value() {
     let sampler = Sampler::start(&secret);
     let mut child = std::process::Command::new("sh")
         // Two commands: a shell given one may exec it, and its command line (with the
-        // secret) is gone before the sampler looks.
-        .args(["-c", "sleep 2; true", &secret])
+        // secret) is gone before the sampler looks. Alive until killed below: the sampler's
+        // last look, after the stop, may come seconds later on a loaded machine (a whole run
+        // once saw none with `sleep 2`).
+        .args(["-c", "sleep 60; true", &secret])
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(600));
@@ -231,7 +233,7 @@ fn the_secret_checks_find_a_planted_value() {
     assert!(
         cmdlines
             .iter()
-            .any(|c| c.contains(&format!("sleep 2; true {secret}"))),
+            .any(|c| c.contains(&format!("sleep 60; true {secret}"))),
         "{cmdlines:?}"
     );
 }
