@@ -23,7 +23,7 @@ use crate::error::UsageError;
 use crate::launch::git_workdir::GitSource;
 use crate::launch::snapshot::{Listing, SnapshotPlan};
 use crate::printer::Printer;
-use crate::remote::session::{NEEDS_BINARY, Session, Word, send_binary};
+use crate::remote::session::{Session, Word};
 use crate::remote::ssh::{SOCKET_DIR_MAX, Ssh};
 use crate::remote::{REMOTE_BINARY, binary_to_send};
 use crate::state_dir;
@@ -94,26 +94,30 @@ pub(crate) fn run(
     let session = Session {
         ssh: &ssh,
         id,
-        binary: sha.clone(),
+        binary: sha,
         words: prepared.words,
         sent: prepared.sends.then_some(sending.path()),
         env_file: prepared.env_file,
         version: format!("rayslurm {}", crate::cli::VERSION),
     };
     if sub == "dashboard" || sub == "forward" {
-        return super::on_host_ports::run(&session, &sha, &binary).map(Some);
+        return super::on_host_ports::run(&session, &binary).map(Some);
     }
-    let mut status = session.run()?;
-    if status.code() == Some(NEEDS_BINARY) {
-        printer.info(&format!(
-            "copying rayslurm to your state directory on {host} (once for this version)"
-        ));
-        send_binary(&ssh, &binary, &sha)?;
-        status = session.run()?;
-    }
-    Ok(Some(ExitCode::from(
-        u8::try_from(crate::sys::process::exit_code_of(status)).unwrap_or(1),
-    )))
+    let status = session.run_with_copy(
+        &binary,
+        || None,
+        || {
+            printer.info(&format!(
+                "copying rayslurm to your state directory on {host} (once for this version)"
+            ));
+        },
+    )?;
+    Ok(Some(exit_code(status)))
+}
+
+/// This process's exit code for the command's there.
+pub(super) fn exit_code(status: std::process::ExitStatus) -> ExitCode {
+    ExitCode::from(u8::try_from(crate::sys::process::exit_code_of(status)).unwrap_or(1))
 }
 
 /// `args` with a task file's flags in front (the file read here), and the file left out.

@@ -12,22 +12,16 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 
-use crate::remote::session::{LineReader, NEEDS_BINARY, Session, send_binary};
+use crate::remote::session::{LineReader, Session};
 
 /// Runs `session` (a `dashboard` or `forward`), forwarding each port it prints.
-pub(crate) fn run(session: &Session, sha: &str, binary: &Path) -> Result<ExitCode> {
+pub(crate) fn run(session: &Session, binary: &Path) -> Result<ExitCode> {
     let forwarded: Arc<Mutex<Vec<(u16, u16)>>> = Arc::default();
-    let mut status = session.run_reading(Some(forwarder(session, &forwarded)))?;
-    if status.code() == Some(NEEDS_BINARY) {
-        send_binary(session.ssh, binary, sha)?;
-        status = session.run_reading(Some(forwarder(session, &forwarded)))?;
-    }
+    let status = session.run_with_copy(binary, || Some(forwarder(session, &forwarded)), || {})?;
     for (local, remote) in forwarded.lock().map(|f| f.clone()).unwrap_or_default() {
         let _ = session.ssh.cancel_forward(local, remote);
     }
-    Ok(ExitCode::from(
-        u8::try_from(crate::sys::process::exit_code_of(status)).unwrap_or(1),
-    ))
+    Ok(super::on_host::exit_code(status))
 }
 
 /// What reads the command's stdout: a URL `http://localhost:PORT` is forwarded here and

@@ -18,7 +18,7 @@ use crate::remote::ssh::Ssh;
 use crate::sys::quote::shell_quote;
 
 /// The exit code the script gives when rayslurm's copy is missing there.
-pub(crate) const NEEDS_BINARY: i32 = 97;
+const NEEDS_BINARY: i32 = 97;
 /// The exit code the script gives when its private directory cannot be made.
 const NO_PLACE: i32 = 98;
 
@@ -125,14 +125,10 @@ impl Session<'_> {
 
     /// Runs the command there until it ends; its exit status. Ctrl-C (SIGINT) and SIGTERM here
     /// are sent to it there; ssh itself is kept from them (its own process group), so that
-    /// the command's output goes on until it ends as it would on the login node.
-    pub(crate) fn run(&self) -> Result<ExitStatus> {
-        self.run_reading(None)
-    }
-
-    /// As [`Session::run`], with each line the command prints on stdout given to `each_line`
-    /// (on a thread of its own) instead of printed.
-    pub(crate) fn run_reading(&self, each_line: Option<LineReader>) -> Result<ExitStatus> {
+    /// the command's output goes on until it ends as it would on the login node. With
+    /// `each_line`, each line the command prints on stdout goes to it (on a thread of its own)
+    /// instead of this process's stdout.
+    fn run_reading(&self, each_line: Option<LineReader>) -> Result<ExitStatus> {
         let mut ssh = self.ssh.script(&self.script());
         if each_line.is_some() {
             ssh.stdout(Stdio::piped());
@@ -186,6 +182,24 @@ impl Session<'_> {
             let _ = reader.join();
         }
         Ok(status)
+    }
+
+    /// As [`Session::run_reading`] (`reader` gives each run its line reader), first sending
+    /// rayslurm's copy `binary` when the login node has none of this version, after
+    /// `on_copy` (a notice): then the command runs again.
+    pub(crate) fn run_with_copy(
+        &self,
+        binary: &Path,
+        mut reader: impl FnMut() -> Option<LineReader>,
+        on_copy: impl FnOnce(),
+    ) -> Result<ExitStatus> {
+        let status = self.run_reading(reader())?;
+        if status.code() != Some(NEEDS_BINARY) {
+            return Ok(status);
+        }
+        on_copy();
+        send_binary(self.ssh, binary, &self.binary)?;
+        self.run_reading(reader())
     }
 
     /// Sends `signal` to the command there (through the master: no new authentication).
@@ -270,7 +284,7 @@ impl Drop for Forwarded {
 /// or changed on the way is removed, and nothing is left half-written. A copy already there
 /// (another command sent it meanwhile) is kept: a running rayslurm's own file is never
 /// replaced under it.
-pub(crate) fn send_binary(ssh: &Ssh, binary: &Path, sha: &str) -> Result<()> {
+fn send_binary(ssh: &Ssh, binary: &Path, sha: &str) -> Result<()> {
     let script = format!(
         "{STATE_DIR}\n\
          D=$S/laptop-bin\n\
