@@ -188,11 +188,17 @@ fn failures_requeued(state_file: Option<&Path>, job_id: &str) -> u32 {
 }
 
 /// The last act: Slurm ends the job at once. Everything is stopped and written down; if
-/// Slurm refuses, the attempt is written again as not requeued, saying why.
+/// Slurm refuses, the attempt is written again as not requeued, saying why. `scontrol` runs in
+/// the job's step, which Slurm stops as it requeues the job: killed by that signal before it
+/// could say so (seen on Slurm 26.05), it failed only if the job's restart count has not gone
+/// up.
 fn requeue_job(args: &BootstrapArgs, alloc: &Allocation, attempt: Attempt) {
     let Err(e) = control::requeue(&alloc.job_id) else {
         return;
     };
+    if command::requeue_under_way(alloc) {
+        return;
+    }
     let why = format!(
         "Slurm refused to put the job back in its queue ({e}); the site may not allow requeues"
     );

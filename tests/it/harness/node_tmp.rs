@@ -138,6 +138,18 @@ pub(crate) fn temp_root_prefix(job_id: &str) -> String {
 /// The prefix of what tests make in a node's /tmp themselves (and remove): not a run's leftover.
 pub(crate) const TEST_MADE: &str = "rstest-";
 
+/// An entry of every node's /tmp (a name, not a path) removed when this guard is dropped: what
+/// a test made, or had Slurm make, on whichever node ran its job.
+pub(crate) struct RemovedFromNodes(pub(crate) std::ffi::OsString);
+
+impl Drop for RemovedFromNodes {
+    fn drop(&mut self) {
+        for dir in node_dirs() {
+            let _ = std::fs::remove_dir_all(dir.join(&self.0));
+        }
+    }
+}
+
 /// Every entry of every node's /tmp.
 pub(crate) fn node_tmp_entries() -> BTreeSet<PathBuf> {
     node_dirs().iter().flat_map(|dir| entries_of(dir)).collect()

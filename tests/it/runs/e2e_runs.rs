@@ -8,7 +8,8 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::harness::{
-    Lab, is_ended_state, lab, rayslurm, status_without_token, text, wait_job_end,
+    Lab, RemovedFromNodes, TEST_MADE, is_ended_state, lab, rayslurm, status_without_token, text,
+    wait_job_end,
 };
 
 /// Jobs may wait behind other tests' jobs (the e2e tests run side by side on the lab's
@@ -370,10 +371,14 @@ fn e2e_a_state_directory_the_nodes_cannot_see_is_named_when_the_run_fails() {
         return;
     };
     let work = lab.workdir("e2e-nofs");
+    // A newer Slurm (26.05) makes the log's directories on the node that runs the batch step:
+    // named as tests' own files, so that the tests beside this one do not count it as a run's
+    // leftover, and removed from every node at the end.
     let local = tempfile::Builder::new()
-        .prefix("rayslurm-nofs-")
+        .prefix(&format!("{TEST_MADE}nofs-"))
         .tempdir_in("/tmp")
         .unwrap();
+    let _on_nodes = RemovedFromNodes(local.path().file_name().unwrap().to_owned());
     let state = local.path().join("state");
     let launch = [
         "launch",
