@@ -36,7 +36,9 @@
 #   (preemptible: PreemptMode=REQUEUE) and "labhigh" (PriorityTier=10, requeues labspot's jobs)
 #   over the lab nodes, fake GPUs (device files /dev/nvidia0..7, no driver): nodes 1-2
 #   gpu:a100_80gb:4,gpu:l4:4, nodes 3-4 gpu:h100:8, nodes 5-6 an untyped gpu:4 and partition
-#   "labgpu" (a site whose partitions stand for GPU types), CPUs=2 RealMemory=4000 DefMemPerCPU=1000 per node, MinJobAge=300,
+#   "labgpu" (a site whose partitions stand for GPU types), "gpu" over the typed GPU nodes (an
+#   elastic cluster's GPU workers), "scavenger" (preempted as labspot is, with GraceTime=60: a
+#   preempted worker has a deadline to drain by), CPUs=2 RealMemory=4000 DefMemPerCPU=1000 per node, MinJobAge=300,
 #   AuthInfo=cred_expire=10 (a requeued job may start again after 11 s, not Slurm's 121 s),
 #   SchedulerParameters=bf_interval=2 (a small job waiting behind a big one starts within 2 s of
 #   room freeing up, not 30: the tests run side by side and queue behind each other) and
@@ -90,6 +92,9 @@ readonly SHARE_PARTITION=labshare
 readonly SPOT_PARTITION=labspot               # preemptible: a labhigh job requeues its jobs
 readonly HIGH_PARTITION=labhigh
 readonly GPU_PARTITION=labgpu                 # the nodes whose GPUs have no type
+readonly TYPED_GPU_PARTITION=gpu              # the nodes whose GPUs have a type
+readonly SCAVENGER_PARTITION=scavenger        # preemptible with a GraceTime: drained workers
+readonly SCAVENGER_GRACE=60
 readonly CLUSTER_NAME=rayslurmlab
 readonly MAX_NODES=10
 readonly UP_TIMEOUT=${RAYSLURM_LAB_UP_TIMEOUT:-60}
@@ -272,13 +277,14 @@ EOF
     if [[ $SLURM == debian && -f $PYXIS_PLUGSTACK ]]; then
       printf 'PlugStackConfig=%s\n' "$PYXIS_PLUGSTACK"
     fi
-    local gres untyped=()
+    local gres untyped=() typed=()
     for ((i = 1; i <= n; i++)); do
       gres=
       if ((i <= n - c)); then
         lab+=("$(node_name "$i")")
         gres=$(node_gres "$i")
         [[ $gres == gpu:[0-9]* ]] && untyped+=("$(node_name "$i")")
+        [[ $gres == gpu:[a-z]* ]] && typed+=("$(node_name "$i")")
       else
         crash+=("$(node_name "$i")")
       fi
@@ -290,6 +296,12 @@ EOF
     printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP OverSubscribe=FORCE:4\n' "$SHARE_PARTITION" "${lab[*]}"
     printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE\n' "$SPOT_PARTITION" "${lab[*]}"
     printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP PriorityTier=10 %s\n' "$HIGH_PARTITION" "${lab[*]}" "$off"
+    # Preempted by labhigh as labspot is, but given GraceTime seconds before the end: the
+    # elastic cluster's preemptible workers are drained with that deadline.
+    printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE GraceTime=%s\n' "$SCAVENGER_PARTITION" "${lab[*]}" "$SCAVENGER_GRACE"
+    if ((${#typed[@]} > 0)); then
+      printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP %s\n' "$TYPED_GPU_PARTITION" "${typed[*]}" "$off"
+    fi
     if ((${#untyped[@]} > 0)); then
       printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP %s\n' "$GPU_PARTITION" "${untyped[*]}" "$off"
     fi
