@@ -40,7 +40,10 @@ def up(
     many nodes in all, the head's included, when Ray has work it cannot place, and gives each
     back after ``worker_idle_timeout`` seconds idle (300); ``max_pending_workers`` (2) worker
     jobs wait in Slurm's queue at once; ``replace_failed`` replaces one that a node failure or
-    a preemption ended. See :func:`scale`.
+    a preemption ended. ``worker_type``: kinds of worker job, each ``"NAME: OPTIONS"`` with
+    ``launch``'s long options on top of the cluster's (``["gpu: -p gpu --num-gpus 1
+    --max-workers 2"]``); the head grows the type that can hold each piece of Ray's pending
+    work (``--worker-type``, docs/clusters.md). See :func:`scale`.
 
     Raises:
         RayslurmError: refused input or a name in use (``returncode`` 2), or the cluster's

@@ -146,6 +146,7 @@ class Elastic(TypedDict, total=False):
     worker_idle_timeout: Optional[int]
     max_pending_workers: Optional[int]
     replace_failed: bool
+    worker_type: Optional[Sequence[str]]
 
 
 class Detach(TypedDict, total=False):

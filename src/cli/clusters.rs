@@ -9,6 +9,7 @@ use super::container::ContainerArgs;
 use super::heading;
 use super::launch::{ClusterArgs, JobArgs};
 use super::values::{positive_count, ray_amount};
+use super::worker_type::{WorkerTypeArg, worker_type};
 use crate::env_vars;
 use crate::handoff::elastic::ScaleRequest;
 use crate::launch::config::idle_duration;
@@ -96,6 +97,20 @@ pub(crate) struct ElasticArgs {
     /// again at once, not only when Ray has work it cannot place.
     #[arg(long, help_heading = heading::ELASTIC)]
     pub(crate) replace_failed: bool,
+
+    /// A kind of worker job, `NAME: OPTIONS` (repeatable)
+    ///
+    /// Its OPTIONS are launch's long options, for this type's jobs on top of the cluster's own
+    /// (`--partition`, `--account`, `--qos`, `--time`, `--num-nodes` per job, `--cpus-per-task`,
+    /// `--mem`, `--mem-per-cpu`, `--num-gpus [TYPE:]N`, `--constraint`, `--exclusive`,
+    /// `--sbatch-arg`, `--container-image`, `--setup`), what Ray is told of its nodes
+    /// (`--resources JSON`, `--labels K=V,...`), and how many: `--min-workers N`, `--max-workers N`
+    /// (nodes), `--idle-timeout SECS`, `--preemptible`, `--rollover SECS`. The head grows the type
+    /// that can hold each piece of Ray's pending work, as Ray's own autoscaler chooses. Without
+    /// --max-nodes, the cluster may hold the head's nodes and every type's --max-workers. E.g.
+    /// `--worker-type 'gpu: -p gpu --num-gpus l4:1 --max-workers 2'`. See docs/clusters.md.
+    #[arg(value_name = "NAME: OPTIONS", long = "worker-type", value_parser = worker_type, help_heading = heading::ELASTIC)]
+    pub(crate) worker_type: Vec<WorkerTypeArg>,
 }
 
 #[derive(Debug, Args)]

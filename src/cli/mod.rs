@@ -23,6 +23,7 @@ mod values;
 #[cfg(test)]
 mod variables;
 pub(crate) mod view;
+pub(crate) mod worker_type;
 
 pub(crate) use clusters::{
     DashboardArgs, DownArgs, ElasticArgs, ExecArgs, ForwardArgs, QueueArgs, ScaleArgs, UpArgs,

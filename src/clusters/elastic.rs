@@ -32,6 +32,8 @@ pub(crate) struct ClusterJob {
     pub(crate) job_id: String,
     /// `head` (the allocation `up` submitted) or `worker` (one the head submitted).
     pub(crate) role: &'static str,
+    /// A worker job's type (`worker` for a cluster given no `--worker-type`); none for the head.
+    pub(crate) worker_type: Option<String>,
     /// A worker job's node; the head's nodes (a Slurm host list). `None` until placed.
     pub(crate) node: Option<String>,
     /// The head's Slurm state; a worker's `PENDING`, `STARTING`, `RUNNING` or `STOPPING`.
@@ -84,6 +86,7 @@ impl Elastic {
         let mut jobs = vec![ClusterJob {
             job_id: record.job_id.clone(),
             role: "head",
+            worker_type: None,
             node: status.nodelist.clone(),
             state: status.label(),
             since,
@@ -97,6 +100,7 @@ impl Elastic {
                 .map(|j| ClusterJob {
                     job_id: j.job_id.clone(),
                     role: "worker",
+                    worker_type: Some(j.worker_type.clone()),
                     node: j.node.clone(),
                     state: j.state.clone(),
                     since: Some(j.since.clone()),
@@ -128,11 +132,13 @@ impl ElasticView {
                 self.max_nodes
             ),
         }];
-        let mut rows = vec![["JOBID", "ROLE", "NODE", "STATE", "SINCE", "IDLE"].map(str::to_owned)];
+        let mut rows =
+            vec![["JOBID", "ROLE", "TYPE", "NODE", "STATE", "SINCE", "IDLE"].map(str::to_owned)];
         for j in &self.jobs {
             rows.push([
                 j.job_id.clone(),
                 j.role.to_owned(),
+                j.worker_type.clone().unwrap_or_else(|| "-".to_owned()),
                 j.node.clone().unwrap_or_else(|| "-".to_owned()),
                 j.state.clone(),
                 j.since.as_deref().map_or_else(|| "-".to_owned(), clock),
@@ -229,6 +235,7 @@ mod tests {
             jobs: vec![
                 WorkerJob {
                     job_id: "9".into(),
+                    worker_type: "worker".into(),
                     state: "RUNNING".into(),
                     node: Some("node2".into()),
                     since: "2026-11-25T19:00:00+00:00".into(),
@@ -236,6 +243,7 @@ mod tests {
                 },
                 WorkerJob {
                     job_id: "10".into(),
+                    worker_type: "worker".into(),
                     state: "PENDING".into(),
                     node: None,
                     since: "2026-11-25T19:01:00+00:00".into(),
@@ -303,18 +311,21 @@ mod tests {
             lines[0].starts_with("  elastic, up to 4 nodes: 2 worker job(s)"),
             "{text}"
         );
-        assert_eq!(lines[1], "  JOBID  ROLE    NODE   STATE    SINCE     IDLE");
+        assert_eq!(
+            lines[1],
+            "  JOBID  ROLE    TYPE    NODE   STATE    SINCE     IDLE"
+        );
         assert!(
-            lines[2].starts_with("  7      head    node1  RUNNING  -         -"),
+            lines[2].starts_with("  7      head    -       node1  RUNNING  -         -"),
             "{text}"
         );
         assert!(
-            lines[3].starts_with("  9      worker  node2  RUNNING  "),
+            lines[3].starts_with("  9      worker  worker  node2  RUNNING  "),
             "{text}"
         );
         assert!(lines[3].ends_with("  1:15"), "{text}");
         assert!(
-            lines[4].starts_with("  10     worker  -      PENDING  "),
+            lines[4].starts_with("  10     worker  worker  -      PENDING  "),
             "{text}"
         );
         assert_eq!(

@@ -27,3 +27,4 @@ pub(crate) mod task_launch;
 pub(crate) mod template;
 pub(crate) mod trust;
 pub(crate) mod up;
+mod worker_type_scripts;

@@ -9,11 +9,13 @@ use serde::Serialize;
 
 use crate::commands::ask_slurm;
 use crate::commands::bin_copies::prune_copies;
+use crate::commands::worker_type_scripts;
 use crate::error::UsageError;
 use crate::error::show;
 use crate::handoff::elastic::worker_sbatch_args;
 use crate::handoff::job_env;
 use crate::handoff::run_files::{RunFiles, create_private_dir};
+use crate::handoff::worker_types::WorkerType;
 use crate::launch::config::Link;
 use crate::launch::config::recorded::RecordedLaunch;
 use crate::launch::config::{LaunchConfig, without_secrets};
@@ -115,12 +117,21 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
         log_dir::make_default(&config.log_dir, config.log_dir_is_default)?;
     }
     let (files, bin) = write_script(config, &template, &link, printer)?;
+    let types = worker_type_scripts::Rendering {
+        template: &template,
+        files: &files,
+        bin: &bin,
+        link: &link,
+    };
     if config.dry_run {
         show_dry_run(printer, config, &files)?;
+        worker_type_scripts::show_dry_run(config, &types, printer)?;
         ask_slurm::dry_run(config, &files, printer)?;
         return Ok(Submitted::DryRun);
     }
-    if config.cluster.serve.max_nodes.is_some() {
+    if !config.worker_types.is_empty() {
+        worker_type_scripts::write(config, &types, printer)?;
+    } else if config.cluster.serve.max_nodes.is_some() {
         check_worker_jobs(config, &files, &link, printer)?;
     }
     let snapshot = match listing {
@@ -229,7 +240,8 @@ fn check_worker_jobs(
     printer: &Printer,
 ) -> Result<()> {
     let run_dir = link.run_dir.clone().unwrap_or_else(|| files.dir.clone());
-    let options = worker_sbatch_args(&config.job.exp_name, &run_dir, "test.0");
+    let plain = WorkerType::plain(Default::default());
+    let options = worker_sbatch_args(&config.job.exp_name, &run_dir, "test.0", &plain);
     let said = match slurm::test_only(&options, &files.script, ask_slurm::bound()?) {
         TestOnly::Accepted(said) => said,
         TestOnly::Refused(why) | TestOnly::NoAnswer(why) => {

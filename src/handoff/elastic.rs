@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::run_files::NotPrivate;
+use super::worker_types::WorkerType;
 use crate::sys::staged_file::Staged;
 
 const WORKERS_FILE: &str = "workers.json";
@@ -27,21 +28,48 @@ pub(crate) fn worker_dir(run_dir: &Path) -> PathBuf {
     run_dir.join("workers")
 }
 
-/// The options a worker job is submitted with, before the run's own script (whose `#SBATCH`
-/// lines they override, so that it has the head's partition, account, resources and
-/// environment): one node, a name and a log of its own, never requeued, and the variable that
-/// makes the script start a worker of attempt `head` (`JOB.RESTART`). `up` submits the same
-/// with `--test-only` to check them before the cluster starts.
-pub(crate) fn worker_sbatch_args(exp_name: &str, run_dir: &Path, head: &str) -> Vec<String> {
-    vec![
-        format!("--job-name={exp_name}-worker"),
-        "--nodes=1".to_owned(),
+/// The options a job of worker type `kind` is submitted with, before its script (the type's
+/// own, or else the run's, whose `#SBATCH` lines they override, so that it has the head's
+/// partition, account, resources and environment: then one node): a name and a log of its own,
+/// never requeued (the head replaces it), the variable that makes the script start a worker of
+/// attempt `head` (`JOB.RESTART`), and Ray's name for the type (`ray.io/node-group`) and, for a
+/// preemptible type, its market (`ray.io/market-type=spot`). `up` submits the same with
+/// `--test-only` to check them before the cluster starts.
+pub(crate) fn worker_sbatch_args(
+    exp_name: &str,
+    run_dir: &Path,
+    head: &str,
+    kind: &WorkerType,
+) -> Vec<String> {
+    let mut export = format!(
+        "--export=ALL,{ELASTIC_WORKER}={head},{RAY_NODE_TYPE_NAME}={}",
+        kind.name
+    );
+    if kind.preemptible {
+        export.push_str(&format!(",{RAY_NODE_MARKET_TYPE}=spot"));
+    }
+    let mut args = vec![format!("--job-name={exp_name}-{}", kind.name)];
+    if kind.script.is_none() {
+        args.push("--nodes=1".to_owned());
+    }
+    args.extend([
         format!("--output={}/%j.log", worker_dir(run_dir).display()),
         "--open-mode=append".to_owned(),
         "--no-requeue".to_owned(),
-        format!("--export=ALL,{ELASTIC_WORKER}={head}"),
-    ]
+        export,
+    ]);
+    args
 }
+
+/// Ray's variable naming a node's type (its `ray.io/node-group` label and the node type the
+/// autoscaler state reports).
+pub(crate) const RAY_NODE_TYPE_NAME: &str = "RAY_NODE_TYPE_NAME";
+
+/// Ray's variable naming a node's instance: a worker job's node is its Slurm job id.
+pub(crate) const RAY_CLOUD_INSTANCE_ID: &str = "RAY_CLOUD_INSTANCE_ID";
+
+/// Ray's variable naming a node's market (`spot` on a preemptible type: `ray.io/market-type`).
+pub(crate) const RAY_NODE_MARKET_TYPE: &str = "RAY_NODE_MARKET_TYPE";
 
 /// What `rayslurm scale` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +157,9 @@ pub(crate) struct WorkerJobs {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct WorkerJob {
     pub(crate) job_id: String,
+    /// Its worker type (`worker`: a cluster given no `--worker-type`).
+    #[serde(default = "plain_type")]
+    pub(crate) worker_type: String,
     /// `PENDING` (in Slurm's queue), `STARTING` (running, its Ray not yet joined), `RUNNING`
     /// (joined), or `STOPPING` (given back).
     pub(crate) state: String,
@@ -138,6 +169,10 @@ pub(crate) struct WorkerJob {
     pub(crate) since: String,
     /// Seconds its Ray node has run nothing, once joined (Ray's own count).
     pub(crate) idle_s: Option<u64>,
+}
+
+fn plain_type() -> String {
+    super::worker_types::PLAIN.to_owned()
 }
 
 impl WorkerJobs {
@@ -219,6 +254,7 @@ mod tests {
             head_nodes: 1,
             jobs: vec![WorkerJob {
                 job_id: "9".into(),
+                worker_type: "worker".into(),
                 state: "RUNNING".into(),
                 node: Some("node2".into()),
                 since: "2026-11-25T19:00:00+00:00".into(),

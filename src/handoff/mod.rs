@@ -16,3 +16,4 @@ pub(crate) mod root_view;
 pub(crate) mod run_files;
 pub(crate) mod signal_name;
 pub(crate) mod signal_request;
+pub(crate) mod worker_types;

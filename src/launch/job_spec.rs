@@ -238,6 +238,7 @@ mod tests {
             singleton: false,
             link: None,
             snapshot: None,
+            worker_types: Vec::new(),
         }
     }
 

@@ -85,6 +85,7 @@ pub(crate) fn resolve(args: &LaunchArgs, src: &Sources) -> Result<LaunchConfig, 
         singleton: *singleton,
         link: None,
         snapshot: resolve_snapshot(snapshot, &src.cwd, in_image)?,
+        worker_types: Vec::new(),
     })
 }
 

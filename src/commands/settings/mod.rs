@@ -24,3 +24,4 @@ pub(crate) mod task_file;
 mod task_site;
 mod task_stages;
 pub(crate) mod up;
+mod worker_types;

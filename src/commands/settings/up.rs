@@ -3,6 +3,8 @@
 //! command: its cluster is built in one piece, with the serving group its own flags resolve
 //! into ([`resolve_serve`]); a cluster of `up` is never requeued.
 
+use super::worker_types::{self, ClusterFlags};
+use crate::cli::worker_type::WorkerTypeArg;
 use crate::cli::{ElasticArgs, UpArgs};
 use crate::error::{UsageError, show};
 use crate::handoff::cluster::{
@@ -67,6 +69,11 @@ impl UpSettings {
             job.request.num_nodes,
             job.request.nodelist.as_deref(),
         )?;
+        let flags = ClusterFlags {
+            job: &args.job,
+            container: &args.container,
+            cluster: &args.cluster,
+        };
         let cluster = ClusterOptions {
             program: shared.program,
             nodes: shared.nodes,
@@ -90,13 +97,39 @@ impl UpSettings {
             singleton: false,
             link: None,
             snapshot: None,
+            worker_types: Vec::new(),
         };
+        let mut config = config;
+        config.worker_types = worker_types::resolve(&elastic.worker_type, &flags, &config, src)?;
         Ok(Self {
             name: name.clone(),
             detach: *detach,
             config,
         })
     }
+}
+
+/// The most nodes a cluster of worker types may hold without `--max-nodes`: the head's and
+/// every type's `--max-workers`, which each type must then give.
+fn types_max_nodes(types: &[WorkerTypeArg], num_nodes: u32) -> Result<Option<u32>, UsageError> {
+    if types.is_empty() {
+        return Ok(None);
+    }
+    let mut total = num_nodes;
+    for t in types {
+        let Some(max) = t.options.max_workers else {
+            return Err(UsageError::new(format!(
+                "worker type {} has no --max-workers, and the cluster no --max-nodes: it could grow without end",
+                t.name
+            ))
+            .hint(format!(
+                "give it a most, e.g. `--worker-type '{}: ... --max-workers 4'`, or the cluster one with --max-nodes N",
+                t.name
+            )));
+        };
+        total = total.saturating_add(max);
+    }
+    Ok(Some(total))
 }
 
 /// The serving group: serving, released after `idle_timeout` without a job, and growing with
@@ -113,8 +146,11 @@ fn resolve_serve(
         worker_idle_timeout,
         max_pending_workers,
         replace_failed,
+        worker_type,
     } = args;
-    let Some(max_nodes) = *max_nodes else {
+    let max_nodes =
+        max_nodes.map_or_else(|| types_max_nodes(worker_type, num_nodes), |n| Ok(Some(n)))?;
+    let Some(max_nodes) = max_nodes else {
         for (flag, given) in [
             ("--worker-idle-timeout", worker_idle_timeout.is_some()),
             ("--max-pending-workers", max_pending_workers.is_some()),

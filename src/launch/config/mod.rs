@@ -109,7 +109,7 @@ pub(crate) struct Link {
 }
 
 /// A launch, resolved and validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LaunchConfig {
     pub(crate) job: JobRequest,
     /// Where the link to the run's log goes (the script and log themselves are private).
@@ -135,6 +135,17 @@ pub(crate) struct LaunchConfig {
     pub(crate) link: Option<Link>,
     /// `--snapshot`/`--workdir`: the workdir copied at submission.
     pub(crate) snapshot: Option<crate::launch::snapshot::SnapshotPlan>,
+    /// `up --worker-type`: an elastic cluster's kinds of worker job, each its own job.
+    pub(crate) worker_types: Vec<WorkerTypeLaunch>,
+}
+
+/// One worker type of an elastic cluster: what the head is told of it, and the job its
+/// workers are (the cluster's own, with the type's options on top), whose script is written
+/// beside the cluster's.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct WorkerTypeLaunch {
+    pub(crate) spec: crate::handoff::worker_types::WorkerType,
+    pub(crate) config: Box<LaunchConfig>,
 }
 
 /// The log directory when none is named: `rayslurm-logs` in the working directory, so that

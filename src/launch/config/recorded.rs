@@ -77,6 +77,7 @@ impl RecordedLaunch {
                 run_dir,
             }),
             snapshot: self.snapshot.clone(),
+            worker_types: Vec::new(),
         })
     }
 }
@@ -162,6 +163,7 @@ mod tests {
                 max_size: 1 << 20,
                 ..SnapshotPlan::default()
             }),
+            worker_types: Vec::new(),
         };
         let kept = RecordedLaunch::of(&config, config.link.as_ref().unwrap());
         let read: RecordedLaunch =

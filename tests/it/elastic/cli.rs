@@ -65,7 +65,7 @@ fn up_max_nodes_fails_with_slurms_words_when_slurm_refuses_the_worker_jobs() {
     assert_eq!(
         calls[0],
         format!(
-            "--test-only --job-name=lab-worker --nodes=1 --output={run_dir}.d/workers/%j.log --open-mode=append --no-requeue --export=ALL,RAYSLURM_ELASTIC_WORKER=test.0 {script}"
+            "--test-only --job-name=lab-worker --nodes=1 --output={run_dir}.d/workers/%j.log --open-mode=append --no-requeue --export=ALL,RAYSLURM_ELASTIC_WORKER=test.0,RAY_NODE_TYPE_NAME=worker {script}"
         )
     );
     assert!(records(&fake).is_empty(), "nothing recorded");
@@ -262,11 +262,11 @@ fn scale_leaves_a_request_and_shows_what_the_head_then_reports() {
         .expect_stderr_contains("asked the head of cluster lab for `+2`")
         .expect_stderr_contains("the head of cluster lab took `+2`")
         .expect_stdout_contains("  elastic, up to 4 nodes: 2 worker job(s)")
-        .expect_stdout_contains("  JOBID  ROLE    NODE       STATE    SINCE     IDLE\n")
+        .expect_stdout_contains("  JOBID  ROLE    TYPE    NODE       STATE    SINCE     IDLE\n")
         // Times in the fake's zone, UTC+05:30.
-        .expect_stdout_contains("  102    head    node[1-2]  RUNNING  00:25:00  -\n")
-        .expect_stdout_contains("  103    worker  node3      RUNNING  00:30:00  1:15\n")
-        .expect_stdout_contains("  104    worker  -          PENDING  00:31:00  -\n")
+        .expect_stdout_contains("  102    head    -       node[1-2]  RUNNING  00:25:00  -\n")
+        .expect_stdout_contains("  103    worker  worker  node3      RUNNING  00:30:00  1:15\n")
+        .expect_stdout_contains("  104    worker  worker  -          PENDING  00:31:00  -\n")
         .spawn();
     head_takes(&run_dir, "+2");
     running.wait_within(Duration::from_secs(30));
@@ -418,10 +418,10 @@ fn status_of_an_elastic_cluster_shows_its_jobs_under_its_line() {
         below,
         [
             "  elastic, up to 4 nodes: 2 worker job(s), as the head saw them at 00:32:00",
-            "  JOBID  ROLE    NODE       STATE    SINCE     IDLE",
-            "  102    head    node[1-2]  RUNNING  00:25:00  -",
-            "  103    worker  node3      RUNNING  00:30:00  1:15",
-            "  104    worker  -          PENDING  00:31:00  -",
+            "  JOBID  ROLE    TYPE    NODE       STATE    SINCE     IDLE",
+            "  102    head    -       node[1-2]  RUNNING  00:25:00  -",
+            "  103    worker  worker  node3      RUNNING  00:30:00  1:15",
+            "  104    worker  worker  -          PENDING  00:31:00  -",
             "  growing is paused: 3 worker jobs failed in a row",
         ],
         "{ran}"

@@ -3,8 +3,8 @@
 //! (where each says its node joined), given back with `scancel`, and written down in
 //! `workers.json` for `status`, `scale` and the head's watchdog.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Instant;
 
 use chrono::{DateTime, Local, SecondsFormat};
 
@@ -12,6 +12,7 @@ use super::plan::{JobView, Phase};
 use super::ray_status::Report;
 use crate::bootstrap::node::say;
 use crate::handoff::elastic::{WorkerJob, WorkerJobs, worker_dir};
+use crate::handoff::worker_types::WorkerType;
 use crate::slurm::{control, query, sbatch};
 
 /// Start failures in a row (a refused submission, a job that ended before joining) after
@@ -22,6 +23,8 @@ pub(super) const MAX_FAILURES: u32 = 5;
 #[derive(Debug, Clone)]
 struct Tracked {
     id: String,
+    /// Its worker type.
+    kind: String,
     phase: Phase,
     node: Option<String>,
     ip: Option<String>,
@@ -46,42 +49,50 @@ impl Tracked {
     }
 }
 
+/// A worker type as the head submits it: the script its jobs run and sbatch's options for them.
+pub(super) struct Kind {
+    pub(super) spec: WorkerType,
+    pub(super) script: PathBuf,
+    pub(super) options: Vec<String>,
+}
+
 /// The head's worker jobs and what it knows of them.
 pub(super) struct Jobs {
     jobs: Vec<Tracked>,
     pub(super) run_dir: PathBuf,
-    script: PathBuf,
-    /// sbatch's options for every worker job, before the script.
-    options: Vec<String>,
+    pub(super) kinds: Vec<Kind>,
     pub(super) file: WorkerJobs,
     failures: u32,
     pub(super) paused: Option<String>,
-    /// Lost worker jobs that `--replace-failed` wants back.
-    pub(super) replacements: u32,
-    pub(super) last_submit: Option<Instant>,
+    /// Lost worker jobs that `--replace-failed` wants back, by type.
+    pub(super) replacements: BTreeMap<String, u32>,
     replace_failed: bool,
 }
 
 impl Jobs {
     pub(super) fn new(
         run_dir: PathBuf,
-        script: PathBuf,
-        options: Vec<String>,
+        kinds: Vec<Kind>,
         file: WorkerJobs,
         replace_failed: bool,
     ) -> Self {
         Self {
             jobs: Vec::new(),
             run_dir,
-            script,
-            options,
+            kinds,
             file,
             failures: 0,
             paused: None,
-            replacements: 0,
-            last_submit: None,
+            replacements: BTreeMap::new(),
             replace_failed,
         }
+    }
+
+    /// Whether any job waits in the queue or for its Ray.
+    pub(super) fn any_waiting(&self) -> bool {
+        self.jobs
+            .iter()
+            .any(|j| matches!(j.phase, Phase::Pending | Phase::Starting))
     }
 
     /// The jobs as the plan sees them.
@@ -90,22 +101,29 @@ impl Jobs {
             .iter()
             .map(|j| JobView {
                 id: j.id.clone(),
+                kind: j.kind.clone(),
                 phase: j.phase,
                 idle_s: j.idle_s,
+                needed: false,
             })
             .collect()
     }
 
-    /// Submits `n` worker jobs.
-    pub(super) fn submit(&mut self, n: u32, node: &str) {
+    /// Submits `n` jobs of worker type `kind`.
+    pub(super) fn submit(&mut self, kind: &str, n: u32, node: &str) {
+        let Some(k) = self.kinds.iter().find(|k| k.spec.name == kind) else {
+            return;
+        };
         for _ in 0..n {
-            self.last_submit = Some(Instant::now());
-            self.replacements = self.replacements.saturating_sub(1);
-            match sbatch::sbatch_from_job(&self.options, &self.script) {
+            if let Some(r) = self.replacements.get_mut(kind) {
+                *r = r.saturating_sub(1);
+            }
+            match sbatch::sbatch_from_job(&k.options, &k.script) {
                 Ok(id) => {
-                    say(node, format!("submitted worker job {id}"));
+                    say(node, format!("submitted worker job {id} ({kind})"));
                     self.jobs.push(Tracked {
                         id,
+                        kind: kind.to_owned(),
                         phase: Phase::Pending,
                         node: None,
                         ip: None,
@@ -227,7 +245,7 @@ impl Jobs {
                     ),
                 );
                 if self.replace_failed {
-                    self.replacements += 1;
+                    *self.replacements.entry(job.kind.clone()).or_default() += 1;
                 }
             }
             Phase::Pending | Phase::Starting => {
@@ -274,6 +292,7 @@ impl Jobs {
             .iter()
             .map(|j| WorkerJob {
                 job_id: j.id.clone(),
+                worker_type: j.kind.clone(),
                 state: match j.phase {
                     Phase::Pending => "PENDING",
                     Phase::Starting => "STARTING",
@@ -315,13 +334,7 @@ mod tests {
             paused: None,
             updated_at: String::new(),
         };
-        Jobs::new(
-            "/nonexistent".into(),
-            "/nonexistent.sh".into(),
-            Vec::new(),
-            file,
-            true,
-        )
+        Jobs::new("/nonexistent".into(), Vec::new(), file, true)
     }
 
     #[test]
@@ -352,17 +365,19 @@ mod tests {
         let mut j = jobs();
         let job = |phase| Tracked {
             id: "9".into(),
+            kind: "gpu".into(),
             phase,
             node: Some("node2".into()),
             ip: None,
             since: Local::now(),
             idle_s: None,
         };
+        let gpu = |j: &Jobs| j.replacements.get("gpu").copied().unwrap_or(0);
         j.ended(job(Phase::Joined), "NODE_FAIL", "n1");
-        assert_eq!((j.replacements, j.failures), (1, 0));
+        assert_eq!((gpu(&j), j.failures), (1, 0));
         j.ended(job(Phase::Starting), "FAILED", "n1");
-        assert_eq!((j.replacements, j.failures), (1, 1));
+        assert_eq!((gpu(&j), j.failures), (1, 1));
         j.ended(job(Phase::Stopping), "CANCELLED", "n1");
-        assert_eq!((j.replacements, j.failures), (1, 1));
+        assert_eq!((gpu(&j), j.failures), (1, 1));
     }
 }

@@ -10,16 +10,19 @@ mod jobs;
 mod plan;
 mod ray_status;
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use chrono::{Local, SecondsFormat};
 
 use super::cluster::Head;
 use crate::bootstrap::node::say;
+use crate::handoff::cluster::ServeOptions;
 use crate::handoff::elastic::{ScaleRequest, WorkerJobs, worker_dir, worker_sbatch_args};
 use crate::handoff::run_files::{RunFiles, create_private_dir};
-use jobs::Jobs;
-use plan::{Action, Inputs, Limits};
+use crate::handoff::worker_types::{self, WorkerType};
+use jobs::{Jobs, Kind};
+use plan::{Action, Inputs, Limits, TypeLimits};
 use ray_status::RayStatus;
 
 pub(super) struct Elastic {
@@ -53,13 +56,19 @@ impl Elastic {
         create_private_dir(&worker_dir(&run_dir)).map_err(|e| format!("{e:#}"))?;
         let exp = std::env::var("SLURM_JOB_NAME").unwrap_or_else(|_| "rayslurm".to_owned());
         let head_job = format!("{}.{}", alloc.job_id, alloc.restart_count);
-        let options = worker_sbatch_args(&exp, &run_dir, &head_job);
-        let limits = Limits {
-            max_nodes,
-            head_nodes: alloc.nodes.len() as u32,
-            max_pending: args.cluster.serve.max_pending_workers.max(1),
-            idle_timeout: u64::from(args.cluster.serve.worker_idle_timeout),
-        };
+        let types = worker_types::read(&run_dir)
+            .map_err(|e| format!("{e:#}"))?
+            .unwrap_or_else(|| vec![WorkerType::plain(BTreeMap::new())]);
+        let serve = &args.cluster.serve;
+        let limits = limits_of(&types, max_nodes, alloc.nodes.len() as u32, serve);
+        let kinds: Vec<Kind> = types
+            .into_iter()
+            .map(|spec| Kind {
+                options: worker_sbatch_args(&exp, &run_dir, &head_job, &spec),
+                script: spec.script.clone().unwrap_or_else(|| script.clone()),
+                spec,
+            })
+            .collect();
         let file = WorkerJobs {
             head_job: alloc.job_id.clone(),
             attempt: alloc.restart_count,
@@ -69,13 +78,7 @@ impl Elastic {
             paused: None,
             updated_at: Local::now().to_rfc3339_opts(SecondsFormat::Secs, false),
         };
-        let mut jobs = Jobs::new(
-            run_dir,
-            script,
-            options,
-            file,
-            args.cluster.serve.replace_failed,
-        );
+        let mut jobs = Jobs::new(run_dir, kinds, file, serve.replace_failed);
         jobs.write(node);
         let status = RayStatus::start(ray, &head.started.mark, node)
             .map_err(|e| say(node, format!("warning: cannot ask Ray for its demand ({e}); only `rayslurm scale` grows the cluster")))
@@ -83,8 +86,8 @@ impl Elastic {
         say(
             node,
             format!(
-                "elastic: up to {max_nodes} nodes, worker jobs given back after {} s idle",
-                limits.idle_timeout
+                "elastic: up to {max_nodes} nodes; worker types: {}",
+                described(&limits)
             ),
         );
         Ok(Some(Self {
@@ -132,17 +135,28 @@ impl Elastic {
         self.last_report = latest.as_ref().map(|(at, _)| *at);
         let report = latest.map(|(_, r)| r);
         self.jobs.poll(report.as_ref(), node);
+        let mut want = BTreeMap::new();
+        let demand = report.as_ref().map_or(0, |r| r.demand);
+        if demand > 0
+            && !self.jobs.any_waiting()
+            && let Some(first) = self.limits.types.first()
+        {
+            want.insert(first.name.clone(), 1);
+        }
+        let mut jobs = self.jobs.views();
+        for j in &mut jobs {
+            j.needed = demand > 0;
+        }
         let now = Inputs {
-            jobs: self.jobs.views(),
-            demand: report.as_ref().map_or(0, |r| r.demand),
-            replacements: self.jobs.replacements,
+            jobs,
+            want,
+            replacements: self.jobs.replacements.clone(),
             paused: self.jobs.paused.is_some(),
-            since_submit: self.jobs.last_submit.map(|t| t.elapsed()),
-            request,
+            request: request.map(|r| (r, None)),
         };
         for action in plan::plan(&self.limits, &now) {
             match action {
-                Action::Submit(n) => self.jobs.submit(n, node),
+                Action::Submit(kind, n) => self.jobs.submit(&kind, n, node),
                 Action::Cancel(ids) => {
                     let why = if request.is_some() {
                         "rayslurm scale"
@@ -160,4 +174,46 @@ impl Elastic {
     pub(super) fn stop(mut self, node: &str) {
         self.jobs.stop_all(node);
     }
+}
+
+/// The cluster's limits, and each type's.
+fn limits_of(
+    types: &[WorkerType],
+    max_nodes: u32,
+    head_nodes: u32,
+    serve: &ServeOptions,
+) -> Limits {
+    Limits {
+        max_nodes,
+        head_nodes,
+        max_pending: serve.max_pending_workers.max(1),
+        types: types
+            .iter()
+            .map(|t| TypeLimits {
+                name: t.name.clone(),
+                nodes_per_job: t.nodes_per_job.max(1),
+                min_workers: t.min_workers,
+                max_workers: t.max_workers,
+                idle_timeout: u64::from(t.idle_timeout.unwrap_or(serve.worker_idle_timeout)),
+            })
+            .collect(),
+    }
+}
+
+/// The worker types as the log says them.
+fn described(limits: &Limits) -> String {
+    let types: Vec<String> = limits
+        .types
+        .iter()
+        .map(|t| {
+            format!(
+                "{} ({} to {} nodes, given back after {} s idle)",
+                t.name,
+                t.min_workers,
+                t.max_workers.map_or("any".to_owned(), |m| m.to_string()),
+                t.idle_timeout
+            )
+        })
+        .collect();
+    types.join(", ")
 }

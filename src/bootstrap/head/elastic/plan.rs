@@ -1,15 +1,14 @@
 //! What an elastic cluster's head does next with its worker jobs, decided from what it knows
-//! (a pure function, tested here): grow by one job while Ray reports work it cannot place,
-//! give back a joined job whose node has been idle too long, replace lost ones under
-//! `--replace-failed`, and carry out what `rayslurm scale` asked, always within the limits.
+//! (a pure function, tested here), type by type: keep each type's `min_workers` (replacing lost
+//! jobs), grow each type by the nodes Ray's pending work needs of it (worked out by the
+//! demand's fit, which counts jobs still waiting as nodes to come, so that no demand is
+//! submitted for twice), give back a joined job whose node has been idle past its type's
+//! timeout and that the demand does not need, replace lost ones under `--replace-failed`, and
+//! carry out what `rayslurm scale` asked, always within the cluster's and each type's limits.
 
-use std::time::Duration;
+use std::collections::BTreeMap;
 
 use crate::handoff::elastic::ScaleRequest;
-
-/// How long after a submission the head waits before growing again: a node that joins needs
-/// a few seconds to take the work that made it grow.
-pub(super) const GROW_EVERY: Duration = Duration::from_secs(15);
 
 /// Where a worker job stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,40 +27,70 @@ pub(super) enum Phase {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct JobView {
     pub(super) id: String,
+    /// Its worker type.
+    pub(super) kind: String,
     pub(super) phase: Phase,
     /// Seconds its Ray node has run nothing (once joined).
     pub(super) idle_s: Option<u64>,
+    /// Ray's pending work was placed on its node by the fit: not to be given back.
+    pub(super) needed: bool,
+}
+
+/// One worker type's limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct TypeLimits {
+    pub(super) name: String,
+    pub(super) nodes_per_job: u32,
+    pub(super) min_workers: u32,
+    /// Nodes of this type at most, if the type has its own most.
+    pub(super) max_workers: Option<u32>,
+    pub(super) idle_timeout: u64,
 }
 
 /// The cluster's limits.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct Limits {
     pub(super) max_nodes: u32,
     pub(super) head_nodes: u32,
     pub(super) max_pending: u32,
-    pub(super) idle_timeout: u64,
+    /// The worker types, the first the one `scale +N` grows.
+    pub(super) types: Vec<TypeLimits>,
+}
+
+impl Limits {
+    fn of(&self, kind: &str) -> Option<&TypeLimits> {
+        self.types.iter().find(|t| t.name == kind)
+    }
 }
 
 /// What the head knows now.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Inputs {
     pub(super) jobs: Vec<JobView>,
-    /// Tasks, actors and placement groups Ray cannot place (0 when Ray's report is stale).
-    pub(super) demand: u32,
-    /// Lost worker jobs that `--replace-failed` wants back.
-    pub(super) replacements: u32,
+    /// Nodes of each type Ray's pending work needs beyond the nodes there are and to come.
+    pub(super) want: BTreeMap<String, u32>,
+    /// Lost worker jobs that `--replace-failed` wants back, by type.
+    pub(super) replacements: BTreeMap<String, u32>,
     /// Growing is paused after repeated failures.
     pub(super) paused: bool,
-    /// Time since the last submission, if any.
-    pub(super) since_submit: Option<Duration>,
-    pub(super) request: Option<ScaleRequest>,
+    /// `rayslurm scale`, and the type it names (none: the first).
+    pub(super) request: Option<(ScaleRequest, Option<String>)>,
 }
 
 /// What to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Action {
-    Submit(u32),
+    /// Submit this many jobs of this type.
+    Submit(String, u32),
     Cancel(Vec<String>),
+}
+
+/// Room the cluster's and the type's limits leave for the type's jobs, and for waiting ones.
+struct Room {
+    /// Nodes the cluster may still add.
+    nodes: u32,
+    /// Jobs that may still wait in the queue.
+    waiting: u32,
 }
 
 pub(super) fn plan(limits: &Limits, now: &Inputs) -> Vec<Action> {
@@ -70,48 +99,91 @@ pub(super) fn plan(limits: &Limits, now: &Inputs) -> Vec<Action> {
         .iter()
         .filter(|j| j.phase != Phase::Stopping)
         .collect();
-    let nodes = limits.head_nodes + live.len() as u32;
-    let room = limits.max_nodes.saturating_sub(nodes);
-    if let Some(request) = now.request {
-        return asked(request, limits, &live, nodes, room);
-    }
-    let mut actions = Vec::new();
-    if now.demand == 0 {
-        let idle: Vec<String> = live
-            .iter()
-            .filter(|j| {
-                j.phase == Phase::Joined && j.idle_s.is_some_and(|s| s >= limits.idle_timeout)
-            })
-            .map(|j| j.id.clone())
-            .collect();
-        if !idle.is_empty() {
-            actions.push(Action::Cancel(idle));
-        }
+    let nodes_of = |kind: &str| -> u32 {
+        let npj = limits.of(kind).map_or(1, |t| t.nodes_per_job);
+        live.iter().filter(|j| j.kind == kind).count() as u32 * npj
+    };
+    let nodes: u32 =
+        limits.head_nodes + limits.types.iter().map(|t| nodes_of(&t.name)).sum::<u32>();
+    if let Some((request, kind)) = &now.request {
+        return asked(*request, kind.as_deref(), limits, &live, nodes);
     }
     let waiting = live
         .iter()
         .filter(|j| matches!(j.phase, Phase::Pending | Phase::Starting))
         .count() as u32;
-    let want = u32::from(now.demand > 0) + now.replacements;
-    let due = now.since_submit.is_none_or(|t| t >= GROW_EVERY);
-    let n = want
-        .min(room)
-        .min(limits.max_pending.saturating_sub(waiting));
-    if n > 0 && due && !now.paused {
-        actions.push(Action::Submit(n));
+    let mut room = Room {
+        nodes: limits.max_nodes.saturating_sub(nodes),
+        waiting: limits.max_pending.saturating_sub(waiting),
+    };
+    let mut actions = Vec::new();
+    for t in &limits.types {
+        let have = nodes_of(&t.name);
+        if now.paused {
+            break;
+        }
+        // The minimum is kept however many jobs wait: it is the user's floor.
+        let below_min = t.min_workers.saturating_sub(have);
+        let wanted = now.want.get(&t.name).copied().unwrap_or(0)
+            + now.replacements.get(&t.name).copied().unwrap_or(0);
+        let type_room = t.max_workers.map_or(u32::MAX, |m| m.saturating_sub(have));
+        let jobs_for = |nodes: u32| nodes.div_ceil(t.nodes_per_job.max(1));
+        let floor = jobs_for(below_min.min(type_room).min(room.nodes));
+        let grow = jobs_for(wanted.saturating_sub(below_min))
+            .min(type_room.saturating_sub(floor * t.nodes_per_job) / t.nodes_per_job.max(1))
+            .min(room.nodes.saturating_sub(floor * t.nodes_per_job) / t.nodes_per_job.max(1))
+            .min(room.waiting.saturating_sub(floor));
+        let n = floor + grow;
+        if n > 0 {
+            actions.push(Action::Submit(t.name.clone(), n));
+            room.nodes = room.nodes.saturating_sub(n * t.nodes_per_job);
+            room.waiting = room.waiting.saturating_sub(n);
+        }
+    }
+    let idle = idle_jobs(limits, &live, &nodes_of);
+    if !idle.is_empty() {
+        actions.insert(0, Action::Cancel(idle));
     }
     actions
 }
 
-/// `rayslurm scale`: `+N` and `=N` within the limits; `-N` gives back waiting jobs first
-/// (newest first), then joined ones, idlest first.
+/// Joined jobs idle past their type's timeout that the demand does not need, as long as their
+/// type keeps its minimum.
+fn idle_jobs(limits: &Limits, live: &[&JobView], nodes_of: &dyn Fn(&str) -> u32) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in &limits.types {
+        let mut spare = nodes_of(&t.name).saturating_sub(t.min_workers) / t.nodes_per_job.max(1);
+        let mut idle: Vec<&&JobView> = live
+            .iter()
+            .filter(|j| {
+                j.kind == t.name
+                    && j.phase == Phase::Joined
+                    && !j.needed
+                    && j.idle_s.is_some_and(|s| s >= t.idle_timeout)
+            })
+            .collect();
+        idle.sort_by_key(|j| std::cmp::Reverse(j.idle_s));
+        for j in idle {
+            if spare == 0 {
+                break;
+            }
+            spare -= 1;
+            out.push(j.id.clone());
+        }
+    }
+    out
+}
+
+/// `rayslurm scale`: `+N` and `=N` grow the type named (else the first) within the limits;
+/// `-N` gives back waiting jobs first (newest first), then joined ones, idlest first, of any type.
 fn asked(
     request: ScaleRequest,
+    kind: Option<&str>,
     limits: &Limits,
     live: &[&JobView],
     nodes: u32,
-    room: u32,
 ) -> Vec<Action> {
+    let room = limits.max_nodes.saturating_sub(nodes);
     let remove = |n: u32| {
         let mut order: Vec<&&JobView> = live.iter().collect();
         order.sort_by_key(|j| {
@@ -135,12 +207,17 @@ fn asked(
             vec![Action::Cancel(ids)]
         }
     };
+    let Some(t) = kind.map_or(limits.types.first(), |k| limits.of(k)) else {
+        return Vec::new();
+    };
+    let have = live.iter().filter(|j| j.kind == t.name).count() as u32 * t.nodes_per_job;
+    let type_room = t.max_workers.map_or(u32::MAX, |m| m.saturating_sub(have));
     let add = |n: u32| {
-        let n = n.min(room);
-        if n == 0 {
+        let jobs = n.min(room).min(type_room) / t.nodes_per_job.max(1);
+        if jobs == 0 {
             Vec::new()
         } else {
-            vec![Action::Submit(n)]
+            vec![Action::Submit(t.name.clone(), jobs)]
         }
     };
     match request {
@@ -158,110 +235,5 @@ fn asked(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const LIMITS: Limits = Limits {
-        max_nodes: 3,
-        head_nodes: 1,
-        max_pending: 2,
-        idle_timeout: 60,
-    };
-
-    fn job(id: &str, phase: Phase, idle_s: Option<u64>) -> JobView {
-        JobView {
-            id: id.into(),
-            phase,
-            idle_s,
-        }
-    }
-
-    #[test]
-    fn demand_grows_by_one_job_at_a_time_within_the_limits() {
-        let mut now = Inputs {
-            demand: 4,
-            ..Inputs::default()
-        };
-        assert_eq!(plan(&LIMITS, &now), [Action::Submit(1)]);
-        now.since_submit = Some(Duration::from_secs(3));
-        now.jobs = vec![job("9", Phase::Pending, None)];
-        assert_eq!(plan(&LIMITS, &now), [], "too soon after the last");
-        now.since_submit = Some(GROW_EVERY);
-        assert_eq!(plan(&LIMITS, &now), [Action::Submit(1)]);
-        now.jobs.push(job("10", Phase::Joined, Some(0)));
-        assert_eq!(plan(&LIMITS, &now), [], "3 nodes is the most");
-        now.paused = true;
-        now.jobs.pop();
-        assert_eq!(plan(&LIMITS, &now), [], "paused");
-    }
-
-    #[test]
-    fn no_more_jobs_wait_in_the_queue_than_allowed() {
-        let now = Inputs {
-            demand: 1,
-            jobs: vec![
-                job("9", Phase::Pending, None),
-                job("10", Phase::Starting, None),
-            ],
-            ..Inputs::default()
-        };
-        let limits = Limits {
-            max_nodes: 8,
-            ..LIMITS
-        };
-        assert_eq!(plan(&limits, &now), []);
-    }
-
-    #[test]
-    fn an_idle_node_is_given_back_only_without_demand() {
-        let mut now = Inputs {
-            jobs: vec![
-                job("9", Phase::Joined, Some(61)),
-                job("10", Phase::Joined, Some(5)),
-            ],
-            ..Inputs::default()
-        };
-        assert_eq!(plan(&LIMITS, &now), [Action::Cancel(vec!["9".into()])]);
-        now.demand = 1;
-        assert_eq!(plan(&LIMITS, &now), []);
-    }
-
-    #[test]
-    fn lost_jobs_are_replaced_without_demand() {
-        let now = Inputs {
-            replacements: 1,
-            ..Inputs::default()
-        };
-        assert_eq!(plan(&LIMITS, &now), [Action::Submit(1)]);
-    }
-
-    #[test]
-    fn scale_adds_removes_and_sets_within_the_limits() {
-        let mut now = Inputs {
-            request: Some(ScaleRequest::Add(5)),
-            paused: true,
-            ..Inputs::default()
-        };
-        assert_eq!(plan(&LIMITS, &now), [Action::Submit(2)], "at most 3 nodes");
-        now.jobs = vec![
-            job("9", Phase::Joined, Some(50)),
-            job("10", Phase::Joined, Some(90)),
-            job("11", Phase::Pending, None),
-        ];
-        now.request = Some(ScaleRequest::Remove(2));
-        assert_eq!(
-            plan(&LIMITS, &now),
-            [Action::Cancel(vec!["11".into(), "10".into()])]
-        );
-        now.request = Some(ScaleRequest::To(1));
-        assert_eq!(
-            plan(&LIMITS, &now),
-            [Action::Cancel(vec!["11".into(), "10".into(), "9".into()])]
-        );
-        now.jobs.clear();
-        now.request = Some(ScaleRequest::To(9));
-        assert_eq!(plan(&LIMITS, &now), [Action::Submit(2)]);
-        now.request = Some(ScaleRequest::Remove(1));
-        assert_eq!(plan(&LIMITS, &now), []);
-    }
-}
+#[path = "plan_tests.rs"]
+mod tests;
