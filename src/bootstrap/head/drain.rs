@@ -10,6 +10,7 @@
 
 use std::io::{BufReader, Read};
 use std::process::Stdio;
+use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use super::cluster::RayHead;
@@ -17,18 +18,31 @@ use super::python::ray_python;
 use crate::bootstrap::byte_lines;
 use crate::bootstrap::in_image;
 use crate::bootstrap::node::say;
+use crate::bootstrap::ray_auth::RayAuth;
 use crate::handoff::job_env;
 use crate::sys::process::describe_status;
 
-/// The script: GCS address, seconds until the deadline, and the reason's message.
+/// The script: GCS address, seconds until the deadline, the reason's message, the reason, and
+/// the nodes' instances.
 const DRAIN_PY: &str = include_str!("drain.py");
 
 /// Why the nodes go away, as Ray is told it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Deadline {
     /// Slurm's warning of the time limit.
     TimeLimit,
     /// Slurm is requeuing the job (preemption or `scontrol requeue`).
     Preemption,
+    /// The head gives an idle worker back: Ray refuses if the node has work again.
+    Idle,
+}
+
+/// One node's answer: its instance (an elastic worker's job id; `-` for another node), and
+/// whether Ray took the drain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Answer {
+    pub(super) instance: String,
+    pub(super) accepted: bool,
 }
 
 /// Starts the drain of every worker node of the head's Ray, `within` from now; its lines go to
@@ -41,18 +55,61 @@ pub(super) fn start(
     job_id: &str,
     within: Duration,
 ) {
-    let seconds = within.as_secs();
     let message = match why {
-        Deadline::TimeLimit => {
-            format!("Slurm's time limit of job {job_id} ends this node in {seconds} s")
-        }
-        Deadline::Preemption => {
-            format!("Slurm is preempting job {job_id}: this node goes away in {seconds} s")
-        }
+        Deadline::TimeLimit => format!(
+            "Slurm's time limit of job {job_id} ends this node in {} s",
+            within.as_secs()
+        ),
+        Deadline::Preemption | Deadline::Idle => format!(
+            "Slurm is preempting job {job_id}: this node goes away in {} s",
+            within.as_secs()
+        ),
     };
-    let args = ["-c", DRAIN_PY, &ray.address, &seconds.to_string(), &message].map(Into::into);
-    let mut cmd = ray_python(&args).env(job_env::RUN_MARK, mark);
-    for (k, v) in ray.auth.env() {
+    let target = Target {
+        address: &ray.address,
+        auth: &ray.auth,
+        mark,
+    };
+    say(
+        node,
+        format!(
+            "telling Ray that the worker nodes go away in {} s (Ray's drain API)",
+            within.as_secs()
+        ),
+    );
+    spawn(&target, node, (why, within, &message), &[], None);
+}
+
+/// The head's Ray, as a drain reaches it.
+pub(super) struct Target<'a> {
+    pub(super) address: &'a str,
+    pub(super) auth: &'a RayAuth,
+    pub(super) mark: &'a str,
+}
+
+/// Drains the nodes of these instances (none: every worker node) for `why`, `within` from now
+/// (Ray's deadline), saying `message`; each node's answer goes to the log, and to `answers`.
+pub(super) fn spawn(
+    target: &Target,
+    node: &str,
+    (why, within, message): (Deadline, Duration, &str),
+    instances: &[String],
+    answers: Option<Sender<Answer>>,
+) {
+    let kind = if why == Deadline::Idle {
+        "idle"
+    } else {
+        "preemption"
+    };
+    let seconds = within.as_secs().to_string();
+    let mut args: Vec<std::ffi::OsString> =
+        ["-c", DRAIN_PY, target.address, &seconds, message, kind]
+            .into_iter()
+            .map(Into::into)
+            .collect();
+    args.extend(instances.iter().map(Into::into));
+    let mut cmd = ray_python(&args).env(job_env::RUN_MARK, target.mark);
+    for (k, v) in target.auth.env() {
         cmd = cmd.env(k, v);
     }
     let mut command = cmd.command();
@@ -75,15 +132,15 @@ pub(super) fn start(
             return;
         }
     };
-    say(
-        node,
-        format!("telling Ray that the worker nodes go away in {seconds} s (Ray's drain API)"),
-    );
     let node = node.to_owned();
     std::thread::spawn(move || {
         if let Some(out) = child.stdout.take() {
             byte_lines::for_each(BufReader::new(out), |line| {
-                say(&node, format!("Ray drain: {}", byte_lines::text(line)));
+                let text = byte_lines::text(line);
+                say(&node, format!("Ray drain: {text}"));
+                if let (Some(answers), Some(answer)) = (&answers, answer_of(&text)) {
+                    let _ = answers.send(answer);
+                }
                 true
             });
         }
@@ -113,4 +170,40 @@ pub(super) fn start(
             Err(e) => say(&node, format!("warning: cannot wait for Ray's drain: {e}")),
         }
     });
+}
+
+/// A line of `drain.py` as an answer: `drained|refused INSTANCE ADDRESS[: why]`.
+fn answer_of(line: &str) -> Option<Answer> {
+    let mut words = line.split_whitespace();
+    let accepted = match words.next()? {
+        "drained" => true,
+        "refused" => false,
+        _ => return None,
+    };
+    let instance = words.next()?.trim_end_matches(':').to_owned();
+    Some(Answer { instance, accepted })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_nodes_answer_is_read_from_its_line() {
+        assert_eq!(
+            answer_of("drained 42 10.0.0.2"),
+            Some(Answer {
+                instance: "42".into(),
+                accepted: true
+            })
+        );
+        assert_eq!(
+            answer_of("refused 43 10.0.0.3: The node is not idle"),
+            Some(Answer {
+                instance: "43".into(),
+                accepted: false
+            })
+        );
+        assert_eq!(answer_of("Traceback (most recent call last):"), None);
+    }
 }

@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 use chrono::{DateTime, Local, SecondsFormat};
 
+use super::deadlines::Watch;
+use super::drains::Drains;
 use super::plan::{JobView, Phase};
 use super::ray_status::Report;
 use crate::bootstrap::node::say;
@@ -30,6 +32,8 @@ struct Tracked {
     ip: Option<String>,
     since: DateTime<Local>,
     idle_s: Option<u64>,
+    /// Its end as Slurm says it, and what the head did about it.
+    watch: Watch,
 }
 
 impl Tracked {
@@ -67,6 +71,7 @@ pub(super) struct Jobs {
     /// Lost worker jobs that `--replace-failed` wants back, by type.
     pub(super) replacements: BTreeMap<String, u32>,
     replace_failed: bool,
+    pub(super) drains: Drains,
 }
 
 impl Jobs {
@@ -75,6 +80,7 @@ impl Jobs {
         kinds: Vec<Kind>,
         file: WorkerJobs,
         replace_failed: bool,
+        drains: Drains,
     ) -> Self {
         Self {
             jobs: Vec::new(),
@@ -85,6 +91,7 @@ impl Jobs {
             paused: None,
             replacements: BTreeMap::new(),
             replace_failed,
+            drains,
         }
     }
 
@@ -129,6 +136,7 @@ impl Jobs {
                         ip: None,
                         since: Local::now(),
                         idle_s: None,
+                        watch: Watch::default(),
                     });
                 }
                 Err(why) => {
@@ -185,6 +193,7 @@ impl Jobs {
             return; // Slurm not answering: nothing is taken for ended.
         };
         let mut ended = Vec::new();
+        let now = Local::now().naive_local();
         for job in &mut self.jobs {
             let entry = query::own_line(&queue, &job.id);
             let state = entry.map(|e| e.state.clone());
@@ -199,6 +208,7 @@ impl Jobs {
             }
             let next = match (job.phase, phase) {
                 (Phase::Stopping, _) => Phase::Stopping,
+                (Phase::Leaving, _) => Phase::Leaving,
                 (_, query::Phase::Pending) => Phase::Pending,
                 (Phase::Joined, _) => Phase::Joined,
                 _ => match joined_ip(&self.run_dir, &job.id) {
@@ -214,6 +224,29 @@ impl Jobs {
                 job.since = Local::now();
             }
             job.idle_s = job.ip.as_deref().and_then(|ip| report?.idle_s(ip));
+            if matches!(job.phase, Phase::Joined | Phase::Leaving)
+                && let Some(k) = self.kinds.iter().find(|k| k.spec.name == job.kind)
+            {
+                let end = entry.and_then(|e| e.end);
+                let step = job.watch.see(end, now, &k.spec, self.replace_failed);
+                if let Some((why, within)) = step.drain {
+                    self.drains.deadline(node, &job.id, why, within);
+                }
+                if step.replace {
+                    say(
+                        node,
+                        format!(
+                            "submitting a replacement for worker job {} ({})",
+                            job.id, job.kind
+                        ),
+                    );
+                    *self.replacements.entry(job.kind.clone()).or_default() += 1;
+                }
+                if job.watch.going.is_some() && job.phase == Phase::Joined {
+                    job.phase = Phase::Leaving;
+                    job.since = Local::now();
+                }
+            }
         }
         self.jobs
             .retain(|j| !ended.iter().any(|(e, _)| e.id == j.id));
@@ -228,8 +261,11 @@ impl Jobs {
     /// A job that has left: given back, lost after joining, or failed before.
     fn ended(&mut self, job: Tracked, state: &str, node: &str) {
         let _ = std::fs::remove_file(worker_dir(&self.run_dir).join(format!("{}.joined", job.id)));
+        self.drains.forget(&job.id);
         match job.phase {
-            Phase::Stopping => say(node, format!("worker job {} has ended", job.id)),
+            Phase::Stopping | Phase::Leaving => {
+                say(node, format!("worker job {} has ended ({state})", job.id));
+            }
             Phase::Joined => {
                 say(
                     node,
@@ -298,6 +334,7 @@ impl Jobs {
                     Phase::Starting => "STARTING",
                     Phase::Joined => "RUNNING",
                     Phase::Stopping => "STOPPING",
+                    Phase::Leaving => "DRAINING",
                 }
                 .to_owned(),
                 node: j.node.clone(),
@@ -334,7 +371,13 @@ mod tests {
             paused: None,
             updated_at: String::new(),
         };
-        Jobs::new("/nonexistent".into(), Vec::new(), file, true)
+        Jobs::new(
+            "/nonexistent".into(),
+            Vec::new(),
+            file,
+            true,
+            Drains::new(None),
+        )
     }
 
     #[test]
@@ -371,6 +414,7 @@ mod tests {
             ip: None,
             since: Local::now(),
             idle_s: None,
+            watch: Watch::default(),
         };
         let gpu = |j: &Jobs| j.replacements.get("gpu").copied().unwrap_or(0);
         j.ended(job(Phase::Joined), "NODE_FAIL", "n1");

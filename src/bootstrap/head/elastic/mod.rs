@@ -6,6 +6,8 @@
 //! [`jobs`]'. Every worker job is cancelled when the cluster ends, however it ends (the
 //! watchdog does it if the head's bootstrap dies).
 
+mod deadlines;
+mod drains;
 mod jobs;
 mod plan;
 mod ray_status;
@@ -21,6 +23,7 @@ use crate::handoff::cluster::ServeOptions;
 use crate::handoff::elastic::{ScaleRequest, WorkerJobs, worker_dir, worker_sbatch_args};
 use crate::handoff::run_files::{RunFiles, create_private_dir};
 use crate::handoff::worker_types::{self, WorkerType};
+use drains::{DrainTo, Drains};
 use jobs::{Jobs, Kind};
 use plan::{Action, Inputs, Limits, TypeLimits};
 use ray_status::RayStatus;
@@ -78,7 +81,12 @@ impl Elastic {
             paused: None,
             updated_at: Local::now().to_rfc3339_opts(SecondsFormat::Secs, false),
         };
-        let mut jobs = Jobs::new(run_dir, kinds, file, serve.replace_failed);
+        let drains = Drains::new(Some(DrainTo {
+            address: ray.address.clone(),
+            auth: ray.auth.clone(),
+            mark: head.started.mark.clone(),
+        }));
+        let mut jobs = Jobs::new(run_dir, kinds, file, serve.replace_failed, drains);
         jobs.write(node);
         let status = RayStatus::start(ray, &head.started.mark, node)
             .map_err(|e| say(node, format!("warning: cannot ask Ray for its demand ({e}); only `rayslurm scale` grows the cluster")))
@@ -118,7 +126,19 @@ impl Elastic {
             }
             None => None,
         };
-        if self.jobs.note_joined(node) {
+        let mut changed = self.jobs.note_joined(node);
+        let settled = self.jobs.drains.settle();
+        for id in &settled.kept {
+            say(
+                node,
+                format!("keeping worker job {id}: Ray has work on its node again"),
+            );
+        }
+        if !settled.cancel.is_empty() {
+            self.jobs.cancel(&settled.cancel, node, "idle, drained");
+            changed = true;
+        }
+        if changed {
             self.jobs.write(node);
         }
         let latest = self.status.as_ref().and_then(RayStatus::latest);
@@ -157,13 +177,14 @@ impl Elastic {
         for action in plan::plan(&self.limits, &now) {
             match action {
                 Action::Submit(kind, n) => self.jobs.submit(&kind, n, node),
+                Action::Cancel(ids) if request.is_some() => {
+                    self.jobs.cancel(&ids, node, "rayslurm scale");
+                }
                 Action::Cancel(ids) => {
-                    let why = if request.is_some() {
-                        "rayslurm scale"
-                    } else {
-                        "idle"
-                    };
-                    self.jobs.cancel(&ids, node, why);
+                    let now = self.jobs.drains.idle(node, &ids);
+                    if !now.is_empty() {
+                        self.jobs.cancel(&now, node, "idle");
+                    }
                 }
             }
         }

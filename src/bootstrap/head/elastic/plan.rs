@@ -21,6 +21,9 @@ pub(super) enum Phase {
     Joined,
     /// Given back (`scancel` sent), not yet gone.
     Stopping,
+    /// Going away on Slurm's word (preempted, or its time limit near): drained, or soon, and
+    /// replaced where its type wants it; no longer counted among its type's nodes.
+    Leaving,
 }
 
 /// A worker job as the plan sees it.
@@ -97,7 +100,7 @@ pub(super) fn plan(limits: &Limits, now: &Inputs) -> Vec<Action> {
     let live: Vec<&JobView> = now
         .jobs
         .iter()
-        .filter(|j| j.phase != Phase::Stopping)
+        .filter(|j| !matches!(j.phase, Phase::Stopping | Phase::Leaving))
         .collect();
     let nodes_of = |kind: &str| -> u32 {
         let npj = limits.of(kind).map_or(1, |t| t.nodes_per_job);

@@ -160,3 +160,13 @@ fn scale_adds_to_the_type_named_removes_and_sets_within_the_limits() {
     now.request = Some((ScaleRequest::Remove(1), None));
     assert_eq!(plan(&l, &now), []);
 }
+
+#[test]
+fn a_leaving_job_counts_for_nothing_so_its_replacement_fits() {
+    let l = limits(3, vec![kind("spot", 1, Some(1), 60)]);
+    let now = Inputs {
+        jobs: vec![job("9", "spot", Phase::Leaving, Some(0))],
+        ..Inputs::default()
+    };
+    assert_eq!(plan(&l, &now), [Action::Submit("spot".into(), 1)]);
+}
