@@ -56,7 +56,7 @@ pub(in crate::bootstrap) fn run(args: &BootstrapArgs, alloc: &Allocation, head: 
                     joined.gcs
                 ),
             );
-            super::watch(&joined.args, &node, &run, &never)
+            super::watch(&joined.args, &node, &run, &never, false)
         }
         Err(message) => {
             say(&node, format!("error: {message}"));

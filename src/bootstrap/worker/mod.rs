@@ -65,7 +65,7 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
         temp_root: temp.as_ref().map(|t: &TempRoot| t.path.clone()),
     };
     let code = match started {
-        Ok(()) => watch(args, &node, &run, told_to_stop),
+        Ok(()) => watch(args, &node, &run, told_to_stop, true),
         Err(message) => {
             say(&node, format!("error: {message}"));
             1
@@ -198,11 +198,22 @@ fn watch_stdin() -> HeadSays {
 }
 
 /// Waits until the head says stop or a stop signal comes, watching that Ray stays alive.
-fn watch(args: &BootstrapArgs, node: &str, run: &RunMark, told_to_stop: &AtomicBool) -> i32 {
+/// Slurm's time warning stops it only where `time_warning_stops`: an elastic worker job is
+/// drained by the head before its end, and ends with it.
+fn watch(
+    args: &BootstrapArgs,
+    node: &str,
+    run: &RunMark,
+    told_to_stop: &AtomicBool,
+    time_warning_stops: bool,
+) -> i32 {
     let mut last_check = Instant::now();
     let mut watching = !args.cluster.program.no_ray;
     loop {
-        if told_to_stop.load(Ordering::SeqCst) || signals::take().into_iter().any(signals::stops) {
+        let stops = |s: &nix::sys::signal::Signal| {
+            signals::stops(*s) && (time_warning_stops || *s != signals::TIME_WARNING)
+        };
+        if told_to_stop.load(Ordering::SeqCst) || signals::take().iter().any(stops) {
             return 0;
         }
         if watching && last_check.elapsed() >= LIVENESS_EVERY {

@@ -16,6 +16,7 @@
 #[cfg(test)]
 mod captured;
 mod client;
+mod ends;
 mod fields;
 mod gres;
 mod job_state;
@@ -27,6 +28,7 @@ mod squeue;
 mod submission;
 
 pub(crate) use self::client::QueryError;
+pub(crate) use self::ends::{job_ends, partition_grace};
 #[cfg(test)]
 pub(crate) use self::gres::parse_sinfo_gpus;
 pub(crate) use self::gres::{NodeGpus, sinfo_gpus};

@@ -12,9 +12,9 @@ use super::submission::{Submission, same_submission};
 use crate::slurm::duration;
 
 /// `squeue -o` fields: id, long state, reason, time used, node count, submit time, node list,
-/// end time, batch script. The script's path stays last: it is the only free-form field, so
-/// whatever follows the eighth `|` belongs to it.
-pub(crate) const SQUEUE_FORMAT: &str = "%i|%T|%r|%M|%D|%V|%N|%e|%o";
+/// batch script. The script's path stays last: it is the only free-form field, so whatever
+/// follows the seventh `|` belongs to it.
+pub(crate) const SQUEUE_FORMAT: &str = "%i|%T|%r|%M|%D|%V|%N|%o";
 
 /// One line of `squeue -o SQUEUE_FORMAT`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,9 +28,6 @@ pub(crate) struct QueueEntry {
     /// When the job was submitted, in local time; `None` when squeue did not say.
     pub(crate) submitted: Option<NaiveDateTime>,
     pub(crate) nodelist: Option<String>,
-    /// When a running job ends at the latest, in local time: its time limit, or, once Slurm
-    /// preempts it, the end of its grace time (earlier); `None` without a limit, or unsaid.
-    pub(crate) end: Option<NaiveDateTime>,
     /// The batch script the job runs; `None` when squeue did not say.
     pub(crate) script: Option<PathBuf>,
 }
@@ -63,27 +60,15 @@ pub(crate) fn own_line<'a>(entries: &'a [QueueEntry], job_id: &str) -> Option<&'
         .or_else(|| entries.first())
 }
 
-/// Parses one line of `squeue -h -o SQUEUE_FORMAT`. Lines of fewer fields (no end time, no
-/// script, no submit time) are read as the format was before those were added, with them
-/// unknown.
+/// Parses one line of `squeue -h -o SQUEUE_FORMAT`. Lines of fewer fields (no script, no
+/// submit time) are read as the format was before those were added, with them unknown.
 pub(crate) fn parse_squeue_line(line: &str) -> Option<QueueEntry> {
-    let fields: Vec<&str> = line.trim().splitn(9, '|').map(str::trim).collect();
-    let (submitted, nodelist, end, script) = match fields.len() {
-        9 => (
-            parse_submit_time(fields[5]),
-            fields[6],
-            parse_submit_time(fields[7]),
-            known(fields[8]),
-        ),
-        8 => (
-            parse_submit_time(fields[5]),
-            fields[6],
-            None,
-            known(fields[7]),
-        ),
-        7 => (parse_submit_time(fields[5]), fields[6], None, None),
-        6 => (None, fields[5], None, None),
-        5 => (None, "", None, None),
+    let fields: Vec<&str> = line.trim().splitn(8, '|').map(str::trim).collect();
+    let (submitted, nodelist, script) = match fields.len() {
+        8 => (parse_submit_time(fields[5]), fields[6], known(fields[7])),
+        7 => (parse_submit_time(fields[5]), fields[6], None),
+        6 => (None, fields[5], None),
+        5 => (None, "", None),
         _ => return None,
     };
     let (job_id, state) = (fields[0], fields[1]);
@@ -98,7 +83,6 @@ pub(crate) fn parse_squeue_line(line: &str) -> Option<QueueEntry> {
         nodes: fields[4].parse().ok(),
         submitted,
         nodelist: known(nodelist),
-        end,
         script: script.map(PathBuf::from),
     })
 }
@@ -241,17 +225,10 @@ mod tests {
             "/shared/runs/exp_1122-031500.sh",
             "2026-11-22T03:15:00+00:00"
         )));
-        // A script path with `|` in it stays whole; the end time comes before it.
-        let e = parse_squeue_line("12|RUNNING|None|0:07|1|N/A|node1|2026-11-27T11:20:47|/a|b/x.sh")
-            .unwrap();
+        // A script path with `|` in it stays whole.
+        let e = parse_squeue_line("12|RUNNING|None|0:07|1|N/A|node1|/a|b/x.sh").unwrap();
         assert_eq!(e.script.as_deref(), Some(std::path::Path::new("/a|b/x.sh")));
         assert_eq!(e.nodelist.as_deref(), Some("node1"));
-        assert_eq!(e.end, parse_submit_time("2026-11-27T11:20:47"));
-        let unlimited = parse_squeue_line("12|RUNNING|None|0:07|1|N/A|node1|NONE|/x.sh").unwrap();
-        assert_eq!(
-            (unlimited.end, unlimited.script),
-            (None, Some("/x.sh".into()))
-        );
     }
 
     #[test]

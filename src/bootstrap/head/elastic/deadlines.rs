@@ -46,20 +46,36 @@ pub(super) struct Step {
     pub(super) replace: bool,
 }
 
+/// What Slurm says of a running job's end.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Seen {
+    /// Its end as `squeue` shows it (`None`: no limit; Slurm shows no end for a job without
+    /// one even once it is preempted).
+    pub(super) end: Option<NaiveDateTime>,
+    /// The end a preemption gives it (Slurm chose to preempt it: then, plus its GraceTime).
+    pub(super) preempted_end: Option<NaiveDateTime>,
+}
+
 impl Watch {
-    /// Takes Slurm's end of a running job seen at `now`, and says what to do.
+    /// Takes what Slurm says of a running job's end, seen at `now`, and says what to do.
     pub(super) fn see(
         &mut self,
-        end: Option<NaiveDateTime>,
+        seen: Seen,
         now: NaiveDateTime,
         kind: &WorkerType,
         replace_failed: bool,
     ) -> Step {
+        let Seen { end, preempted_end } = seen;
         let first = *self.first_end.get_or_insert(end);
-        let preempted = match (first, end) {
+        let moved = match (first, end) {
             (Some(f), Some(e)) => (f - e).num_seconds() >= MOVED,
             (None, Some(_)) => true,
             _ => false,
+        };
+        let preempted = moved || preempted_end.is_some();
+        let end = match (end, preempted_end) {
+            (Some(e), Some(p)) => Some(e.min(p)),
+            (e, p) => e.or(p),
         };
         let left = end.map(|e| (e - now).num_seconds());
         if preempted {
@@ -83,9 +99,11 @@ impl Watch {
                 self.going.get_or_insert(Why::TimeLimit);
             }
         }
+        // A type that rolls over drains when its replacement comes, if that is sooner.
+        let lead = rollover.map_or(DRAIN_LEAD, |r| r.min(DRAIN_LEAD));
         if !self.drained
             && let Some(left) = left
-            && (preempted || left <= DRAIN_LEAD)
+            && (preempted || left <= lead)
         {
             let why = if preempted {
                 Why::Preempted
@@ -119,6 +137,13 @@ mod tests {
         }
     }
 
+    fn ends(end: Option<NaiveDateTime>) -> Seen {
+        Seen {
+            end,
+            preempted_end: None,
+        }
+    }
+
     const NOTHING: Step = Step {
         drain: None,
         replace: false,
@@ -128,10 +153,10 @@ mod tests {
     fn a_preemption_drains_with_its_grace_and_a_preemptible_type_is_replaced_at_once() {
         let mut w = Watch::default();
         let spot = kind(true, None);
-        assert_eq!(w.see(Some(at(3600)), at(0), &spot, false), NOTHING);
-        assert_eq!(w.see(Some(at(3600)), at(10), &spot, false), NOTHING);
+        assert_eq!(w.see(ends(Some(at(3600))), at(0), &spot, false), NOTHING);
+        assert_eq!(w.see(ends(Some(at(3600))), at(10), &spot, false), NOTHING);
         // Preempted at 20 with a GraceTime of 60 s.
-        let step = w.see(Some(at(80)), at(20), &spot, false);
+        let step = w.see(ends(Some(at(80))), at(20), &spot, false);
         assert_eq!(
             step,
             Step {
@@ -140,28 +165,50 @@ mod tests {
             }
         );
         assert_eq!(w.going, Some(Why::Preempted));
-        assert_eq!(w.see(Some(at(80)), at(30), &spot, false), NOTHING, "once");
+        assert_eq!(
+            w.see(ends(Some(at(80))), at(30), &spot, false),
+            NOTHING,
+            "once"
+        );
     }
 
     #[test]
     fn a_job_without_a_limit_that_gets_an_end_is_preempted() {
         let mut w = Watch::default();
         let plain = kind(false, None);
-        assert_eq!(w.see(None, at(0), &plain, false), NOTHING);
-        let step = w.see(Some(at(70)), at(10), &plain, false);
+        assert_eq!(w.see(ends(None), at(0), &plain, false), NOTHING);
+        let step = w.see(ends(Some(at(70))), at(10), &plain, false);
         assert_eq!(step.drain, Some((Why::Preempted, 60)));
         assert!(!step.replace, "not preemptible, no --replace-failed");
         let mut w = Watch::default();
-        w.see(None, at(0), &plain, true);
-        assert!(w.see(Some(at(70)), at(10), &plain, true).replace);
+        w.see(ends(None), at(0), &plain, true);
+        assert!(w.see(ends(Some(at(70))), at(10), &plain, true).replace);
+    }
+
+    #[test]
+    fn a_preempted_job_without_a_limit_ends_with_its_grace() {
+        let mut w = Watch::default();
+        let spot = kind(true, None);
+        assert_eq!(w.see(ends(None), at(0), &spot, false), NOTHING);
+        let preempted = Seen {
+            end: None,
+            preempted_end: Some(at(70)),
+        };
+        assert_eq!(
+            w.see(preempted, at(10), &spot, false),
+            Step {
+                drain: Some((Why::Preempted, 60)),
+                replace: true
+            }
+        );
     }
 
     #[test]
     fn a_rollover_replaces_before_the_limit_and_the_drain_comes_at_its_lead() {
         let mut w = Watch::default();
         let short = kind(false, Some(120));
-        assert_eq!(w.see(Some(at(600)), at(0), &short, false), NOTHING);
-        let step = w.see(Some(at(600)), at(480), &short, false);
+        assert_eq!(w.see(ends(Some(at(600))), at(0), &short, false), NOTHING);
+        let step = w.see(ends(Some(at(600))), at(480), &short, false);
         assert_eq!(
             step,
             Step {
@@ -169,9 +216,9 @@ mod tests {
                 replace: true
             }
         );
-        assert_eq!(w.see(Some(at(600)), at(500), &short, false), NOTHING);
+        assert_eq!(w.see(ends(Some(at(600))), at(500), &short, false), NOTHING);
         assert_eq!(
-            w.see(Some(at(600)), at(545), &short, false).drain,
+            w.see(ends(Some(at(600))), at(545), &short, false).drain,
             Some((Why::TimeLimit, 55))
         );
         assert_eq!(w.going, Some(Why::TimeLimit));
@@ -181,10 +228,10 @@ mod tests {
     fn without_rollover_the_limit_drains_and_replaces_nothing() {
         let mut w = Watch::default();
         let plain = kind(false, None);
-        w.see(Some(at(600)), at(0), &plain, false);
-        assert_eq!(w.see(Some(at(600)), at(500), &plain, false), NOTHING);
+        w.see(ends(Some(at(600))), at(0), &plain, false);
+        assert_eq!(w.see(ends(Some(at(600))), at(500), &plain, false), NOTHING);
         assert_eq!(
-            w.see(Some(at(600)), at(541), &plain, false),
+            w.see(ends(Some(at(600))), at(541), &plain, false),
             Step {
                 drain: Some((Why::TimeLimit, 59)),
                 replace: false

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use chrono::{DateTime, Local, SecondsFormat};
 
-use super::deadlines::Watch;
+use super::deadlines::{Seen, Watch};
 use super::drains::Drains;
 use super::plan::{JobView, Phase};
 use super::ray_status::Report;
@@ -72,6 +72,8 @@ pub(super) struct Jobs {
     pub(super) replacements: BTreeMap<String, u32>,
     replace_failed: bool,
     pub(super) drains: Drains,
+    /// Each partition's GraceTime, once asked.
+    graces: BTreeMap<String, i64>,
 }
 
 impl Jobs {
@@ -92,6 +94,7 @@ impl Jobs {
             replacements: BTreeMap::new(),
             replace_failed,
             drains,
+            graces: BTreeMap::new(),
         }
     }
 
@@ -194,6 +197,7 @@ impl Jobs {
         };
         let mut ended = Vec::new();
         let now = Local::now().naive_local();
+        let seen = self.ends();
         for job in &mut self.jobs {
             let entry = query::own_line(&queue, &job.id);
             let state = entry.map(|e| e.state.clone());
@@ -226,9 +230,9 @@ impl Jobs {
             job.idle_s = job.ip.as_deref().and_then(|ip| report?.idle_s(ip));
             if matches!(job.phase, Phase::Joined | Phase::Leaving)
                 && let Some(k) = self.kinds.iter().find(|k| k.spec.name == job.kind)
+                && let Some(seen) = seen.get(&job.id)
             {
-                let end = entry.and_then(|e| e.end);
-                let step = job.watch.see(end, now, &k.spec, self.replace_failed);
+                let step = job.watch.see(*seen, now, &k.spec, self.replace_failed);
                 if let Some((why, within)) = step.drain {
                     self.drains.deadline(node, &job.id, why, within);
                 }
@@ -256,6 +260,40 @@ impl Jobs {
         for (job, state) in ended {
             self.ended(job, &state, node);
         }
+    }
+
+    /// What Slurm says of the running jobs' ends (one `squeue`), with a preempted job's grace
+    /// from its partition (asked once a partition).
+    fn ends(&mut self) -> BTreeMap<String, Seen> {
+        let running: Vec<&str> = self
+            .jobs
+            .iter()
+            .filter(|j| matches!(j.phase, Phase::Joined | Phase::Leaving))
+            .map(|j| j.id.as_str())
+            .collect();
+        let Ok(ends) = query::job_ends(&running) else {
+            return BTreeMap::new();
+        };
+        let mut out = BTreeMap::new();
+        for e in ends {
+            let preempted_end = e.preempted_at.map(|at| {
+                let grace = e.partition.as_deref().map_or(0, |p| {
+                    *self
+                        .graces
+                        .entry(p.to_owned())
+                        .or_insert_with(|| query::partition_grace(p).unwrap_or(0))
+                });
+                at + chrono::Duration::seconds(grace)
+            });
+            out.insert(
+                e.job_id,
+                Seen {
+                    end: e.end,
+                    preempted_end,
+                },
+            );
+        }
+        out
     }
 
     /// A job that has left: given back, lost after joining, or failed before.
