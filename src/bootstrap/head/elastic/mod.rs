@@ -6,6 +6,7 @@
 //! [`jobs`]'. Every worker job is cancelled when the cluster ends, however it ends (the
 //! watchdog does it if the head's bootstrap dies).
 
+mod fit;
 mod jobs;
 mod plan;
 mod ray_status;
@@ -124,7 +125,7 @@ impl Elastic {
             .is_some_and(|(at, _)| self.last_report.is_none_or(|seen| *at > seen));
         let due = self
             .last_tick
-            .is_none_or(|t| t.elapsed() >= ray_status::EVERY);
+            .is_none_or(|t| t.elapsed() >= ray_status::HEARTBEAT);
         if request.is_none() && !fresh && !due {
             return;
         }
@@ -134,7 +135,7 @@ impl Elastic {
         self.jobs.poll(report.as_ref(), node);
         let now = Inputs {
             jobs: self.jobs.views(),
-            demand: report.as_ref().map_or(0, |r| r.demand),
+            demand: report.as_ref().map_or(0, ray_status::Report::demand_count),
             replacements: self.jobs.replacements,
             paused: self.jobs.paused.is_some(),
             since_submit: self.jobs.last_submit.map(|t| t.elapsed()),
