@@ -13,6 +13,8 @@
 // Until the head's plan calls it (issue 38, item 1).
 #![cfg_attr(not(test), allow(dead_code))]
 
+#[cfg(test)]
+mod against_ray;
 mod node;
 mod pack;
 #[cfg(test)]

@@ -90,6 +90,13 @@ fn a_gpu_task_grows_only_the_gpu_type_and_cpu_work_only_the_cpu_type() {
     // CPU work fits either type; Ray keeps GPU nodes for GPU work.
     let cpu = fit(&types, &[busy_head()], &tasks(&[(&[("CPU", 1.0)], 3)]), 10);
     assert_eq!(cpu.launch, launch(&[("cpu", 1)]));
+    // Two types equal by every other measure (each has a resource the work leaves unused):
+    // not the GPU one, though it comes first.
+    let mut disk = ty("cpu", 4.0, 0.0, 5);
+    disk.resources.insert("disk".into(), 1.0);
+    let even = [ty("gpu", 4.0, 1.0, 5), disk];
+    let cpu = fit(&even, &[busy_head()], &tasks(&[(&[("CPU", 1.0)], 4)]), 10);
+    assert_eq!(cpu.launch, launch(&[("cpu", 1)]));
     // A GPU node grown for GPU work takes CPU work beside it; the rest goes to a CPU node.
     let both = fit(
         &types,
@@ -293,8 +300,10 @@ fn a_job_of_several_nodes_brings_them_all_and_is_counted_in_nodes() {
     t.nodes_per_job = 2;
     let types = [t];
     let f = fit(&types, &[busy_head()], &tasks(&[(&[("CPU", 2.0)], 3)]), 10);
+    // Two jobs: the first's second node takes the second task.
     assert_eq!(f.launch, launch(&[("pair", 4)]));
     assert_eq!(f.jobs(&types), launch(&[("pair", 2)]));
+    assert!(f.waiting.is_empty(), "{f:?}");
     // A budget of 3 nodes: one job of 2.
     assert_eq!(
         fit(&types, &[busy_head()], &tasks(&[(&[("CPU", 2.0)], 3)]), 3).launch,
@@ -339,19 +348,22 @@ fn the_request_resources_floor_is_packed_against_totals_and_keeps_its_nodes() {
 #[test]
 fn a_type_learns_its_totals_from_a_joined_node() {
     let mut t = ty("cpu", 2.0, 0.0, 5);
-    let d = tasks(&[(&[("CPU", 1.0), ("memory", 4e9)], 1)]);
+    let d = tasks(&[(&[("CPU", 1.0), ("memory", 4e9)], 2)]);
     // Memory unknown before a node joined: taken to fit.
     assert_eq!(
         fit(&[t.clone()], &[busy_head()], &d, 10).launch,
         launch(&[("cpu", 1)])
     );
-    assert!(t.learn(&res(&[
-        ("CPU", 2.0),
-        ("memory", 2e9),
-        ("node:10.0.0.1", 1.0)
-    ])));
-    assert!(!t.learn(&res(&[("CPU", 2.0), ("memory", 2e9)])));
-    assert!(!t.resources.contains_key("node:10.0.0.1"));
+    let total = res(&[("CPU", 4.0), ("memory", 6e9), ("node:10.0.0.1", 1.0)]);
+    assert!(t.learn(&total));
+    assert!(!t.learn(&total));
+    assert_eq!(t.resources, res(&[("CPU", 4.0), ("memory", 6e9)]));
+    // Learned: one task a node, for memory.
+    assert_eq!(
+        fit(&[t.clone()], &[busy_head()], &d, 10).launch,
+        launch(&[("cpu", 2)])
+    );
+    t.learn(&res(&[("CPU", 4.0), ("memory", 2e9)]));
     let f = fit(&[t], &[busy_head()], &d, 10);
     assert!(f.launch.is_empty() && f.infeasible.len() == 1, "{f:?}");
 }
