@@ -23,7 +23,7 @@ use crate::bootstrap::ray_version;
 use crate::bootstrap::user_code::env::node_env;
 use crate::handoff::cluster::ClusterOptions;
 use crate::handoff::cluster::parse_ray_args;
-use crate::handoff::elastic::{ELASTIC_WORKER, RAY_CLOUD_INSTANCE_ID};
+use crate::handoff::elastic::{ELASTIC_WORKER, RAY_CLOUD_INSTANCE_ID, RAY_NODE_MARKET_TYPE};
 use crate::handoff::job_env;
 use crate::sys::process::Cmd;
 
@@ -349,6 +349,8 @@ pub(crate) fn start_node(
     // Ray's nodes with its jobs); its type came with the job's environment.
     if head_address.is_some() && std::env::var_os(ELASTIC_WORKER).is_some() {
         env.push((RAY_CLOUD_INSTANCE_ID, alloc.job_id.clone()));
+    } else if cluster.serve.max_nodes.is_some() {
+        env.push((RAY_NODE_MARKET_TYPE, "on-demand".to_owned()));
     }
     if cluster.serve.on {
         let head_ip = head_address

@@ -52,6 +52,10 @@ pub(crate) struct ElasticView {
     pub(crate) paused: Option<String>,
     /// When the head last reported its worker jobs (RFC 3339), if it has.
     pub(crate) updated_at: Option<String>,
+    /// Ray's pending work that no worker type can hold (not retried), each a line.
+    pub(crate) unplaceable: Vec<String>,
+    /// Ray's pending work a worker type could hold once the limits leave room, each a line.
+    pub(crate) waiting_for_room: Vec<String>,
     /// The head's job first, then each worker job while the head's job runs.
     pub(crate) jobs: Vec<ClusterJob>,
 }
@@ -111,6 +115,10 @@ impl Elastic {
             max_nodes: self.max_nodes,
             paused: workers.and_then(|w| w.paused.clone()),
             updated_at: workers.map(|w| w.updated_at.clone()),
+            unplaceable: workers.map(|w| w.unplaceable.clone()).unwrap_or_default(),
+            waiting_for_room: workers
+                .map(|w| w.waiting_for_room.clone())
+                .unwrap_or_default(),
             jobs,
         }
     }
@@ -148,6 +156,21 @@ impl ElasticView {
         lines.extend(aligned(&rows).into_iter().map(|l| format!("  {l}")));
         if let Some(why) = &self.paused {
             lines.push(format!("  growing is paused: {why}"));
+        }
+        for (title, work) in [
+            (
+                "Ray's pending work that no worker type can hold (not retried)",
+                &self.unplaceable,
+            ),
+            (
+                "Ray's pending work waiting for room (--max-nodes, --max-workers)",
+                &self.waiting_for_room,
+            ),
+        ] {
+            if !work.is_empty() {
+                lines.push(format!("  {title}:"));
+                lines.extend(work.iter().map(|w| format!("    {w}")));
+            }
         }
         lines.join("\n")
     }
@@ -251,6 +274,8 @@ mod tests {
                 },
             ],
             paused: Some("3 worker jobs failed in a row".into()),
+            unplaceable: Vec::new(),
+            waiting_for_room: Vec::new(),
             updated_at: "2026-11-25T19:02:00+00:00".into(),
         }
     }

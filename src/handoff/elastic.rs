@@ -32,8 +32,8 @@ pub(crate) fn worker_dir(run_dir: &Path) -> PathBuf {
 /// own, or else the run's, whose `#SBATCH` lines they override, so that it has the head's
 /// partition, account, resources and environment: then one node): a name and a log of its own,
 /// never requeued (the head replaces it), the variable that makes the script start a worker of
-/// attempt `head` (`JOB.RESTART`), and Ray's name for the type (`ray.io/node-group`) and, for a
-/// preemptible type, its market (`ray.io/market-type=spot`). `up` submits the same with
+/// attempt `head` (`JOB.RESTART`), and Ray's name for the type (`ray.io/node-group`) and its
+/// market (`ray.io/market-type`: `spot` for a preemptible type, else `on-demand`). `up` submits the same with
 /// `--test-only` to check them before the cluster starts.
 pub(crate) fn worker_sbatch_args(
     exp_name: &str,
@@ -45,9 +45,13 @@ pub(crate) fn worker_sbatch_args(
         "--export=ALL,{ELASTIC_WORKER}={head},{RAY_NODE_TYPE_NAME}={}",
         kind.name
     );
-    if kind.preemptible {
-        export.push_str(&format!(",{RAY_NODE_MARKET_TYPE}=spot"));
-    }
+    // Ray sets no market of its own: an `on-demand` label selector needs it said.
+    let market = if kind.preemptible {
+        "spot"
+    } else {
+        "on-demand"
+    };
+    export.push_str(&format!(",{RAY_NODE_MARKET_TYPE}={market}"));
     let mut args = vec![format!("--job-name={exp_name}-{}", kind.name)];
     if kind.script.is_none() {
         args.push("--nodes=1".to_owned());
@@ -149,6 +153,13 @@ pub(crate) struct WorkerJobs {
     pub(crate) jobs: Vec<WorkerJob>,
     /// Why growing is paused (after repeated failures), if it is.
     pub(crate) paused: Option<String>,
+    /// Ray's pending work that no worker type can hold (not retried), each a line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) unplaceable: Vec<String>,
+    /// Ray's pending work a worker type could hold once `--max-nodes` or the type's
+    /// `--max-workers` leaves room, each a line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) waiting_for_room: Vec<String>,
     /// When the head wrote this (RFC 3339).
     pub(crate) updated_at: String,
 }
@@ -261,6 +272,8 @@ mod tests {
                 idle_s: Some(12),
             }],
             paused: None,
+            unplaceable: Vec::new(),
+            waiting_for_room: Vec::new(),
             updated_at: "2026-11-25T19:00:10+00:00".into(),
         };
         jobs.write(dir.path()).unwrap();

@@ -65,7 +65,7 @@ fn up_max_nodes_fails_with_slurms_words_when_slurm_refuses_the_worker_jobs() {
     assert_eq!(
         calls[0],
         format!(
-            "--test-only --job-name=lab-worker --nodes=1 --output={run_dir}.d/workers/%j.log --open-mode=append --no-requeue --export=ALL,RAYSLURM_ELASTIC_WORKER=test.0,RAY_NODE_TYPE_NAME=worker {script}"
+            "--test-only --job-name=lab-worker --nodes=1 --output={run_dir}.d/workers/%j.log --open-mode=append --no-requeue --export=ALL,RAYSLURM_ELASTIC_WORKER=test.0,RAY_NODE_TYPE_NAME=worker,RAY_NODE_MARKET_TYPE=on-demand {script}"
         )
     );
     assert!(records(&fake).is_empty(), "nothing recorded");
@@ -294,7 +294,7 @@ fn scale_json_prints_the_clusters_jobs() {
     let ran = running.wait_within(Duration::from_secs(30));
     assert_eq!(
         json_keys(&ran.json()),
-        "jobs\nmax_nodes\npaused\nupdated_at"
+        "jobs\nmax_nodes\npaused\nunplaceable\nupdated_at\nwaiting_for_room"
     );
 }
 

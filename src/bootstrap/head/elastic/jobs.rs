@@ -98,13 +98,6 @@ impl Jobs {
         }
     }
 
-    /// Whether any job waits in the queue or for its Ray.
-    pub(super) fn any_waiting(&self) -> bool {
-        self.jobs
-            .iter()
-            .any(|j| matches!(j.phase, Phase::Pending | Phase::Starting))
-    }
-
     /// The jobs as the plan sees them.
     pub(super) fn views(&self) -> Vec<JobView> {
         self.jobs
@@ -176,7 +169,11 @@ impl Jobs {
     /// directory: no call to Slurm); whether any has.
     pub(super) fn note_joined(&mut self, node: &str) -> bool {
         let mut any = false;
-        for job in self.jobs.iter_mut().filter(|j| j.phase == Phase::Starting) {
+        for job in self
+            .jobs
+            .iter_mut()
+            .filter(|j| matches!(j.phase, Phase::Pending | Phase::Starting))
+        {
             if let Some(ip) = joined_ip(&self.run_dir, &job.id) {
                 job.joined(ip, node);
                 any = true;
@@ -227,7 +224,10 @@ impl Jobs {
                 job.phase = next;
                 job.since = Local::now();
             }
-            job.idle_s = job.ip.as_deref().and_then(|ip| report?.idle_s(ip));
+            job.idle_s = report.and_then(|r| {
+                r.idle_s_of_instance(&job.id)
+                    .or_else(|| r.idle_s(job.ip.as_deref()?))
+            });
             if matches!(job.phase, Phase::Joined | Phase::Leaving)
                 && let Some(k) = self.kinds.iter().find(|k| k.spec.name == job.kind)
                 && let Some(seen) = seen.get(&job.id)
@@ -407,6 +407,8 @@ mod tests {
             head_nodes: 1,
             jobs: Vec::new(),
             paused: None,
+            unplaceable: Vec::new(),
+            waiting_for_room: Vec::new(),
             updated_at: String::new(),
         };
         Jobs::new(

@@ -7,7 +7,9 @@
 //! watchdog does it if the head's bootstrap dies).
 
 mod deadlines;
+mod demand;
 mod drains;
+mod fit;
 mod jobs;
 mod plan;
 mod ray_status;
@@ -23,6 +25,7 @@ use crate::handoff::cluster::ServeOptions;
 use crate::handoff::elastic::{ScaleRequest, WorkerJobs, worker_dir, worker_sbatch_args};
 use crate::handoff::run_files::{RunFiles, create_private_dir};
 use crate::handoff::worker_types::{self, WorkerType};
+use demand::Needs;
 use drains::{DrainTo, Drains};
 use jobs::{Jobs, Kind};
 use plan::{Action, Inputs, Limits, TypeLimits};
@@ -36,6 +39,8 @@ pub(super) struct Elastic {
     last_tick: Option<Instant>,
     /// When the report last acted on came.
     last_report: Option<Instant>,
+    /// The worker types as Ray's demand is fitted onto them.
+    shapes: Vec<fit::TypeShape>,
 }
 
 impl Elastic {
@@ -79,6 +84,8 @@ impl Elastic {
             head_nodes: limits.head_nodes,
             jobs: Vec::new(),
             paused: None,
+            unplaceable: Vec::new(),
+            waiting_for_room: Vec::new(),
             updated_at: Local::now().to_rfc3339_opts(SecondsFormat::Secs, false),
         };
         let drains = Drains::new(Some(DrainTo {
@@ -104,6 +111,7 @@ impl Elastic {
             limits,
             last_tick: None,
             last_report: None,
+            shapes: Vec::new(),
         }))
     }
 
@@ -145,31 +153,34 @@ impl Elastic {
         let fresh = latest
             .as_ref()
             .is_some_and(|(at, _)| self.last_report.is_none_or(|seen| *at > seen));
-        let due = self
+        let slurm_due = self
             .last_tick
-            .is_none_or(|t| t.elapsed() >= ray_status::EVERY);
-        if request.is_none() && !fresh && !due {
+            .is_none_or(|t| t.elapsed() >= ray_status::HEARTBEAT);
+        if request.is_none() && !fresh && !slurm_due && !changed {
             return;
         }
-        self.last_tick = Some(Instant::now());
         self.last_report = latest.as_ref().map(|(at, _)| *at);
         let report = latest.map(|(_, r)| r);
-        self.jobs.poll(report.as_ref(), node);
-        let mut want = BTreeMap::new();
-        let demand = report.as_ref().map_or(0, |r| r.demand);
-        if demand > 0
-            && !self.jobs.any_waiting()
-            && let Some(first) = self.limits.types.first()
-        {
-            want.insert(first.name.clone(), 1);
+        // Slurm is asked every HEARTBEAT (and for a request); Ray's reports, as they come.
+        if slurm_due || request.is_some() {
+            self.last_tick = Some(Instant::now());
+            self.jobs.poll(report.as_ref(), node);
         }
         let mut jobs = self.jobs.views();
+        let needs = match &report {
+            Some(r) => {
+                demand::learn(&mut self.shapes, &self.jobs.kinds, r);
+                demand::needs(&self.shapes, &self.limits, &jobs, r)
+            }
+            None => Needs::default(),
+        };
         for j in &mut jobs {
-            j.needed = demand > 0;
+            j.needed = needs.used.contains(&j.id);
         }
+        self.say_unplaceable(&needs, node);
         let now = Inputs {
             jobs,
-            want,
+            want: needs.want,
             replacements: self.jobs.replacements.clone(),
             paused: self.jobs.paused.is_some(),
             request: request.map(|r| (r, None)),
@@ -189,6 +200,18 @@ impl Elastic {
             }
         }
         self.jobs.write(node);
+    }
+
+    /// Says in the log the work no worker type can hold, once each, and keeps it with the work
+    /// that waits for room in `workers.json` for `status`.
+    fn say_unplaceable(&mut self, needs: &Needs, node: &str) {
+        for line in &needs.unplaceable {
+            if !self.jobs.file.unplaceable.contains(line) {
+                say(node, format!("warning: Ray's pending work {line}"));
+            }
+        }
+        self.jobs.file.unplaceable.clone_from(&needs.unplaceable);
+        self.jobs.file.waiting_for_room.clone_from(&needs.waiting);
     }
 
     /// Gives every worker job back: the cluster ends.
