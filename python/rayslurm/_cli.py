@@ -427,12 +427,15 @@ def logs_args(target: str, job: Optional[int], tail: Optional[int], follow: bool
     return args
 
 
-def scale(cluster: str, change: str, timeout: Optional[int]) -> Dict[str, Any]:
+def scale(
+    cluster: str, change: str, timeout: Optional[int], worker_type: Optional[str] = None
+) -> Dict[str, Any]:
     """``rayslurm scale --json -- CLUSTER CHANGE``: the cluster's jobs once its head took it."""
     if not isinstance(change, str):
         raise TypeError(
             f"a change of size is a str, '+N' (add), '-N' (remove) or '=N' (in all), not {change!r}"
         )
-    args = ["scale", *flags({"timeout": timeout}), "--json", "--", cluster, change]
+    given = {"timeout": timeout, "worker_type": worker_type}
+    args = ["scale", *flags(given), "--json", "--", cluster, change]
     result: Dict[str, Any] = call_json(args, dict)
     return result

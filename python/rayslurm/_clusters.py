@@ -163,6 +163,7 @@ def scale(
     change: str,
     *,
     timeout: Optional[int] = None,
+    worker_type: Optional[str] = None,
     host: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Grows or shrinks an elastic cluster (``rayslurm scale CLUSTER CHANGE --json``).
@@ -172,11 +173,13 @@ def scale(
         change: ``"+N"`` (N worker jobs more), ``"-N"`` (N fewer: pending ones first, then the
             idlest) or ``"=N"`` (N nodes in all, the head's own allocation included).
         timeout: seconds to wait for the cluster's head to take the request (default 30).
+        worker_type: with ``"+N"`` or ``"=N"``, the worker type to grow (``up(...,
+            worker_type=[...])``; default: the first).
 
     Returns:
         The cluster's jobs as its head reports them once it took the request: ``{"max_nodes",
         "paused", "updated_at", "jobs"}``; each of ``jobs`` (the head's first) is ``{"job_id",
-        "role", "node", "state", "since", "idle_s"}``, as ``status()`` has them under
+        "role", "worker_type", "node", "state", "since", "idle_s"}``, as ``status()`` has them under
         ``"elastic"``.
 
     Raises:
@@ -186,7 +189,7 @@ def scale(
         TypeError: ``change`` is not a str.
     """
     with _cli.on_host(_cli.host_for(host, cluster)):
-        return _cli.scale(cluster_name(cluster), change, timeout)
+        return _cli.scale(cluster_name(cluster), change, timeout, worker_type)
 
 
 def down(cluster: ClusterRef, *, host: Optional[str] = None) -> None:

@@ -327,7 +327,9 @@ class Cluster:
         return found
 
     @_cli.hosted
-    def scale(self, change: str, *, timeout: Optional[int] = None) -> Dict[str, Any]:
+    def scale(
+        self, change: str, *, timeout: Optional[int] = None, worker_type: Optional[str] = None
+    ) -> Dict[str, Any]:
         """Grows or shrinks an elastic cluster (``up(..., max_nodes=N)``; ``rayslurm scale``).
 
         ``change`` is ``"+N"`` (N worker jobs more), ``"-N"`` (N fewer) or ``"=N"`` (N nodes
@@ -336,9 +338,10 @@ class Cluster:
         them, ``{"max_nodes", "paused", "updated_at", "jobs"}``, each job ``{"job_id", "role",
         "node", "state", "since", "idle_s"}``. A cluster that is not elastic, or a change beyond
         its bounds, raises :class:`RayslurmError` (``returncode`` 2); a request the head did not
-        take in time is withdrawn and raises it with ``returncode`` 1.
+        take in time is withdrawn and raises it with ``returncode`` 1. ``worker_type``: the
+        type ``"+N"`` and ``"=N"`` grow (default: the first).
         """
-        return _cli.scale(self.name, change, timeout)
+        return _cli.scale(self.name, change, timeout, worker_type)
 
     @_cli.hosted
     def submit(

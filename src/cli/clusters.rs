@@ -246,6 +246,11 @@ pub(crate) struct ScaleArgs {
     #[arg(value_name = "CHANGE", allow_hyphen_values = true, value_parser = ScaleRequest::parse)]
     pub(crate) change: ScaleRequest,
 
+    /// With `+N` or `=N`: the worker type to grow (default: the cluster's first, `up
+    /// --worker-type`'s first, or its one type).
+    #[arg(value_name = "NAME", long = "worker-type")]
+    pub(crate) worker_type: Option<String>,
+
     /// Seconds to wait for the cluster's head to take the request.
     #[arg(value_name = "SECS", long, value_parser = positive_count, default_value_t = 30)]
     pub(crate) timeout: u32,

@@ -13,6 +13,7 @@ use crate::clusters::elastic::{self, Elastic};
 use crate::commands::settings::clusters::ScaleSettings;
 use crate::error::{UsageError, show};
 use crate::handoff::elastic::{SCALE_REQUEST, WorkerJobs};
+use crate::handoff::worker_types::{self, WorkerType};
 use crate::printer::Printer;
 
 /// How often the request's file and the head's report are looked at.
@@ -41,10 +42,13 @@ pub(crate) fn run(args: &ScaleSettings, printer: &Printer) -> Result<ExitCode> {
         cluster.run.record.num_nodes,
         before.max_nodes,
     )?;
+    if let Some(kind) = &args.worker_type {
+        check_type(&name, kind, &run_dir)?;
+    }
     let status = cluster.status(printer)?;
     let info = cluster.up_info(&status)?;
     let reported = before.workers.map(|w| w.updated_at);
-    args.change.write(&run_dir)?;
+    args.change.write(&run_dir, args.worker_type.as_deref())?;
     printer.info(&format!(
         "asked the head of cluster {name} for `{}`; waiting for it to take the request",
         args.change
@@ -93,6 +97,25 @@ fn wait_until(limit: Duration, poll: Duration, mut done: impl FnMut() -> bool) -
         }
         std::thread::sleep(poll.min(limit.saturating_sub(start.elapsed())));
     }
+}
+
+/// A type `scale --worker-type` names must be one of the cluster's.
+fn check_type(name: &str, kind: &str, run_dir: &std::path::Path) -> Result<()> {
+    let known: Vec<String> = worker_types::read(run_dir)?
+        .unwrap_or_else(|| vec![WorkerType::plain(Default::default())])
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    if known.iter().any(|k| k == kind) {
+        return Ok(());
+    }
+    Err(UsageError::new(format!(
+        "cluster {} has no worker type {}",
+        show(name),
+        show(kind)
+    ))
+    .hint(format!("its worker types: {}", known.join(", ")))
+    .into())
 }
 
 #[cfg(test)]

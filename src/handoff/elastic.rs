@@ -105,16 +105,21 @@ impl ScaleRequest {
         }
     }
 
-    /// Leaves the request for the head (a private file, replaced whole).
-    pub(crate) fn write(&self, run_dir: &Path) -> Result<()> {
+    /// Leaves the request for the head (a private file, replaced whole), with the worker type
+    /// it grows, if one is named.
+    pub(crate) fn write(&self, run_dir: &Path, kind: Option<&str>) -> Result<()> {
         let mut file = Staged::new(run_dir, "scale", 0o600)?;
-        file.write_all(format!("{self}\n").as_bytes())?;
+        let line = match kind {
+            Some(k) => format!("{self} {k}\n"),
+            None => format!("{self}\n"),
+        };
+        file.write_all(line.as_bytes())?;
         file.replace(&run_dir.join(SCALE_REQUEST))
     }
 
-    /// Takes the request left for the head, if any: it is read once and removed. One that is
-    /// not the user's own private file is removed unread.
-    pub(crate) fn take(run_dir: &Path) -> Option<Result<Self, String>> {
+    /// Takes the request left for the head, if any, with the worker type it names: it is read
+    /// once and removed. One that is not the user's own private file is removed unread.
+    pub(crate) fn take(run_dir: &Path) -> Option<Result<(Self, Option<String>), String>> {
         let path = run_dir.join(SCALE_REQUEST);
         let meta = std::fs::symlink_metadata(&path).ok()?;
         let text = if NotPrivate::of(&meta).is_none() {
@@ -125,7 +130,11 @@ impl ScaleRequest {
         let _ = std::fs::remove_file(&path);
         Some(
             text.ok_or_else(|| format!("`{}` is not your private file", path.display()))
-                .and_then(|t| Self::parse(&t)),
+                .and_then(|t| {
+                    let mut words = t.split_whitespace();
+                    let change = Self::parse(words.next().unwrap_or_default())?;
+                    Ok((change, words.next().map(str::to_owned)))
+                }),
         )
     }
 }
@@ -241,10 +250,15 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(ScaleRequest::take(dir.path()), None);
-        ScaleRequest::Add(3).write(dir.path()).unwrap();
+        ScaleRequest::Add(3).write(dir.path(), None).unwrap();
         assert_eq!(
             ScaleRequest::take(dir.path()),
-            Some(Ok(ScaleRequest::Add(3)))
+            Some(Ok((ScaleRequest::Add(3), None)))
+        );
+        ScaleRequest::To(4).write(dir.path(), Some("gpu")).unwrap();
+        assert_eq!(
+            ScaleRequest::take(dir.path()),
+            Some(Ok((ScaleRequest::To(4), Some("gpu".to_owned()))))
         );
         assert_eq!(ScaleRequest::take(dir.path()), None);
         let path = dir.path().join(SCALE_REQUEST);

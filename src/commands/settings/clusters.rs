@@ -31,6 +31,8 @@ impl QueueSettings {
 pub(crate) struct ScaleSettings {
     pub(crate) cluster: String,
     pub(crate) change: ScaleRequest,
+    /// The worker type `+N` and `=N` grow (none: the first).
+    pub(crate) worker_type: Option<String>,
     /// How long to wait for the head to take the request.
     pub(crate) timeout: Duration,
     pub(crate) json: bool,
@@ -41,12 +43,14 @@ impl ScaleSettings {
         let ScaleArgs {
             cluster,
             change,
+            worker_type,
             timeout,
             json,
         } = args;
         Self {
             cluster: cluster.clone(),
             change: *change,
+            worker_type: worker_type.clone(),
             timeout: Duration::from_secs(u64::from(*timeout)),
             json: *json,
         }

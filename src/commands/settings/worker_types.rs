@@ -82,6 +82,9 @@ fn resolve_one(
     config.worker_types = Vec::new();
     config.cluster.program = shared.program;
     config.cluster.nodes = shared.nodes;
+    // No time warning: the head drains a worker before its end (its time warning would come at
+    // once to a job shorter than the cluster's stop grace).
+    config.cluster.nodes.stop_grace = 0;
     config.cluster.ray = shared.ray;
     config.cluster.container = container;
     let spec = WorkerType {

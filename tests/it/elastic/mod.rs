@@ -4,3 +4,4 @@
 
 mod cli;
 mod e2e_elastic;
+mod e2e_worker_types;

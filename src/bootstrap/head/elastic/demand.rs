@@ -12,6 +12,9 @@ use super::jobs::Kind;
 use super::plan::{JobView, Limits, Phase};
 use super::ray_status::Report;
 
+/// The resource only the head node of a Ray cluster has.
+const HEAD_MARK: &str = "node:__internal_head__";
+
 /// What the demand asks of the cluster now.
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct Needs {
@@ -26,16 +29,24 @@ pub(super) struct Needs {
 }
 
 /// The types as the fit sees them, each learning its nodes' real totals from the first that
-/// joined (kept across calls in `shapes`).
+/// joined (kept across calls in `shapes`). Before then, a type that does not say its CPUs
+/// (`--cpus-per-task`, `--resources`) is taken to have the head's: the same job but for the
+/// type's options.
 pub(super) fn learn(shapes: &mut Vec<TypeShape>, kinds: &[Kind], report: &Report) {
     if shapes.is_empty() {
+        let head_cpus = report
+            .nodes
+            .iter()
+            .find(|n| n.total.contains_key(HEAD_MARK))
+            .and_then(|n| n.total.get("CPU").copied())
+            .unwrap_or(1.0);
         *shapes = kinds
             .iter()
             .map(|k| {
                 let r = &k.spec.resources;
                 TypeShape::new(
                     &k.spec.name,
-                    r.get("CPU").copied().unwrap_or(0.0),
+                    r.get("CPU").copied().unwrap_or(head_cpus),
                     r.get("GPU").copied().unwrap_or(0.0),
                     r,
                 )

@@ -42,9 +42,11 @@ impl Tracked {
         say(
             node,
             format!(
-                "worker job {} joined: node {}",
+                "worker job {} joined{}",
                 self.id,
-                self.node.as_deref().unwrap_or("?")
+                self.node
+                    .as_deref()
+                    .map_or(String::new(), |n| format!(": node {n}"))
             ),
         );
         self.ip = Some(ip);

@@ -115,25 +115,12 @@ impl Elastic {
         }))
     }
 
-    /// Takes a `scale` request, notes worker jobs whose node has just joined, and, as soon as
-    /// Ray has reported again (every [`ray_status::EVERY`]), for a request, or every
-    /// [`ray_status::EVERY`] anyway, brings the jobs up to date and acts on the plan.
+    /// Takes a `scale` request, notes worker jobs whose node has just joined and the answers
+    /// to idle drains, and, as soon as Ray has reported again (on a change, at least every
+    /// [`ray_status::HEARTBEAT`]), or for a request, acts on the plan; Slurm is asked how the
+    /// jobs stand every [`ray_status::HEARTBEAT`] and for a request.
     pub(super) fn tick(&mut self, node: &str) {
-        let request = match ScaleRequest::take(&self.jobs.run_dir) {
-            Some(Ok(r)) => {
-                say(node, format!("rayslurm scale {r} asked"));
-                self.jobs.resume();
-                Some(r)
-            }
-            Some(Err(why)) => {
-                say(
-                    node,
-                    format!("warning: a scale request was not taken: {why}"),
-                );
-                None
-            }
-            None => None,
-        };
+        let request = self.take_request(node);
         let mut changed = self.jobs.note_joined(node);
         let settled = self.jobs.drains.settle();
         for id in &settled.kept {
@@ -183,7 +170,7 @@ impl Elastic {
             want: needs.want,
             replacements: self.jobs.replacements.clone(),
             paused: self.jobs.paused.is_some(),
-            request: request.map(|r| (r, None)),
+            request: request.clone(),
         };
         for action in plan::plan(&self.limits, &now) {
             match action {
@@ -200,6 +187,27 @@ impl Elastic {
             }
         }
         self.jobs.write(node);
+    }
+
+    /// The `scale` request left for the head, if any, with the type it names.
+    fn take_request(&mut self, node: &str) -> Option<(ScaleRequest, Option<String>)> {
+        match ScaleRequest::take(&self.jobs.run_dir)? {
+            Ok((change, kind)) => {
+                let named = kind
+                    .as_deref()
+                    .map_or(String::new(), |k| format!(" --worker-type {k}"));
+                say(node, format!("rayslurm scale {change}{named} asked"));
+                self.jobs.resume();
+                Some((change, kind))
+            }
+            Err(why) => {
+                say(
+                    node,
+                    format!("warning: a scale request was not taken: {why}"),
+                );
+                None
+            }
+        }
     }
 
     /// Says in the log the work no worker type can hold, once each, and keeps it with the work
