@@ -156,11 +156,15 @@ fn e2e_each_piece_of_work_grows_the_worker_type_that_can_hold_it() {
     down(&dir, &name, &cluster, &["cpu", "gpu"]);
 }
 
-/// A job that waits (at most `secs`) for Ray to report a draining node, and prints its
+/// A job that keeps an actor on a node of the `slot` resource (so that the node stays busy,
+/// and Ray keeps it draining until its deadline rather than ending an idle one at once), says
+/// `actor ready`, then waits (at most `secs`) for Ray to report a draining node and prints its
 /// deadline and the time it saw it, in ms since the epoch: `draining DEADLINE_MS at NOW_MS`.
 fn drain_watcher(secs: u32) -> String {
     format!(
         "import time, ray; ray.init(); from ray._private.state import state\n\
+         a = ray.remote(resources={{'slot': 1}})(type('Busy', (), {{'ping': lambda self: 1}})).remote()\n\
+         ray.get(a.ping.remote()); print('actor ready', flush=True)\n\
          t0 = time.time()\n\
          while time.time() - t0 < {secs}:\n\
          \x20   d = {{k: v for k, v in state.get_draining_nodes().items() if v}}\n\
@@ -169,6 +173,19 @@ fn drain_watcher(secs: u32) -> String {
          \x20       break\n\
          \x20   time.sleep(0.5)\n"
     )
+}
+
+/// Waits until job `id`'s output holds `text`, at most `limit`.
+fn wait_output(dir: &Path, name: &str, id: u64, text: &str, limit: Duration) {
+    let t0 = Instant::now();
+    loop {
+        let out = job_output(dir, name, id);
+        if out.contains(text) {
+            return;
+        }
+        assert!(t0.elapsed() < limit, "`{text}` not in job {id}'s output: {out}");
+        std::thread::sleep(Duration::from_secs(1));
+    }
 }
 
 /// Slurm's time of `job`'s `field` (`PreemptTime`, `EndTime`) in ms since the epoch.
@@ -202,7 +219,7 @@ fn e2e_a_preempted_worker_is_drained_by_its_deadline_and_replaced() {
     let name = format!("wp{}", std::process::id());
     let extra = [
         "--worker-type",
-        "spot: -p scavenger --preemptible --min-workers 1 --max-workers 1 --resources '{\"slot\": 1}'",
+        "spot: -p scavenger --preemptible --min-workers 1 --max-workers 1 --resources '{\"slot\": 2}'",
     ];
     let cluster = up_nodes(lab, &dir, &name, "1", &extra);
     wait_log(&cluster, " joined", Duration::from_secs(120));
@@ -210,6 +227,7 @@ fn e2e_a_preempted_worker_is_drained_by_its_deadline_and_replaced() {
     assert_eq!(first.len(), 1, "{first:?}");
     let (victim, node) = (first[0].0.clone(), first[0].2.clone());
     let watcher = exec_detached(&dir, &name, &["--", "python", "-c", &drain_watcher(240)]);
+    wait_output(&dir, &name, watcher, "actor ready", Duration::from_secs(120));
     let work = "import ray, time; ray.init(); \
         f = ray.remote(resources={'slot': 1})(lambda i: time.sleep(4) or i); \
         print('done', sum(ray.get([f.remote(i) for i in range(4)])))";
