@@ -9,8 +9,8 @@
 #
 #   bash tests/bench/elastic_grow.sh [REPEAT]
 #
-# The head asks Ray for its demand every 10 s, and a worker job needs sbatch, its node's
-# Ray start and the join: the grow time is bounded below by the first of these.
+# The head reads Ray's demand every second and submits at once what the demand needs; a worker
+# job then needs Slurm to start it, its node's Ray start and the join.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repeat=${1:-3}
@@ -27,10 +27,10 @@ grow() {
   local run_dir
   run_dir=$("$bin" up "$name" -n 1 --max-nodes 2 --json "${common[@]}" 2>/dev/null |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["log"][:-len(".log")] + ".d")')
-  "$bin" exec "$name" -d --num-cpus 2 -- sleep 120 >/dev/null
+  "$bin" exec "$name" -d --num-cpus 2 -- sleep 120 >/dev/null 2>&1
   sleep 5
   t0=$(now)
-  "$bin" exec "$name" -d --num-cpus 2 -- true >/dev/null
+  "$bin" exec "$name" -d --num-cpus 2 -- true >/dev/null 2>&1
   until python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(not any(w["state"]=="RUNNING" for w in j["jobs"]))' "$run_dir/workers.json" 2>/dev/null; do
     sleep 0.2
   done
