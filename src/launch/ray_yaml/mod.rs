@@ -144,3 +144,27 @@ pub(crate) fn read(path: &Path, cwd: &Path) -> Result<RayCluster, UsageError> {
         .collect();
     Ok(cluster)
 }
+
+/// The `cluster_name` of Ray's cluster YAML at `path` (relative to `cwd`): the cluster that
+/// `down`, `exec`, `dashboard`, ... name by the file. Only that field is read.
+pub(crate) fn cluster_name_of(path: &Path, cwd: &Path) -> Result<String, UsageError> {
+    let root = document(path, cwd)?;
+    let Node::Map(entries) = &root.value else {
+        return Err(refusal(
+            path,
+            "(file)",
+            root.line,
+            "is not Ray's cluster YAML (a mapping with `cluster_name`)",
+        ));
+    };
+    let Some((_, value)) = entries.iter().find(|(k, _)| k.value == "cluster_name") else {
+        return Err(refusal(
+            path,
+            "cluster_name",
+            0,
+            "is missing: the cluster a YAML started is named by its `cluster_name`",
+        ));
+    };
+    fields::text("cluster_name", value)
+        .map_err(|(field, line, why)| refusal(path, &field, line, &why))
+}
