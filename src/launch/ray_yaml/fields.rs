@@ -1,8 +1,6 @@
 //! The top level of Ray's cluster YAML: each field read, refused or noted; the node types are
 //! kept for `node_types`.
 
-use std::path::Path;
-
 use super::refused::{self, Refused};
 use crate::launch::task_file::node::{Line, Node};
 use crate::launch::validate;
@@ -14,8 +12,8 @@ pub(super) struct Top {
     pub(super) name: String,
     /// `max_workers` and its line.
     pub(super) max_workers: Option<(u32, u32)>,
-    /// `up`'s flags the top level gives (idle timeout, file mounts).
-    pub(super) flags: Vec<TypeOption>,
+    /// `idle_timeout_minutes`, as `--worker-idle-timeout` (of an elastic cluster only).
+    pub(super) idle_timeout: Option<TypeOption>,
     /// `provider:`'s site-wide Slurm options, for the head and every type.
     pub(super) provider: Vec<TypeOption>,
     pub(super) docker: Docker,
@@ -57,8 +55,8 @@ const PROVIDER_OPTIONS: &[&str] = &[
     "gpu-directive",
 ];
 
-/// Reads the top level's `entries`; `cwd` is where `file_mounts`' local paths are taken from.
-pub(super) fn read_top(entries: &[(Line<String>, Line<Node>)], cwd: &Path) -> Result<Top, Refused> {
+/// Reads the top level's `entries`.
+pub(super) fn read_top(entries: &[(Line<String>, Line<Node>)]) -> Result<Top, Refused> {
     let mut top = Top::default();
     let mut named = false;
     let mut provided = false;
@@ -80,7 +78,7 @@ pub(super) fn read_top(entries: &[(Line<String>, Line<Node>)], cwd: &Path) -> Re
             "idle_timeout_minutes" => {
                 let minutes = number(field, value)?;
                 let secs = (minutes * 60.0).ceil().max(1.0);
-                top.flags.push(TypeOption::new(
+                top.idle_timeout = Some(TypeOption::new(
                     field,
                     line,
                     "worker-idle-timeout",
@@ -103,7 +101,7 @@ pub(super) fn read_top(entries: &[(Line<String>, Line<Node>)], cwd: &Path) -> Re
                 });
             }
             "available_node_types" => top.node_types = mapping(field, value)?.to_vec(),
-            "file_mounts" => file_mounts(&mut top, value, cwd)?,
+            "file_mounts" => file_mounts(value)?,
             "setup_commands" => top.setup = commands(field, value)?,
             "head_setup_commands" => top.head_setup = commands(field, value)?,
             "worker_setup_commands" => top.worker_setup = commands(field, value)?,
@@ -264,30 +262,29 @@ pub(super) fn image_of(image: &str) -> String {
     }
 }
 
-/// `file_mounts: {REMOTE: LOCAL}`: `--file-mount REMOTE=LOCAL`, LOCAL taken from `cwd`.
-fn file_mounts(top: &mut Top, value: &Line<Node>, cwd: &Path) -> Result<(), Refused> {
-    for (dest, source) in mapping("file_mounts", value)? {
-        let field = format!("file_mounts.{}", dest.value);
-        let src = text(&field, source)?;
-        if src.contains("://") {
-            return Err((field, dest.line, "buckets and URLs are not mounted: copy the data to the shared filesystem and name its path".into()));
-        }
-        let local = cwd.join(&src);
-        if std::fs::symlink_metadata(&local).is_err() {
-            return Err((
-                field,
-                dest.line,
-                format!("the local path `{}` does not exist", local.display()),
-            ));
-        }
-        top.flags.push(TypeOption::new(
-            &field,
-            dest.line,
-            "file-mount",
-            Some(format!("{}={}", dest.value, local.display())),
-        ));
-    }
-    Ok(())
+/// `file_mounts: {REMOTE: LOCAL}`: refused, as `up` places no file mounts (a task file's
+/// are `launch`'s only); `rsync-up` copies into the cluster's files directory, which every node
+/// sees. An empty one needs nothing.
+fn file_mounts(value: &Line<Node>) -> Result<(), Refused> {
+    let Some((dest, source)) = mapping("file_mounts", value)?.first() else {
+        return Ok(());
+    };
+    let field = format!("file_mounts.{}", dest.value);
+    let src = text(&field, source)?;
+    let (dst, shown) = match dest.value.trim_start_matches('/').rsplit_once('/') {
+        Some((_, last)) => (last.to_owned(), dest.value.clone()),
+        None => (
+            dest.value.trim_start_matches('/').to_owned(),
+            dest.value.clone(),
+        ),
+    };
+    Err((
+        field,
+        dest.line,
+        format!(
+            "a cluster of `up` places no file at `{shown}` on its nodes: once it is up, copy it with `rayslurm rsync-up CLUSTER {src} {dst}`, and jobs of the cluster read it at `$RAYSLURM_CLUSTER_FILES/{dst}` (every node sees it)"
+        ),
+    ))
 }
 
 /// Whether `long` is a Slurm option a node type's `node_config` takes.

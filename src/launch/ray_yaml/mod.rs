@@ -1,13 +1,14 @@
 //! Ray's cluster YAML (`ray up config.yaml`, the schema of Ray 2.60) read into `up`'s flags:
 //! `rayslurm up config.yaml`. The file's `cluster_name` names the cluster; the head type's
 //! `node_config` (Slurm options under `launch`'s long names), `provider: {type: slurm, ...}`
-//! (site-wide options), the setup commands, `docker` and `file_mounts` become `up`'s own flags;
+//! (site-wide options), the setup commands and `docker` become `up`'s own flags;
 //! every other node type one `--worker-type 'NAME: ...'` ([`crate::launch::worker_type`]);
 //! `max_workers` `--max-nodes` (the head's nodes and it). `commands/` puts these before the
 //! flags typed, which win, as it does a task file's.
 //!
 //! A field with no meaning on Slurm is refused as `FILE:LINE: FIELD: why` with what to write
-//! instead (a cloud provider, a cloud's `node_config`, `auth`, Ray's start commands, ...); an
+//! instead (a cloud provider, a cloud's `node_config`, `auth`, Ray's start commands,
+//! `file_mounts`, which `rsync-up` stands for, ...); an
 //! unknown key gets Ray's own answer (its schema forbids them) and the closest spelling; a
 //! field that needs nothing here is one notice.
 
@@ -114,8 +115,7 @@ pub(crate) fn is_ray_cluster_file(path: &Path, cwd: &Path) -> bool {
     })
 }
 
-/// Reads Ray's cluster YAML at `path` (relative to `cwd`, where `file_mounts`' local paths
-/// are taken from too).
+/// Reads Ray's cluster YAML at `path` (relative to `cwd`).
 pub(crate) fn read(path: &Path, cwd: &Path) -> Result<RayCluster, UsageError> {
     let root = document(path, cwd)?;
     let entries = match root.value {
@@ -132,7 +132,7 @@ pub(crate) fn read(path: &Path, cwd: &Path) -> Result<RayCluster, UsageError> {
             ));
         }
     };
-    let top = fields::read_top(&entries, cwd)
+    let top = fields::read_top(&entries)
         .map_err(|(field, line, why)| refusal(path, &field, line, &why))?;
     let mut cluster =
         node_types::resolve(top).map_err(|(field, line, why)| refusal(path, &field, line, &why))?;

@@ -41,7 +41,6 @@ struct NodeType {
 pub(super) fn resolve(top: Top) -> Result<RayCluster, Refused> {
     let mut notices = top.notices.clone();
     let mut flags = top.provider.clone();
-    flags.extend(top.flags.iter().cloned());
     let head_setup = merged(&top.setup, &top.head_setup);
     if let Some((line, image)) = top.docker.head_image.as_ref().or(top.docker.image.as_ref()) {
         flags.push(TypeOption::new(
@@ -108,6 +107,7 @@ pub(super) fn resolve(top: Top) -> Result<RayCluster, Refused> {
         worker_types.push(worker_type(t, &top, &head_setup, false)?);
     }
     if !worker_types.is_empty() {
+        flags.extend(top.idle_timeout.clone());
         let head_nodes = flags
             .iter()
             .rev()
@@ -121,8 +121,8 @@ pub(super) fn resolve(top: Top) -> Result<RayCluster, Refused> {
             "max-nodes",
             Some((head_nodes + max).to_string()),
         ));
-    } else if top.max_workers.is_some_and(|(_, n)| n > 0) {
-        notices.push("`max_workers` needs nothing here: no node type but the head's, so the cluster is the head's nodes alone".into());
+    } else if top.idle_timeout.is_some() || top.max_workers.is_some_and(|(_, n)| n > 0) {
+        notices.push("`max_workers` and `idle_timeout_minutes` need nothing here: no node type but the head's, so the cluster is the head's nodes alone".into());
     }
     Ok(RayCluster {
         path: std::path::PathBuf::new(),

@@ -29,11 +29,11 @@ fn the_example_is_the_heads_flags_and_two_worker_types() {
         cluster.words(),
         [
             "--time=2:00:00",
-            "--worker-idle-timeout=300",
             "--partition=lab",
             "--cpus-per-task=2",
             "--ray-head-args=--num-cpus=2",
             "--setup=set -e\nmkdir -p \"$HOME/raylab\"\necho \"head on $(hostname)\"",
+            "--worker-idle-timeout=300",
             "--max-nodes=5",
             "--worker-type=gpu: --time 2:00:00 --partition gpu --num-gpus l4:1 --cpus-per-task 2 --setup 'mkdir -p \"$HOME/raylab\"' --resources '{\"CPU\":2,\"GPU\":1}' --labels accelerator=l4 --max-workers 2",
             "--worker-type=cpu: --time 2:00:00 --partition scavenger --cpus-per-task 2 --preemptible --setup 'mkdir -p \"$HOME/raylab\"' --resources '{\"CPU\":2}' --max-workers 2 --idle-timeout 120",
@@ -45,17 +45,14 @@ fn the_example_is_the_heads_flags_and_two_worker_types() {
 #[test]
 fn a_head_alone_is_ups_own_flags() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("data")).unwrap();
-    let text = "cluster_name: solo\nmax_workers: 0\nprovider:\n  type: slurm\n  account: proj\n  load_env: source venv/bin/activate\n  sbatch_arg: [--comment=x]\ndocker:\n  image: rayproject/ray:2.60.0\nfile_mounts:\n  /data: ./data\nsetup_commands: [pip list]\nworker_setup_commands: [never]\nhead_node_type: h\navailable_node_types:\n  h:\n    resources: {CPU: 4, GPU: 0, accel: 2, memory: 1000}\n    labels: {zone: a}\n    node_config: {num-nodes: 2, exclusive: false, time: '30', mem: 4G}\n";
+    let text = "cluster_name: solo\nmax_workers: 0\nprovider:\n  type: slurm\n  account: proj\n  load_env: source venv/bin/activate\n  sbatch_arg: [--comment=x]\ndocker:\n  image: rayproject/ray:2.60.0\nsetup_commands: [pip list]\nworker_setup_commands: [never]\nhead_node_type: h\navailable_node_types:\n  h:\n    resources: {CPU: 4, GPU: 0, accel: 2, memory: 1000}\n    labels: {zone: a}\n    node_config: {num-nodes: 2, exclusive: false, time: '30', mem: 4G}\n";
     let words = words_of(dir.path(), text).unwrap();
-    let data = dir.path().join("./data");
     assert_eq!(
         words,
         [
             "--account=proj".to_owned(),
             "--load-env=source venv/bin/activate".into(),
             "--sbatch-arg=--comment=x".into(),
-            format!("--file-mount=/data={}", data.display()),
             "--container-image=docker://rayproject/ray:2.60.0".into(),
             "--num-nodes=2".into(),
             "--no-exclusive".into(),
@@ -152,10 +149,17 @@ fn what_means_nothing_on_slurm_is_refused_by_line() {
         ),
         ("idle_timeout_minutes: soon\n", "give a number"),
         (
-            "file_mounts: {/d: s3://bucket/d}\n",
-            "c.yaml:3: file_mounts./d: buckets and URLs are not mounted",
+            "file_mounts: {}\nmax_workers: x\n",
+            "c.yaml:4: max_workers:",
         ),
-        ("file_mounts: {/d: ./nowhere}\n", "does not exist"),
+        (
+            "file_mounts: {/opt/data/train: ./train}\n",
+            "c.yaml:3: file_mounts./opt/data/train: a cluster of `up` places no file at `/opt/data/train` on its nodes: once it is up, copy it with `rayslurm rsync-up CLUSTER ./train train`, and jobs of the cluster read it at `$RAYSLURM_CLUSTER_FILES/train`",
+        ),
+        (
+            "file_mounts: {}\nmax_workers: x\n",
+            "c.yaml:4: max_workers:",
+        ),
         (
             "head_node_type: h\n",
             "c.yaml:3: head_node_type: `h` is not one of",
