@@ -1,7 +1,8 @@
 //! `rayslurm attach CLUSTER [-- CMD]` (Ray's `ray attach`): a shell on the cluster's head node,
 //! inside its allocation (`srun --overlap --jobid`), with a terminal (`--pty`) when this is
 //! one, without one otherwise so that a script can pipe commands into it; `-- CMD` runs one
-//! command there instead. The exit code is the shell's (the command's).
+//! command there instead. The exit code is the shell's (the command's). The shell finds the
+//! cluster's files (`rsync-up`) at `$RAYSLURM_CLUSTER_FILES`, as the cluster's jobs do.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -9,6 +10,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use crate::clusters::cluster::{Cluster, State};
+use crate::clusters::files::{self, FILES_ENV};
 use crate::commands::settings::ray_commands::AttachSettings;
 use crate::error::{UsageError, show};
 use crate::printer::Printer;
@@ -41,7 +43,8 @@ pub(crate) fn run(settings: &AttachSettings, printer: &Printer) -> Result<ExitCo
         .ok()
         .filter(|s| s.starts_with('/'))
         .unwrap_or_else(|| "/bin/bash".to_owned());
-    let mut srun = Cmd::new("srun").args([
+    let files = files::files_dir(&cluster.run_dir);
+    let mut srun = Cmd::new("srun").env(FILES_ENV, &files).args([
         "--overlap".to_owned(),
         format!("--jobid={}", info.job_id),
         format!("--nodelist={}", info.head_node),
