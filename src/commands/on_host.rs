@@ -390,3 +390,51 @@ fn socket_dir(private: &PrivateDir) -> Result<PathBuf, UsageError> {
         crate::env_vars::STATE_DIR
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `submit`'s script and `rsync-up`'s source on the laptop are sent, and named there in
+    /// their place among the positionals, under their own names.
+    #[test]
+    fn a_submitted_script_and_a_copied_source_are_sent_in_their_place() {
+        let here = tempfile::tempdir().unwrap();
+        let job = here.path().join("job.py");
+        std::fs::write(&job, "print(1)\n").unwrap();
+        let typed = |words: &[&str]| {
+            let argv: Vec<OsString> = std::iter::once("rayslurm")
+                .chain(words.iter().copied())
+                .map(OsString::from)
+                .collect();
+            given_words(&argv, &|_| None).unwrap().unwrap()
+        };
+        let job = job.to_str().unwrap();
+        for (words, rel) in [
+            (
+                &["submit", "-d", "lab", job, "--lr", "0.1"][..],
+                "p0/job.py",
+            ),
+            (&["rsync-up", "lab", job, "code/"], "p0/job.py"),
+        ] {
+            let (sub, args) = typed(words);
+            let sending = tempfile::tempdir().unwrap();
+            let prepared = prepare(&sub, args, sending.path()).unwrap();
+            assert!(prepared.sends);
+            let shown: Vec<String> = prepared
+                .words
+                .iter()
+                .map(|w| match w {
+                    Word::Plain(p) => p.to_string_lossy().into_owned(),
+                    Word::Sent { before, rel } => format!("{before}<{rel}>"),
+                })
+                .collect();
+            let at = shown.iter().position(|w| w == "lab").unwrap();
+            assert_eq!(shown[at + 1], format!("<{rel}>"), "{shown:?}");
+            assert_eq!(
+                std::fs::read_to_string(sending.path().join(rel)).unwrap(),
+                "print(1)\n"
+            );
+        }
+    }
+}
