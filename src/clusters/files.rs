@@ -102,7 +102,7 @@ pub(crate) fn place(run_dir: &Path, src: &Path, dst: &Path, into_dir: bool) -> R
     if into_dir || dst.as_os_str().is_empty() || target.is_dir() {
         let name = src.file_name().context("SRC has no name")?;
         target = target.join(name);
-        no_link_on_the_way(&root, &target.strip_prefix(&root).unwrap_or(dst).to_owned())?;
+        no_link_on_the_way(&root, target.strip_prefix(&root).unwrap_or(dst))?;
     }
     copy_over(src, &target)?;
     Ok(Placed {

@@ -6,6 +6,9 @@ use crate::launch::task_file::node::{Line, Node};
 use crate::launch::validate;
 use crate::launch::worker_type::{SLURM_OPTIONS, TypeOption, option_of};
 
+/// A mapping's entries, each key and value with its line.
+pub(super) type Entries = [(Line<String>, Line<Node>)];
+
 /// What the top level gives.
 #[derive(Debug, Default)]
 pub(super) struct Top {
@@ -157,10 +160,7 @@ pub(super) fn number(field: &str, value: &Line<Node>) -> Result<f64, Refused> {
 }
 
 /// A mapping's entries.
-pub(super) fn mapping<'a>(
-    field: &str,
-    value: &'a Line<Node>,
-) -> Result<&'a [(Line<String>, Line<Node>)], Refused> {
+pub(super) fn mapping<'a>(field: &str, value: &'a Line<Node>) -> Result<&'a Entries, Refused> {
     match &value.value {
         Node::Map(entries) => Ok(entries),
         Node::Null => Ok(&[]),

@@ -54,30 +54,7 @@ pub(super) fn resolve(top: Top) -> Result<RayCluster, Refused> {
     for (key, value) in &top.node_types {
         types.push(node_type(key, value, &mut notices)?);
     }
-    let head = match (&top.head_node_type, types.is_empty()) {
-        (None, true) => None,
-        (None, false) => {
-            return Err((
-                "head_node_type".into(),
-                0,
-                "is missing: name the node type of the head, one of `available_node_types`".into(),
-            ));
-        }
-        (Some(name), _) => Some(types.iter().position(|t| t.name == name.value).ok_or_else(
-            || {
-                let names: Vec<&str> = types.iter().map(|t| t.name.as_str()).collect();
-                (
-                    "head_node_type".to_owned(),
-                    name.line,
-                    format!(
-                        "`{}` is not one of `available_node_types` ({})",
-                        name.value,
-                        names.join(", ")
-                    ),
-                )
-            },
-        )?),
-    };
+    let head = head_index(&top, &types)?;
     let mut setup = head_setup.clone();
     let mut worker_types = Vec::new();
     if let Some(at) = head {
@@ -106,6 +83,53 @@ pub(super) fn resolve(top: Top) -> Result<RayCluster, Refused> {
     for t in &types {
         worker_types.push(worker_type(t, &top, &head_setup, false)?);
     }
+    scaling(&top, &worker_types, &mut flags, &mut notices);
+    Ok(RayCluster {
+        path: std::path::PathBuf::new(),
+        name: top.name,
+        flags,
+        worker_types,
+        notices,
+    })
+}
+
+/// Where the head's type is among `types`: `head_node_type`'s, which must be one of them
+/// (none without node types).
+fn head_index(top: &Top, types: &[NodeType]) -> Result<Option<usize>, Refused> {
+    Ok(match (&top.head_node_type, types.is_empty()) {
+        (None, true) => None,
+        (None, false) => {
+            return Err((
+                "head_node_type".into(),
+                0,
+                "is missing: name the node type of the head, one of `available_node_types`".into(),
+            ));
+        }
+        (Some(name), _) => Some(types.iter().position(|t| t.name == name.value).ok_or_else(
+            || {
+                let names: Vec<&str> = types.iter().map(|t| t.name.as_str()).collect();
+                (
+                    "head_node_type".to_owned(),
+                    name.line,
+                    format!(
+                        "`{}` is not one of `available_node_types` ({})",
+                        name.value,
+                        names.join(", ")
+                    ),
+                )
+            },
+        )?),
+    })
+}
+
+/// `max_workers` and `idle_timeout_minutes`: the elastic cluster's flags when it has worker
+/// types, else noted.
+fn scaling(
+    top: &Top,
+    worker_types: &[(u32, WorkerType)],
+    flags: &mut Vec<TypeOption>,
+    notices: &mut Vec<String>,
+) {
     if !worker_types.is_empty() {
         flags.extend(top.idle_timeout.clone());
         let head_nodes = flags
@@ -124,13 +148,6 @@ pub(super) fn resolve(top: Top) -> Result<RayCluster, Refused> {
     } else if top.idle_timeout.is_some() || top.max_workers.is_some_and(|(_, n)| n > 0) {
         notices.push("`max_workers` and `idle_timeout_minutes` need nothing here: no node type but the head's, so the cluster is the head's nodes alone".into());
     }
-    Ok(RayCluster {
-        path: std::path::PathBuf::new(),
-        name: top.name,
-        flags,
-        worker_types,
-        notices,
-    })
 }
 
 /// `setup_commands` and a side's own, as Ray merges them.
@@ -313,6 +330,43 @@ fn worker_type(
         .cloned()
         .collect();
     options.extend(t.slurm.iter().filter(|o| o.long != "setup").cloned());
+    options.extend(type_setup(t, top, head_setup));
+    let image = t.image.as_ref().or(top.docker.worker_image.as_ref()).or(top
+        .docker
+        .image
+        .as_ref()
+        .filter(|_| top.docker.head_image.is_some()));
+    if let Some((line, image)) = image {
+        options.push(TypeOption::new(
+            &field("docker"),
+            *line,
+            "container-image",
+            Some(image.clone()),
+        ));
+    }
+    options.extend(ray_and_scaling(t, top));
+    options.extend(t.idle_timeout.clone());
+    if of_head {
+        // Its node_config is the head's, which a worker type has already.
+        options.retain(|o| {
+            !is_slurm_option(&o.long) || o.long == "setup" || o.long == "container-image"
+        });
+    }
+    Ok((
+        t.line,
+        WorkerType {
+            name: t.name.clone(),
+            options,
+        },
+    ))
+}
+
+/// A worker type's `--setup`: its own `worker_setup_commands` (else the cluster's merged with
+/// `setup_commands`), then its `node_config`'s `setup`; `true` where it has none but the head
+/// has one (a worker type is the head's job with its options on top).
+fn type_setup(t: &NodeType, top: &Top, head_setup: &[String]) -> Option<TypeOption> {
+    let field = |k: &str| format!("available_node_types.{}.{k}", t.name);
+    let mut options = Vec::new();
     let mut setup = match &t.worker_setup {
         Some(own) => own.commands.clone(),
         None => merged(&top.setup, &top.worker_setup),
@@ -339,19 +393,13 @@ fn worker_type(
             Some("true".into()),
         ));
     }
-    let image = t.image.as_ref().or(top.docker.worker_image.as_ref()).or(top
-        .docker
-        .image
-        .as_ref()
-        .filter(|_| top.docker.head_image.is_some()));
-    if let Some((line, image)) = image {
-        options.push(TypeOption::new(
-            &field("docker"),
-            *line,
-            "container-image",
-            Some(image.clone()),
-        ));
-    }
+    options.pop()
+}
+
+/// What Ray is told of a worker type (`--resources`, `--labels`) and its bounds.
+fn ray_and_scaling(t: &NodeType, top: &Top) -> Vec<TypeOption> {
+    let field = |k: &str| format!("available_node_types.{}.{k}", t.name);
+    let mut options = Vec::new();
     if !t.resources.is_empty() {
         let object: serde_json::Map<String, serde_json::Value> = t
             .resources
@@ -390,18 +438,5 @@ fn worker_type(
         "max-workers",
         Some(max.to_string()),
     ));
-    options.extend(t.idle_timeout.clone());
-    if of_head {
-        // Its node_config is the head's, which a worker type has already.
-        options.retain(|o| {
-            !is_slurm_option(&o.long) || o.long == "setup" || o.long == "container-image"
-        });
-    }
-    Ok((
-        t.line,
-        WorkerType {
-            name: t.name.clone(),
-            options,
-        },
-    ))
+    options
 }
