@@ -42,11 +42,11 @@ pub(crate) fn expand(
         Command::Forward(args) => ("target", &args.target),
         _ => return Ok((cli, argv)),
     };
-    if !names_a_file(word) || matches!(&cli.command, Command::Up(a) if a.task.is_some()) {
-        return Ok((cli, argv));
-    }
     let cwd = std::env::current_dir()
         .map_err(|e| UsageError::new(format!("cannot read the current directory: {e}")))?;
+    if !names_a_file(word, &cwd) || matches!(&cli.command, Command::Up(a) if a.task.is_some()) {
+        return Ok((cli, argv));
+    }
     let path = Path::new(word).to_owned();
     let up = matches!(cli.command, Command::Up(_));
     let (name, inserted) = if up {

@@ -64,9 +64,12 @@ pub(crate) fn refusal(path: &Path, field: &str, line: u32, why: &str) -> UsageEr
 }
 
 /// Whether a word given where a cluster's name goes names Ray's cluster YAML instead: a name
-/// ending in `.yaml` or `.yml`, or a path (a cluster's name holds no `/`).
-pub(crate) fn names_a_file(word: &str) -> bool {
-    word.ends_with(".yaml") || word.ends_with(".yml") || word.contains('/')
+/// ending in `.yaml` or `.yml`, or the path (a cluster's name holds no `/`) of a file that
+/// exists, from `cwd`.
+pub(crate) fn names_a_file(word: &str, cwd: &Path) -> bool {
+    word.ends_with(".yaml")
+        || word.ends_with(".yml")
+        || (word.contains('/') && cwd.join(word).is_file())
 }
 
 /// The text of the file at `path` (relative to `cwd`), and its one YAML document.

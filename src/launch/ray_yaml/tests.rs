@@ -278,10 +278,13 @@ fn a_task_file_or_a_name_is_told_from_a_cluster_yaml() {
         Path::new("none.yaml"),
         dir.path()
     ));
-    for file in ["c.yaml", "c.yml", "conf/c", "./c"] {
-        assert!(super::names_a_file(file), "{file}");
+    std::fs::create_dir(dir.path().join("conf")).unwrap();
+    std::fs::write(dir.path().join("conf/c"), HEAD).unwrap();
+    for file in ["c.yaml", "c.yml", "conf/c", "./conf/c", "missing.yaml"] {
+        assert!(super::names_a_file(file, dir.path()), "{file}");
     }
-    for name in ["lab", "my-cluster.v2", "a_b+1"] {
-        assert!(!super::names_a_file(name), "{name}");
+    // A name that is no file is a name (refused as one where it is not).
+    for name in ["lab", "my-cluster.v2", "a_b+1", "a/b", "conf"] {
+        assert!(!super::names_a_file(name, dir.path()), "{name}");
     }
 }

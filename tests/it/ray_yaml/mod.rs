@@ -4,3 +4,4 @@
 
 mod cli;
 mod e2e_ray_yaml;
+mod e2e_two_users;
