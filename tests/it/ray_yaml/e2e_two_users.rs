@@ -46,7 +46,7 @@ fn e2e_a_submitted_script_rewritten_by_another_user_while_queued_runs_as_submitt
     std::fs::write(dir.join("job.src"), script).unwrap();
     let (ok, _, stderr) = as_victim(
         &dir,
-        "cp job.src job.py && \"$RAYSLURM\" rsync-up cluster.yaml secret.txt in/ && rm secret.txt && \"$RAYSLURM\" submit -d --num-cpus 2 cluster.yaml job.py > job.id",
+        "cat job.src > job.py && \"$RAYSLURM\" rsync-up cluster.yaml secret.txt in/ && rm secret.txt && \"$RAYSLURM\" submit -d --num-cpus 2 cluster.yaml job.py > job.id",
     );
     assert!(ok, "{stderr}");
     // The attacker rewrites the script in the shared directory while the job waits.
