@@ -3,5 +3,6 @@
 //! file for its cluster's name.
 
 mod cli;
+mod e2e_from_laptop;
 mod e2e_ray_yaml;
 mod e2e_two_users;
