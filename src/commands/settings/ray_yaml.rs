@@ -50,6 +50,7 @@ pub(crate) fn expand(
     let path = Path::new(word).to_owned();
     let up = matches!(cli.command, Command::Up(_));
     let (name, inserted) = if up {
+        refuse_a_task_file(&path, &cwd)?;
         let cluster = ray_yaml::read(&path, &cwd)?;
         checked(&cluster)?;
         for notice in &cluster.notices {
@@ -74,6 +75,8 @@ pub(crate) fn expand(
     let (sub, mut args) = given_words(&argv, var)
         .map_err(bad)?
         .ok_or_else(|| UsageError::new("no command"))?;
+    // A value from its variable stays the variable's, under the file's (as under a task file's).
+    args.retain(|a| !cli.from_variables.iter().any(|(v, _)| *v == a.id));
     for arg in args.iter_mut().filter(|a| a.id == id) {
         arg.values = vec![vec![OsString::from(&name)]];
     }
@@ -102,6 +105,21 @@ fn refuse_as_task(task: &Path) -> Result<(), UsageError> {
         "give it alone: `rayslurm up {}` (then `rayslurm down {}`)",
         task.display(),
         task.display()
+    )))
+}
+
+/// `up FILE` with a task file (SkyPilot's): a task file goes after the cluster's name.
+fn refuse_a_task_file(path: &Path, cwd: &Path) -> Result<(), UsageError> {
+    if !cwd.join(path).is_file() || ray_yaml::is_ray_cluster_file(path, cwd) {
+        return Ok(());
+    }
+    Err(UsageError::new(format!(
+        "`{}` is not Ray's cluster YAML: it has no `cluster_name`, `provider` or `available_node_types`",
+        path.display()
+    ))
+    .hint(format!(
+        "a task file (SkyPilot's) goes after the cluster's name: `rayslurm up NAME {}`",
+        path.display()
     )))
 }
 

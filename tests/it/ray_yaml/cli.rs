@@ -26,6 +26,8 @@ fn up_of_a_ray_cluster_yaml_dry_run_shows_the_heads_script_with_the_typed_flags_
     std::fs::write(dir.path().join("cluster.yaml"), HEAD_ONLY).unwrap();
     let no_slurm = slurm_unreachable();
     let ran = up_dry(dir.path(), &["cluster.yaml", "--dry-run", "--time", "20"])
+        .env("RAYSLURM_ACCOUNT", "from-the-variable")
+        .env("RAYSLURM_QOS", "qos-of-the-variable")
         .shims(no_slurm.path())
         .expect_status(0)
         .run();
@@ -33,7 +35,9 @@ fn up_of_a_ray_cluster_yaml_dry_run_shows_the_heads_script_with_the_typed_flags_
     for line in [
         "#SBATCH --job-name=rayhead",
         "#SBATCH --partition=lab",
+        // The file's over the variable's, as a task file's; the variable where the file is silent.
         "#SBATCH --account=proj",
+        "#SBATCH --qos=qos-of-the-variable",
         "#SBATCH --cpus-per-task=2",
         "#SBATCH --mem=2G",
         // Typed, over the file's `time: '10'`.
@@ -113,6 +117,15 @@ fn the_commands_of_a_cluster_take_its_yaml_for_its_name() {
         .cwd(dir.path())
         .expect_status(2)
         .expect_stderr_contains("cannot read Ray's cluster YAML `missing.yaml`")
+        .run();
+    // A task file is not Ray's YAML: it goes after the cluster's name.
+    std::fs::write(dir.path().join("task.yaml"), "run: python x.py\n").unwrap();
+    rayslurm(["up", "task.yaml", "--dry-run"])
+        .cwd(dir.path())
+        .env("RAYSLURM_STATE_DIR", state(dir.path()))
+        .expect_status(2)
+        .expect_stderr_contains("`task.yaml` is not Ray's cluster YAML")
+        .expect_stderr_contains("`rayslurm up NAME task.yaml`")
         .run();
     // A Ray YAML is not a task file: it names its cluster.
     rayslurm(["up", "other", "cluster.yaml", "--dry-run"])
