@@ -155,6 +155,37 @@ fn attach_runs_piped_commands_on_the_head(dir: &Path, cluster: &Job) {
         stdout.contains(&format!("attached to {} on ", cluster.id)),
         "{stdout}{stderr}"
     );
+    // On a terminal (`script` gives it one), a shell with a terminal of its own there.
+    let attach = rayslurm(["attach", "cluster.yaml"]).cwd(dir).command();
+    let mut on_a_terminal = std::process::Command::new("script");
+    for (key, value) in attach.get_envs() {
+        match value {
+            Some(v) => on_a_terminal.env(key, v),
+            None => on_a_terminal.env_remove(key),
+        };
+    }
+    let line = format!(
+        "{} attach cluster.yaml",
+        attach.get_program().to_string_lossy()
+    );
+    let out = on_a_terminal
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            let mut input = child.stdin.take().unwrap();
+            input.write_all(b"echo \"terminal: $(tty)\"; exit 0\n")?;
+            let out = crate::harness::wait_within(child, Duration::from_secs(60));
+            drop(input);
+            Ok(out)
+        })
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(stdout.contains("terminal: /dev/pts/"), "{stdout}{stderr}");
     let (code, _, stderr) = rs(dir, &["attach", "cluster.yaml", "--", "sh", "-c", "exit 4"]);
     assert_eq!(code, Some(4), "{stderr}");
 }
