@@ -71,6 +71,7 @@ use crate::commands::settings::again::AgainSettings;
 use crate::commands::settings::clusters::{
     DashboardSettings, DownSettings, ForwardSettings, QueueSettings, ScaleSettings,
 };
+use crate::commands::settings::ray_commands::{AttachSettings, RsyncUpSettings, SubmitSettings};
 use crate::commands::settings::runs::{CancelSettings, LogsSettings, StatusSettings};
 use crate::commands::settings::{self, exec::ExecSettings, up::UpSettings};
 use crate::launch::config::Sources;
@@ -81,6 +82,13 @@ fn main() -> ExitCode {
     let var = |name: &std::ffi::OsStr| std::env::var_os(name);
     let cli = cli::parse::parse(argv.clone(), &var);
     let printer = Printer::new(cli.quiet);
+    let (cli, argv) = match settings::ray_yaml::expand(cli, argv, &var, &printer) {
+        Ok(expanded) => expanded,
+        Err(error) => {
+            eprint!("{}", error::report(&error.into()));
+            return ExitCode::from(2);
+        }
+    };
     let host = match host_of(&cli, &var) {
         Ok(host) => host,
         Err(error) => {
@@ -188,6 +196,13 @@ fn run(
             commands::up::run(&settings, printer)
         }
         Command::Exec(args) => commands::exec::run(&ExecSettings::resolve(&args)?, printer),
+        Command::Submit(args) => {
+            commands::ray_submit::run(&SubmitSettings::resolve(&args)?, printer)
+        }
+        Command::RsyncUp(args) => {
+            commands::rsync_up::run(&RsyncUpSettings::resolve(&args)?, printer)
+        }
+        Command::Attach(args) => commands::attach::run(&AttachSettings::resolve(&args), printer),
         Command::Queue(args) => commands::queue::run(&QueueSettings::resolve(&args), printer),
         Command::Gpus(args) => commands::gpus::run(args.json, printer),
         Command::Scale(args) => commands::scale::run(&ScaleSettings::resolve(&args), printer),

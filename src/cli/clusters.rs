@@ -16,7 +16,8 @@ use crate::launch::config::idle_duration;
 
 #[derive(Debug, Args)]
 pub(crate) struct UpArgs {
-    /// The cluster's name (clusters and experiments share one namespace).
+    /// The cluster's name (clusters and experiments share one namespace), or Ray's cluster
+    /// YAML (`cluster.yaml`, whose `cluster_name` names the cluster; docs/clusters.md).
     pub(crate) name: String,
 
     /// A task file (SkyPilot's YAML format) giving the cluster's nodes, resources and setup.
@@ -115,7 +116,7 @@ pub(crate) struct ElasticArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct ExecArgs {
-    /// The cluster (from `rayslurm up`).
+    /// The cluster (from `rayslurm up`), or Ray's cluster YAML that started it.
     pub(crate) cluster: String,
 
     /// A task file (SkyPilot's YAML format): `num_nodes: K` runs it as --per-node -n K.
@@ -262,13 +263,13 @@ pub(crate) struct ScaleArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct DownArgs {
-    /// The cluster.
+    /// The cluster, or Ray's cluster YAML that started it.
     pub(crate) cluster: String,
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct DashboardArgs {
-    /// The cluster (or a run of `launch`).
+    /// The cluster (or a run of `launch`), or Ray's cluster YAML that started it.
     pub(crate) target: String,
     /// The local port to listen on (default: the dashboard's own port number).
     #[arg(long)]

@@ -17,6 +17,7 @@ mod launch;
 pub(crate) mod parse;
 #[cfg(test)]
 mod python_api;
+mod ray_cluster;
 mod runs;
 mod utility;
 mod values;
@@ -30,6 +31,7 @@ pub(crate) use clusters::{
 };
 pub(crate) use container::ContainerArgs;
 pub(crate) use launch::{ClusterArgs, JobArgs, LaunchArgs, LongRunArgs, SnapshotArgs};
+pub(crate) use ray_cluster::{AttachArgs, RsyncUpArgs, SubmitArgs};
 pub(crate) use runs::{CancelArgs, LogsArgs, StatusArgs};
 pub(crate) use utility::{CompletionsArgs, GpusArgs, ManArgs, PortsArgs, RelayArgs, TrustArgs};
 
@@ -108,6 +110,23 @@ pub(crate) enum Command {
     Up(Box<UpArgs>),
     /// Run a command on a cluster as a Ray job (queued by Ray until resources are free).
     Exec(Box<ExecArgs>),
+    /// Run a script on a cluster, as `ray submit` does: copied there, run as a job, followed.
+    ///
+    /// The script is copied into the cluster's private directory (readable by you alone) and
+    /// runs there as a job of the cluster (`python SCRIPT ARGS`, `bash` for a `.sh`), queued by
+    /// Ray as `exec` jobs are; `submit` follows its output and exits with its exit code.
+    Submit(Box<SubmitArgs>),
+    /// Copy a file or directory into the cluster's files directory, which every node sees.
+    ///
+    /// As `ray rsync_up`: DST is relative to the cluster's files directory, in its private
+    /// directory on the shared filesystem; jobs of the cluster find it as
+    /// `$RAYSLURM_CLUSTER_FILES/DST`.
+    RsyncUp(RsyncUpArgs),
+    /// A shell on the cluster's head node, inside its allocation (or one command: `-- CMD`).
+    ///
+    /// `srun --overlap` into the cluster's job on its head node, with a terminal when this is
+    /// one (`--pty`), without one otherwise, so that a script can pipe commands into it.
+    Attach(AttachArgs),
     /// Show a cluster's jobs, nodes, free resources and time left.
     Queue(QueueArgs),
     /// Show the site's GPUs: partitions, GPU types, nodes, total and free (one sinfo call).

@@ -22,6 +22,7 @@ pub(crate) const EXAMPLES: &[(&str, &[&str])] = &[
             "rayslurm up lab -n 4 --time 8:00:00 --idle-timeout 30m",
             "rayslurm up lab -n 1 --max-nodes 8 --worker-idle-timeout 600",
             "rayslurm up lab -n 2 --dry-run",
+            "rayslurm up cluster.yaml   # Ray's cluster YAML: its cluster_name names the cluster",
         ],
     ),
     (
@@ -30,6 +31,28 @@ pub(crate) const EXAMPLES: &[(&str, &[&str])] = &[
             "rayslurm exec lab -- python train.py --lr 0.1",
             "rayslurm exec lab --num-gpus 1 --memory 8G --command \"python eval.py > eval.txt\"",
             "rayslurm exec lab --per-node -n 2 -- hostname",
+        ],
+    ),
+    (
+        "submit",
+        &[
+            "rayslurm submit lab train.py --epochs 3",
+            "rayslurm submit cluster.yaml eval.py --num-gpus 1",
+        ],
+    ),
+    (
+        "rsync-up",
+        &[
+            "rayslurm rsync-up lab data/ data/",
+            "rayslurm rsync-up cluster.yaml config.json conf/config.json",
+        ],
+    ),
+    (
+        "attach",
+        &[
+            "rayslurm attach lab",
+            "echo 'ray status' | rayslurm attach lab",
+            "rayslurm attach cluster.yaml -- nvidia-smi",
         ],
     ),
     (
@@ -61,7 +84,7 @@ pub(crate) const EXAMPLES: &[(&str, &[&str])] = &[
             "rayslurm scale lab =4 --json",
         ],
     ),
-    ("down", &["rayslurm down lab"]),
+    ("down", &["rayslurm down lab", "rayslurm down cluster.yaml"]),
     (
         "dashboard",
         &[
@@ -112,6 +135,9 @@ pub(crate) const EXAMPLES: &[(&str, &[&str])] = &[
 /// something for.
 const ON_THE_CLUSTER: &[&str] = &[
     "launch",
+    "submit",
+    "rsync-up",
+    "attach",
     "logs",
     "status",
     "cancel",
@@ -131,7 +157,15 @@ const GLOBALS: &[(&str, &[&[&str]])] = &[
     ("host", &[ON_THE_CLUSTER, &["gpus", "disconnect"]]),
     (
         "via_allocation",
-        &[&["logs", "cancel", "exec", "queue", "down", "dashboard"]],
+        &[&[
+            "logs",
+            "cancel",
+            "exec",
+            "submit",
+            "queue",
+            "down",
+            "dashboard",
+        ]],
     ),
 ];
 

@@ -4,10 +4,12 @@
 //! or a run reads its target), and the jobs submitted to it through Ray's Jobs
 //! API, each with a short id and its output kept on the shared filesystem ([`jobs`]); a head's
 //! ports forwarded to the login node ([`relay`], [`forwarding`]); an
-//! elastic cluster's worker jobs as its head reports them ([`elastic`]).
+//! elastic cluster's worker jobs as its head reports them ([`elastic`]); the files
+//! `rsync-up` copies for its jobs ([`files`]).
 
 pub(crate) mod cluster;
 pub(crate) mod elastic;
+pub(crate) mod files;
 pub(crate) mod follow;
 pub(crate) mod forwarding;
 pub(crate) mod jobs;

@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::clusters::cluster::Cluster;
 use crate::clusters::elastic::Elastic;
+use crate::clusters::files;
 use crate::clusters::follow;
 use crate::clusters::jobs::{self, JobRecord};
 use crate::clusters::ranks::{self, RankSpec};
@@ -46,9 +47,18 @@ struct Submitted<'a> {
 }
 
 pub(crate) fn run(settings: &ExecSettings, printer: &Printer) -> Result<ExitCode> {
-    let (_, cluster) = Cluster::open(&settings.cluster, printer)?;
     // Listed (and its size checked) before anything is asked or written.
     let listing = settings.snapshot.as_ref().map(Listing::of).transpose()?;
+    run_listed(settings, listing, printer)
+}
+
+/// [`run`] with the job's snapshot listed already (`submit`'s: its script alone).
+pub(crate) fn run_listed(
+    settings: &ExecSettings,
+    listing: Option<Listing>,
+    printer: &Printer,
+) -> Result<ExitCode> {
+    let (_, cluster) = Cluster::open(&settings.cluster, printer)?;
     let (info, api) = cluster.connect(printer)?;
     check_fits(&info, settings, cluster.name())?;
     let grows_to = Elastic::of(&cluster.run.record, &cluster.run_dir)?.map(|e| e.max_nodes);
@@ -151,6 +161,8 @@ fn submit(
     let entry = |r: Option<f64>| if ranks.is_some() { None } else { r };
     let mut env_vars = settings.env.clone();
     env_vars.insert(job_env::PYTHONUNBUFFERED.to_owned(), "1".to_owned());
+    let dir = files::files_dir(&cluster.run_dir);
+    env_vars.insert(files::FILES_ENV.to_owned(), dir.display().to_string());
     let submit = Submit {
         entrypoint: job.entrypoint(),
         submission_id: job.submission_id.clone(),

@@ -1,8 +1,9 @@
 //! One module per subcommand, each with `run`; [`settings`] resolves their arguments first, and
-//! [`submit`] is the submission `launch` and `up` share.
+//! [`submit`] is the submission `launch` and `up` share (`rayslurm submit` is [`ray_submit`]).
 
 pub(crate) mod again;
 pub(crate) mod ask_slurm;
+pub(crate) mod attach;
 pub(crate) mod bin_copies;
 pub(crate) mod call_outcome;
 pub(crate) mod cancel;
@@ -18,7 +19,9 @@ pub(crate) mod man;
 pub(crate) mod on_host;
 mod on_host_ports;
 pub(crate) mod queue;
+pub(crate) mod ray_submit;
 pub(crate) mod relay;
+pub(crate) mod rsync_up;
 pub(crate) mod scale;
 pub(crate) mod settings;
 pub(crate) mod status;

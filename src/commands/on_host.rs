@@ -174,6 +174,7 @@ fn prepare(sub: &str, args: Vec<GivenArg>, dir: &Path) -> Result<Prepared> {
     let mut sent = Vec::new();
     let mut env = String::new();
     let mut rest = Vec::new();
+    let mut placed = None;
     sent.extend(code_of(&args, &cwd, dir)?);
     for arg in args {
         match arg.id.as_str() {
@@ -195,6 +196,18 @@ fn prepare(sub: &str, args: Vec<GivenArg>, dir: &Path) -> Result<Prepared> {
                         rel,
                     });
                 }
+            }
+            // `submit`'s script and `rsync-up`'s source: copied, named there in their place.
+            "script" | "source" if matches!(sub, "submit" | "rsync-up") => {
+                let local = cwd.join(arg.values.iter().flatten().next().context("the path")?);
+                let name = local.file_name().context("a path with a name")?;
+                let rel = format!("p0/{}", name.to_string_lossy());
+                copy_tree(&local, &dir.join(&rel))?;
+                placed = Some(rel);
+                rest.push(GivenArg {
+                    values: vec![vec![OsString::from(SENT_HERE)]],
+                    ..arg
+                });
             }
             "env" | "secret" => {
                 for value in arg.values.iter().flatten() {
@@ -220,9 +233,15 @@ fn prepare(sub: &str, args: Vec<GivenArg>, dir: &Path) -> Result<Prepared> {
     }
     let plain = words(sub, &rest);
     let mut all: Vec<Word> = vec![Word::Plain(plain[0].clone())];
-    let sends = !sent.is_empty() || env_file;
+    let sends = !sent.is_empty() || env_file || placed.is_some();
     all.extend(sent);
-    all.extend(plain.into_iter().skip(1).map(Word::Plain));
+    all.extend(plain.into_iter().skip(1).map(|w| match &placed {
+        Some(rel) if w == SENT_HERE => Word::Sent {
+            before: String::new(),
+            rel: rel.clone(),
+        },
+        _ => Word::Plain(w),
+    }));
     Ok(Prepared {
         words: all,
         sends,
@@ -261,6 +280,27 @@ fn file_mount(value: &OsStr, cwd: &Path, dir: &Path, n: usize) -> Result<Word> {
         before: format!("--file-mount={dest}="),
         rel,
     })
+}
+
+/// Stands for a positional sent (`submit`'s script, `rsync-up`'s source) among the words,
+/// until it is given its path there.
+const SENT_HERE: &str = "\u{0}sent";
+
+/// `from` (a file, or a directory and everything in it) copied to `to`.
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    let meta = std::fs::symlink_metadata(from)
+        .with_context(|| format!("cannot read `{}`", from.display()))?;
+    if !meta.is_dir() {
+        return copy_entry(from, to);
+    }
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(to)?;
+    for file in all_files(from)? {
+        copy_entry(&from.join(&file), &to.join(&file))?;
+    }
+    Ok(())
 }
 
 /// `text` into the new file `path`, readable by the user alone.
@@ -349,4 +389,52 @@ fn socket_dir(private: &PrivateDir) -> Result<PathBuf, UsageError> {
         "set XDG_RUNTIME_DIR to a short private directory, or {} to a shorter one",
         crate::env_vars::STATE_DIR
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `submit`'s script and `rsync-up`'s source on the laptop are sent, and named there in
+    /// their place among the positionals, under their own names.
+    #[test]
+    fn a_submitted_script_and_a_copied_source_are_sent_in_their_place() {
+        let here = tempfile::tempdir().unwrap();
+        let job = here.path().join("job.py");
+        std::fs::write(&job, "print(1)\n").unwrap();
+        let typed = |words: &[&str]| {
+            let argv: Vec<OsString> = std::iter::once("rayslurm")
+                .chain(words.iter().copied())
+                .map(OsString::from)
+                .collect();
+            given_words(&argv, &|_| None).unwrap().unwrap()
+        };
+        let job = job.to_str().unwrap();
+        for (words, rel) in [
+            (
+                &["submit", "-d", "lab", job, "--lr", "0.1"][..],
+                "p0/job.py",
+            ),
+            (&["rsync-up", "lab", job, "code/"], "p0/job.py"),
+        ] {
+            let (sub, args) = typed(words);
+            let sending = tempfile::tempdir().unwrap();
+            let prepared = prepare(&sub, args, sending.path()).unwrap();
+            assert!(prepared.sends);
+            let shown: Vec<String> = prepared
+                .words
+                .iter()
+                .map(|w| match w {
+                    Word::Plain(p) => p.to_string_lossy().into_owned(),
+                    Word::Sent { before, rel } => format!("{before}<{rel}>"),
+                })
+                .collect();
+            let at = shown.iter().position(|w| w == "lab").unwrap();
+            assert_eq!(shown[at + 1], format!("<{rel}>"), "{shown:?}");
+            assert_eq!(
+                std::fs::read_to_string(sending.path().join(rel)).unwrap(),
+                "print(1)\n"
+            );
+        }
+    }
 }

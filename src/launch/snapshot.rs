@@ -117,9 +117,39 @@ pub(crate) struct Listing {
     bytes: u64,
     commit: Option<String>,
     dirty: Option<bool>,
+    /// One file alone ([`Listing::of_file`]), copied with its owner's read and write only.
+    one_file: bool,
 }
 
 impl Listing {
+    /// The snapshot of one file (`submit`'s script): the file alone, its copy readable and
+    /// writable by its owner alone (0600, in the 0700 snapshot directory).
+    pub(crate) fn of_file(path: &Path) -> Result<Self, UsageError> {
+        let shown = || show(&path.display().to_string());
+        let meta = std::fs::metadata(path)
+            .map_err(|e| UsageError::new(format!("cannot read {}: {e}", shown())))?;
+        let (Some(dir), Some(name), true) = (path.parent(), path.file_name(), meta.is_file())
+        else {
+            return Err(UsageError::new(format!("{} is not a file", shown()))
+                .hint("name the script to run, e.g. `train.py`"));
+        };
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        Ok(Self {
+            workdir: Some(dir.to_owned()),
+            clone: None,
+            mounts: MountCopies::of(&[], DEFAULT_MAX_SIZE)?,
+            files: vec![PathBuf::from(name)],
+            bytes: meta.len(),
+            commit: None,
+            dirty: None,
+            one_file: true,
+        })
+    }
+
     /// Lists what the snapshot of `plan` would hold; a usage error if the workdir is not a
     /// directory or the files are larger than the limit.
     pub(crate) fn of(plan: &SnapshotPlan) -> Result<Self, UsageError> {
@@ -146,6 +176,7 @@ impl Listing {
                     bytes: 0,
                     commit: None,
                     dirty: None,
+                    one_file: false,
                 });
             }
         };
@@ -191,6 +222,7 @@ impl Listing {
             bytes,
             commit,
             dirty,
+            one_file: false,
         })
     }
 
@@ -207,6 +239,10 @@ impl Listing {
         };
         for rel in &self.files {
             copy_entry(&workdir.join(rel), &dest.join(rel))?;
+            if self.one_file {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(dest.join(rel), std::fs::Permissions::from_mode(0o600))?;
+            }
         }
         Ok(Some(SnapshotInfo {
             path: dest.to_owned(),

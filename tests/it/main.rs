@@ -22,6 +22,7 @@ mod launch;
 mod long_runs;
 mod per_node;
 mod python_api;
+mod ray_yaml;
 mod runs;
 mod shared_cluster;
 mod task_file;

@@ -7,7 +7,7 @@
 //! ([`container`]), a long run's ([`long_run`], `launch`'s), serving and growth (`up`'s);
 //! `up` into [`up::UpSettings`]; `exec` into [`exec::ExecSettings`]; `launch --again` into [`again::AgainSettings`]; the others into the settings of
 //! [`runs`] and [`clusters`]. A task file named on the command line is turned into flags first
-//! ([`task_file`]).
+//! ([`task_file`]), and so is Ray's cluster YAML ([`ray_yaml`]).
 
 pub(crate) mod again;
 mod array;
@@ -19,6 +19,8 @@ mod file_mounts;
 mod job;
 pub(crate) mod launch;
 mod long_run;
+pub(crate) mod ray_commands;
+pub(crate) mod ray_yaml;
 pub(crate) mod runs;
 pub(crate) mod task_file;
 mod task_site;

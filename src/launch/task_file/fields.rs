@@ -284,6 +284,10 @@ fn section(value: &Line<Node>) -> Result<Vec<Given>, Refusal> {
     let mut given = Vec::new();
     for (key, v) in entries {
         let field = format!("rayslurm.{}", key.value);
+        if key.value == "worker_types" {
+            given.extend(super::worker_types::read(&field, v)?);
+            continue;
+        }
         let value = match &v.value {
             Node::Bool(b) => Value::Switch(*b),
             Node::Seq(items) => Value::Values(

@@ -17,6 +17,7 @@ mod mounts;
 pub(crate) mod node;
 mod pipeline;
 mod resources;
+mod worker_types;
 
 pub(crate) use fields::EMPTY_WORKDIR;
 pub(crate) use given::{Given, Value};

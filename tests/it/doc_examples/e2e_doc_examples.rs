@@ -252,9 +252,22 @@ fn e2e_doc_examples_per_node() {
     ran_some(run_file("per-node.md"));
 }
 
+/// The words that pick clusters.md's examples of Ray's cluster YAML ("From `ray up`"), run by
+/// a test of their own beside the others.
+const FROM_RAY_UP: &str = "examples/ray-head.yaml";
+
 #[test]
 fn e2e_doc_examples_clusters() {
-    ran_some(run_file("clusters.md"));
+    ran_some(run_examples("clusters.md", |e| {
+        !e.body.contains(FROM_RAY_UP)
+    }));
+}
+
+#[test]
+fn e2e_doc_examples_clusters_from_ray_up() {
+    ran_some(run_examples("clusters.md", |e| {
+        e.body.contains(FROM_RAY_UP)
+    }));
 }
 
 #[test]
