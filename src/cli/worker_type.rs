@@ -10,9 +10,6 @@ use clap::Parser;
 use super::values::{count, positive_count};
 use crate::launch::gpu_names::GpuAsk;
 
-/// The longest worker type name.
-const MAX_NAME: usize = 40;
-
 /// A worker type as given: its name and options.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct WorkerTypeArg {
@@ -119,25 +116,10 @@ pub(super) fn worker_type(value: &str) -> Result<WorkerTypeArg, String> {
 }
 
 /// A worker type's name is Ray's node type name (and its `ray.io/node-group` label) and part of
-/// file names: letters, digits, `_` and `-`; `head` is the head's.
+/// file names, checked as the cluster YAML's and task files' are.
 fn check_name(name: &str) -> Result<(), String> {
-    let fine = !name.is_empty()
-        && name.len() <= MAX_NAME
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if !fine {
-        return Err(format!(
-            "`{}` is not a worker type name: use 1 to {MAX_NAME} letters, digits, `_` or `-` (e.g. `gpu`)",
-            name.escape_debug()
-        ));
-    }
-    if name == "head" {
-        return Err(
-            "`head` is the head's node type: name the worker type otherwise (e.g. `cpu`)".into(),
-        );
-    }
-    Ok(())
+    crate::launch::worker_type::check_name(name)
+        .map_err(|e| format!("`{}` is not a worker type name: {e}", name.escape_debug()))
 }
 
 /// A JSON object of Ray resource amounts, each 0 or more.
@@ -217,7 +199,10 @@ mod tests {
                 "names no worker type: write `NAME: OPTIONS`",
             ),
             ("g p: --max-workers 2", "is not a worker type name"),
-            ("head: --max-workers 2", "`head` is the head's node type"),
+            (
+                "head: --max-workers 2",
+                "`head` names the head node's own type",
+            ),
             (
                 "gpu: --max-wrokers 2",
                 "worker type gpu: unexpected argument '--max-wrokers'",

@@ -183,7 +183,10 @@ fn wait_output(dir: &Path, name: &str, id: u64, text: &str, limit: Duration) {
         if out.contains(text) {
             return;
         }
-        assert!(t0.elapsed() < limit, "`{text}` not in job {id}'s output: {out}");
+        assert!(
+            t0.elapsed() < limit,
+            "`{text}` not in job {id}'s output: {out}"
+        );
         std::thread::sleep(Duration::from_secs(1));
     }
 }
@@ -204,6 +207,21 @@ fn slurm_time_ms(job: &str, field: &str) -> Option<i64> {
             .single()?
             .timestamp_millis(),
     )
+}
+
+/// The deadline Ray was given, as the watcher saw it, is the preemption plus the partition's
+/// GraceTime (60 s).
+fn assert_drained_with_grace(seen: &str, preempted_ms: i64) {
+    let deadline: i64 = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("draining "))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("Ray showed a draining node: {seen}"));
+    let grace = deadline - preempted_ms;
+    assert!(
+        (55_000..=65_000).contains(&grace),
+        "drain deadline {grace} ms after the preemption: {seen}"
+    );
 }
 
 /// A preemptible type's worker (partition `scavenger`, preempted by `labhigh` with a
@@ -227,7 +245,13 @@ fn e2e_a_preempted_worker_is_drained_by_its_deadline_and_replaced() {
     assert_eq!(first.len(), 1, "{first:?}");
     let (victim, node) = (first[0].0.clone(), first[0].2.clone());
     let watcher = exec_detached(&dir, &name, &["--", "python", "-c", &drain_watcher(240)]);
-    wait_output(&dir, &name, watcher, "actor ready", Duration::from_secs(120));
+    wait_output(
+        &dir,
+        &name,
+        watcher,
+        "actor ready",
+        Duration::from_secs(120),
+    );
     let work = "import ray, time; ray.init(); \
         f = ray.remote(resources={'slot': 1})(lambda i: time.sleep(4) or i); \
         print('done', sum(ray.get([f.remote(i) for i in range(4)])))";
@@ -267,18 +291,7 @@ fn e2e_a_preempted_worker_is_drained_by_its_deadline_and_replaced() {
         status_of(s, watcher) == "SUCCEEDED"
             && jobs.iter().all(|id| status_of(s, *id) == "SUCCEEDED")
     });
-    let seen = job_output(&dir, &name, watcher);
-    let deadline: i64 = seen
-        .lines()
-        .find_map(|l| l.strip_prefix("draining "))
-        .and_then(|l| l.split_whitespace().next()?.parse().ok())
-        .unwrap_or_else(|| panic!("Ray showed a draining node: {seen}"));
-    // The deadline Ray was given: the preemption plus the partition's GraceTime (60 s).
-    let grace = deadline - preempted_ms;
-    assert!(
-        (55_000..=65_000).contains(&grace),
-        "drain deadline {grace} ms after the preemption: {seen}"
-    );
+    assert_drained_with_grace(&job_output(&dir, &name, watcher), preempted_ms);
     for id in &jobs {
         assert!(job_output(&dir, &name, *id).contains("done 6"), "job {id}");
     }
