@@ -10,8 +10,7 @@ use crate::clusters::lab_cluster::rs;
 use crate::harness::{Job, assert_clean, first_line, node_tmp_entries, status_without_token};
 use crate::harness::{lab, rayslurm, text};
 
-/// A head of 2 nodes (Ray's head type, `max_workers: 0`): no worker type, so that this runs
-/// before `up --worker-type` exists.
+/// A head of 2 nodes (Ray's head type, `max_workers: 0`): no worker type.
 fn cluster_yaml(name: &str, load_env: &str) -> String {
     format!(
         "cluster_name: {name}\nmax_workers: 0\nprovider:\n  type: slurm\n  time: '8'\n  load_env: {load_env:?}\nsetup_commands:\n  - echo \"set up on $(hostname)\"\nhead_node_type: head\navailable_node_types:\n  head:\n    resources: {{CPU: 2}}\n    node_config: {{num_nodes: 2, cpus_per_task: 2}}\n"
@@ -206,4 +205,76 @@ fn the_dashboard_answers(dir: &Path) {
     assert!(answer.contains(" 200 "), "the dashboard's page: {answer}");
     dashboard.kill().unwrap();
     dashboard.wait().unwrap();
+}
+
+/// A CPU head (not exclusive: Slurm gives an exclusive job on a GPU node all its GPUs) and a
+/// `gpu` node type on the lab's typed GPU nodes, in Ray's own format.
+fn typed_cluster_yaml(name: &str, load_env: &str) -> String {
+    format!(
+        "cluster_name: {name}\nmax_workers: 2\nidle_timeout_minutes: 10\nprovider:\n  type: slurm\n  time: '8'\n  load_env: {load_env:?}\nhead_node_type: head\navailable_node_types:\n  head:\n    resources: {{CPU: 2}}\n    node_config: {{partition: lab, exclusive: false}}\n  gpu:\n    resources: {{CPU: 2, GPU: 1}}\n    max_workers: 1\n    node_config: {{partition: gpu, num_gpus: 'l4:1'}}\n"
+    )
+}
+
+/// Ray's `available_node_types` become worker types: a task asking for a GPU grows the `gpu`
+/// type, whose job Slurm gives an L4 and whose Ray node is of that type; `down` leaves none.
+#[test]
+fn e2e_a_ray_cluster_yamls_node_types_grow_with_the_work_that_needs_them() {
+    let Some((lab, _turn)) = lab() else {
+        return;
+    };
+    let dir = lab.workdir("rayyamltypes");
+    let name = format!("rayyamlt{}", std::process::id());
+    std::fs::write(
+        dir.join("cluster.yaml"),
+        typed_cluster_yaml(&name, &lab.load_env()),
+    )
+    .unwrap();
+    let tmp_before = node_tmp_entries();
+    let out = rayslurm([
+        "up",
+        "cluster.yaml",
+        "--json",
+        "--object-store-memory",
+        "100000000",
+    ])
+    .cwd(&dir)
+    .output();
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "up failed: {stderr}");
+    assert!(
+        stderr.contains("Slurm takes worker type gpu's jobs"),
+        "{stderr}"
+    );
+    let cluster = Job::launched(&out.stdout, dir.clone(), tmp_before);
+    let work = "import ray; ray.init(); \
+        f = ray.remote(num_gpus=1)(lambda: (len(ray.get_gpu_ids()), str(ray.get_runtime_context().get_node_labels().get('ray.io/node-group')))); \
+        print('gpu work', ray.get(f.remote()))";
+    let (code, stdout, stderr) = rs(&dir, &["exec", "cluster.yaml", "--", "python", "-c", work]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("gpu work (1, 'gpu')"), "{stdout}");
+    let log = cluster.log_text();
+    assert!(log.contains("(gpu)"), "a gpu worker job: {log}");
+    let (code, _, stderr) = rs(&dir, &["down", "cluster.yaml"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    cluster.wait(Duration::from_secs(60));
+    let t0 = std::time::Instant::now();
+    loop {
+        let out = std::process::Command::new("squeue")
+            .args([
+                "--noheader",
+                "--name",
+                &format!("{name}-gpu"),
+                "--format",
+                "%i",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        if out.stdout.is_empty() {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "{out:?}");
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    assert_clean(&cluster);
 }
