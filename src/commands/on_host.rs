@@ -98,6 +98,10 @@ pub(crate) fn run(
         words: prepared.words,
         sent: prepared.sends.then_some(sending.path()),
         env_file: prepared.env_file,
+        // `attach` with no command is a shell: on a terminal, one there too.
+        terminal: sub == "attach"
+            && !argv.iter().any(|a| a == "--")
+            && std::io::IsTerminal::is_terminal(&std::io::stdin()),
         version: format!("rayslurm {}", crate::cli::VERSION),
     };
     if sub == "dashboard" || sub == "forward" {

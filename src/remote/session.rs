@@ -54,6 +54,9 @@ pub(crate) struct Session<'a> {
     pub(crate) sent: Option<&'a Path>,
     /// Whether `env.sh` among what is sent is read before the command.
     pub(crate) env_file: bool,
+    /// The command is a shell on this terminal (`attach`): it gets a terminal there, and this
+    /// terminal's keys (Ctrl-C too) go to it as typed.
+    pub(crate) terminal: bool,
     /// What `rayslurm --version` prints: a rayslurm on the PATH there that prints the same
     /// is used when no copy has been sent.
     pub(crate) version: String,
@@ -129,6 +132,14 @@ impl Session<'_> {
     /// `each_line`, each line the command prints on stdout goes to it (on a thread of its own)
     /// instead of this process's stdout.
     fn run_reading(&self, each_line: Option<LineReader>) -> Result<ExitStatus> {
+        if self.terminal {
+            let status = self
+                .ssh
+                .script_on_terminal(&self.script())
+                .status()
+                .context("cannot run ssh")?;
+            return Ok(status);
+        }
         let mut ssh = self.ssh.script(&self.script());
         if each_line.is_some() {
             ssh.stdout(Stdio::piped());
@@ -380,6 +391,7 @@ mod tests {
             words: vec![Word::Plain("status".into()), Word::Plain("it's".into())],
             sent: None,
             env_file: false,
+            terminal: false,
             version: "rayslurm 1.0 (test)".into(),
         };
         // No Slurm there: named, exit 2, nothing made.
@@ -472,6 +484,7 @@ mod tests {
             ],
             sent: Some(dir.path()),
             env_file: true,
+            terminal: false,
             version: "rayslurm 1.0 (test)".into(),
         };
         let script = session.script();

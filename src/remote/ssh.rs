@@ -85,8 +85,18 @@ impl Ssh {
     /// `ssh` running `script` with `sh` on the login node, through the master (never a new
     /// authentication: without a master it fails).
     pub(crate) fn script(&self, script: &str) -> Command {
+        self.script_with(script, "-T")
+    }
+
+    /// As [`Ssh::script`], on a terminal of its own there (`-tt`), for a shell on this
+    /// terminal: what is typed, Ctrl-C included, goes there as typed.
+    pub(crate) fn script_on_terminal(&self, script: &str) -> Command {
+        self.script_with(script, "-tt")
+    }
+
+    fn script_with(&self, script: &str, tty: &str) -> Command {
         let mut cmd = self.ssh();
-        cmd.args(["-o", "ControlMaster=no", "-T", "--", &self.host])
+        cmd.args(["-o", "ControlMaster=no", tty, "--", &self.host])
             .arg(format!("exec sh -c {}", shell_quote(script)));
         cmd
     }

@@ -7,7 +7,8 @@
 # driver (or a Jobs API job's) is attached to the head's raylet.
 # Arguments: GCS address, seconds until the deadline, the reason's message, the reason
 # (preemption or idle), then the nodes by their Ray instance id (an elastic worker's Slurm job
-# id); no instance: every worker node. Prints one line a node: "drained|refused INSTANCE ADDRESS[: why]".
+# id); no instance: every worker node. Prints one line a node: "drained|refused ADDRESS[ (worker
+# job INSTANCE)][: why]".
 import sys
 import time
 
@@ -29,5 +30,7 @@ for node_id, info in gcs.get_all_node_info().items():
     if only and info.instance_id not in only:
         continue
     accepted, why = gcs.drain_node(node_id.hex(), reason, message, deadline_ms)
-    name = f"{info.instance_id or '-'} {info.node_manager_address}"
+    name = info.node_manager_address
+    if info.instance_id:
+        name += f" (worker job {info.instance_id})"
     print(f"drained {name}" if accepted else f"refused {name}: {why}", flush=True)

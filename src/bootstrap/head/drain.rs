@@ -172,15 +172,21 @@ pub(super) fn spawn(
     });
 }
 
-/// A line of `drain.py` as an answer: `drained|refused INSTANCE ADDRESS[: why]`.
+/// A line of `drain.py` as an answer: `drained|refused ADDRESS[ (worker job ID)][: why]`; a
+/// node of no worker job is answered as instance `-`.
 fn answer_of(line: &str) -> Option<Answer> {
-    let mut words = line.split_whitespace();
-    let accepted = match words.next()? {
-        "drained" => true,
-        "refused" => false,
-        _ => return None,
+    let accepted = if line.starts_with("drained ") {
+        true
+    } else if line.starts_with("refused ") {
+        false
+    } else {
+        return None;
     };
-    let instance = words.next()?.trim_end_matches(':').to_owned();
+    let instance = line
+        .split_once("(worker job ")
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map_or("-", |(id, _)| id)
+        .to_owned();
     Some(Answer { instance, accepted })
 }
 
@@ -191,17 +197,24 @@ mod tests {
     #[test]
     fn each_nodes_answer_is_read_from_its_line() {
         assert_eq!(
-            answer_of("drained 42 10.0.0.2"),
+            answer_of("drained 10.0.0.2 (worker job 42)"),
             Some(Answer {
                 instance: "42".into(),
                 accepted: true
             })
         );
         assert_eq!(
-            answer_of("refused 43 10.0.0.3: The node is not idle"),
+            answer_of("refused 10.0.0.3 (worker job 43): The node is not idle"),
             Some(Answer {
                 instance: "43".into(),
                 accepted: false
+            })
+        );
+        assert_eq!(
+            answer_of("drained 10.0.0.4"),
+            Some(Answer {
+                instance: "-".into(),
+                accepted: true
             })
         );
         assert_eq!(answer_of("Traceback (most recent call last):"), None);
