@@ -7,10 +7,10 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::run_files::NotPrivate;
+use super::run_files::{NotPrivate, read_private_json};
 use super::worker_types::WorkerType;
 use crate::sys::staged_file::Staged;
 
@@ -209,18 +209,7 @@ impl WorkerJobs {
     /// The worker jobs, if the cluster is elastic and its head wrote them; a file that is
     /// not the user's own private file is not read.
     pub(crate) fn read(run_dir: &Path) -> Result<Option<Self>> {
-        let path = Self::path(run_dir);
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            return Ok(None);
-        };
-        if NotPrivate::of(&meta).is_some() {
-            anyhow::bail!("`{}` is not your private file: not read", path.display());
-        }
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read `{}`", path.display()))?;
-        serde_json::from_str(&text)
-            .map(Some)
-            .with_context(|| format!("cannot read `{}`", path.display()))
+        read_private_json(&Self::path(run_dir))
     }
 
     /// The ids of the jobs not yet ended, for `scancel`.

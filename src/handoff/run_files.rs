@@ -43,6 +43,22 @@ pub(crate) fn create_private_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The JSON in `path`, if there is such a file; one that is not the user's own private file
+/// is not read (an error naming it).
+pub(crate) fn read_private_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(None);
+    };
+    if NotPrivate::of(&meta).is_some() {
+        anyhow::bail!("`{}` is not your private file: not read", path.display());
+    }
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    serde_json::from_str(&text)
+        .map(Some)
+        .with_context(|| format!("cannot read `{}`", path.display()))
+}
+
 /// A run's private file found there (its Ray token) must be the user's own and private.
 pub(crate) fn check_private_file(path: &Path) -> Result<()> {
     let meta = std::fs::symlink_metadata(path)

@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::run_files::{NotPrivate, create_private_dir};
+use super::run_files::{create_private_dir, read_private_json};
 use crate::sys::staged_file::Staged;
 
 const TYPES_FILE: &str = "worker-types.json";
@@ -95,18 +95,7 @@ pub(crate) fn write_script(run_dir: &Path, name: &str, text: &str) -> Result<Pat
 
 /// The types `up` wrote, if any; a file that is not the user's own private file is not read.
 pub(crate) fn read(run_dir: &Path) -> Result<Option<Vec<WorkerType>>> {
-    let path = run_dir.join(TYPES_FILE);
-    let Ok(meta) = std::fs::symlink_metadata(&path) else {
-        return Ok(None);
-    };
-    if NotPrivate::of(&meta).is_some() {
-        anyhow::bail!("`{}` is not your private file: not read", path.display());
-    }
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read `{}`", path.display()))?;
-    serde_json::from_str(&text)
-        .map(Some)
-        .with_context(|| format!("cannot read `{}`", path.display()))
+    read_private_json(&run_dir.join(TYPES_FILE))
 }
 
 #[cfg(test)]

@@ -65,26 +65,13 @@ fn e2e_a_ray_cluster_yaml_and_a_script_on_the_laptop_up_submit_rsync_up_attach_d
     assert!(stdout.contains("laptop data"), "{stdout}{stderr}");
     // On the laptop's terminal (`script` gives it one), a shell with a terminal of its own
     // on the head node.
-    let out = laptop
-        .command_in(&laptop.work().join("proj"), "script")
-        .args([
-            "-qec",
-            &format!("rayslurm --host {LOGIN_HOST} attach cluster.yaml"),
-            "/dev/null",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            let mut input = child.stdin.take().unwrap();
-            input.write_all(b"echo \"terminal: $(tty)\"; exit 0\n")?;
-            let out = crate::harness::wait_within(child, std::time::Duration::from_secs(60));
-            drop(input);
-            Ok(out)
-        })
-        .unwrap();
+    let mut script = laptop.command_in(&laptop.work().join("proj"), "script");
+    script.args([
+        "-qec",
+        &format!("rayslurm --host {LOGIN_HOST} attach cluster.yaml"),
+        "/dev/null",
+    ]);
+    let out = super::on_a_terminal(script);
     let (stdout, stderr) = text(&out);
     assert!(stdout.contains("terminal: /dev/pts/"), "{stdout}{stderr}");
     let (ok, _, stderr) = on_host(&laptop, &["down", "cluster.yaml"]);

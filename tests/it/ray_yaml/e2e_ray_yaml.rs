@@ -17,18 +17,14 @@ fn cluster_yaml(name: &str, load_env: &str) -> String {
     )
 }
 
-#[test]
-fn e2e_a_ray_cluster_yaml_drives_up_exec_submit_rsync_up_attach_dashboard_and_down() {
-    let Some((lab, _turn)) = lab() else {
-        return;
-    };
-    let dir = lab.workdir("rayyaml");
-    let name = format!("rayyaml{}", std::process::id());
-    std::fs::write(
-        dir.join("cluster.yaml"),
-        cluster_yaml(&name, &lab.load_env()),
-    )
-    .unwrap();
+/// `up cluster.yaml` in `dir` with the file's `text`, waited until the cluster is up (as the
+/// file's `cluster_name`): the cluster's job, and what `up` said.
+fn up_yaml(dir: &Path, text_of_file: &str) -> (Job, String) {
+    std::fs::write(dir.join("cluster.yaml"), text_of_file).unwrap();
+    let name = text_of_file
+        .lines()
+        .find_map(|l| l.strip_prefix("cluster_name: "))
+        .unwrap();
     let tmp_before = node_tmp_entries();
     let out = rayslurm([
         "up",
@@ -37,7 +33,7 @@ fn e2e_a_ray_cluster_yaml_drives_up_exec_submit_rsync_up_attach_dashboard_and_do
         "--object-store-memory",
         "100000000",
     ])
-    .cwd(&dir)
+    .cwd(dir)
     .output();
     let (_, stderr) = text(&out);
     assert!(out.status.success(), "up failed: {stderr}");
@@ -45,7 +41,20 @@ fn e2e_a_ray_cluster_yaml_drives_up_exec_submit_rsync_up_attach_dashboard_and_do
         stderr.contains(&format!("cluster {name} is up")),
         "{stderr}"
     );
-    let cluster = Job::launched(&out.stdout, dir.clone(), tmp_before);
+    (
+        Job::launched(&out.stdout, dir.to_owned(), tmp_before),
+        stderr,
+    )
+}
+
+#[test]
+fn e2e_a_ray_cluster_yaml_drives_up_exec_submit_rsync_up_attach_dashboard_and_down() {
+    let Some((lab, _turn)) = lab() else {
+        return;
+    };
+    let dir = lab.workdir("rayyaml");
+    let name = format!("rayyaml{}", std::process::id());
+    let (cluster, _) = up_yaml(&dir, &cluster_yaml(&name, &lab.load_env()));
     let (code, stdout, stderr) = rs(&dir, &["exec", "cluster.yaml", "--", "echo", "by-the-yaml"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains("by-the-yaml"), "{stdout}");
@@ -167,22 +176,10 @@ fn attach_runs_piped_commands_on_the_head(dir: &Path, cluster: &Job) {
         "{} attach cluster.yaml",
         attach.get_program().to_string_lossy()
     );
-    let out = on_a_terminal
+    on_a_terminal
         .args(["-qec", &line, "/dev/null"])
-        .current_dir(dir)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            let mut input = child.stdin.take().unwrap();
-            input.write_all(b"echo \"terminal: $(tty)\"; exit 0\n")?;
-            let out = crate::harness::wait_within(child, Duration::from_secs(60));
-            drop(input);
-            Ok(out)
-        })
-        .unwrap();
+        .current_dir(dir);
+    let out = super::on_a_terminal(on_a_terminal);
     let (stdout, stderr) = text(&out);
     assert!(stdout.contains("terminal: /dev/pts/"), "{stdout}{stderr}");
     let (code, _, stderr) = rs(dir, &["attach", "cluster.yaml", "--", "sh", "-c", "exit 4"]);
@@ -224,28 +221,11 @@ fn e2e_a_ray_cluster_yamls_node_types_grow_with_the_work_that_needs_them() {
     };
     let dir = lab.workdir("rayyamltypes");
     let name = format!("rayyamlt{}", std::process::id());
-    std::fs::write(
-        dir.join("cluster.yaml"),
-        typed_cluster_yaml(&name, &lab.load_env()),
-    )
-    .unwrap();
-    let tmp_before = node_tmp_entries();
-    let out = rayslurm([
-        "up",
-        "cluster.yaml",
-        "--json",
-        "--object-store-memory",
-        "100000000",
-    ])
-    .cwd(&dir)
-    .output();
-    let (_, stderr) = text(&out);
-    assert!(out.status.success(), "up failed: {stderr}");
+    let (cluster, stderr) = up_yaml(&dir, &typed_cluster_yaml(&name, &lab.load_env()));
     assert!(
         stderr.contains("Slurm takes worker type gpu's jobs"),
         "{stderr}"
     );
-    let cluster = Job::launched(&out.stdout, dir.clone(), tmp_before);
     let work = "import ray; ray.init(); \
         f = ray.remote(num_gpus=1)(lambda: (len(ray.get_gpu_ids()), str(ray.get_runtime_context().get_node_labels().get('ray.io/node-group')))); \
         print('gpu work', ray.get(f.remote()))";
