@@ -341,14 +341,14 @@ fn e2e_a_type_of_short_jobs_rolls_over_while_a_longer_job_runs() {
     ];
     let cluster = up_nodes(lab, &dir, &name, "1", &extra);
     wait_log(&cluster, " joined", Duration::from_secs(120));
-    // 150 s of tasks on the type's nodes, one after another.
+    // 3 minutes of tasks on the type's nodes, one after another.
     let work = "import ray, time; ray.init(); \
         f = ray.remote(resources={'slot': 1}, max_retries=5)(lambda: time.sleep(1) or 1); \
         t0 = time.time(); n = 0\n\
-        while time.time() - t0 < 150: n += ray.get(f.remote())\n\
+        while time.time() - t0 < 180: n += ray.get(f.remote())\n\
         print('tasks', n)";
     let job = exec_detached(&dir, &name, &["--", "python", "-c", work]);
-    wait_queue(&dir, &name, Duration::from_secs(300), |s| {
+    wait_queue(&dir, &name, Duration::from_secs(360), |s| {
         status_of(s, job) == "SUCCEEDED"
     });
     let log = cluster.log_text();
