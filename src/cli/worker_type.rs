@@ -191,6 +191,24 @@ mod tests {
         );
     }
 
+    /// What Ray's cluster YAML and task files write as a type's options
+    /// (`launch::worker_type::OPTIONS`) is what is parsed here, no more and no less.
+    #[test]
+    fn the_options_files_write_are_the_options_parsed() {
+        use clap::CommandFactory;
+        let command = WorkerTypeOptions::command();
+        let parsed: std::collections::BTreeSet<&str> = command
+            .get_arguments()
+            .filter_map(clap::Arg::get_long)
+            .filter(|l| *l != "no-exclusive")
+            .collect();
+        let written: std::collections::BTreeSet<&str> =
+            crate::launch::worker_type::worker_options()
+                .into_iter()
+                .collect();
+        assert_eq!(parsed, written);
+    }
+
     #[test]
     fn a_bad_worker_type_says_what_and_how() {
         for (bad, says) in [

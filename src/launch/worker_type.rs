@@ -6,6 +6,7 @@
 //! written.
 
 use crate::launch::task_file::node::{Line, Node};
+use crate::sys::quote::shell_quote;
 
 /// The options a worker type takes, by their long names, and whether each takes a value
 /// (else a switch).
@@ -113,25 +114,50 @@ impl WorkerType {
             text.push_str(&format!(" --{}", option.long));
             if let Some(value) = &option.value {
                 text.push(' ');
-                text.push_str(&quoted(value));
+                text.push_str(&shell_quote(value));
             }
         }
         text
     }
 }
 
-/// `word` as a shell (and shlex) reads it back: as it is when it holds only letters, digits
-/// and `-_=:,./@%+`, else in single quotes.
-pub(crate) fn quoted(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_=:,./@%+".contains(c));
-    if plain {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
+/// What Ray is told of a node beyond what Slurm gives it, as `ray start`'s words: its `CPU`,
+/// `GPU`, `memory` and `object_store_memory` as Ray's own flags (which `ray start` requires for
+/// them), the others as one `--resources` JSON object, then `--labels` (`K=V,...`), if any.
+/// Ray's own four take whole numbers: a fraction of one is the caller's to refuse.
+pub(crate) fn ray_start_words(
+    resources: &std::collections::BTreeMap<String, f64>,
+    labels: Option<&str>,
+) -> Vec<String> {
+    let number = |n: f64| {
+        if n.fract() == 0.0 && n >= 0.0 {
+            serde_json::Value::from(n as u64)
+        } else {
+            serde_json::json!(n)
+        }
+    };
+    let mut words = Vec::new();
+    let mut custom = serde_json::Map::new();
+    for (key, amount) in resources {
+        let flag = match key.as_str() {
+            "CPU" => "--num-cpus",
+            "GPU" => "--num-gpus",
+            "memory" => "--memory",
+            "object_store_memory" => "--object-store-memory",
+            _ => {
+                custom.insert(key.clone(), number(*amount));
+                continue;
+            }
+        };
+        words.push(format!("{flag}={}", number(*amount)));
     }
+    if !custom.is_empty() {
+        words.push(format!("--resources={}", serde_json::Value::Object(custom)));
+    }
+    if let Some(labels) = labels.filter(|l| !l.is_empty()) {
+        words.push(format!("--labels={labels}"));
+    }
+    words
 }
 
 /// A worker type's name: `[A-Za-z0-9_-]+`, 1-40 characters, not `head`.

@@ -10,6 +10,8 @@ use crate::cli::{ClusterArgs, ContainerArgs, JobArgs};
 use crate::error::UsageError;
 use crate::handoff::worker_types::WorkerType;
 use crate::launch::config::{LaunchConfig, Sources, WorkerTypeLaunch};
+use crate::launch::worker_type::ray_start_words;
+use crate::sys::quote::shell_quote;
 
 /// The cluster's own flags, which every type starts from.
 pub(super) struct ClusterFlags<'a> {
@@ -143,45 +145,30 @@ fn job_flags(head: &JobArgs, o: &WorkerTypeOptions) -> JobArgs {
     job
 }
 
-/// What Ray is told of the type's nodes beyond what Slurm gives them: `--resources` (its
-/// `CPU`, `GPU`, `memory` and `object_store_memory` as `ray start`'s own flags, which it
-/// requires for them) and `--labels`, after the cluster's own `--ray-args`.
+/// What Ray is told of the type's nodes beyond what Slurm gives them (`--resources`,
+/// `--labels`: `worker_type::ray_start_words`), after the cluster's own `--ray-args`.
 fn ray_args(cluster: Option<&str>, o: &WorkerTypeOptions) -> Result<Option<String>, UsageError> {
-    let mut words: Vec<String> = Vec::new();
-    if let Some(resources) = &o.resources {
-        let mut custom = serde_json::Map::new();
-        for (key, amount) in resources {
-            let flag = match key.as_str() {
-                "CPU" => "--num-cpus",
-                "GPU" => "--num-gpus",
-                "memory" => "--memory",
-                "object_store_memory" => "--object-store-memory",
-                _ => {
-                    custom.insert(key.clone(), serde_json::json!(amount));
-                    continue;
-                }
-            };
-            if amount.fract() != 0.0 {
-                return Err(UsageError::new(format!(
-                    "--resources gives {key} = {amount}: Ray takes a whole number of it for a node"
-                ))
-                .hint(format!("write a whole number, e.g. {}", amount.floor())));
-            }
-            words.push(format!("{flag}={}", *amount as u64));
-        }
-        if !custom.is_empty() {
-            words.push(format!("--resources={}", serde_json::Value::Object(custom)));
+    let resources = o.resources.clone().unwrap_or_default();
+    for key in ["CPU", "GPU", "memory", "object_store_memory"] {
+        if let Some(amount) = resources.get(key).filter(|a| a.fract() != 0.0) {
+            return Err(UsageError::new(format!(
+                "--resources gives {key} = {amount}: Ray takes a whole number of it for a node"
+            ))
+            .hint(format!("write a whole number, e.g. {}", amount.floor())));
         }
     }
-    if let Some(labels) = &o.labels {
-        let pairs: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        words.push(format!("--labels={}", pairs.join(",")));
-    }
+    let labels = o.labels.as_ref().map(|l| {
+        l.iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    });
+    let words = ray_start_words(&resources, labels.as_deref());
     if words.is_empty() {
         return Ok(cluster.map(str::to_owned));
     }
-    let own = shlex::try_join(words.iter().map(String::as_str))
-        .map_err(|e| UsageError::new(format!("cannot quote the type's Ray options: {e}")))?;
+    let own: Vec<String> = words.iter().map(|w| shell_quote(w)).collect();
+    let own = own.join(" ");
     Ok(Some(match cluster {
         Some(c) if !c.trim().is_empty() => format!("{c} {own}"),
         _ => own,

@@ -11,8 +11,9 @@ use super::fields::{
 use super::refused::{self, NODE_TYPE_KEYS, Refused};
 use crate::launch::task_file::node::{Line, Node};
 use crate::launch::worker_type::{
-    CLUSTER_ONLY, SLURM_OPTIONS, TypeOption, WorkerType, check_name, option_of, quoted,
+    CLUSTER_ONLY, SLURM_OPTIONS, TypeOption, WorkerType, check_name, option_of, ray_start_words,
 };
+use crate::sys::quote::shell_quote;
 
 /// Ray's `max_workers` when the file gives none (`fill_node_type_min_max_workers`).
 const RAY_DEFAULT_MAX_WORKERS: u32 = 2;
@@ -275,34 +276,18 @@ fn type_docker(
 /// head: `--num-cpus`, `--num-gpus`, `--memory`, `--object-store-memory`, `--resources`,
 /// `--labels`).
 fn ray_head_args(head: &NodeType) -> Option<TypeOption> {
-    let mut words = Vec::new();
-    let mut custom = serde_json::Map::new();
-    for (name, amount) in &head.resources {
-        match name.as_str() {
-            "CPU" => words.push(format!("--num-cpus={amount}")),
-            "GPU" => words.push(format!("--num-gpus={amount}")),
-            "memory" => words.push(format!("--memory={amount}")),
-            "object_store_memory" => words.push(format!("--object-store-memory={amount}")),
-            other => {
-                custom.insert(
-                    other.to_owned(),
-                    amount
-                        .parse::<u64>()
-                        .map_or(serde_json::Value::Null, serde_json::Value::from),
-                );
-            }
-        }
-    }
-    if !custom.is_empty() {
-        words.push(format!("--resources={}", serde_json::Value::Object(custom)));
-    }
-    if let Some(labels) = head.labels.as_ref().and_then(|l| l.value.as_ref()) {
-        words.push(format!("--labels={labels}"));
-    }
+    // `count` read each amount: whole numbers.
+    let resources = head
+        .resources
+        .iter()
+        .map(|(name, amount)| (name.clone(), amount.parse::<f64>().unwrap_or(0.0)))
+        .collect();
+    let labels = head.labels.as_ref().and_then(|l| l.value.as_deref());
+    let words = ray_start_words(&resources, labels);
     if words.is_empty() {
         return None;
     }
-    let text: Vec<String> = words.iter().map(|w| quoted(w)).collect();
+    let text: Vec<String> = words.iter().map(|w| shell_quote(w)).collect();
     let field = format!("available_node_types.{}.resources", head.name);
     Some(TypeOption::new(
         &field,

@@ -12,9 +12,6 @@ use super::jobs::Kind;
 use super::plan::{JobView, Limits, Phase};
 use super::ray_status::Report;
 
-/// The resource only the head node of a Ray cluster has.
-const HEAD_MARK: &str = "node:__internal_head__";
-
 /// What the demand asks of the cluster now.
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct Needs {
@@ -37,7 +34,7 @@ pub(super) fn learn(shapes: &mut Vec<TypeShape>, kinds: &[Kind], report: &Report
         let head_cpus = report
             .nodes
             .iter()
-            .find(|n| n.total.contains_key(HEAD_MARK))
+            .find(|n| n.is_head())
             .and_then(|n| n.total.get("CPU").copied())
             .unwrap_or(1.0);
         *shapes = kinds

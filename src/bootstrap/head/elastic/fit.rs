@@ -126,7 +126,7 @@ impl NodeNow {
         if !node.schedulable() {
             return None;
         }
-        let head = node.total.contains_key("node:__internal_head__");
+        let head = node.is_head();
         let or = |s: &str, default: String| if s.is_empty() { default } else { s.to_owned() };
         let (instance, type_name) = match head {
             true => ("head".to_owned(), "head".to_owned()),

@@ -182,6 +182,11 @@ impl RayNode {
         matches!(self.status, NodeStatus::Running | NodeStatus::Idle)
     }
 
+    /// The head node of the cluster (the resource only Ray's head has).
+    pub(super) fn is_head(&self) -> bool {
+        self.total.contains_key("node:__internal_head__")
+    }
+
     fn idle_s(&self) -> u64 {
         self.idle_duration_ms / 1000
     }
@@ -362,11 +367,7 @@ mod tests {
         assert_eq!(worker.labels["ray.io/node-group"], "gpu");
         assert_eq!(worker.labels["zone"], "z1");
         assert_eq!(worker.node_id.len(), 56);
-        let head = r
-            .nodes
-            .iter()
-            .find(|n| n.total.contains_key("node:__internal_head__"))
-            .unwrap();
+        let head = r.nodes.iter().find(|n| n.is_head()).unwrap();
         assert_eq!(
             (head.instance_id.as_str(), head.ray_node_type_name.as_str()),
             ("", "")
