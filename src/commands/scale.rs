@@ -102,7 +102,7 @@ fn wait_until(limit: Duration, poll: Duration, mut done: impl FnMut() -> bool) -
 /// A type `scale --worker-type` names must be one of the cluster's.
 fn check_type(name: &str, kind: &str, run_dir: &std::path::Path) -> Result<()> {
     let known: Vec<String> = worker_types::read(run_dir)?
-        .unwrap_or_else(|| vec![WorkerType::plain(Default::default())])
+        .unwrap_or_else(|| vec![WorkerType::plain()])
         .into_iter()
         .map(|t| t.name)
         .collect();

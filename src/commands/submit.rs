@@ -240,7 +240,7 @@ fn check_worker_jobs(
     printer: &Printer,
 ) -> Result<()> {
     let run_dir = link.run_dir.clone().unwrap_or_else(|| files.dir.clone());
-    let plain = WorkerType::plain(Default::default());
+    let plain = WorkerType::plain();
     let options = worker_sbatch_args(&config.job.exp_name, &run_dir, "test.0", &plain);
     let said = match slurm::test_only(&options, &files.script, ask_slurm::bound()?) {
         TestOnly::Accepted(said) => said,

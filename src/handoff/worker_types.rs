@@ -46,8 +46,9 @@ pub(crate) struct WorkerType {
 }
 
 impl WorkerType {
-    /// The one type of a cluster given none: the head's own job, one node at a time.
-    pub(crate) fn plain(resources: BTreeMap<String, f64>) -> Self {
+    /// The one type of a cluster given none: the head's own job, one node at a time (what Ray
+    /// is told of its nodes learned from the first that joins).
+    pub(crate) fn plain() -> Self {
         Self {
             name: PLAIN.to_owned(),
             nodes_per_job: 1,
@@ -56,7 +57,7 @@ impl WorkerType {
             idle_timeout: None,
             preemptible: false,
             rollover: None,
-            resources,
+            resources: BTreeMap::new(),
             labels: BTreeMap::new(),
             script: None,
         }

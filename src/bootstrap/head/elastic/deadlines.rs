@@ -121,7 +121,6 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
     fn at(s: i64) -> NaiveDateTime {
         chrono::DateTime::from_timestamp(1_800_000_000 + s, 0)
@@ -133,7 +132,7 @@ mod tests {
         WorkerType {
             preemptible,
             rollover,
-            ..WorkerType::plain(BTreeMap::new())
+            ..WorkerType::plain()
         }
     }
 

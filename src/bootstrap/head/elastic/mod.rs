@@ -14,7 +14,6 @@ mod jobs;
 mod plan;
 mod ray_status;
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 use chrono::{Local, SecondsFormat};
@@ -66,7 +65,7 @@ impl Elastic {
         let head_job = format!("{}.{}", alloc.job_id, alloc.restart_count);
         let types = worker_types::read(&run_dir)
             .map_err(|e| format!("{e:#}"))?
-            .unwrap_or_else(|| vec![WorkerType::plain(BTreeMap::new())]);
+            .unwrap_or_else(|| vec![WorkerType::plain()]);
         let serve = &args.cluster.serve;
         let limits = limits_of(&types, max_nodes, alloc.nodes.len() as u32, serve);
         let kinds: Vec<Kind> = types
