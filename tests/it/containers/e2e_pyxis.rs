@@ -206,9 +206,11 @@ fn a_member_remapped_to_root_inside_a_pyxis_image_runs_a_cluster_with_its_checks
     let dir = project_dir("premap");
     let name = format!("premap{}", std::process::id());
     let flags = in_pyxis(lab, &image).join(" ");
+    // Not on the nodes where the tests of rsalice's enroot directories remove and make it.
+    let others = format!("{},{}", lab.node_of_its_own(0), lab.node_of_its_own(1));
     let script = format!(
         "export PYXIS_CONTAINER_REMAP_ROOT=1
-\"$RAYSLURM\" up {name} -n 2 --time 5 --object-store-memory 100000000 --load-env 'source {venv}/bin/activate' {flags} || exit 1
+\"$RAYSLURM\" up {name} -n 2 --time 5 --object-store-memory 100000000 --sbatch-arg=--exclude={others} --load-env 'source {venv}/bin/activate' {flags} || exit 1
 \"$RAYSLURM\" exec {name} --command 'echo inside uid=$(id -u) $(cat /etc/rayslurm-image-marker)'; code=$?
 \"$RAYSLURM\" down {name}
 exit $code",
