@@ -86,6 +86,13 @@ class Snapshot(TypedDict, total=False):
     snapshot_max_size: Optional[Union[str, int]]
 
 
+class FileMounts(TypedDict, total=False):
+    """Local files copied at submission and placed at a path on every node, ``"DEST=SRC"``
+    each (both; ``up``'s DEST is under ``~/``, in ``/tmp`` or a new absolute path)."""
+
+    file_mount: Optional[Sequence[str]]
+
+
 class NoRay(TypedDict, total=False):
     """A run without Ray (``launch``, the Executor)."""
 
@@ -163,15 +170,36 @@ class DryRun(TypedDict, total=False):
     check: bool
 
 
-LAUNCH = (LaunchRun, Resources, Container, Snapshot, NoRay, PerNode, Ray, LongRun, DryRun)
-UP = (UpIdle, Resources, Container, Ray, Elastic, Detach, DryRun)
+LAUNCH = (
+    LaunchRun,
+    Resources,
+    Container,
+    Snapshot,
+    FileMounts,
+    NoRay,
+    PerNode,
+    Ray,
+    LongRun,
+    DryRun,
+)
+UP = (UpIdle, Resources, Container, FileMounts, Ray, Elastic, Detach, DryRun)
 #: What an :class:`~rayslurm.Executor` takes: ``launch``'s options but those that say what
 #: runs (the function does) and how its output is read (its result is).
 EXECUTOR = (Named, Resources, Container, Snapshot, NoRay, Ray, LongRun, Arrays)
 
 
 class LaunchOptions(
-    LaunchRun, Resources, Container, Snapshot, NoRay, PerNode, Ray, LongRun, DryRun, total=False
+    LaunchRun,
+    Resources,
+    Container,
+    Snapshot,
+    FileMounts,
+    NoRay,
+    PerNode,
+    Ray,
+    LongRun,
+    DryRun,
+    total=False,
 ):
     """:func:`~rayslurm.launch`'s keyword parameters (its groups, :data:`LAUNCH`)."""
 
@@ -182,7 +210,9 @@ class ExecutorOptions(
     """:meth:`~rayslurm.Executor.update_parameters`'s keyword parameters (:data:`EXECUTOR`)."""
 
 
-class UpOptions(UpIdle, Resources, Container, Ray, Elastic, Detach, DryRun, total=False):
+class UpOptions(
+    UpIdle, Resources, Container, FileMounts, Ray, Elastic, Detach, DryRun, total=False
+):
     """:func:`~rayslurm.up`'s keyword parameters (its groups, :data:`UP`)."""
 
 

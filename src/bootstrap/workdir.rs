@@ -4,7 +4,7 @@
 //! of the run starts from the same snapshot, whatever was edited after the launch. With
 //! `--empty-workdir` the snapshot is empty, and each node's copy a new, empty directory.
 //! The run's file mounts that go to the user's home or the node's `/tmp` are placed as the
-//! copy is made (`bootstrap::file_mounts`).
+//! copy is made (`bootstrap::file_mounts`); a cluster of `up` has file mounts and no copy.
 //!
 //! The copy is `/tmp/rs{uid}-{job}.{restart}-workdir`: always new (mkdir, mode 0700; when the
 //! name is taken, a random suffix gives another, as for Ray's temp root), made by the node's
@@ -23,6 +23,7 @@ use crate::bootstrap::allocation::Allocation;
 use crate::bootstrap::file_mounts;
 use crate::bootstrap::node::say;
 use crate::bootstrap::ray_node::{TempRoot, random_suffix};
+use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::sys::private_tree;
 use crate::sys::tree_copy::copy_into;
 
@@ -42,6 +43,27 @@ impl NodeWorkdir {
             "/tmp/rs{uid}-{}.{}-workdir",
             alloc.job_id, alloc.restart_count
         ))
+    }
+
+    /// The node's part of a run's snapshot (`args.snapshot`), if it has one: its copy, made
+    /// and entered; or, of a snapshot that holds only file mounts (`--file-mounts-only`: a
+    /// cluster of `up`), those placed, and no copy (`None`): the node works where it started.
+    pub(crate) fn prepare(
+        args: &BootstrapArgs,
+        alloc: &Allocation,
+    ) -> Result<Option<Self>, String> {
+        let Some(snapshot) = args.snapshot.as_deref() else {
+            return Ok(None);
+        };
+        if !args.file_mounts_only {
+            return Self::make(snapshot, alloc).map(Some);
+        }
+        let placed = file_mounts::place(snapshot)?;
+        say(
+            &alloc.node,
+            format!("file mounts on {}: {placed} placed", alloc.node),
+        );
+        Ok(None)
     }
 
     /// Copies `snapshot` to a new private directory on the node's disk and moves this process

@@ -46,6 +46,17 @@ pub(crate) struct UpArgs {
     #[command(flatten)]
     pub(crate) elastic: ElasticArgs,
 
+    /// Copy a local file or directory now and place it at DEST on every node (repeatable).
+    ///
+    /// Ray's cluster YAML's `file_mounts: {DEST: SRC}`, and a task file's. Copied at `up`
+    /// into the cluster's private directory and placed on each node as it starts, workers
+    /// that join later included: `~/PATH` under your home, under /tmp on the node's own
+    /// disk, with --container-image bound into the image, any other new path (`/data`)
+    /// shown to the cluster's programs in a private view of the node's filesystem. A
+    /// cluster has no workdir of its own, so DEST is not relative.
+    #[arg(value_name = "DEST=SRC", long, help_heading = heading::ENVIRONMENT)]
+    pub(crate) file_mount: Vec<String>,
+
     /// Return once the allocation is submitted, without waiting for the cluster.
     #[arg(long, short, help_heading = heading::OUTPUT)]
     pub(crate) detach: bool,

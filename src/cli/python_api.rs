@@ -43,7 +43,6 @@ const APIS: &[Api] = &[
             ("args", "the words of a list `command`"),
             ("git_workdir", "not in the Python API yet"),
             ("git_ref", "not in the Python API yet"),
-            ("file_mount", "not in the Python API yet"),
             ("storage", "not in the Python API yet"),
             (
                 "array",

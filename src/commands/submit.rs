@@ -98,7 +98,7 @@ pub(crate) fn submit(config: &LaunchConfig, printer: &Printer) -> Result<Submitt
     if config
         .snapshot
         .as_ref()
-        .is_some_and(|p| p.workdir.is_none() && p.git.is_none())
+        .is_some_and(|p| p.workdir.is_none() && p.git.is_none() && !p.mounts_only)
     {
         printer.info(EMPTY_WORKDIR);
     }

@@ -57,6 +57,11 @@ pub(crate) struct BootstrapArgs {
     #[arg(long)]
     pub(crate) snapshot: Option<PathBuf>,
 
+    /// The snapshot holds only the run's file mounts (`up --file-mount`): each node places
+    /// them and works where it was started, in no copy of its own.
+    #[arg(long, requires = "snapshot")]
+    pub(crate) file_mounts_only: bool,
+
     /// The state file and run directory given are an array's: this task's own are named from
     /// them and `SLURM_ARRAY_TASK_ID` ([`BootstrapArgs::of_array_task`]).
     #[arg(long)]
@@ -98,6 +103,7 @@ impl BootstrapArgs {
             state_file: Some(state_file),
             run_dir: Some(run_dir),
             snapshot: None,
+            file_mounts_only: false,
             array_task: false,
             ray_logs_dir: None,
             trust_unverified_owner: None,
@@ -157,6 +163,7 @@ impl BootstrapArgs {
             state_file,
             run_dir,
             snapshot,
+            file_mounts_only,
             array_task,
             ray_logs_dir,
             trust_unverified_owner,
@@ -172,6 +179,9 @@ impl BootstrapArgs {
         }
         if *array_task {
             flags.push(("--array-task", None));
+        }
+        if *file_mounts_only {
+            flags.push(("--file-mounts-only", None));
         }
         let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
         let optional = [
@@ -227,6 +237,7 @@ mod tests {
             state_file: None,
             run_dir: Some("/shared/x.d".into()),
             snapshot: Some("/shared/x.d/snapshot".into()),
+            file_mounts_only: true,
             array_task: true,
             ray_logs_dir: Some("/shared/x.ray-logs".into()),
             trust_unverified_owner: Some("65534".into()),

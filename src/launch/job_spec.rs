@@ -60,6 +60,7 @@ impl<'a> JobSpec<'a> {
                     .join(",")
             }),
             snapshot: config.snapshot.as_ref().map(|_| snapshot_dir(files)),
+            file_mounts_only: config.snapshot.as_ref().is_some_and(|p| p.mounts_only),
             array_task: job.array.is_some(),
             ..BootstrapArgs::head(
                 files.state.clone(),

@@ -43,6 +43,10 @@ pub(crate) struct SnapshotPlan {
     /// `--file-mount`: copied with the snapshot, placed on each node.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) file_mounts: Vec<FileMount>,
+    /// The file mounts alone (`up --file-mount`): the nodes place them, and make no workdir
+    /// of their own; the (empty) snapshot only holds their copies' place.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) mounts_only: bool,
 }
 
 impl SnapshotPlan {

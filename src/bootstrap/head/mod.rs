@@ -64,13 +64,9 @@ fn run_attempt(args: &BootstrapArgs, alloc: &Allocation, started: &mut Started) 
     };
     let t0 = Instant::now();
     // A per-node run's ranks make the head node's copy themselves, as on every node.
-    if let Some(snapshot) = args
-        .snapshot
-        .as_deref()
-        .filter(|_| !args.cluster.program.per_node)
-    {
-        match NodeWorkdir::make(snapshot, alloc) {
-            Ok(w) => started.workdir = Some(w),
+    if !args.cluster.program.per_node {
+        match NodeWorkdir::prepare(args, alloc) {
+            Ok(w) => started.workdir = w,
             Err(why) => return Outcome::startup_failed(why),
         }
     }

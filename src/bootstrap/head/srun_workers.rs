@@ -122,6 +122,7 @@ impl WorkerStep {
             state_file: None,
             run_dir: args.run_dir.clone(),
             snapshot: args.snapshot.clone(),
+            file_mounts_only: args.file_mounts_only,
             // Named already: the head's are its task's own.
             array_task: false,
             ray_logs_dir: kept_logs::root(args.ray_logs_dir.as_deref(), args.state_file.as_deref()),

@@ -5,6 +5,7 @@
 //! once if the head it was meant for is gone. Once Ray has started it says so in the run's
 //! `workers/` directory (its IP, which the head matches with Ray's nodes), then runs until
 //! `scancel` (the head gives it back, or ends), Slurm's time limit, or the end of its Ray.
+//! The cluster's file mounts are placed on the node before its Ray starts.
 
 use std::sync::atomic::AtomicBool;
 
@@ -13,6 +14,7 @@ use crate::bootstrap::in_image;
 use crate::bootstrap::marked::{self, RunMark};
 use crate::bootstrap::node::{RAY_STOP_GRACE, memory_note, node_ip, say};
 use crate::bootstrap::ray_auth::RayAuth;
+use crate::bootstrap::workdir::NodeWorkdir;
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::handoff::cluster_info::ClusterInfo;
 use crate::handoff::elastic::worker_dir;
@@ -25,6 +27,14 @@ pub(in crate::bootstrap) fn run(args: &BootstrapArgs, alloc: &Allocation, head: 
     let joined = match joins(args, alloc, head) {
         Ok(Some(joined)) => joined,
         Ok(None) => return 0,
+        Err(why) => {
+            say(&node, format!("error: {why}"));
+            return 1;
+        }
+    };
+    // The cluster's file mounts, placed as the node joins (kept until the job ends).
+    let workdir = match NodeWorkdir::prepare(&joined.args, alloc) {
+        Ok(made) => made,
         Err(why) => {
             say(&node, format!("error: {why}"));
             return 1;
@@ -69,6 +79,7 @@ pub(in crate::bootstrap) fn run(args: &BootstrapArgs, alloc: &Allocation, head: 
         temp.remove();
     }
     let _ = std::fs::remove_file(&joined_file);
+    drop(workdir);
     say(
         &node,
         format!("worker job done, exit code {code}{}", memory_note()),

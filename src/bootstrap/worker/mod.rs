@@ -46,17 +46,13 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
     let head = watch_stdin();
     let told_to_stop = &head.stop;
     let mut temp = None;
-    let workdir = match args
-        .snapshot
-        .as_deref()
-        .map(|s| NodeWorkdir::make(s, alloc))
-    {
-        Some(Err(why)) => {
+    let workdir = match NodeWorkdir::prepare(args, alloc) {
+        Err(why) => {
             say(&node, format!("error: {why}"));
             heartbeat::say_gone(&node);
             return 1;
         }
-        made => made.and_then(Result::ok),
+        Ok(made) => made,
     };
     let auth = RayAuth::of_worker(args, alloc);
     let started = start(args, alloc, rank, &mark, &auth, told_to_stop, &mut temp);

@@ -3,6 +3,8 @@
 //! command: its cluster is built in one piece, with the serving group its own flags resolve
 //! into ([`resolve_serve`]); a cluster of `up` is never requeued.
 
+use std::path::Path;
+
 use super::worker_types::{self, ClusterFlags};
 use crate::cli::worker_type::WorkerTypeArg;
 use crate::cli::{ElasticArgs, UpArgs};
@@ -11,7 +13,10 @@ use crate::handoff::cluster::{
     ClusterOptions, DEFAULT_MAX_PENDING_WORKERS, DEFAULT_WORKER_IDLE_TIMEOUT, LongRunOptions,
     ServeOptions,
 };
+use crate::handoff::file_mounts::Place;
 use crate::launch::config::{self, LaunchConfig, Sources};
+use crate::launch::file_mounts::{FileMount, MountTo};
+use crate::launch::snapshot::SnapshotPlan;
 use crate::launch::validate;
 
 /// What the script says the command is: a no-op, since a cluster runs `exec`'s jobs instead.
@@ -40,6 +45,7 @@ impl UpSettings {
             container,
             cluster,
             elastic,
+            file_mount,
             detach,
             dry_run,
             check,
@@ -49,6 +55,7 @@ impl UpSettings {
         let job = super::job::resolve_job(job, name, NO_COMMAND, src)?;
         let shared = super::cluster::resolve(cluster, job.request.num_nodes, src)?;
         let container = super::container::resolve(container, src)?;
+        let snapshot = mounts_alone(file_mount, &src.cwd, container.container_image.is_some())?;
         // The files' `signal` is `launch`'s, but a bad one is refused here too.
         super::long_run::signal_of(None, src)?;
         super::job::check_stop_grace(&shared.nodes, job.request.time.as_deref())?;
@@ -96,16 +103,85 @@ impl UpSettings {
             after: None,
             singleton: false,
             link: None,
-            snapshot: None,
+            snapshot,
             worker_types: Vec::new(),
         };
         let mut config = config;
         config.worker_types = worker_types::resolve(&elastic.worker_type, &flags, &config, src)?;
+        mounts_fit_every_image(&config)?;
         Ok(Self {
             name: name.clone(),
             detach: *detach,
             config,
         })
+    }
+}
+
+/// `--file-mount`s of a cluster, resolved: the snapshot that holds them alone (the nodes
+/// place them and make no workdir); none without them. A destination relative to a workdir
+/// is refused: a cluster's nodes have none.
+fn mounts_alone(
+    given: &[String],
+    cwd: &Path,
+    in_image: bool,
+) -> Result<Option<SnapshotPlan>, UsageError> {
+    if given.is_empty() {
+        return Ok(None);
+    }
+    let mut file_mounts = Vec::new();
+    for text in given {
+        let mount = FileMount::parse(text, cwd, in_image)?;
+        if let MountTo::Workdir(rel) = &mount.to {
+            return Err(UsageError::new(format!(
+                "--file-mount {}: a cluster's nodes have no workdir for the relative destination `{}`",
+                show(text),
+                rel.display()
+            ))
+            .hint(format!(
+                "give it a place of its own: under your home (`~/{0}`), under /tmp (`/tmp/{0}`), or a new directory such as `/{0}`",
+                rel.display()
+            )));
+        }
+        file_mounts.push(mount);
+    }
+    Ok(Some(SnapshotPlan {
+        max_size: SnapshotPlan::max_size(None)?,
+        file_mounts,
+        mounts_only: true,
+        ..SnapshotPlan::default()
+    }))
+}
+
+/// A file mount outside home and /tmp is bound into the image, or shown in a private view of a
+/// node without one: a worker type in an image the head has not (or the other way round)
+/// would not see it where the head's programs do, so that is refused.
+fn mounts_fit_every_image(config: &LaunchConfig) -> Result<(), UsageError> {
+    let Some(plan) = &config.snapshot else {
+        return Ok(());
+    };
+    let in_image = |c: &LaunchConfig| c.cluster.container.container_image.is_some();
+    let elsewhere = plan
+        .file_mounts
+        .iter()
+        .find(|m| matches!(m.to, MountTo::Node(Place::Root(_) | Place::InImage(_))));
+    let differs = config
+        .worker_types
+        .iter()
+        .find(|t| in_image(&t.config) != in_image(config));
+    match (elsewhere, differs) {
+        (Some(m), Some(t)) => Err(UsageError::new(format!(
+            "--file-mount {}: worker type {} {}, so its nodes would not see `{}` where the head's do",
+            show(&format!("{}={}", m.given, m.source.display())),
+            t.spec.name,
+            if in_image(&t.config) {
+                "runs in a container image and the head does not"
+            } else {
+                "has no container image and the head runs in one"
+            },
+            m.given
+        ))
+        .hint("give the head and every worker type the same --container-image, or put the mount under `~/` or /tmp")),
+        _ => Ok(()),
     }
 }
 

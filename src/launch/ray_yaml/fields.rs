@@ -25,6 +25,8 @@ pub(super) struct Top {
     pub(super) setup: Commands,
     pub(super) head_setup: Commands,
     pub(super) worker_setup: Commands,
+    /// `file_mounts`, as `--file-mount DEST=SRC` each.
+    pub(super) file_mounts: Vec<TypeOption>,
     pub(super) notices: Vec<String>,
 }
 
@@ -104,7 +106,7 @@ pub(super) fn read_top(entries: &[(Line<String>, Line<Node>)]) -> Result<Top, Re
                 });
             }
             "available_node_types" => top.node_types = mapping(field, value)?.to_vec(),
-            "file_mounts" => file_mounts(value)?,
+            "file_mounts" => top.file_mounts = file_mounts(value)?,
             "setup_commands" => top.setup = commands(field, value)?,
             "head_setup_commands" => top.head_setup = commands(field, value)?,
             "worker_setup_commands" => top.worker_setup = commands(field, value)?,
@@ -262,29 +264,36 @@ pub(super) fn image_of(image: &str) -> String {
     }
 }
 
-/// `file_mounts: {REMOTE: LOCAL}`: refused, as `up` places no file mounts (a task file's
-/// are `launch`'s only); `rsync-up` copies into the cluster's files directory, which every node
-/// sees. An empty one needs nothing.
-fn file_mounts(value: &Line<Node>) -> Result<(), Refused> {
-    let Some((dest, source)) = mapping("file_mounts", value)?.first() else {
-        return Ok(());
-    };
-    let field = format!("file_mounts.{}", dest.value);
-    let src = text(&field, source)?;
-    let (dst, shown) = match dest.value.trim_start_matches('/').rsplit_once('/') {
-        Some((_, last)) => (last.to_owned(), dest.value.clone()),
-        None => (
-            dest.value.trim_start_matches('/').to_owned(),
-            dest.value.clone(),
-        ),
-    };
-    Err((
-        field,
-        dest.line,
-        format!(
-            "a cluster of `up` places no file at `{shown}` on its nodes: once it is up, copy it with `rayslurm rsync-up CLUSTER {src} {dst}`, and jobs of the cluster read it at `$RAYSLURM_CLUSTER_FILES/{dst}` (every node sees it)"
-        ),
-    ))
+/// `file_mounts: {REMOTE: LOCAL}`: each `--file-mount REMOTE=LOCAL`, copied at `up` and
+/// placed on every node as it starts (workers that join later too). REMOTE is a path on the
+/// nodes, absolute or `~/...` as Ray has it: one relative to nothing is refused here, at its
+/// line, as are the forms no node can make; the rest (a node's system directory, a LOCAL that
+/// is not there) when `up` resolves `--file-mount`.
+fn file_mounts(value: &Line<Node>) -> Result<Vec<TypeOption>, Refused> {
+    let mut mounts = Vec::new();
+    for (dest, source) in mapping("file_mounts", value)? {
+        let field = format!("file_mounts.{}", dest.value);
+        let src = text(&field, source)?;
+        let place = crate::launch::file_mounts::destination(&dest.value, true)
+            .map_err(|why| (field.clone(), dest.line, why))?;
+        if let crate::launch::file_mounts::MountTo::Workdir(rel) = place {
+            return Err((
+                field,
+                dest.line,
+                format!(
+                    "`{}` is relative, and Ray's remote paths are not: write `~/{0}` (under your home on each node) or an absolute path such as `/tmp/{0}` or `/{0}`",
+                    rel.display()
+                ),
+            ));
+        }
+        mounts.push(TypeOption::new(
+            &field,
+            dest.line,
+            "file-mount",
+            Some(format!("{}={src}", dest.value)),
+        ));
+    }
+    Ok(mounts)
 }
 
 /// Whether `long` is a Slurm option a node type's `node_config` takes.

@@ -7,8 +7,8 @@
 //! flags typed, which win, as it does a task file's.
 //!
 //! A field with no meaning on Slurm is refused as `FILE:LINE: FIELD: why` with what to write
-//! instead (a cloud provider, a cloud's `node_config`, `auth`, Ray's start commands,
-//! `file_mounts`, which `rsync-up` stands for, ...); an
+//! instead (a cloud provider, a cloud's `node_config`, `auth`, Ray's start commands, ...);
+//! `file_mounts` are `up --file-mount`s, placed on every node as it starts; an
 //! unknown key gets Ray's own answer (its schema forbids them) and the closest spelling; a
 //! field that needs nothing here is one notice.
 

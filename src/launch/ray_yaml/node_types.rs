@@ -84,6 +84,7 @@ pub(super) fn resolve(top: Top) -> Result<RayCluster, Refused> {
     for t in &types {
         worker_types.push(worker_type(t, &top, &head_setup, false)?);
     }
+    flags.extend(top.file_mounts.iter().cloned());
     scaling(&top, &worker_types, &mut flags, &mut notices);
     Ok(RayCluster {
         path: std::path::PathBuf::new(),

@@ -153,8 +153,16 @@ fn what_means_nothing_on_slurm_is_refused_by_line() {
             "c.yaml:4: max_workers:",
         ),
         (
-            "file_mounts: {/opt/data/train: ./train}\n",
-            "c.yaml:3: file_mounts./opt/data/train: a cluster of `up` places no file at `/opt/data/train` on its nodes: once it is up, copy it with `rayslurm rsync-up CLUSTER ./train train`, and jobs of the cluster read it at `$RAYSLURM_CLUSTER_FILES/train`",
+            "file_mounts: {data/train: ./train}\n",
+            "c.yaml:3: file_mounts.data/train: `data/train` is relative, and Ray's remote paths are not: write `~/data/train` (under your home on each node) or an absolute path such as `/tmp/data/train` or `/data/train`",
+        ),
+        (
+            "file_mounts:\n  /a: ./a\n  ~bob/x: ./x\n",
+            "c.yaml:5: file_mounts.~bob/x: the destination `~bob/x`: only `~/PATH` (your own home) is expanded",
+        ),
+        (
+            "file_mounts: {/opt/../etc: ./x}\n",
+            "c.yaml:3: file_mounts./opt/../etc: the destination `/opt/../etc` goes up with `..`",
         ),
         (
             "file_mounts: {}\nmax_workers: x\n",
@@ -239,6 +247,23 @@ fn a_node_types_cloud_settings_and_unknown_keys_are_refused_by_line() {
         "{HEAD}available_node_types:\n  h: {{resources: {{}}, node_config: {{}}}}\n"
     ));
     assert!(e.contains("head_node_type: is missing"), "{e}");
+}
+
+/// Ray's `file_mounts` are `up`'s `--file-mount`s, after the cluster's other flags.
+#[test]
+fn file_mounts_are_file_mount_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{HEAD}file_mounts:\n  ~/cfg.json: ./cfg.json\n  /data/train: ~/train\n  /tmp/x: ./x\n"
+    );
+    assert_eq!(
+        words_of(dir.path(), &text).unwrap(),
+        [
+            "--file-mount=~/cfg.json=./cfg.json",
+            "--file-mount=/data/train=~/train",
+            "--file-mount=/tmp/x=./x",
+        ]
+    );
 }
 
 #[test]

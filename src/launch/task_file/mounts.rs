@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::launch::file_mounts::{destination, home_expanded};
+use crate::launch::file_mounts::{MountTo, destination, home_expanded};
 use crate::launch::storage::check_name;
 
 /// `file_mounts:`: each local source a `--file-mount`, each named storage (`{name: NAME}`, a
@@ -236,8 +236,13 @@ pub(super) fn git_workdir(
 }
 
 /// Each file mount's destination judged with the image the whole command line gives
-/// (`in_image`): one a node cannot make is refused as `FILE:LINE: file_mounts.DEST: ...`.
-pub(crate) fn check_destinations(task: &TaskFile, in_image: bool) -> Result<(), UsageError> {
+/// (`in_image`): one a node cannot make is refused as `FILE:LINE: file_mounts.DEST: ...`, and
+/// so is one relative to a workdir for a cluster of `up` (`cluster`), whose nodes have none.
+pub(crate) fn check_destinations(
+    task: &TaskFile,
+    in_image: bool,
+    cluster: bool,
+) -> Result<(), UsageError> {
     for given in task
         .given
         .iter()
@@ -248,9 +253,14 @@ pub(crate) fn check_destinations(task: &TaskFile, in_image: bool) -> Result<(), 
         };
         for v in values {
             let dest = v.split_once('=').map_or(v.as_str(), |(d, _)| d);
-            destination(dest, in_image).map_err(|why| {
-                Refusal::new(&given.field, given.line, why).into_error(&task.path)
-            })?;
+            let refused =
+                |why: String| Refusal::new(&given.field, given.line, why).into_error(&task.path);
+            let to = destination(dest, in_image).map_err(refused)?;
+            if cluster && matches!(to, MountTo::Workdir(_)) {
+                return Err(refused(format!(
+                    "a cluster's nodes have no workdir for the relative destination `{dest}`: write `~/{dest}` (under your home on each node), `/tmp/{dest}` or a new directory such as `/{dest}`"
+                )));
+            }
         }
     }
     Ok(())

@@ -39,12 +39,59 @@ fn cluster_commands_refuse_bad_input_and_submit_nothing() {
         ),
         (&["up", "x", "--idle-timeout", "5d"], &["unknown unit"]),
         (
+            &["up", "x", "--file-mount", "data=."],
+            &[
+                "--file-mount `data=",
+                "a cluster's nodes have no workdir for the relative destination `data`",
+                "under your home (`~/data`)",
+            ],
+        ),
+        (
+            &["up", "x", "--file-mount", "/etc/x=."],
+            &["`/etc/x` is the node's own system directory"],
+        ),
+        (
+            &["up", "x", "--file-mount", "/data=./no-such-dir"],
+            &["the source", "no-such-dir` does not exist"],
+        ),
+        (
             &["cancel", "sweep"],
             &["`rayslurm down sweep` stops the cluster"],
         ),
         (&["logs", "sweep", "7"], &["cluster `sweep` has no job 7"]),
     ];
     refused_each(&fake, cases);
+    assert!(fake.calls("sbatch").is_empty(), "nothing submitted");
+}
+
+/// A file mount outside home and /tmp is bound into an image or shown in a node's private
+/// view: a worker type in an image the head has not would not see it, so `up` refuses it,
+/// submitting nothing. (The site's srun has pyxis: `--help` names its options.)
+#[test]
+fn up_refuses_a_file_mount_a_worker_type_in_another_image_would_not_see() {
+    let fake = Fake::new();
+    fake.shim(
+        "srun",
+        "echo '      --container-image=[USER@][REGISTRY#]IMAGE[:TAG]|PATH'",
+    );
+    refused_each(
+        &fake,
+        &[(
+            &[
+                "up",
+                "x",
+                "--max-nodes",
+                "3",
+                "--file-mount",
+                "/data=.",
+                "--worker-type",
+                "boxed: --container-image docker://img --max-workers 2",
+            ],
+            &[
+                "worker type boxed runs in a container image and the head does not, so its nodes would not see `/data` where the head's do",
+            ],
+        )],
+    );
     assert!(fake.calls("sbatch").is_empty(), "nothing submitted");
 }
 

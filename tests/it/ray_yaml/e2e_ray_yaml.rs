@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::clusters::lab_cluster::rs;
 use crate::harness::{Job, assert_clean, first_line, node_tmp_entries, status_without_token};
-use crate::harness::{lab, rayslurm, text};
+use crate::harness::{RemovedFromNodes, lab, rayslurm, text};
 
 /// A head of 2 nodes (Ray's head type, `max_workers: 0`): no worker type.
 fn cluster_yaml(name: &str, load_env: &str) -> String {
@@ -205,33 +205,64 @@ fn the_dashboard_answers(dir: &Path) {
 }
 
 /// A CPU head (not exclusive: Slurm gives an exclusive job on a GPU node all its GPUs) and a
-/// `gpu` node type on the lab's typed GPU nodes, in Ray's own format.
-fn typed_cluster_yaml(name: &str, load_env: &str) -> String {
+/// `gpu` node type on the lab's typed GPU nodes, in Ray's own format, with `file_mounts` under
+/// the home, in the nodes' /tmp and where no user can make anything (`/rstest-…`), each named
+/// with `unique`.
+fn typed_cluster_yaml(name: &str, load_env: &str, unique: &str) -> String {
     format!(
-        "cluster_name: {name}\nmax_workers: 2\nidle_timeout_minutes: 10\nprovider:\n  type: slurm\n  time: '8'\n  load_env: {load_env:?}\nhead_node_type: head\navailable_node_types:\n  head:\n    resources: {{CPU: 2}}\n    node_config: {{partition: lab, exclusive: false}}\n  gpu:\n    resources: {{CPU: 2, GPU: 1}}\n    max_workers: 1\n    node_config: {{partition: gpu, num_gpus: 'l4:1'}}\n"
+        "cluster_name: {name}\nmax_workers: 2\nidle_timeout_minutes: 10\nprovider:\n  type: slurm\n  time: '8'\n  load_env: {load_env:?}\nfile_mounts:\n  ~/.rstest-{unique}/cfg.json: ./cfg.json\n  /tmp/rstest-{unique}-data: ./data\n  /rstest-{unique}-in: ./data\nhead_node_type: head\navailable_node_types:\n  head:\n    resources: {{CPU: 2}}\n    node_config: {{partition: lab, exclusive: false}}\n  gpu:\n    resources: {{CPU: 2, GPU: 1}}\n    max_workers: 1\n    node_config: {{partition: gpu, num_gpus: 'l4:1'}}\n"
     )
 }
 
 /// Ray's `available_node_types` become worker types: a task asking for a GPU grows the `gpu`
-/// type, whose job Slurm gives an L4 and whose Ray node is of that type; `down` leaves none.
+/// type, whose job Slurm gives an L4 and whose Ray node is of that type; the YAML's
+/// `file_mounts` are where Ray's own put them, on the head and on the worker that joined
+/// later; `down` leaves no job and nothing in a node's /tmp.
 #[test]
 fn e2e_a_ray_cluster_yamls_node_types_grow_with_the_work_that_needs_them() {
     let Some((lab, _turn)) = lab() else {
         return;
     };
     let dir = lab.workdir("rayyamltypes");
+    let unique = dir.file_name().unwrap().to_string_lossy().into_owned();
+    std::fs::write(dir.join("cfg.json"), "file-cfg").unwrap();
+    std::fs::create_dir(dir.join("data")).unwrap();
+    std::fs::write(dir.join("data/a.csv"), "dir-a").unwrap();
+    let home = std::env::home_dir()
+        .unwrap()
+        .join(format!(".rstest-{unique}"));
+    let _in_node_tmp = RemovedFromNodes(format!("rstest-{unique}-data").into());
     let name = format!("rayyamlt{}", std::process::id());
-    let (cluster, stderr) = up_yaml(&dir, &typed_cluster_yaml(&name, &lab.load_env()));
+    let (cluster, stderr) = up_yaml(&dir, &typed_cluster_yaml(&name, &lab.load_env(), &unique));
     assert!(
         stderr.contains("Slurm takes worker type gpu's jobs"),
         "{stderr}"
     );
-    let work = "import ray; ray.init(); \
-        f = ray.remote(num_gpus=1)(lambda: (len(ray.get_gpu_ids()), str(ray.get_runtime_context().get_node_labels().get('ray.io/node-group')))); \
-        print('gpu work', ray.get(f.remote()))";
-    let (code, stdout, stderr) = rs(&dir, &["exec", "cluster.yaml", "--", "python", "-c", work]);
+    assert!(
+        stderr.contains(&format!(
+            "to `/rstest-{unique}-in` shown on each node in a private view"
+        )),
+        "{stderr}"
+    );
+    let work = format!(
+        "import os, ray
+ray.init()
+def mounts():
+    read = lambda p: open(os.path.expanduser(p)).read()
+    return 'home=%s tmp=%s root=%s' % (read('~/.rstest-{unique}/cfg.json'), read('/tmp/rstest-{unique}-data/a.csv'), read('/rstest-{unique}-in/a.csv'))
+f = ray.remote(num_gpus=1)(lambda: (len(ray.get_gpu_ids()), str(ray.get_runtime_context().get_node_labels().get('ray.io/node-group')), mounts()))
+print('head', mounts())
+print('gpu work', ray.get(f.remote()))"
+    );
+    let (code, stdout, stderr) = rs(&dir, &["exec", "cluster.yaml", "--", "python", "-c", &work]);
+    let _ = std::fs::remove_dir_all(&home);
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stdout.contains("gpu work (1, 'gpu')"), "{stdout}");
+    let mounted = "home=file-cfg tmp=dir-a root=dir-a";
+    assert!(stdout.contains(&format!("head {mounted}")), "{stdout}");
+    assert!(
+        stdout.contains(&format!("gpu work (1, 'gpu', '{mounted}')")),
+        "{stdout}"
+    );
     let log = cluster.log_text();
     assert!(log.contains("(gpu)"), "a gpu worker job: {log}");
     let (code, _, stderr) = rs(&dir, &["down", "cluster.yaml"]);
@@ -257,4 +288,6 @@ fn e2e_a_ray_cluster_yamls_node_types_grow_with_the_work_that_needs_them() {
         std::thread::sleep(Duration::from_secs(1));
     }
     assert_clean(&cluster);
+    // Shown to the cluster's programs only: made on no node.
+    assert!(!Path::new(&format!("/rstest-{unique}-in")).exists());
 }

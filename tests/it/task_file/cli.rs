@@ -424,6 +424,56 @@ fn up_reads_a_task_file_for_the_clusters_nodes_and_setup() {
     assert!(!ran.stderr.contains(NO_WORKDIR), "{}", ran.stderr);
 }
 
+/// A task file's `file_mounts` given to `up`: placed on every node of the cluster with no
+/// workdir of its own (`--file-mounts-only`, without the empty workdir `launch` gets); one
+/// relative to a workdir is refused at its line, nothing written.
+#[test]
+fn up_places_a_task_files_file_mounts_and_refuses_a_relative_one_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    let no_slurm = slurm_unreachable();
+    let run = |code: i32| {
+        crate::harness::rayslurm(["up", "mycl", "cluster.yaml", "--dry-run"])
+            .cwd(dir.path())
+            .env("RAYSLURM_STATE_DIR", state(dir.path()))
+            .env("RAYSLURM_CONFIG", "/dev/null")
+            .shims(no_slurm.path())
+            .expect_status(code)
+            .run()
+    };
+    std::fs::write(
+        dir.path().join("cluster.yaml"),
+        "resources: {cpus: 1}\nfile_mounts:\n  ~/cfg: ./data\n  /inputs: ./data\n",
+    )
+    .unwrap();
+    let ran = run(0);
+    let script = normalise(&ran.stdout, dir.path());
+    for line in ["  --file-mounts-only \\", "  --snapshot "] {
+        assert!(script.contains(line), "{line}: {script}");
+    }
+    for said in [
+        "to `~/cfg` under your home on each node",
+        "to `/inputs` shown on each node in a private view of its filesystem",
+    ] {
+        assert!(ran.stderr.contains(said), "{said}: {}", ran.stderr);
+    }
+    assert!(!ran.stderr.contains(NO_WORKDIR), "{}", ran.stderr);
+    std::fs::write(
+        dir.path().join("cluster.yaml"),
+        "resources: {cpus: 1}\nfile_mounts:\n  /inputs: ./data\n  data: ./data\n",
+    )
+    .unwrap();
+    let jobs = || std::fs::read_dir(state(dir.path()).join("jobs")).map_or(0, Iterator::count);
+    let before = jobs();
+    let ran = run(2);
+    assert!(
+        ran.stderr.contains("cluster.yaml:4: file_mounts.data: a cluster's nodes have no workdir for the relative destination `data`: write `~/data`"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(jobs(), before, "nothing written");
+}
+
 /// A file with nothing to run (SkyPilot starts a cluster of it and keeps it): `launch` says to
 /// `up` it, submitting nothing; `up` takes its `autostop` as the cluster's idle timeout, and
 /// SkyPilot's forms of it (`true` is 5 minutes, `{idle_minutes: N}`) alike.
