@@ -345,6 +345,12 @@ pub(crate) fn start_node(
     if !cluster.ray.ray_metrics {
         env.push((job_env::RAY_ENABLE_METRICS_COLLECTION, "false".to_owned()));
     }
+    if std::env::var_os(job_env::RAY_RAYLET_START_WAIT_TIME_S).is_none() {
+        env.push((
+            job_env::RAY_RAYLET_START_WAIT_TIME_S,
+            raylet_start_wait(cluster.nodes.ready_timeout).to_string(),
+        ));
+    }
     // An elastic cluster's worker job: Ray names the node by its job (the head's exact join of
     // Ray's nodes with its jobs); its type came with the job's environment.
     if head_address.is_some() && std::env::var_os(ELASTIC_WORKER).is_some() {
@@ -397,6 +403,12 @@ pub(crate) fn start_node(
     held.release();
     let start = RayStart::spawn(&spec, temp, mark, &env).map_err(|e| format!("{e:#}"))?;
     Ok((start, ports))
+}
+
+/// Seconds `ray start` waits for its raylet (unless the user set it): a worker's share of the
+/// ready timeout, as it has three tries (`worker::ray_start`), between Ray's own 30 s and 300.
+pub(crate) fn raylet_start_wait(ready_timeout: u32) -> u32 {
+    (ready_timeout / 3).clamp(30, 300)
 }
 
 #[cfg(test)]

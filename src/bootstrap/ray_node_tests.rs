@@ -101,3 +101,10 @@ fn ray_gets_the_allocations_memory() {
     assert_eq!(too_big.ray, None);
     assert!(too_big.describe().starts_with("warning:"));
 }
+
+#[test]
+fn ray_start_waits_for_its_raylet_a_third_of_the_ready_timeout_within_30_to_300_s() {
+    assert_eq!(raylet_start_wait(180), 60);
+    assert_eq!(raylet_start_wait(30), 30);
+    assert_eq!(raylet_start_wait(3600), 300);
+}

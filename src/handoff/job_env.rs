@@ -70,6 +70,9 @@ pub(crate) const RAY_ENABLE_METRICS_COLLECTION: &str = "RAY_enable_metrics_colle
 /// Read when Ray stops a job: seconds from SIGTERM to SIGKILL (3 by default); a persistent
 /// cluster gives its jobs the stop grace.
 pub(crate) const RAY_JOB_STOP_WAIT_TIME_S: &str = "RAY_JOB_STOP_WAIT_TIME_S";
+/// Read by `ray start`: how long it waits for the node's raylet to register (30 s by default),
+/// after which it fails "The current node timed out during startup".
+pub(crate) const RAY_RAYLET_START_WAIT_TIME_S: &str = "RAY_raylet_start_wait_time_s";
 
 /// What a variable of the rank environment holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -5,6 +5,7 @@
 
 mod drained;
 mod elastic;
+mod ray_start;
 
 pub(super) use elastic::run as run_elastic;
 
@@ -21,7 +22,7 @@ use crate::bootstrap::marked::{self, RunMark};
 use crate::bootstrap::node::{LIVENESS_EVERY, RAY_STOP_GRACE, TICK, memory_note, node_ip, say};
 use crate::bootstrap::protocol::{READY_PREFIX, Report};
 use crate::bootstrap::ray_auth::RayAuth;
-use crate::bootstrap::ray_node::{NodeRole, TempRoot, start_node};
+use crate::bootstrap::ray_node::TempRoot;
 use crate::bootstrap::user_code::command::Output;
 use crate::bootstrap::user_code::env::{attempt_env, setup_env_before_ray};
 use crate::bootstrap::user_code::setup::{self, setup_failed};
@@ -29,7 +30,6 @@ use crate::bootstrap::workdir::NodeWorkdir;
 use crate::bootstrap::{byte_lines, heartbeat, signals};
 use crate::handoff::bootstrap_args::BootstrapArgs;
 use crate::slurm::env as slurm_env;
-use crate::sys::process::describe_status;
 
 /// Runs the worker's part; the exit code tells the head's srun whether this node failed.
 pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String, String>) -> i32 {
@@ -137,29 +137,13 @@ fn start(
             .head_address
             .as_deref()
             .ok_or("no --head-address was given to the worker")?;
-        let (mut start, _) =
-            start_node(alloc, c, NodeRole::Worker(head), ip, mark, auth, temp_slot)?;
-        let status = loop {
-            // A head that gave up (its own start failed, or the ready timeout passed) says
-            // stop; `ray start` would otherwise wait for a dead head for many minutes.
-            if told_to_stop.load(Ordering::SeqCst)
-                || signals::take().into_iter().any(signals::stops)
-            {
-                return Err("stopped while Ray was starting".to_owned());
-            }
-            match start.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) => std::thread::sleep(TICK),
-                Err(e) => return Err(format!("cannot wait for `{}`: {e}", start.cmd)),
-            }
+        let to = ray_start::Joining {
+            head,
+            ip,
+            mark,
+            auth,
         };
-        if !status.success() {
-            return Err(format!(
-                "Ray on node {node} failed to start or to join the head at {head} ({}):\n{}",
-                describe_status(status),
-                start.output_tail(15)
-            ));
-        }
+        ray_start::start_with_tries(alloc, c, &to, told_to_stop, temp_slot)?;
     }
     let mut out = std::io::stdout().lock();
     writeln!(out, "{READY_PREFIX} {rank} {node} {ip}")

@@ -299,6 +299,114 @@ fn a_worker_that_cannot_start_fails_the_job_fast() {
     assert_clean(&job);
 }
 
+/// A worker's `ray start` that fails once (as one does on a loaded node: "The current node
+/// timed out during startup") is tried again after a pause, and the run goes on on every
+/// node; what the failed try said is in the log.
+#[test]
+fn a_workers_ray_start_that_fails_once_is_tried_again_and_the_run_goes_on() {
+    let Some((lab, _turn)) = lab() else {
+        return;
+    };
+    let dir = lab.workdir("retryworker");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // `ray` whose first worker start on each node fails (a directory per node says it did).
+    crate::harness::shim(
+        &bin,
+        "ray",
+        &format!(
+            "if [ \"$1\" = start ] && [[ \" $* \" == *\" --address=\"* ]] && mkdir {dir}/failed-$(hostname) 2>/dev/null; then echo 'simulated: The current node timed out during startup' >&2; exit 1; fi\nexec {venv}/bin/ray \"$@\"",
+            dir = dir.display(),
+            venv = lab.venv.display()
+        ),
+    );
+    let load_env = format!("{}; export PATH={}:$PATH", lab.load_env(), bin.display());
+    let job = crate::harness::launch_from(
+        &dir,
+        "retryworker",
+        &load_env,
+        &[
+            "-n",
+            "3",
+            "--command",
+            "python -c 'import ray; ray.init(); print(\"alive\", sum(n[\"Alive\"] for n in ray.nodes()))'",
+        ],
+    );
+    let info = job.wait(Duration::from_secs(240));
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    assert!(log.contains("alive 3"), "{log}");
+    let nodes = crate::harness::expand_nodes(&info["NodeList"]);
+    for worker in &nodes[1..] {
+        assert!(
+            log.contains(&format!(
+                "Ray's start on {worker} failed (try 1 of 3): trying again in"
+            )),
+            "{worker}: {log}"
+        );
+    }
+    assert!(
+        log.contains("simulated: The current node timed out during startup"),
+        "{log}"
+    );
+    assert_clean(&job);
+}
+
+/// With `--min-nodes`, a worker whose `ray start` fails every try is left out: the run goes
+/// on with the nodes that joined.
+#[test]
+fn a_worker_that_fails_every_try_is_left_out_of_a_min_nodes_run() {
+    let Some((lab, _turn)) = lab() else {
+        return;
+    };
+    let dir = lab.workdir("minnodesretry");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // `ray` that never starts a worker on the job's last node.
+    crate::harness::shim(
+        &bin,
+        "ray",
+        &format!(
+            "last=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | tail -n1)\nif [ \"$1\" = start ] && [ \"$(hostname)\" = \"$last\" ]; then echo 'simulated: The current node timed out during startup' >&2; exit 1; fi\nexec {}/bin/ray \"$@\"",
+            lab.venv.display()
+        ),
+    );
+    let load_env = format!("{}; export PATH={}:$PATH", lab.load_env(), bin.display());
+    let job = crate::harness::launch_from(
+        &dir,
+        "minnodesretry",
+        &load_env,
+        &[
+            "-n",
+            "3",
+            "--min-nodes",
+            "2",
+            "--command",
+            "python -c 'import ray; ray.init(); print(\"alive\", sum(n[\"Alive\"] for n in ray.nodes()))'",
+        ],
+    );
+    let info = job.wait(Duration::from_secs(240));
+    let log = job.log_text();
+    assert_eq!(info["JobState"], "COMPLETED", "{log}");
+    assert!(log.contains("alive 2"), "{log}");
+    let last = crate::harness::expand_nodes(&info["NodeList"])
+        .pop()
+        .unwrap();
+    for tried in 1..=2 {
+        assert!(
+            log.contains(&format!(
+                "Ray's start on {last} failed (try {tried} of 3): trying again in"
+            )),
+            "{log}"
+        );
+    }
+    assert!(
+        log.contains(&format!("Ray on node {last} failed to start")),
+        "{log}"
+    );
+    assert_clean(&job);
+}
+
 #[test]
 fn ray_missing_on_a_worker_fails_the_job_fast() {
     let Some((lab, _turn)) = lab() else {

@@ -1,0 +1,171 @@
+//! A worker node's `ray start`, tried again when it fails: on a loaded node (many Ray nodes
+//! starting at once, a slow filesystem) one worker's `ray start` can give up ("The current node
+//! timed out during startup") where a second try succeeds, and without another try one slow
+//! node ends a run of hundreds. Up to [`TRIES`] tries, each after what the failed one left is
+//! stopped and its temp root removed, with a pause that grows with the try and differs from
+//! node to node (so that the nodes that failed together do not all try again at once). The
+//! head's `--ready-timeout` still bounds it all: when it passes the head says stop, and the
+//! worker stops trying.
+
+use std::hash::{Hash, Hasher};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::bootstrap::allocation::Allocation;
+use crate::bootstrap::marked::{self, RunMark};
+use crate::bootstrap::node::{RAY_STOP_GRACE, TICK, say};
+use crate::bootstrap::ray_auth::RayAuth;
+use crate::bootstrap::ray_node::{NodeRole, TempRoot, start_node};
+use crate::bootstrap::signals;
+use crate::handoff::cluster::ClusterOptions;
+use crate::sys::process::describe_status;
+
+/// How many times a worker tries to start Ray.
+pub(super) const TRIES: u32 = 3;
+
+/// What a worker's Ray joins, and how its processes are found.
+pub(super) struct Joining<'a> {
+    pub(super) head: &'a str,
+    pub(super) ip: IpAddr,
+    pub(super) mark: &'a str,
+    pub(super) auth: &'a RayAuth,
+}
+
+/// Why one try did not start Ray.
+enum Failed {
+    /// The head said stop (or a signal came): no other try.
+    Stopped,
+    /// Ray could not be started at all (no `ray`, no free port): another try would fail alike.
+    Cannot(String),
+    /// `ray start` ran and failed: worth another try.
+    Exited(String),
+}
+
+/// Starts the node's Ray and has it join `to.head`, trying again after a failed `ray start`
+/// while tries are left and the head has not said stop; the last failure otherwise.
+pub(super) fn start_with_tries(
+    alloc: &Allocation,
+    cluster: &ClusterOptions,
+    to: &Joining,
+    told_to_stop: &AtomicBool,
+    temp_slot: &mut Option<TempRoot>,
+) -> Result<(), String> {
+    let node = &alloc.node;
+    let stopped =
+        || told_to_stop.load(Ordering::SeqCst) || signals::take().into_iter().any(signals::stops);
+    let mut tried = 0;
+    loop {
+        tried += 1;
+        let why = match try_once(alloc, cluster, to, &stopped, temp_slot) {
+            Ok(()) => return Ok(()),
+            Err(Failed::Stopped) => return Err("stopped while Ray was starting".to_owned()),
+            Err(Failed::Cannot(why)) => return Err(why),
+            Err(Failed::Exited(why)) => why,
+        };
+        let Some(pause) = pause_before(tried + 1, node) else {
+            return Err(why);
+        };
+        say(
+            node,
+            format!(
+                "warning: {why}\nRay's start on {node} failed (try {tried} of {TRIES}): trying again in {:.1} s",
+                pause.as_secs_f64()
+            ),
+        );
+        // What the failed try left: its daemons (by the mark, or a file held in its temp root).
+        let left = RunMark {
+            mark: to.mark.to_owned(),
+            temp_root: temp_slot.as_ref().map(|t| t.path.clone()),
+        };
+        marked::stop_all(&left, RAY_STOP_GRACE);
+        if let Some(temp) = temp_slot.take() {
+            temp.remove();
+        }
+        let until = Instant::now() + pause;
+        while Instant::now() < until {
+            if stopped() {
+                return Err(why);
+            }
+            std::thread::sleep(TICK);
+        }
+    }
+}
+
+/// One `ray start`, waited for.
+fn try_once(
+    alloc: &Allocation,
+    cluster: &ClusterOptions,
+    to: &Joining,
+    stopped: &dyn Fn() -> bool,
+    temp_slot: &mut Option<TempRoot>,
+) -> Result<(), Failed> {
+    let node = &alloc.node;
+    let (mut start, _) = start_node(
+        alloc,
+        cluster,
+        NodeRole::Worker(to.head),
+        to.ip,
+        to.mark,
+        to.auth,
+        temp_slot,
+    )
+    .map_err(Failed::Cannot)?;
+    let status = loop {
+        // A head that gave up (its own start failed, or the ready timeout passed) says stop;
+        // `ray start` would otherwise wait for a dead head for many minutes.
+        if stopped() {
+            return Err(Failed::Stopped);
+        }
+        match start.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => std::thread::sleep(TICK),
+            Err(e) => {
+                return Err(Failed::Cannot(format!(
+                    "cannot wait for `{}`: {e}",
+                    start.cmd
+                )));
+            }
+        }
+    };
+    if status.success() {
+        return Ok(());
+    }
+    Err(Failed::Exited(format!(
+        "Ray on node {node} failed to start or to join the head at {} ({}):\n{}",
+        to.head,
+        describe_status(status),
+        start.output_tail(15)
+    )))
+}
+
+/// The pause before try `next` (2 is the first retry), or none when no try is left: 2 s more
+/// for each try, and up to 3 s more that depend on the node.
+fn pause_before(next: u32, node: &str) -> Option<Duration> {
+    if !(2..=TRIES).contains(&next) {
+        return None;
+    }
+    let mut hasher = std::hash::DefaultHasher::new();
+    (node, next).hash(&mut hasher);
+    let spread = hasher.finish() % 3000;
+    Some(Duration::from_millis(2000 * u64::from(next - 1) + spread))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worker_tries_three_times_with_longer_pauses_that_differ_by_node() {
+        assert_eq!(pause_before(1, "node1"), None, "the first try has no pause");
+        assert_eq!(pause_before(TRIES + 1, "node1"), None, "no fourth try");
+        let second = pause_before(2, "node1").unwrap();
+        let third = pause_before(3, "node1").unwrap();
+        assert!((2000..5000).contains(&second.as_millis()), "{second:?}");
+        assert!((4000..7000).contains(&third.as_millis()), "{third:?}");
+        let others: std::collections::BTreeSet<_> = (1..=32)
+            .map(|k| pause_before(2, &format!("node{k}")).unwrap())
+            .collect();
+        assert!(others.len() > 16, "32 nodes pause alike: {others:?}");
+    }
+}
