@@ -62,7 +62,8 @@ pub(crate) struct Cli {
     #[arg(long, short, global = true, help_heading = view::GLOBAL_HEADING)]
     pub(crate) quiet: bool,
 
-    /// Echo each command run (sbatch, squeue, srun, ...) on stderr, ready to paste.
+    /// Echo each command run (sbatch, squeue, srun, ...) on stderr, ready to paste, and each
+    /// request to a cluster's Jobs API.
     #[arg(long, short, global = true, conflicts_with = "quiet", help_heading = view::GLOBAL_HEADING)]
     pub(crate) verbose: bool,
 

@@ -143,6 +143,10 @@ impl JobsApi {
     ) -> Result<String, ApiError> {
         let url = format!("{}{path}", self.base);
         self.guard(&url)?;
+        if crate::sys::process::echoing() {
+            // As `-v` shows commands: one line a request (the token never).
+            eprintln!("# Ray's Jobs API: {method} {url}");
+        }
         let auth = self.token.as_ref().map(|t| format!("Bearer {t}"));
         let result = match (method, body) {
             ("GET", _) => {

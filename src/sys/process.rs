@@ -56,6 +56,11 @@ pub(crate) fn echo_commands(on: bool) {
     ECHO.store(on, Ordering::Relaxed);
 }
 
+/// Whether commands (and the other calls out of this process: Ray's Jobs API) are echoed.
+pub(crate) fn echoing() -> bool {
+    ECHO.load(Ordering::Relaxed)
+}
+
 impl Cmd {
     pub(crate) fn new(program: impl Into<OsString>) -> Self {
         Self {

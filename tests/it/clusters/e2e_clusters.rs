@@ -18,6 +18,7 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
     let cluster = up(lab, &dir, &name, &[]);
     let run_dir = cluster.log.with_extension("d");
     runs_a_grid_search(&dir, &name);
+    queue_asks_ray_once(&dir, &name);
     each_trial_ran_with_its_own_env_and_rank(&run_dir);
     exec_follows_a_job_to_its_end(&dir, &name);
     cancel_stops_a_running_and_a_pending_job(&dir, &name);
@@ -33,6 +34,24 @@ fn a_cluster_runs_many_jobs_through_rays_queue() {
     );
     cluster.wait(Duration::from_secs(60));
     assert_clean(&cluster);
+}
+
+/// `queue` asks Ray's Jobs API once for every job (`-v` echoes each request), whatever their
+/// number: the three trials are in its one answer.
+fn queue_asks_ray_once(dir: &Path, name: &str) {
+    let (code, stdout, stderr) = rs(dir, &["-v", "queue", name, "--json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let requests: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("# Ray's Jobs API: "))
+        .collect();
+    assert_eq!(requests.len(), 1, "{stderr}");
+    assert!(
+        requests[0].starts_with("# Ray's Jobs API: GET http://"),
+        "{stderr}"
+    );
+    assert!(requests[0].ends_with("/api/jobs/"), "{stderr}");
+    assert_eq!(stdout.matches("\"SUCCEEDED\"").count(), 3, "{stdout}");
 }
 
 /// Three trials of 2 CPUs on 4 CPUs: two run at once, the third waits. (Each sleeps 10 s: with
