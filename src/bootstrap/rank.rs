@@ -20,7 +20,7 @@ use crate::bootstrap::in_image;
 use crate::bootstrap::node::{TICK, node_ip, say};
 use crate::bootstrap::protocol::{Order, Report};
 use crate::bootstrap::user_code::command::{Output, UserCommand};
-use crate::bootstrap::user_code::env::{Ranks, attempt_env, rank_env};
+use crate::bootstrap::user_code::env::{Ranks, attempt_env, node_ips_left_out, rank_env};
 use crate::bootstrap::user_code::setup;
 use crate::bootstrap::workdir::NodeWorkdir;
 use crate::bootstrap::{byte_lines, heartbeat, signals};
@@ -87,6 +87,11 @@ fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_nod
         },
         None => None,
     };
+    if ranks.rank == 0
+        && let Some(why) = node_ips_left_out(&ips)
+    {
+        say(node, why);
+    }
     let mut env = rank_env(ranks, &ips, alloc.gpus_on_node, master_port);
     env.extend(attempt_env(alloc, args.run_dir.as_deref()));
     // Always copied line by line, never inherited: the task's stdout also carries its reports

@@ -20,7 +20,7 @@ use crate::bootstrap::ports;
 use crate::bootstrap::signals;
 use crate::bootstrap::signals::received;
 use crate::bootstrap::user_code::command::{Output, UserCommand};
-use crate::bootstrap::user_code::env::{Ranks, attempt_env, rank_env};
+use crate::bootstrap::user_code::env::{Ranks, attempt_env, node_ips_left_out, rank_env};
 use crate::handoff::job_env;
 use crate::slurm::query;
 use crate::sys::process::{describe_status, exit_code_of};
@@ -164,6 +164,9 @@ impl Head<'_> {
     /// Runs the command to its end and says how the run ended.
     pub(super) fn run_command(&mut self) -> Outcome {
         let command = self.args.command.clone().unwrap_or_default();
+        if let Some(why) = node_ips_left_out(&self.ips) {
+            say(&self.alloc.node, why);
+        }
         let mut env = command_env(
             &self.ips,
             self.alloc.gpus_on_node,

@@ -72,7 +72,32 @@ impl Ranks {
     }
 }
 
-/// The variables, for `ranks` on a run whose nodes have `ips` (node-rank order, head first).
+/// The most bytes Linux takes in one variable (`NAME=VALUE` and its NUL: `MAX_ARG_STRLEN`,
+/// 32 pages); a longer one fails the program's start (`E2BIG`).
+const MAX_VARIABLE: usize = 32 * 4096;
+
+/// Why the node IPs are left out of the rank environment, if they are: at thousands of nodes
+/// (about 3,300 IPv6 or 8,000 IPv4 addresses) one variable holding them all is longer than
+/// Linux lets a program start with.
+pub(crate) fn node_ips_left_out(ips: &[IpAddr]) -> Option<String> {
+    let bytes: usize = ips.iter().map(|ip| ip.to_string().len() + 1).sum();
+    let longest = job_env::SKYPILOT_NODE_IPS
+        .len()
+        .max(job_env::NODE_IPS.len())
+        + 1
+        + bytes;
+    (longest > MAX_VARIABLE).then(|| {
+        format!(
+            "warning: {} and {} are left out: the IPs of {} nodes ({bytes} bytes) are more than Linux lets one variable hold ({MAX_VARIABLE} bytes); read the nodes from `scontrol show hostnames \"$SLURM_JOB_NODELIST\"` or Ray's `ray.nodes()`",
+            job_env::NODE_IPS,
+            job_env::SKYPILOT_NODE_IPS,
+            ips.len()
+        )
+    })
+}
+
+/// The variables, for `ranks` on a run whose nodes have `ips` (node-rank order, head first);
+/// the node IPs are left out where they are too long ([`node_ips_left_out`]).
 pub(crate) fn rank_env(
     ranks: Ranks,
     ips: &[IpAddr],
@@ -82,8 +107,10 @@ pub(crate) fn rank_env(
     let ip_lines: Vec<String> = ips.iter().map(ToString::to_string).collect();
     let head = ip_lines.first().cloned().unwrap_or_default();
     let node_ips = ip_lines.join("\n");
+    let too_long = node_ips_left_out(ips).is_some();
     job_env::RANK_VARIABLES
         .iter()
+        .filter(|(_, value)| !(too_long && *value == RankValue::NodeIps))
         .map(|&(name, value)| {
             let value = match value {
                 RankValue::NodeRank => ranks.node_rank.to_string(),
@@ -159,6 +186,45 @@ pub(crate) fn setup_env_before_ray(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// 4,096 IPv6 nodes' global addresses (38 characters each) do not fit one variable: they
+    /// are left out, and said why; 4,096 IPv4 nodes' fit.
+    #[test]
+    fn node_ips_too_long_for_one_variable_are_left_out_and_said_why() {
+        let v6: Vec<IpAddr> = (0..4096u32)
+            .map(|k| {
+                format!("2001:db8:85a3:1234:5678:8a2e:ac10:{:x}", 0x1000 + k)
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        let v4: Vec<IpAddr> = (0..4096u32)
+            .map(|k| {
+                format!("10.{}.{}.{}", k >> 16, (k >> 8) & 255, k & 255)
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        let ranks = Ranks {
+            node_rank: 0,
+            num_nodes: 4096,
+            rank: 0,
+            world_size: 4096,
+            local_rank: 0,
+        };
+        let names = |ips: &[IpAddr]| -> Vec<String> {
+            rank_env(ranks, ips, 0, 1)
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect()
+        };
+        assert!(!names(&v6).iter().any(|k| k.ends_with("NODE_IPS")));
+        assert!(names(&v6).contains(&job_env::NODE_RANK.to_owned()));
+        let why = node_ips_left_out(&v6).unwrap();
+        assert!(why.contains("the IPs of 4096 nodes"), "{why}");
+        assert_eq!(node_ips_left_out(&v4), None);
+        assert!(names(&v4).contains(&job_env::SKYPILOT_NODE_IPS.to_owned()));
+    }
 
     fn alloc(node: &str) -> Allocation {
         Allocation {
