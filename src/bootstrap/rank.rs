@@ -60,6 +60,22 @@ pub(super) fn run(args: &BootstrapArgs, alloc: &Allocation, env: &HashMap<String
     code
 }
 
+/// The rank's environment; the first rank says so when the node IPs are left out of it.
+fn rank_env_said(
+    node: &str,
+    ranks: Ranks,
+    ips: &[std::net::IpAddr],
+    gpus_per_node: u32,
+    master_port: u16,
+) -> Vec<(String, String)> {
+    if ranks.rank == 0
+        && let Some(why) = node_ips_left_out(ips)
+    {
+        say(node, why);
+    }
+    rank_env(ranks, ips, gpus_per_node, master_port)
+}
+
 fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_node: bool) -> i32 {
     let node = &alloc.node;
     let orders = listen();
@@ -87,12 +103,7 @@ fn run_rank(args: &BootstrapArgs, alloc: &Allocation, ranks: Ranks, first_on_nod
         },
         None => None,
     };
-    if ranks.rank == 0
-        && let Some(why) = node_ips_left_out(&ips)
-    {
-        say(node, why);
-    }
-    let mut env = rank_env(ranks, &ips, alloc.gpus_on_node, master_port);
+    let mut env = rank_env_said(node, ranks, &ips, alloc.gpus_on_node, master_port);
     env.extend(attempt_env(alloc, args.run_dir.as_deref()));
     // Always copied line by line, never inherited: the task's stdout also carries its reports
     // and heartbeats, which a last line without a newline would swallow.
