@@ -345,12 +345,7 @@ pub(crate) fn start_node(
     if !cluster.ray.ray_metrics {
         env.push((job_env::RAY_ENABLE_METRICS_COLLECTION, "false".to_owned()));
     }
-    if std::env::var_os(job_env::RAY_RAYLET_START_WAIT_TIME_S).is_none() {
-        env.push((
-            job_env::RAY_RAYLET_START_WAIT_TIME_S,
-            raylet_start_wait(cluster.nodes.ready_timeout).to_string(),
-        ));
-    }
+    env.extend(start_waits(cluster.nodes.ready_timeout));
     // An elastic cluster's worker job: Ray names the node by its job (the head's exact join of
     // Ray's nodes with its jobs); its type came with the job's environment.
     if head_address.is_some() && std::env::var_os(ELASTIC_WORKER).is_some() {
@@ -405,8 +400,25 @@ pub(crate) fn start_node(
     Ok((start, ports))
 }
 
-/// Seconds `ray start` waits for its raylet (unless the user set it): a worker's share of the
-/// ready timeout, as it has three tries (`worker::ray_start`), between Ray's own 30 s and 300.
+/// The waits a loaded node needs (many Ray nodes starting at once), as `ray start`'s
+/// variables, but those the user set.
+fn start_waits(ready_timeout: u32) -> Vec<(&'static str, String)> {
+    let wait = raylet_start_wait(ready_timeout);
+    [
+        (job_env::RAY_RAYLET_START_WAIT_TIME_S, wait.to_string()),
+        (
+            job_env::RAY_AGENT_REGISTER_TIMEOUT_MS,
+            (u64::from(wait) * 1000).to_string(),
+        ),
+    ]
+    .into_iter()
+    .filter(|(name, _)| std::env::var_os(name).is_none())
+    .collect()
+}
+
+/// Seconds `ray start` waits for its raylet, and the raylet for its dashboard agent (unless the
+/// user set them): a worker's share of the ready timeout, as it has three tries
+/// (`worker::ray_start`), between Ray's own 30 s and 300.
 pub(crate) fn raylet_start_wait(ready_timeout: u32) -> u32 {
     (ready_timeout / 3).clamp(30, 300)
 }

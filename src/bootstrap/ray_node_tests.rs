@@ -107,4 +107,11 @@ fn ray_start_waits_for_its_raylet_a_third_of_the_ready_timeout_within_30_to_300_
     assert_eq!(raylet_start_wait(180), 60);
     assert_eq!(raylet_start_wait(30), 30);
     assert_eq!(raylet_start_wait(3600), 300);
+    assert_eq!(
+        start_waits(180),
+        [
+            ("RAY_raylet_start_wait_time_s", "60".to_owned()),
+            ("RAY_agent_register_timeout_ms", "60000".to_owned())
+        ]
+    );
 }

@@ -73,6 +73,9 @@ pub(crate) const RAY_JOB_STOP_WAIT_TIME_S: &str = "RAY_JOB_STOP_WAIT_TIME_S";
 /// Read by `ray start`: how long it waits for the node's raylet to register (30 s by default),
 /// after which it fails "The current node timed out during startup".
 pub(crate) const RAY_RAYLET_START_WAIT_TIME_S: &str = "RAY_raylet_start_wait_time_s";
+/// Read by the raylet: how long it waits for its node's dashboard agent to register (30 s by
+/// default), after which it exits; an agent's Python imports on a loaded node take longer.
+pub(crate) const RAY_AGENT_REGISTER_TIMEOUT_MS: &str = "RAY_agent_register_timeout_ms";
 
 /// What a variable of the rank environment holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
