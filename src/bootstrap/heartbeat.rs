@@ -97,6 +97,7 @@ impl Liveness {
     /// The node silent for longest, if it has been silent for more than `limit` at `now` (or,
     /// not having spoken yet, for more than [`FIRST_CONTACT_LIMIT`] too).
     pub(super) fn silent(&self, now: Instant, limit: Duration) -> Option<(String, Duration)> {
+        // Every tick, over every node: only the silent one's name is copied.
         self.map()
             .iter()
             .map(|(node, (last, spoke))| {
@@ -105,11 +106,11 @@ impl Liveness {
                 } else {
                     limit.max(FIRST_CONTACT_LIMIT)
                 };
-                (node.clone(), now.saturating_duration_since(*last), allowed)
+                (node, now.saturating_duration_since(*last), allowed)
             })
             .filter(|(_, quiet, allowed)| quiet > allowed)
-            .map(|(node, quiet, _)| (node, quiet))
-            .max_by_key(|(_, quiet)| *quiet)
+            .max_by_key(|(_, quiet, _)| *quiet)
+            .map(|(node, quiet, _)| (node.clone(), quiet))
     }
 }
 
