@@ -57,10 +57,12 @@ impl Readiness {
     /// Why the cluster is not ready after `timeout`: the head's state and the worker nodes
     /// (of `others`) that have not joined.
     pub(super) fn timeout_message(&self, timeout: Duration, others: &[String]) -> String {
+        let joined: std::collections::HashSet<&str> =
+            self.joined.values().map(|j| j.node.as_str()).collect();
         let missing: Vec<&str> = others
             .iter()
             .map(String::as_str)
-            .filter(|n| !self.joined.values().any(|j| j.node == *n))
+            .filter(|n| !joined.contains(n))
             .collect();
         format!(
             "the cluster was not ready after --ready-timeout {} s: head {}, nodes not joined: {}",
