@@ -233,6 +233,14 @@ impl RayStart {
         }
     }
 
+    /// Stops `ray start` and whatever it runs in its process group, and reaps it: a try that
+    /// is over although `ray start` still waits.
+    pub(crate) fn kill(&mut self) {
+        let group = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+
     /// The last lines `ray start` printed, for an error message.
     pub(crate) fn output_tail(&self, lines: usize) -> String {
         // Lossy: one byte that is not UTF-8 must not hide the whole message.

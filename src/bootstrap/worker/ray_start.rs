@@ -3,9 +3,12 @@
 //! timed out during startup") where a second try succeeds, and without another try one slow
 //! node ends a run of hundreds. Up to [`TRIES`] tries, each after what the failed one left is
 //! stopped and its temp root removed, with a pause that grows with the try and differs from
-//! node to node (so that the nodes that failed together do not all try again at once). The
-//! head's `--ready-timeout` still bounds it all: when it passes the head says stop, and the
-//! worker stops trying.
+//! node to node, over a window that grows with the node count (so that the nodes that failed
+//! together, as many nodes starting at once on a slow shared filesystem do, do not all try
+//! again at once). A try is over as soon as its raylet has exited: Ray's raylet aborts when its
+//! dashboard agent is slow to start (a fixed wait of Ray's), and `ray start` would only notice
+//! when its own wait for the node ends, minutes later. The head's `--ready-timeout` still
+//! bounds it all: when it passes the head says stop, and the worker stops trying.
 
 use std::hash::{Hash, Hasher};
 use std::net::IpAddr;
@@ -63,7 +66,7 @@ pub(super) fn start_with_tries(
             Err(Failed::Cannot(why)) => return Err(why),
             Err(Failed::Exited(why)) => why,
         };
-        let Some(pause) = pause_before(tried + 1, node) else {
+        let Some(pause) = pause_before(tried + 1, node, alloc.nodes.len()) else {
             return Err(why);
         };
         say(
@@ -111,10 +114,16 @@ fn try_once(
         temp_slot,
     )
     .map_err(Failed::Cannot)?;
+    let run = RunMark {
+        mark: to.mark.to_owned(),
+        temp_root: temp_slot.as_ref().map(|t| t.path.clone()),
+    };
+    let mut raylet = RayletWatch::default();
     let status = loop {
         // A head that gave up (its own start failed, or the ready timeout passed) says stop;
         // `ray start` would otherwise wait for a dead head for many minutes.
         if stopped() {
+            start.kill();
             return Err(Failed::Stopped);
         }
         match start.try_wait() {
@@ -126,6 +135,13 @@ fn try_once(
                     start.cmd
                 )));
             }
+        }
+        if raylet.exited(&run) {
+            start.kill();
+            return Err(Failed::Exited(format!(
+                "the raylet of node {node} exited while Ray was starting (`ray start` still waited for it); its last words:\n{}",
+                raylet_tail(run.temp_root.as_deref())
+            )));
         }
     };
     if status.success() {
@@ -139,15 +155,68 @@ fn try_once(
     )))
 }
 
+/// Whether the raylet a try started has exited: it was started (seen alive, or its log is
+/// there) and no marked raylet is alive, at two looks in a row. Looked at once a second (a walk
+/// of `/proc`); two looks, since `ray start` opens the raylet's log just before starting it.
+#[derive(Default)]
+struct RayletWatch {
+    seen: bool,
+    gone_looks: u32,
+    looked: Option<Instant>,
+}
+
+impl RayletWatch {
+    fn exited(&mut self, run: &RunMark) -> bool {
+        if self
+            .looked
+            .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
+        {
+            return false;
+        }
+        self.looked = Some(Instant::now());
+        let alive = marked::alive_named(run, "raylet");
+        self.seen |= alive;
+        let started = self.seen
+            || run
+                .temp_root
+                .as_deref()
+                .is_some_and(|root| raylet_log(root).exists());
+        self.gone_looks = if started && !alive {
+            self.gone_looks + 1
+        } else {
+            0
+        };
+        self.gone_looks >= 2
+    }
+}
+
+/// The raylet's own log in a try's temp root.
+fn raylet_log(temp_root: &std::path::Path) -> std::path::PathBuf {
+    temp_root.join("session_latest/logs/raylet.out")
+}
+
+/// The last lines of the raylet's own log in the try's temp root, where it says why it ended.
+fn raylet_tail(temp_root: Option<&std::path::Path>) -> String {
+    let Some(root) = temp_root else {
+        return String::new();
+    };
+    let bytes = std::fs::read(raylet_log(root)).unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(5)..].join("\n")
+}
+
 /// The pause before try `next` (2 is the first retry), or none when no try is left: 2 s more
-/// for each try, and up to 3 s more that depend on the node.
-fn pause_before(next: u32, node: &str) -> Option<Duration> {
+/// for each try, and a part that depends on the node, within a window of half a second a node
+/// of the job (at least 3 s, at most 60 s).
+fn pause_before(next: u32, node: &str, nodes: usize) -> Option<Duration> {
     if !(2..=TRIES).contains(&next) {
         return None;
     }
+    let window = (nodes as u64 * 500).clamp(3000, 60_000);
     let mut hasher = std::hash::DefaultHasher::new();
     (node, next).hash(&mut hasher);
-    let spread = hasher.finish() % 3000;
+    let spread = hasher.finish() % window;
     Some(Duration::from_millis(2000 * u64::from(next - 1) + spread))
 }
 
@@ -157,15 +226,34 @@ mod tests {
 
     #[test]
     fn a_worker_tries_three_times_with_longer_pauses_that_differ_by_node() {
-        assert_eq!(pause_before(1, "node1"), None, "the first try has no pause");
-        assert_eq!(pause_before(TRIES + 1, "node1"), None, "no fourth try");
-        let second = pause_before(2, "node1").unwrap();
-        let third = pause_before(3, "node1").unwrap();
+        assert_eq!(
+            pause_before(1, "node1", 3),
+            None,
+            "the first try has no pause"
+        );
+        assert_eq!(pause_before(TRIES + 1, "node1", 3), None, "no fourth try");
+        let second = pause_before(2, "node1", 3).unwrap();
+        let third = pause_before(3, "node1", 3).unwrap();
         assert!((2000..5000).contains(&second.as_millis()), "{second:?}");
         assert!((4000..7000).contains(&third.as_millis()), "{third:?}");
-        let others: std::collections::BTreeSet<_> = (1..=32)
-            .map(|k| pause_before(2, &format!("node{k}")).unwrap())
-            .collect();
-        assert!(others.len() > 16, "32 nodes pause alike: {others:?}");
+        let pauses = |nodes: usize| -> Vec<u128> {
+            (1..=nodes)
+                .map(|k| {
+                    pause_before(2, &format!("node{k}"), nodes)
+                        .unwrap()
+                        .as_millis()
+                })
+                .collect()
+        };
+        // 32 nodes spread their second tries over 16 s; 4,096 over a minute at most.
+        let of_32 = pauses(32);
+        let distinct: std::collections::BTreeSet<_> = of_32.iter().collect();
+        assert!(distinct.len() > 24, "32 nodes pause alike: {of_32:?}");
+        assert!(
+            of_32.iter().all(|p| (2000..18_000).contains(p)),
+            "{of_32:?}"
+        );
+        assert!(of_32.iter().any(|p| *p > 10_000), "{of_32:?}");
+        assert!(pauses(4096).iter().all(|p| *p < 62_000));
     }
 }
