@@ -198,7 +198,8 @@ fn raylet_log(temp_root: &std::path::Path) -> std::path::PathBuf {
         .join("raylet.out")
 }
 
-/// The last lines of the raylet's own log in the try's temp root, where it says why it ended.
+/// What the raylet's own log in the try's temp root says of its end: its failed check (Ray's
+/// `Check failed: ...`, before the stack trace it prints) if it has one, else its last lines.
 fn raylet_tail(temp_root: Option<&std::path::Path>) -> String {
     let Some(root) = temp_root else {
         return String::new();
@@ -206,6 +207,9 @@ fn raylet_tail(temp_root: Option<&std::path::Path>) -> String {
     let bytes = std::fs::read(raylet_log(root)).unwrap_or_default();
     let text = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if let Some(check) = lines.iter().rev().find(|l| l.contains("Check failed")) {
+        return (*check).to_owned();
+    }
     lines[lines.len().saturating_sub(5)..].join("\n")
 }
 
