@@ -7,7 +7,8 @@
 #     ray       SIZES default "1 4 8 16 32": rayslurm and symmetric-run, one after the other
 #     per-node  SIZES default "1 4 8 16 32 64": rayslurm --per-node
 #
-# BENCH_REPEAT=R runs each R times (default 1); BENCH_NO_SYMMETRIC=1 leaves symmetric-run out;
+# BENCH_REPEAT=R runs each R times (default 1); BENCH_NO_SYMMETRIC=1 leaves symmetric-run out,
+# BENCH_NO_RAYSLURM=1 rayslurm's Ray runs;
 # BENCH_STAGGER=S delays each Ray worker's `ray start` by S x its rank seconds (a `ray` shim on
 # PATH: what a start in waves would give; never in the figures without saying so).
 # BENCH_SYMRUN_TIMEOUT=T sets symmetric-run's wait for the cluster (default Ray's 30 s).
@@ -18,8 +19,8 @@
 # process, /proc sampled every 0.2 s, its last sample) and the most descriptors it held (files,
 # sockets, pipes), its peak memory (its own closing log line, VmHWM); srun steps and Slurm query
 # calls (squeue, scontrol, sacct, sinfo) by shims on PATH; the log's bytes per node. The
-# cluster must be used by nobody else meanwhile: run it under the lab's lock
-# (flock /tmp/rayslurm-e2e.lock bash tests/bench/scale.sh).
+# cluster must be used by nobody else meanwhile: after the build, the script holds the lab's
+# lock (/tmp/rayslurm-e2e.lock, which every end-to-end run on a shared machine takes) to its end.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$(pwd)
@@ -29,8 +30,10 @@ sizes_pn=${2:-1 4 8 16 32 64}
 repeat=${BENCH_REPEAT:-1}
 export SLURM_CONF=/etc/slurm/slurm.conf
 
-bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-8}" "${RAYSLURM_TEST_CRASH_NODES:-2}" --scale 64 >&2
 cargo build --release --quiet
+exec 9>/tmp/rayslurm-e2e.lock
+flock 9
+bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-8}" "${RAYSLURM_TEST_CRASH_NODES:-2}" --scale 64 >&2
 eval "$(bash tests/cluster/cluster.sh env | grep -E '^RAYSLURM_LAB_(VENV|SHARED|SCALE_PARTITION)=')"
 part=$RAYSLURM_LAB_SCALE_PARTITION
 bench=$RAYSLURM_LAB_SHARED/bench-scale-$(date +%Y%m%d-%H%M%S)
@@ -104,20 +107,21 @@ watch() {
 field() { grep -m1 "^$1 " "$2" | awk '{print $2}' || true; }
 
 run_rayslurm() {
-  local kind=$1 n=$2 r=$3 dir=$bench/rayslurm-$1-$2-$3 id flags=()
+  local kind=$1 n=$2 r=$3 dir=$bench/rayslurm-$1-$2-$3 id launched flags=()
   mkdir -p "$dir" && cd "$dir"
   if [[ $kind == per-node ]]; then
     flags=(--per-node --command "$pn_command")
   else
     flags=(--object-store-memory 100000000 --command "$ray_command")
   fi
-  id=$("$repo/target/release/rayslurm" launch --quiet --exp-name bench -p "$part" --num-nodes "$n" \
+  launched=$("$repo/target/release/rayslurm" launch --json --exp-name bench -p "$part" --num-nodes "$n" \
     --time 20 --ready-timeout 900 --template "$bench/stamped.sh.tera" --env "BENCH_NODES=$n" \
     --load-env "source $RAYSLURM_LAB_VENV/bin/activate; export PATH=$bench/shim:\$PATH" \
     ${BENCH_RAYSLURM_ARGS:-} "${flags[@]}")
+  id=$(jq -r .job_id <<<"$launched")
   watch "$id" "$dir/watch"
   sleep 0.5
-  report "rayslurm-$kind" "$n" "$id" "$dir"/bench_*.log "$dir/watch"
+  report "rayslurm-$kind" "$n" "$id" "$(jq -r .log <<<"$launched")" "$dir/watch"
   cd "$repo"
 }
 
@@ -136,6 +140,10 @@ run_symmetric() {
 echo BENCH_JOB_START \$(date +%s.%N)
 source $RAYSLURM_LAB_VENV/bin/activate
 export PATH=$bench/shim:\$PATH BENCH_NODES=$n
+# A HOME of its own: a token in ~/.ray/auth_token (rayslurm's tests leave one) turns Ray's token
+# authentication on where it is read, and symmetric-run's workers are then refused by the head.
+export HOME=$dir/home
+mkdir -p "\$HOME"
 ${BENCH_SYMRUN_TIMEOUT:+export RAY_SYMMETRIC_RUN_CLUSTER_WAIT_TIMEOUT=$BENCH_SYMRUN_TIMEOUT}
 head=\$(scontrol show hostnames "\$SLURM_JOB_NODELIST" | head -n1)
 head_ip=\$(getent ahostsv4 "\$head" | awk 'NR==1 {print \$1}')
@@ -155,7 +163,7 @@ report() {
   read -r gone cpu fds <"$watched"
   steps=$(awk -v id="$id" '$1 == id && $2 == "srun"' "$bench/calls" | wc -l)
   queries=$(awk -v id="$id" '$1 == id && $2 != "srun"' "$bench/calls" | wc -l)
-  bytes=$(($(stat -c %s "$log") / n))
+  bytes=$(($(stat -c %s "$log" 2>/dev/null || echo 0) / n))
   js=$(field BENCH_JOB_START "$log"); cs=$(field BENCH_CMD_START "$log"); ce=$(field BENCH_CMD_END "$log")
   if [[ $tool == symmetric-run ]]; then cpu=NA fds=NA; fi
   mem=$(grep "done: " "$log" | grep -o 'bootstrap peak memory [0-9.]*' | awk '{print $4}' | tail -n1 || true)
@@ -174,7 +182,7 @@ results=$bench/results.txt
 if [[ $mode == ray || $mode == both ]]; then
   for n in $sizes_ray; do
     for r in $(seq 1 "$repeat"); do
-      run_rayslurm ray "$n" "$r" | tee -a "$results"
+      [[ -n ${BENCH_NO_RAYSLURM:-} ]] || run_rayslurm ray "$n" "$r" | tee -a "$results"
       [[ -n ${BENCH_NO_SYMMETRIC:-} ]] || run_symmetric "$n" "$r" | tee -a "$results"
     done
   done
