@@ -96,7 +96,7 @@ watch() {
     fi
     if [[ -n $pid && -r /proc/$pid/stat ]]; then
       cpu=$(awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$pid/stat" 2>/dev/null || echo "$cpu")
-      fds=$(find "/proc/$pid/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+      fds=$(find "/proc/$pid/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l || true)
       ((fds > max_fds)) && max_fds=$fds
     fi
     sleep 0.1
@@ -104,7 +104,9 @@ watch() {
   echo "$(date +%s.%N) $(awk -v c="$cpu" -v t="$tck" 'BEGIN { printf "%.2f", c / t }') $max_fds" >"$out"
 }
 
-field() { grep -m1 "^$1 " "$2" | awk '{print $2}' || true; }
+# field NAME LOG: the value of the log's first `NAME VALUE` line (a rank's line has its
+# `[RANK NODE] ` prefix)
+field() { sed -E 's/^\[[0-9]+ [^]]*\] //' "$2" | grep -m1 "^$1 " | awk '{print $2}' || true; }
 
 run_rayslurm() {
   local kind=$1 n=$2 r=$3 dir=$bench/rayslurm-$1-$2-$3 id launched flags=()
@@ -167,7 +169,7 @@ report() {
   js=$(field BENCH_JOB_START "$log"); cs=$(field BENCH_CMD_START "$log"); ce=$(field BENCH_CMD_END "$log")
   if [[ $tool == symmetric-run ]]; then cpu=NA fds=NA; fi
   mem=$(grep "done: " "$log" | grep -o 'bootstrap peak memory [0-9.]*' | awk '{print $4}' | tail -n1 || true)
-  if [[ -z $js || -z $cs || -z $ce ]] || ! grep -q "^nodes $n\$" "$log"; then
+  if [[ -z $js || -z $cs || -z $ce ]] || ! grep -Eq "^(\[0 [^]]*\] )?nodes $n\$" "$log"; then
     echo "$tool n=$n job $id: FAILED ($(grep -m1 -o 'done: [a-z-]*' "$log" || echo 'no end line')), see $log" >&2
     echo "$tool $n FAILED NA ${cpu} ${mem:-NA} ${fds} $steps $queries $bytes"
     return

@@ -65,9 +65,10 @@ fn lab_scale(nodes: usize) -> Option<(&'static Lab, Turn, MutexGuard<'static, ()
     Some((lab, turn, alone))
 }
 
-/// Launches `args` from `dir` on `nodes` nodes of the scale partition, with a ready timeout long enough
-/// for a 32-node Ray start on 2 cores (and Ray's own start wait, where [`RAY_START_WAIT`] names
-/// one).
+/// Launches `args` from `dir` on `nodes` nodes of the scale partition, with a ready timeout of
+/// 5 minutes (a 32-node Ray start is about 2 minutes of CPU on the lab's 2 cores; the bootstrap
+/// gives `ray start` a third of it for each of its tries) and Ray's own start wait where
+/// [`RAY_START_WAIT`] names one.
 fn launch_scale(lab: &Lab, dir: &Path, name: &str, nodes: usize, args: &[&str]) -> Job {
     let n = nodes.to_string();
     let mut argv = vec![
@@ -78,7 +79,7 @@ fn launch_scale(lab: &Lab, dir: &Path, name: &str, nodes: usize, args: &[&str]) 
         "--time",
         "20",
         "--ready-timeout",
-        "900",
+        "300",
     ];
     let ray_wait = std::env::var(RAY_START_WAIT)
         .ok()
