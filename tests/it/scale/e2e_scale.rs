@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use super::{lab_scale, launch_scale, ray_nodes};
+use super::{lab_scale, launch_scale, ray_nodes, wait_for_log_while_it_runs};
 use crate::bootstrap::e2e_crash::{DeadNode, revive_and_check};
 use crate::harness::{RemovedFromNodes, assert_clean, expand_nodes, processes_with};
 
@@ -93,7 +93,7 @@ fn a_per_node_run_of_64_ranks_with_a_setup_on_each_ends_at_once_when_one_fails()
         &["--per-node", "--setup", &setup, "--command", &cmd],
     );
     let started = job.wait_started();
-    job.wait_for_log("rank-37-fails", Duration::from_secs(600));
+    wait_for_log_while_it_runs(&job, "rank-37-fails", Duration::from_secs(600));
     let failed_at = Instant::now();
     let info = job.wait(Duration::from_secs(300));
     let log = job.log_text();
@@ -147,7 +147,7 @@ fn a_node_killed_in_a_32_node_ray_run_is_found_and_reported() {
         n,
         &["--command", "echo command-started; sleep 600"],
     );
-    job.wait_for_log("\ncommand-started", Duration::from_secs(900));
+    wait_for_log_while_it_runs(&job, "\ncommand-started", Duration::from_secs(600));
     let nodes = expand_nodes(&crate::harness::scontrol_job(&job.id)["NodeList"]);
     assert_eq!(nodes.len(), n, "{nodes:?}");
     // A worker past the middle of the list (the head is the first).

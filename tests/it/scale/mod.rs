@@ -13,6 +13,7 @@ mod status_1000;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use std::path::Path;
+use std::time::Duration;
 
 use crate::harness::{Job, Lab, Turn, lab, launch_in, skip, this_test};
 
@@ -89,4 +90,23 @@ fn launch_scale(lab: &Lab, dir: &Path, name: &str, nodes: usize, args: &[&str]) 
     }
     argv.extend_from_slice(args);
     launch_in(lab, dir, name, &argv)
+}
+
+/// Waits until the job's log holds `needle`, failing at once, with the log, when the run ends
+/// first (a run that fails to start never prints it), or when `limit` of its running passes.
+fn wait_for_log_while_it_runs(job: &Job, needle: &str, limit: Duration) {
+    let started = job.wait_started();
+    let state = job.log.with_extension("state.json");
+    loop {
+        let log = job.log_text();
+        if log.contains(needle) {
+            return;
+        }
+        assert!(!state.exists(), "the run ended before `{needle}`:\n{log}");
+        assert!(
+            started.elapsed() < limit,
+            "no `{needle}` within {limit:?}:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
 }
