@@ -45,8 +45,8 @@ timed "cargo build of the tests" cargo test --no-run "$@"
 timed "unit tests" cargo test --bins "$@"
 # Only the integration tests run side by side: some unit tests watch this process's own sockets.
 # The worker types' tests (minutes each of Slurm's own time) are a step of their own too:
-# bash tests/worker-types.sh, which .ci/run runs.
-timed "integration tests" env RAYSLURM_TEST_CONTAINERS=0 RAYSLURM_TEST_WORKER_TYPES=0 RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" \
+# bash tests/worker-types.sh, which .ci/run runs; and so are the scale tests (bash tests/scale.sh).
+timed "integration tests" env RAYSLURM_TEST_CONTAINERS=0 RAYSLURM_TEST_WORKER_TYPES=0 RAYSLURM_TEST_SCALE=0 RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" \
   RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-6}" cargo test --test it "$@"
 # The container tests are a step of their own (tests/it/containers/e2e_*.rs: Charliecloud and pyxis).
 if [[ ${RAYSLURM_TEST_CONTAINERS:-} == 1 ]]; then

@@ -2,10 +2,12 @@
 # rayslurm test cluster: a real multi-node Slurm cluster (plus a Ray venv) on one
 # Debian 12 machine, one set of Linux namespaces per node.
 #
-#   cluster.sh up [N [C]] [--slurm V]  install what is missing, start slurmctld + N slurmd in
-#                       partition "lab" (default 3) and C more in partition "crash" (default 0; N+C
-#                       at most 10); a healthy cluster with at least N lab and C crash nodes of the
-#                       same Slurm already up is kept. V: "debian" (Debian's 22.05, the default) or a
+#   cluster.sh up [N [C]] [--slurm V] [--scale S]  install what is missing, start slurmctld + N
+#                       slurmd in partition "lab" (default 3) and C more in partition "crash"
+#                       (default 0; N+C at most 10), and S small nodes more (default 0, at most 64)
+#                       in partition "scale" for the scale tests (tests/scale.sh); a healthy cluster
+#                       with at least N lab, C crash and S scale nodes of the same Slurm already up
+#                       is kept. V: "debian" (Debian's 22.05, the default) or a
 #                       vendored release, e.g. 25.11 (built once by build-slurm.sh into /opt/slurm-V;
 #                       also RAYSLURM_LAB_SLURM=V). Switching versions starts from empty Slurm state.
 #   cluster.sh down     stop exactly what `up` started and remove its traces (idempotent)
@@ -47,7 +49,11 @@
 #   wait behind a 3-node one).
 #   tests/run.sh brings up 8 lab nodes and 2 crash nodes (RAYSLURM_TEST_NODES,
 #   RAYSLURM_TEST_CRASH_NODES), the demo 3 lab nodes; see docs/testing.md.
-#   RAYSLURM_LAB_UP_TIMEOUT (default 60 s) bounds the wait for all nodes to be idle.
+#   The scale nodes (`--scale S`) come after the crash nodes (node(N+C+1)..node(N+C+S)), each
+#   CPUs=2 RealMemory=2000 and in partition "scale" alone: no GPUs, none of the other partitions,
+#   so that the ordinary tests never land on them and run beside the scale tests.
+#   RAYSLURM_LAB_UP_TIMEOUT (default 60 s, 180 s with scale nodes) bounds the wait for all nodes
+#   to be idle.
 #   The login node over SSH (sshd.sh beside this script): an OpenSSH sshd of the lab's own on
 #   127.0.0.1:2222 in the host's namespaces (config, host key and per-user authorized_keys
 #   under ${VAR}/ssh, PidFile ${RUN}/sshd.pid, log ${LOGDIR}/sshd.log; public keys only,
@@ -95,9 +101,11 @@ readonly GPU_PARTITION=labgpu                 # the nodes whose GPUs have no typ
 readonly TYPED_GPU_PARTITION=gpu              # the nodes whose GPUs have a type
 readonly SCAVENGER_PARTITION=scavenger        # preemptible with a GraceTime: drained workers
 readonly SCAVENGER_GRACE=60
+readonly SCALE_PARTITION=scale                # the small nodes of `up --scale S`
+readonly MAX_SCALE_NODES=64
 readonly CLUSTER_NAME=rayslurmlab
 readonly MAX_NODES=10
-readonly UP_TIMEOUT=${RAYSLURM_LAB_UP_TIMEOUT:-60}
+UP_TIMEOUT=${RAYSLURM_LAB_UP_TIMEOUT:-60}
 readonly PACKAGES=(slurmctld slurmd slurm-client slurmdbd mariadb-server tini iproute2 procps util-linux hostname python3 python3-venv openssh-server openssh-client)
 # Debian's python3, not one under /root (0700): the test users must run the venvs too.
 readonly PYTHON=/usr/bin/python3
@@ -113,6 +121,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/sshd.sh"
 
 # The Slurm that `up` asked for (--slurm, RAYSLURM_LAB_SLURM), else the one running, else Debian's.
 WANT_SLURM=${RAYSLURM_LAB_SLURM:-}
+# The scale nodes that `up` asked for (--scale)
+WANT_SCALE=0
 # use_slurm V: puts Slurm V's programs first on PATH (Debian's are on it already).
 use_slurm() {
   local v=$1
@@ -228,10 +238,11 @@ ensure_users() {
 # ---------------------------------------------------------------- configuration
 
 # render_slurm_conf N: the slurm.conf for N nodes, on stdout
-# render_slurm_conf T C: T nodes, the last C of them in the crash partition
+# render_slurm_conf T C [S]: T nodes, the last C of them in the crash partition, and S scale
+# nodes after them
 readonly PYXIS_PLUGSTACK=/usr/local/lib/slurm-pyxis/plugstack.conf
 render_slurm_conf() {
-  local n=$1 c=${2:-0} i lab=() crash=()
+  local n=$1 c=${2:-0} s=${3:-0} i lab=() crash=() scale=()
   # TaskPlugin=task/affinity (not LAB.md's task/none): steps are confined to the job's CPUs, as
   # on real sites, and srun's --cpu-bind works instead of printing "lacks support for cpu binding".
   {
@@ -290,6 +301,13 @@ EOF
       fi
       printf 'NodeName=%s NodeAddr=%s CPUs=2 RealMemory=4000%s State=UNKNOWN\n' "$(node_name "$i")" "$(node_ip4 "$i")" "${gres:+ Gres=$gres}"
     done
+    # The scale nodes: 2 CPUs (the host's 2: with 1, task/affinity binds every job's batch step,
+    # the head's Ray with it, to the host's first CPU alone) and 2000 MB each (a whole-node job's
+    # DefMemPerCPU); nothing enforces either (docs/scale.md).
+    for ((i = n + 1; i <= n + s; i++)); do
+      scale+=("$(node_name "$i")")
+      printf 'NodeName=%s NodeAddr=%s CPUs=2 RealMemory=2000 State=UNKNOWN\n' "$(node_name "$i")" "$(node_ip4 "$i")"
+    done
     local IFS=, off='PreemptMode=OFF'
     printf 'PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP %s\n' "$PARTITION" "${lab[*]}" "$off"
     # (not PreemptMode=OFF here: with it, Slurm 22.05 stops oversubscribing the partition)
@@ -307,6 +325,9 @@ EOF
     fi
     if ((c > 0)); then
       printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP %s\n' "$CRASH_PARTITION" "${crash[*]}" "$off"
+    fi
+    if ((s > 0)); then
+      printf 'PartitionName=%s Nodes=%s Default=NO MaxTime=INFINITE State=UP %s\n' "$SCALE_PARTITION" "${scale[*]}" "$off"
     fi
   }
 }
@@ -363,7 +384,7 @@ write_slurm_conf() {
     log "backing up existing $SLURM_CONF to $SLURM_CONF_BAK"
     cp -p "$SLURM_CONF" "$SLURM_CONF_BAK"
   fi
-  render_slurm_conf "$1" "$2" >"${SLURM_CONF}.tmp"
+  render_slurm_conf "$1" "$2" "${3:-0}" >"${SLURM_CONF}.tmp"
   mv -f "${SLURM_CONF}.tmp" "$SLURM_CONF"
   if [[ -f $GRES_CONF && ! -f $GRES_CONF_BAK ]] && ! head -n1 "$GRES_CONF" | grep -qF "$MARK"; then
     log "backing up existing $GRES_CONF to $GRES_CONF_BAK"
@@ -595,20 +616,21 @@ node_states() { timeout 10 sinfo -h -N -o '%N %T' 2>/dev/null | sort -u || true;
 # every node (lab and crash), and how many of them are crash nodes
 recorded_n() { [[ -f ${RUN}/nodes ]] && cat "${RUN}/nodes"; }
 recorded_c() { if [[ -f ${RUN}/crash-nodes ]]; then cat "${RUN}/crash-nodes"; else echo 0; fi; }
+recorded_s() { if [[ -f ${RUN}/scale-nodes ]]; then cat "${RUN}/scale-nodes"; else echo 0; fi; }
 recorded_slurm() { if [[ -f $SLURM_RECORD ]]; then cat "$SLURM_RECORD"; else echo debian; fi; }
 
-# is_up T C: recorded with T nodes (C of them crash nodes), same slurm.conf as this script
-# writes, every daemon alive, slurmctld answers, no node down/drained
+# is_up T C S: recorded with T nodes (C of them crash nodes) and S scale nodes, same slurm.conf
+# as this script writes, every daemon alive, slurmctld answers, no node down/drained
 is_up() {
-  local n=$1 c=$2 i states
-  [[ $(recorded_n || true) == "$n" && $(recorded_c) == "$c" && $(recorded_slurm) == "$SLURM" ]] || return 1
-  cmp -s <(render_slurm_conf "$n" "$c") "$SLURM_CONF" || return 1
+  local n=$1 c=$2 s=$3 i states
+  [[ $(recorded_n || true) == "$n" && $(recorded_c) == "$c" && $(recorded_s) == "$s" && $(recorded_slurm) == "$SLURM" ]] || return 1
+  cmp -s <(render_slurm_conf "$n" "$c" "$s") "$SLURM_CONF" || return 1
   cmp -s <(render_gres_conf "$n" "$c") "$GRES_CONF" || return 1
   alive "$(pid_of ctld || true)" || return 1
   alive "$(pid_of acct || true)" || return 1
-  for ((i = 1; i <= n; i++)); do alive "$(pid_of "$(node_name "$i")" || true)" || return 1; done
+  for ((i = 1; i <= n + s; i++)); do alive "$(pid_of "$(node_name "$i")" || true)" || return 1; done
   states=$(node_states)
-  [[ $(grep -c . <<<"$states") -eq $n ]] || return 1
+  [[ $(grep -c . <<<"$states") -eq $((n + s)) ]] || return 1
   ! grep -qE ' (down|drain|drained|draining|fail|unknown|not_responding)|\*$' <<<"$states"
 }
 
@@ -671,11 +693,16 @@ cmd_down() {
 }
 
 cmd_up() {
-  local n=${1:-3} c=${2:-0} t0=$SECONDS i name
+  local n=${1:-3} c=${2:-0} s=$WANT_SCALE t0=$SECONDS i name
   if ! [[ $n =~ ^[0-9]+$ ]] || ((n < 1 || n > MAX_NODES)); then die "node count must be 1..${MAX_NODES}, got '$n'"; fi
   if ! [[ $c =~ ^[0-9]+$ ]] || ((n + c > MAX_NODES)); then
     die "crash node count must be 0..$((MAX_NODES - n)) beside ${n} lab node(s), got '$c'"
   fi
+  if ! [[ $s =~ ^[0-9]+$ ]] || ((s > MAX_SCALE_NODES)); then
+    die "--scale takes 0..${MAX_SCALE_NODES} nodes, got '$s'"
+  fi
+  # 64 slurmd registering at once on 2 cores take longer than 8
+  if ((s > 0)) && [[ -z ${RAYSLURM_LAB_UP_TIMEOUT:-} ]]; then UP_TIMEOUT=180; fi
   local lab_n=$n
   n=$((lab_n + c))
   require_root
@@ -690,36 +717,40 @@ cmd_up() {
   mkdir -p "$SHARED"
   chmod 1777 "$SHARED" "$(dirname "$SHARED")" 2>/dev/null || true
 
-  if is_up "$n" "$c"; then
-    log "cluster already up with ${lab_n} lab and ${c} crash node(s)"
+  if is_up "$n" "$c" "$s"; then
+    log "cluster already up with ${lab_n} lab, ${c} crash and ${s} scale node(s)"
     ssh_start
     return 0
   fi
-  local old old_c
+  local old old_c old_s
   old=$(recorded_n || true)
   old_c=$(recorded_c)
-  # A bigger cluster that is up and healthy serves as well (the demo's 3 nodes on the tests' 4):
-  # rebuilding it would stop every job on it.
-  if [[ -n $old ]] && ((old - old_c >= lab_n && old_c >= c)) && is_up "$old" "$old_c"; then
+  old_s=$(recorded_s)
+  # A bigger cluster that is up and healthy serves as well (the demo's 3 nodes on the tests' 4,
+  # the scale tests' cluster for the ordinary tests): rebuilding it would stop every job on it.
+  if [[ -n $old ]] && ((old - old_c >= lab_n && old_c >= c && old_s >= s)) && is_up "$old" "$old_c" "$old_s"; then
     # (is_up also asks for the same Slurm)
-    log "cluster already up with $((old - old_c)) lab and ${old_c} crash node(s), at least the ${lab_n} and ${c} asked for"
+    log "cluster already up with $((old - old_c)) lab, ${old_c} crash and ${old_s} scale node(s), at least the ${lab_n}, ${c} and ${s} asked for"
     ssh_start
     return 0
   fi
   if [[ -n $old ]]; then
-    log "cluster is up with ${old} node(s) of Slurm $(recorded_slurm) (or broken, or slurm.conf changed); rebuilding it with ${n} of Slurm ${SLURM}"
+    log "cluster is up with ${old} node(s) and $(recorded_s) scale node(s) of Slurm $(recorded_slurm) (or broken, or slurm.conf changed); rebuilding it with ${n} and ${s} of Slurm ${SLURM}"
   fi
   do_down
 
   mkdir -p "$RUN" "$LOGDIR" "${VAR}/state" "${VAR}/run" "${VAR}/tmp"
-  for ((i = 1; i <= n; i++)); do mkdir -p "${VAR}/spool/$(node_name "$i")"; done
+  for ((i = 1; i <= n + s; i++)); do mkdir -p "${VAR}/spool/$(node_name "$i")"; done
   rm -f "$LOGDIR"/*.log "$LOGDIR"/*.out
   echo "$n" >"${RUN}/nodes"
   echo "$c" >"${RUN}/crash-nodes"
+  echo "$s" >"${RUN}/scale-nodes"
   echo "$SLURM" >"$SLURM_RECORD"
-  write_slurm_conf "$n" "$c"
+  write_slurm_conf "$n" "$c" "$s"
   make_gpu_devices
   write_dbd_conf
+  # (from here on n counts every node, the scale nodes too)
+  n=$((n + s))
   hosts_add "$n"
   setup_bridge
   setup_ns "$CTLD_NS" "$CTLD_IP4" "$CTLD_IP6"
@@ -771,9 +802,11 @@ cmd_status() {
 }
 
 cmd_env() {
-  local n c i nodes=() ips=() ips6=() crash=() up=0
+  local n c s i nodes=() ips=() ips6=() crash=() scale=() up=0
   n=$(recorded_n || true)
   c=$(recorded_c)
+  s=$(recorded_s)
+  for ((i = ${n:-0} + 1; i <= ${n:-0} + s; i++)); do scale+=("$(node_name "$i")"); done
   [[ -n $n ]] && alive "$(pid_of ctld || true)" && up=1
   for ((i = 1; i <= ${n:-0}; i++)); do
     if ((i > n - c)); then
@@ -809,6 +842,8 @@ RAYSLURM_LAB_NODES=${nodes[*]}
 RAYSLURM_LAB_CRASH_PARTITION=${CRASH_PARTITION}
 RAYSLURM_LAB_SHARE_PARTITION=${SHARE_PARTITION}
 RAYSLURM_LAB_CRASH_NODES=${crash[*]}
+RAYSLURM_LAB_SCALE_PARTITION=${SCALE_PARTITION}
+RAYSLURM_LAB_SCALE_NODES=${scale[*]}
 RAYSLURM_LAB_NODE_IPS=${ips[*]}
 RAYSLURM_LAB_NODE_IPS6=${ips6[*]}
 EOF
@@ -820,6 +855,7 @@ node_arg() {
   local k=${1:-} n
   n=$(recorded_n || true)
   [[ -n $n ]] || die "the cluster is down"
+  n=$((n + $(recorded_s)))
   if ! [[ $k =~ ^[0-9]+$ ]] || ((k < 1 || k > n)); then die "node must be 1..${n}, got '${k}'"; fi
   printf '%s' "$k"
 }
@@ -870,6 +906,8 @@ main() {
     case $1 in
       --slurm) [[ $# -ge 2 ]] || die "--slurm needs a version"; WANT_SLURM=$2; shift 2 ;;
       --slurm=*) WANT_SLURM=${1#--slurm=}; shift ;;
+      --scale) [[ $# -ge 2 ]] || die "--scale needs a node count"; WANT_SCALE=$2; shift 2 ;;
+      --scale=*) WANT_SCALE=${1#--scale=}; shift ;;
       *) args+=("$1"); shift ;;
     esac
   done

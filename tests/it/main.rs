@@ -24,6 +24,7 @@ mod per_node;
 mod python_api;
 mod ray_yaml;
 mod runs;
+mod scale;
 mod shared_cluster;
 mod task_file;
 

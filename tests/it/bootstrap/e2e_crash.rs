@@ -28,13 +28,13 @@ fn cluster(verb: &str, node: &str) {
 
 /// A node this test killed: revived when dropped, so that a failing assertion between the kill
 /// and the revive never leaves the cluster short of a node for every test after it.
-struct DeadNode {
+pub(crate) struct DeadNode {
     name: String,
     revived: bool,
 }
 
 impl DeadNode {
-    fn kill(name: &str) -> Self {
+    pub(crate) fn kill(name: &str) -> Self {
         cluster("kill-node", name);
         Self {
             name: name.to_owned(),
@@ -107,7 +107,7 @@ fn kill_a_worker_and_expect_the_end(job: &Job, case: &str, early: bool) -> (Dead
 /// Revives the dead node, waits for the job to leave Slurm, and checks nothing is left on any
 /// node. The dead node's /tmp is as the crash left it (its Ray temp root among it): a crashed
 /// machine's files are not the run's to clean, so that one directory is removed here.
-fn revive_and_check(job: &Job, mut dead: DeadNode) {
+pub(crate) fn revive_and_check(job: &Job, mut dead: DeadNode) {
     dead.revive();
     let dead = dead.name.clone();
     job.wait(Duration::from_secs(120));

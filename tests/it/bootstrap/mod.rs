@@ -4,7 +4,7 @@
 //! node, a node-local directory).
 
 mod e2e_bootstrap;
-mod e2e_crash;
+pub(crate) mod e2e_crash;
 mod e2e_failures;
 mod e2e_setup;
 mod e2e_stops;

@@ -23,6 +23,10 @@ pub struct Lab {
     /// The partition of nodes that only the tests that kill a node use, and its nodes.
     pub crash_partition: String,
     pub crash_nodes: Vec<String>,
+    /// The partition of small nodes that only the scale tests use (`cluster.sh up N C --scale
+    /// S`), and its nodes (none without `--scale`).
+    pub scale_partition: String,
+    pub scale_nodes: Vec<String>,
 }
 
 impl Lab {
@@ -154,6 +158,12 @@ fn lab_up(test: &str) -> Option<&'static Lab> {
                 .unwrap_or_default()
                 .to_owned(),
             crash_nodes: list("RAYSLURM_LAB_CRASH_NODES"),
+            scale_partition: vars
+                .get("RAYSLURM_LAB_SCALE_PARTITION")
+                .copied()
+                .unwrap_or_default()
+                .to_owned(),
+            scale_nodes: list("RAYSLURM_LAB_SCALE_NODES"),
         })
     });
     match lab {

@@ -78,18 +78,23 @@ impl fmt::Display for NodeTmp {
     }
 }
 
-/// Every node's /tmp as the host sees it: the lab's nodes and its crash partition's.
+/// Every node's /tmp as the host sees it: the lab's nodes, its crash partition's and its scale
+/// partition's.
 fn node_dirs() -> Vec<PathBuf> {
-    let nodes: Vec<&str> = ["RAYSLURM_LAB_NODES", "RAYSLURM_LAB_CRASH_NODES"]
-        .iter()
-        .flat_map(|k| {
-            cluster_env()
-                .get(*k)
-                .map_or("", String::as_str)
-                .split(',')
-                .filter(|n| !n.is_empty())
-        })
-        .collect();
+    let nodes: Vec<&str> = [
+        "RAYSLURM_LAB_NODES",
+        "RAYSLURM_LAB_CRASH_NODES",
+        "RAYSLURM_LAB_SCALE_NODES",
+    ]
+    .iter()
+    .flat_map(|k| {
+        cluster_env()
+            .get(*k)
+            .map_or("", String::as_str)
+            .split(',')
+            .filter(|n| !n.is_empty())
+    })
+    .collect();
     assert!(!nodes.is_empty(), "`cluster.sh env` names no node");
     nodes.iter().map(|n| NODE_TMP.path().join(n)).collect()
 }
