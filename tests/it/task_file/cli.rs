@@ -399,14 +399,11 @@ fn up_reads_a_task_file_for_the_clusters_nodes_and_setup() {
         "num_nodes: 3\nresources:\n  accelerators: H100:8\nsetup: echo hi\nrun: never run by up\nrayslurm:\n  idle_timeout: 30m\n",
     )
     .unwrap();
-    let no_slurm = slurm_unreachable();
-    let ran = crate::harness::rayslurm(["up", "mycl", "cluster.yaml", "--dry-run", "-n", "2"])
-        .cwd(dir.path())
-        .env("RAYSLURM_STATE_DIR", state(dir.path()))
-        .env("RAYSLURM_CONFIG", "/dev/null")
-        .shims(no_slurm.path())
-        .expect_status(0)
-        .run();
+    let ran = run_offline(
+        dir.path(),
+        &["up", "mycl", "cluster.yaml", "--dry-run", "-n", "2"],
+        0,
+    );
     let script = normalise(&ran.stdout, dir.path());
     for line in [
         "#SBATCH --job-name=mycl",
@@ -431,15 +428,12 @@ fn up_reads_a_task_file_for_the_clusters_nodes_and_setup() {
 fn up_places_a_task_files_file_mounts_and_refuses_a_relative_one_at_its_line() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("data")).unwrap();
-    let no_slurm = slurm_unreachable();
     let run = |code: i32| {
-        crate::harness::rayslurm(["up", "mycl", "cluster.yaml", "--dry-run"])
-            .cwd(dir.path())
-            .env("RAYSLURM_STATE_DIR", state(dir.path()))
-            .env("RAYSLURM_CONFIG", "/dev/null")
-            .shims(no_slurm.path())
-            .expect_status(code)
-            .run()
+        run_offline(
+            dir.path(),
+            &["up", "mycl", "cluster.yaml", "--dry-run"],
+            code,
+        )
     };
     std::fs::write(
         dir.path().join("cluster.yaml"),
@@ -480,16 +474,7 @@ fn up_places_a_task_files_file_mounts_and_refuses_a_relative_one_at_its_line() {
 #[test]
 fn a_file_with_nothing_to_run_is_a_cluster_of_up_whose_autostop_is_its_idle_timeout() {
     let dir = tempfile::tempdir().unwrap();
-    let no_slurm = slurm_unreachable();
-    let run = |args: &[&str], code: i32| {
-        crate::harness::rayslurm(args.iter().copied())
-            .cwd(dir.path())
-            .env("RAYSLURM_STATE_DIR", state(dir.path()))
-            .env("RAYSLURM_CONFIG", "/dev/null")
-            .shims(no_slurm.path())
-            .expect_status(code)
-            .run()
-    };
+    let run = |args: &[&str], code: i32| run_offline(dir.path(), args, code);
     for (autostop, timeout) in [
         ("\n    idle_minutes: 7", "420"),
         (" true", "300"),
@@ -514,6 +499,19 @@ fn a_file_with_nothing_to_run_is_a_cluster_of_up_whose_autostop_is_its_idle_time
         assert!(ran.stderr.contains(needle), "{needle}: {}", ran.stderr);
     }
     assert_eq!(jobs(), before, "nothing written");
+}
+
+/// `rayslurm ARGS` in `dir` with a state directory of its own there, no config file and Slurm
+/// unreachable, expected to exit `code`.
+fn run_offline(dir: &Path, args: &[&str], code: i32) -> crate::harness::Ran {
+    let no_slurm = slurm_unreachable();
+    crate::harness::rayslurm(args.iter().copied())
+        .cwd(dir)
+        .env("RAYSLURM_STATE_DIR", state(dir))
+        .env("RAYSLURM_CONFIG", "/dev/null")
+        .shims(no_slurm.path())
+        .expect_status(code)
+        .run()
 }
 
 /// What a launch without a workdir says on stderr.
