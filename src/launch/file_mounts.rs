@@ -292,6 +292,14 @@ pub(crate) fn destination(dest: &str, in_image: bool) -> Result<MountTo, String>
     }
 }
 
+/// Why the relative destination `dest` has no place on a cluster's nodes (`up`), which make no
+/// workdir of their own, and what to write instead.
+pub(crate) fn no_workdir_on_a_cluster(dest: &str) -> String {
+    format!(
+        "a cluster's nodes have no workdir for the relative destination `{dest}`: write `~/{dest}` (under your home on each node), `/tmp/{dest}` or a new directory such as `/{dest}`"
+    )
+}
+
 /// `~` and `~/...` as a shell (and SkyPilot) reads them: under your home directory.
 pub(crate) fn home_expanded(path: &str) -> PathBuf {
     let home = || std::env::home_dir().unwrap_or_default();

@@ -15,7 +15,7 @@ use crate::handoff::cluster::{
 };
 use crate::handoff::file_mounts::Place;
 use crate::launch::config::{self, LaunchConfig, Sources};
-use crate::launch::file_mounts::{FileMount, MountTo};
+use crate::launch::file_mounts::{FileMount, MountTo, no_workdir_on_a_cluster};
 use crate::launch::snapshot::SnapshotPlan;
 use crate::launch::validate;
 
@@ -132,15 +132,11 @@ fn mounts_alone(
     for text in given {
         let mount = FileMount::parse(text, cwd, in_image)?;
         if let MountTo::Workdir(rel) = &mount.to {
-            return Err(UsageError::new(format!(
-                "--file-mount {}: a cluster's nodes have no workdir for the relative destination `{}`",
-                show(text),
-                rel.display()
-            ))
-            .hint(format!(
-                "give it a place of its own: under your home (`~/{0}`), under /tmp (`/tmp/{0}`), or a new directory such as `/{0}`",
-                rel.display()
-            )));
+            let why = no_workdir_on_a_cluster(&rel.display().to_string());
+            return Err(
+                UsageError::new(format!("--file-mount {}: {why}", show(text)))
+                    .hint("e.g. `--file-mount ~/data=./data`"),
+            );
         }
         file_mounts.push(mount);
     }

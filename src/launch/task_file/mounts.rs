@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::launch::file_mounts::{MountTo, destination, home_expanded};
+use crate::launch::file_mounts::{MountTo, destination, home_expanded, no_workdir_on_a_cluster};
 use crate::launch::storage::check_name;
 
 /// `file_mounts:`: each local source a `--file-mount`, each named storage (`{name: NAME}`, a
@@ -257,9 +257,7 @@ pub(crate) fn check_destinations(
                 |why: String| Refusal::new(&given.field, given.line, why).into_error(&task.path);
             let to = destination(dest, in_image).map_err(refused)?;
             if cluster && matches!(to, MountTo::Workdir(_)) {
-                return Err(refused(format!(
-                    "a cluster's nodes have no workdir for the relative destination `{dest}`: write `~/{dest}` (under your home on each node), `/tmp/{dest}` or a new directory such as `/{dest}`"
-                )));
+                return Err(refused(no_workdir_on_a_cluster(dest)));
             }
         }
     }

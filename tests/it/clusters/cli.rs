@@ -43,7 +43,7 @@ fn cluster_commands_refuse_bad_input_and_submit_nothing() {
             &[
                 "--file-mount `data=",
                 "a cluster's nodes have no workdir for the relative destination `data`",
-                "under your home (`~/data`)",
+                "write `~/data` (under your home on each node)",
             ],
         ),
         (
