@@ -81,12 +81,7 @@ const MAX_VARIABLE: usize = 32 * 4096;
 /// Linux lets a program start with.
 pub(crate) fn node_ips_left_out(ips: &[IpAddr]) -> Option<String> {
     let bytes: usize = ips.iter().map(|ip| ip.to_string().len() + 1).sum();
-    let longest = job_env::SKYPILOT_NODE_IPS
-        .len()
-        .max(job_env::NODE_IPS.len())
-        + 1
-        + bytes;
-    (longest > MAX_VARIABLE).then(|| {
+    too_long_for_a_variable(bytes).then(|| {
         format!(
             "warning: {} and {} are left out: the IPs of {} nodes ({bytes} bytes) are more than Linux lets one variable hold ({MAX_VARIABLE} bytes); read the nodes from `scontrol show hostnames \"$SLURM_JOB_NODELIST\"` or Ray's `ray.nodes()`",
             job_env::NODE_IPS,
@@ -94,6 +89,17 @@ pub(crate) fn node_ips_left_out(ips: &[IpAddr]) -> Option<String> {
             ips.len()
         )
     })
+}
+
+/// Whether the node IPs' variables, with `bytes` of value (and its NUL), are longer than Linux
+/// lets one variable be.
+fn too_long_for_a_variable(bytes: usize) -> bool {
+    job_env::SKYPILOT_NODE_IPS
+        .len()
+        .max(job_env::NODE_IPS.len())
+        + 1
+        + bytes
+        > MAX_VARIABLE
 }
 
 /// The variables, for `ranks` on a run whose nodes have `ips` (node-rank order, head first);
@@ -107,7 +113,7 @@ pub(crate) fn rank_env(
     let ip_lines: Vec<String> = ips.iter().map(ToString::to_string).collect();
     let head = ip_lines.first().cloned().unwrap_or_default();
     let node_ips = ip_lines.join("\n");
-    let too_long = node_ips_left_out(ips).is_some();
+    let too_long = too_long_for_a_variable(node_ips.len() + 1);
     job_env::RANK_VARIABLES
         .iter()
         .filter(|(_, value)| !(too_long && *value == RankValue::NodeIps))
