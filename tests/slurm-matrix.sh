@@ -31,6 +31,11 @@ for v in $versions; do
   summary=$(grep -E '^test result:' "$log" | tail -n1 | sed 's/^test result: //; s/; finished.*//')
   failed=$(grep -E '^    [a-z_:]*e2e_' "$log" | tr -d ' ' | paste -sd, -)
   results+=("$version|${summary:-no result (exit $rc)}${failed:+ (failed: $failed)}|$((SECONDS - t0)) s")
+  # What a failed test said, here too: CI keeps only what this script prints, not the log.
+  if ((rc)); then
+    echo "== Slurm $v: what the failed tests said (the end of each; the whole is in $log)" >&2
+    sed -n '/^failures:$/,/^test result:/p' "$log" | grep -v '^    ' | tail -n 200 >&2
+  fi
 done
 bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-8}" "${RAYSLURM_TEST_CRASH_NODES:-2}" --slurm debian >/dev/null 2>&1 || true
 printf '\n| Slurm | e2e tests | time |\n|---|---|---|\n'
