@@ -7,7 +7,7 @@
 # The end-to-end tests mostly wait (for Slurm, for Ray to start, for time limits), so they run
 # side by side: a cluster of RAYSLURM_TEST_NODES nodes (default 8; RAYSLURM_TEST_CRASH_NODES more,
 # default 2, for the tests that kill a node) and RAYSLURM_TEST_AT_ONCE end-to-end tests at once
-# (default 6), the longest first (the harness's LONG_FIRST): libtest gets a thread for every
+# (default 8: the machine's 2 cores are then busy, not crowded), the longest first (the harness's LONG_FIRST): libtest gets a thread for every
 # test (RUST_TEST_THREADS), so that every test is in line from the start. RAYSLURM_TEST_SLURM=25.11 runs them on a vendored
 # Slurm release instead of Debian's (tests/slurm-matrix.sh runs every one). Each part's time is printed at the end;
 # docs/benchmarks.md has the figures.
@@ -44,14 +44,15 @@ export RAYSLURM_TEST_MYPY=$PWD/target/python-tools/bin/mypy
 timed "cargo build of the tests" cargo test --no-run "$@"
 timed "unit tests" cargo test --bins "$@"
 # Only the integration tests run side by side: some unit tests watch this process's own sockets.
-# The worker types' tests (minutes each of Slurm's own time) are a step of their own too:
-# bash tests/worker-types.sh, which .ci/run runs; and so are the scale tests (bash tests/scale.sh).
-timed "integration tests" env RAYSLURM_TEST_CONTAINERS=0 RAYSLURM_TEST_WORKER_TYPES=0 RAYSLURM_TEST_SCALE=0 RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" \
-  RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-6}" cargo test --test it "$@"
+# The tests that need another part of the lab (the login node over SSH, preemption and Slurm's
+# own time limits, the 64 scale nodes) are steps of their own: bash tests/step.sh ssh|preemption|scale,
+# which .ci/run runs (tests/it/harness/steps.rs lists their tests).
+timed "integration tests" env RAYSLURM_TEST_CONTAINERS=0 RAYSLURM_TEST_SSH=0 RAYSLURM_TEST_PREEMPTION=0 RAYSLURM_TEST_SCALE=0 \
+  RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-8}" cargo test --test it "$@"
 # The container tests are a step of their own (tests/it/containers/e2e_*.rs: Charliecloud and pyxis).
 if [[ ${RAYSLURM_TEST_CONTAINERS:-} == 1 ]]; then
   timed "container tests" env RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" \
-    RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-6}" cargo test --test it "$@" -- containers::e2e_
+    RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-8}" cargo test --test it "$@" -- containers::e2e_
 fi
 export RAYSLURM_WHEEL_E2E=1
 timed "wheel build and check" bash tests/wheel/check.sh

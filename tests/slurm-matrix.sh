@@ -24,7 +24,7 @@ for v in $versions; do
   bin=$(bash tests/cluster/cluster.sh env | sed -n 's/^RAYSLURM_LAB_SLURM_BIN=//p')
   version=$(PATH=${bin:+$bin:}$PATH SLURM_CONF=/etc/slurm/slurm.conf sinfo --version)
   # The container tests run in tests/run.sh's own step, on Debian's Slurm: skipped on purpose;
-  # so are the scale tests (tests/scale.sh: the cluster here has no scale nodes).
+  # so are the scale tests (tests/step.sh scale: the cluster here has no scale nodes).
   PATH=${bin:+$bin:}$PATH SLURM_CONF=/etc/slurm/slurm.conf RAYSLURM_TEST_CONTAINERS=0 RAYSLURM_TEST_SCALE=0 RUST_TEST_THREADS=${RUST_TEST_THREADS:-256} RAYSLURM_TEST_AT_ONCE=${RAYSLURM_TEST_AT_ONCE:-6} \
     cargo test --test it "${filter[@]}" >>"$log" 2>&1
   rc=$?

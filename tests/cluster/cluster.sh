@@ -5,7 +5,7 @@
 #   cluster.sh up [N [C]] [--slurm V] [--scale S]  install what is missing, start slurmctld + N
 #                       slurmd in partition "lab" (default 3) and C more in partition "crash"
 #                       (default 0; N+C at most 10), and S small nodes more (default 0, at most 64)
-#                       in partition "scale" for the scale tests (tests/scale.sh); a healthy cluster
+#                       in partition "scale" for the scale tests (tests/step.sh scale); a healthy cluster
 #                       with at least N lab, C crash and S scale nodes of the same Slurm already up
 #                       is kept. V: "debian" (Debian's 22.05, the default) or a
 #                       vendored release, e.g. 25.11 (built once by build-slurm.sh into /opt/slurm-V;

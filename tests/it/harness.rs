@@ -19,6 +19,7 @@ mod laptop;
 mod no_real_slurm;
 mod node_tmp;
 mod slurm;
+mod steps;
 /// How a test that cannot run here is skipped: the one definition the unit tests use too.
 #[path = "../../src/sys/test_skip.rs"]
 mod test_skip;

@@ -38,7 +38,7 @@ fn worker_jobs(name: &str) -> Vec<(String, String)> {
 }
 
 /// Waits until `ok` holds for the worker jobs, at most `limit`; returns them.
-fn wait_workers(
+pub(crate) fn wait_workers(
     name: &str,
     limit: Duration,
     what: &str,
@@ -74,11 +74,11 @@ fn wait_joined(cluster: &Job, limit: Duration) {
     }
 }
 
-fn running(jobs: &[(String, String)]) -> usize {
+pub(crate) fn running(jobs: &[(String, String)]) -> usize {
     jobs.iter().filter(|(_, s)| s == "RUNNING").count()
 }
 
-fn down(dir: &Path, name: &str, cluster: &Job) {
+pub(crate) fn down(dir: &Path, name: &str, cluster: &Job) {
     let (code, _, stderr) = rs(dir, &["down", name]);
     assert_eq!(code, Some(0), "{stderr}");
     cluster.wait(Duration::from_secs(90));

@@ -5,28 +5,16 @@
 //! type of short jobs over before each one's time limit while a job keeps running.
 //!
 //! They take minutes each (Slurm's 1-minute limits, a preemption's 60 s of grace) on the
-//! preemptible and GPU partitions: a step of their own (`bash tests/worker-types.sh`, run by
-//! .ci/run), not tests/run.sh's, which skips them on purpose (`RAYSLURM_TEST_WORKER_TYPES=0`).
+//! preemptible and GPU partitions: a step of their own (`bash tests/step.sh preemption`, run by
+//! .ci/run), not tests/run.sh's, which skips them on purpose (`RAYSLURM_TEST_PREEMPTION=0`,
+//! harness/steps.rs).
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::clusters::lab_cluster::{exec_detached, rs, status_of, up_nodes, wait_queue};
-use crate::harness::{Job, Lab, Turn, assert_clean, lab};
-
-/// The lab, unless `RAYSLURM_TEST_WORKER_TYPES=0` leaves these tests to their own step.
-fn lab_for_types() -> Option<(&'static Lab, Turn)> {
-    if std::env::var("RAYSLURM_TEST_WORKER_TYPES").as_deref() == Ok("0") {
-        crate::harness::skip(
-            &crate::harness::this_test(),
-            "the worker types' tests run in their own step (bash tests/worker-types.sh)",
-            Some("RAYSLURM_TEST_WORKER_TYPES"),
-        );
-        return None;
-    }
-    lab()
-}
+use crate::harness::{Job, assert_clean, lab};
 
 /// The cluster's jobs of worker type `kind` in Slurm's queue now (named `NAME-TYPE`): (id,
 /// state, node). A failed `squeue` fails the test.
@@ -92,7 +80,7 @@ fn down(dir: &Path, name: &str, cluster: &Job, kinds: &[&str]) {
 /// in `status` and grows nothing.
 #[test]
 fn e2e_each_piece_of_work_grows_the_worker_type_that_can_hold_it() {
-    let Some((lab, _turn)) = lab_for_types() else {
+    let Some((lab, _turn)) = lab() else {
         return;
     };
     let dir = lab.workdir("types");
@@ -247,7 +235,7 @@ fn assert_drained_with_grace(seen: &str, preempted_ms: i64) {
 /// joins, and the jobs queued on the type's resource meanwhile all succeed.
 #[test]
 fn e2e_a_preempted_worker_is_drained_by_its_deadline_and_replaced() {
-    let Some((lab, _turn)) = lab_for_types() else {
+    let Some((lab, _turn)) = lab() else {
         return;
     };
     let dir = lab.workdir("preempt");
@@ -330,7 +318,7 @@ fn e2e_a_preempted_worker_is_drained_by_its_deadline_and_replaced() {
 /// drained then, and the job's tasks, which only that type's nodes hold, all succeed.
 #[test]
 fn e2e_a_type_of_short_jobs_rolls_over_while_a_longer_job_runs() {
-    let Some((lab, _turn)) = lab_for_types() else {
+    let Some((lab, _turn)) = lab() else {
         return;
     };
     let dir = lab.workdir("rollover");

@@ -3,5 +3,5 @@
 //! worker job.
 
 mod cli;
-mod e2e_elastic;
+pub(crate) mod e2e_elastic;
 mod e2e_worker_types;

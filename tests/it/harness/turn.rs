@@ -85,9 +85,16 @@ pub const LONG_FIRST: &[&str] = &[
     "long_runs::e2e_long_runs::the_time_limit_warns_the_command_which_checkpoints_and_the_requeued_run_resumes",
     "per_node::e2e_per_node::a_rank_that_fails_gives_its_code_and_the_others_are_stopped",
     "shared_cluster::e2e_ports::several_runs_share_one_node_while_another_user_holds_ports_there",
+    // Measured at 8 at once (2026-11-27): 40 to 60 s each, and they had started last.
+    "gpus::e2e_gpus::e2e_a_node_without_gpus_never_counts_the_batch_nodes",
+    "per_node::e2e_per_node::two_per_node_runs_on_one_node_get_different_master_ports",
+    "python_api::e2e_python::functions_from_python",
+    "python_api::e2e_python::a_cluster_from_python",
+    "bootstrap::e2e_worker_start::a_workers_ray_start_that_fails_once_is_tried_again_and_the_run_goes_on",
+    "bootstrap::e2e_bootstrap::a_temp_root_name_taken_on_the_nodes_does_not_fail_the_run",
 ];
 
-/// Which tests hold the cluster now, and which wait: at most `RAYSLURM_TEST_AT_ONCE` (6) at
+/// Which tests hold the cluster now, and which wait: at most `RAYSLURM_TEST_AT_ONCE` (8) at
 /// once, whatever the number of libtest's threads (tests/run.sh gives it one for every test,
 /// so that every test asks at the start and the long ones can go first).
 struct Gate {
@@ -123,7 +130,7 @@ pub(super) fn admit(test: &str, kills_a_node: bool) -> Admitted {
         .ok()
         .and_then(|n| n.parse().ok())
         .filter(|n| *n > 0)
-        .unwrap_or(6);
+        .unwrap_or(8);
     let rank = if kills_a_node {
         0
     } else {
@@ -171,18 +178,10 @@ pub(super) fn turn(
 /// moved test would silently lose its place in line.
 #[test]
 fn long_first_names_are_tests() {
-    let listed = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--list", "--format", "terse"])
-        .output()
-        .unwrap();
-    assert!(listed.status.success(), "{listed:?}");
-    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
-    let tests: Vec<&str> = (listed.lines())
-        .filter_map(|l| l.strip_suffix(": test"))
-        .collect();
+    let tests = super::steps::tests_of_this_binary();
     for name in LONG_FIRST {
         assert!(
-            tests.contains(name),
+            tests.iter().any(|t| t == name),
             "{name} is in LONG_FIRST but is no test of this binary (`cargo test --test it -- --list`)"
         );
     }

@@ -1,12 +1,14 @@
 //! Runs at scale on the lab's `scale` partition (`cluster.sh up 8 2 --scale 64`: 64 small nodes
 //! beside the usual lab): a Ray run on 32 nodes with a task on each, a `--per-node` run of 64
-//! ranks with a setup on each and one rank failing, a node killed in a 32-node Ray run.
+//! ranks with a setup on each and one rank failing, a node killed in a 32-node Ray run, an
+//! elastic cluster grown to 16 worker jobs at once.
 //!
 //! Each holds the partition alone (a 32-node Ray start is minutes of CPU on the lab's 2 cores),
-//! one after another: a step of their own (`bash tests/scale.sh`, run by .ci/run), not
+//! one after another: a step of their own (`bash tests/step.sh scale`, run by .ci/run), not
 //! tests/run.sh's, which skips them on purpose (`RAYSLURM_TEST_SCALE=0`). No timing is asserted
 //! but the loose bounds of a failure's report; docs/scale.md has the figures.
 
+mod e2e_elastic_scale;
 mod e2e_scale;
 mod status_1000;
 
@@ -16,9 +18,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::harness::{Job, Lab, Turn, lab, launch_in, skip, this_test};
-
-/// The variable that leaves these tests to their own step when `0` (tests/run.sh sets it).
-const STEP: &str = "RAYSLURM_TEST_SCALE";
 
 /// How many nodes the Ray tests take (32 unless this says otherwise): fewer to see that they
 /// pass where Ray can start on the lab's 2 cores (docs/scale.md: at 32 every worker's raylet
@@ -43,20 +42,12 @@ fn ray_nodes() -> usize {
 /// scale nodes: skipped loudly, or a failure under CI.
 fn lab_scale(nodes: usize) -> Option<(&'static Lab, Turn, MutexGuard<'static, ()>)> {
     static SCALE: Mutex<()> = Mutex::new(());
-    let test = this_test();
-    if std::env::var(STEP).as_deref() == Ok("0") {
-        skip(
-            &test,
-            "the scale tests run in their own step (bash tests/scale.sh)",
-            Some(STEP),
-        );
-        return None;
-    }
     let (lab, turn) = lab()?;
     if lab.scale_nodes.len() < nodes {
+        let test = this_test();
         let why = format!(
             "the test cluster has {} scale node(s), not {nodes} \
-             (run `bash tests/cluster/cluster.sh up 8 2 --scale 64`, or bash tests/scale.sh)",
+             (run `bash tests/cluster/cluster.sh up 8 2 --scale 64`, or bash tests/step.sh scale)",
             lab.scale_nodes.len()
         );
         skip(&test, &why, None);
