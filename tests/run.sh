@@ -20,13 +20,6 @@ timed() {
   "$@"
   times+=("$name: $((SECONDS - t0)) s")
 }
-# The container tests' runtimes and image first (RAYSLURM_TEST_CONTAINERS=1; .ci/run sets it), so
-# that the cluster comes up with pyxis loaded: Charliecloud and the lab's Debian 12 image
-# (tests/cluster/images.sh, about a minute the first time), enroot and pyxis built from the
-# vendored sources (tests/cluster/build-pyxis.sh, seconds).
-if [[ ${RAYSLURM_TEST_CONTAINERS:-} == 1 ]]; then
-  timed "container runtimes and image" bash -c 'bash tests/cluster/images.sh up && bash tests/cluster/build-pyxis.sh'
-fi
 timed "test cluster up" bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-8}" "${RAYSLURM_TEST_CRASH_NODES:-2}" \
   --slurm "${RAYSLURM_TEST_SLURM:-debian}"
 # The tests, and the jobs they submit, use the cluster's own Slurm clients.
@@ -35,7 +28,7 @@ if [[ -n $slurm_bin ]]; then export PATH=$slurm_bin:$PATH; fi
 export SLURM_CONF=/etc/slurm/slurm.conf
 # Every test skipped (and why) is added here and printed at the end: a passing test's own
 # output is hidden by libtest. Under CI=true a skip is a failure unless a named variable set to 0
-# asks for it (RAYSLURM_TEST_CONTAINERS=0 below: the container tests have their own step).
+# asks for it (below: the steps of their own).
 RAYSLURM_TEST_SKIPS=$(mktemp /tmp/rayslurm-test-skips.XXXXXX)
 export RAYSLURM_TEST_SKIPS
 # mypy (and cloudpickle) for the Python package's tests, pinned, in target/python-tools.
@@ -44,24 +37,16 @@ export RAYSLURM_TEST_MYPY=$PWD/target/python-tools/bin/mypy
 timed "cargo build of the tests" cargo test --no-run "$@"
 timed "unit tests" cargo test --bins "$@"
 # Only the integration tests run side by side: some unit tests watch this process's own sockets.
-# The tests that need another part of the lab (the login node over SSH, preemption and Slurm's
-# own time limits, the 64 scale nodes) are steps of their own: bash tests/step.sh ssh|preemption|scale,
-# which .ci/run runs (tests/it/harness/steps.rs lists their tests).
+# The tests that need another part of the lab (container runtimes and an image, the login node
+# over SSH, preemption and Slurm's own time limits, the 64 scale nodes) are steps of their own:
+# bash tests/step.sh containers|ssh|preemption|scale, which .ci/run runs (tests/it/harness/steps.rs
+# lists their tests).
 timed "integration tests" env RAYSLURM_TEST_CONTAINERS=0 RAYSLURM_TEST_SSH=0 RAYSLURM_TEST_PREEMPTION=0 RAYSLURM_TEST_SCALE=0 \
   RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-8}" cargo test --test it "$@"
-# The container tests are a step of their own (tests/it/containers/e2e_*.rs: Charliecloud and pyxis).
-if [[ ${RAYSLURM_TEST_CONTAINERS:-} == 1 ]]; then
-  timed "container tests" env RUST_TEST_THREADS="${RUST_TEST_THREADS:-256}" \
-    RAYSLURM_TEST_AT_ONCE="${RAYSLURM_TEST_AT_ONCE:-8}" cargo test --test it "$@" -- containers::e2e_
-fi
 export RAYSLURM_WHEEL_E2E=1
 timed "wheel build and check" bash tests/wheel/check.sh
 printf 'tests/run.sh: %s\n' "${times[@]}" >&2
-# The container tests skipped in the integration step ran in their own step, when it ran.
 skips=$(sort -u "$RAYSLURM_TEST_SKIPS")
-if [[ ${RAYSLURM_TEST_CONTAINERS:-} == 1 ]]; then
-  skips=$(grep -v '(RAYSLURM_TEST_CONTAINERS=0)$' <<<"$skips" || true)
-fi
 rm -f "$RAYSLURM_TEST_SKIPS"
 if [[ -n $skips ]]; then
   printf 'tests/run.sh: skipped %s test(s):\n%s\n' "$(wc -l <<<"$skips")" "$skips" >&2

@@ -5,6 +5,11 @@
 # are listed in tests/it/harness/steps.rs. Brings the test cluster up (in the step's shape) if
 # it is not; extra arguments go to `cargo test` (e.g. --locked).
 #
+#   containers  Ray and per-node runs and clusters in an image, with Charliecloud and pyxis
+#               (containers::e2e_*): first installs Charliecloud and builds the lab's image
+#               (tests/cluster/images.sh, a minute the first time) and enroot and pyxis
+#               (tests/cluster/build-pyxis.sh), so that the cluster comes up with pyxis loaded.
+#               Budget: 5 minutes.
 #   ssh         the laptop's tests over SSH to the lab's login node (laptop::e2e_*, a Ray
 #               cluster YAML from the laptop). Budget: 5 minutes.
 #   preemption  worker types preempted, rolled over before their 1-minute limits and grown on
@@ -23,6 +28,7 @@ step=${1:-}
 shift || true
 shape=()
 case $step in
+  containers) var=RAYSLURM_TEST_CONTAINERS budget=300 filters=(containers::e2e_) ;;
   ssh) var=RAYSLURM_TEST_SSH budget=300 filters=(laptop::e2e_ ray_yaml::e2e_from_laptop::) ;;
   preemption)
     var=RAYSLURM_TEST_PREEMPTION budget=600
@@ -30,11 +36,15 @@ case $step in
     ;;
   scale) var=RAYSLURM_TEST_SCALE budget=1200 filters=(scale::) shape=(--scale 64) ;;
   *)
-    echo "tests/step.sh: no step \`$step\`: give ssh, preemption or scale" >&2
+    echo "tests/step.sh: no step \`$step\`: give containers, ssh, preemption or scale" >&2
     exit 2
     ;;
 esac
 t0=$SECONDS
+if [[ $step == containers ]]; then
+  bash tests/cluster/images.sh up
+  bash tests/cluster/build-pyxis.sh
+fi
 bash tests/cluster/cluster.sh up "${RAYSLURM_TEST_NODES:-8}" "${RAYSLURM_TEST_CRASH_NODES:-2}" \
   "${shape[@]}" --slurm "${RAYSLURM_TEST_SLURM:-debian}"
 slurm_bin=$(bash tests/cluster/cluster.sh env | sed -n 's/^RAYSLURM_LAB_SLURM_BIN=//p')

@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::handoff::run_files::create_private_dir;
 use crate::launch::snapshot::SnapshotInfo;
-use crate::ray::jobs_api::JobInfo;
 use crate::sys::quote::shell_quote;
 use crate::sys::staged_file::Staged;
 
@@ -47,8 +46,8 @@ fn jobs_dir(run_dir: &Path) -> PathBuf {
 }
 
 impl JobRecord {
-    /// Takes the next free id in `run_dir`, above `ray_highest` (the highest id Ray already
-    /// knows, as [`highest_in_ray`] finds it), and writes the record under it.
+    /// Takes the next free id in `run_dir`, above `ray_highest` (an id Ray already has, when
+    /// it said so), and writes the record under it.
     pub(crate) fn create(
         run_dir: &Path,
         cluster_job: &str,
@@ -60,7 +59,7 @@ impl JobRecord {
     ) -> Result<Self> {
         let dir = jobs_dir(run_dir);
         create_private_dir(&dir)?;
-        let recorded = all(run_dir)?.iter().map(|j| j.id).max().unwrap_or(0);
+        let recorded = highest_recorded(&dir)?;
         let mut id = recorded.max(ray_highest) + 1;
         loop {
             let record = Self {
@@ -168,21 +167,16 @@ impl JobRecord {
     }
 }
 
-/// The highest short id among the jobs Ray knows for the cluster of Slurm job `cluster_job`:
-/// a job whose submission's answer was lost (a timeout) is in Ray but has no record, and its
-/// id must not be given again.
-pub(crate) fn highest_in_ray(jobs: &[JobInfo], cluster_job: &str) -> u32 {
-    let prefix = format!("rayslurm-{cluster_job}-");
-    jobs.iter()
-        .filter_map(|j| {
-            j.submission_id
-                .as_deref()?
-                .strip_prefix(&prefix)?
-                .parse()
-                .ok()
-        })
+/// The highest id recorded in `dir` (`jobs/`), from the records' names alone: a new job's
+/// cost must not grow with the records' contents.
+fn highest_recorded(dir: &Path) -> Result<u32> {
+    let entries =
+        std::fs::read_dir(dir).with_context(|| format!("cannot read `{}`", dir.display()))?;
+    Ok(entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".json")?.parse().ok())
         .max()
-        .unwrap_or(0)
+        .unwrap_or(0))
 }
 
 /// Every job of the cluster whose run directory this is, by id.
@@ -203,9 +197,14 @@ pub(crate) fn all(run_dir: &Path) -> Result<Vec<JobRecord>> {
     Ok(jobs)
 }
 
-/// The job `id` of the cluster.
+/// The job `id` of the cluster (its record alone is read).
 pub(crate) fn one(run_dir: &Path, id: u32) -> Result<Option<JobRecord>> {
-    Ok(all(run_dir)?.into_iter().find(|j| j.id == id))
+    let path = jobs_dir(run_dir).join(format!("{id}.json"));
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(serde_json::from_str(&text).ok()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot read `{}`", path.display())),
+    }
 }
 
 #[cfg(test)]
@@ -245,27 +244,13 @@ mod tests {
 
     #[test]
     fn an_id_ray_already_has_is_never_given_again() {
-        let info = |id: &str| JobInfo {
-            submission_id: Some(id.into()),
-            status: "SUCCEEDED".into(),
-            message: None,
-            start_time: None,
-            end_time: None,
-            driver_exit_code: None,
-            metadata: None,
-            entrypoint: None,
-        };
-        let ray = [
-            info("rayslurm-42-1"),
-            info("rayslurm-42-4"),
-            info("rayslurm-7-9"),
-            info("raysubmit_x"),
-        ];
-        assert_eq!(highest_in_ray(&ray, "42"), 4);
-        assert_eq!(highest_in_ray(&[], "42"), 0);
         let dir = tempfile::tempdir().unwrap();
-        let job = plain_job(dir.path(), 4);
-        assert_eq!(job.unwrap().id, 5);
+        assert_eq!(plain_job(dir.path(), 0).unwrap().id, 1);
+        // Ray said it has 4: the next is above it, and above every record.
+        assert_eq!(plain_job(dir.path(), 4).unwrap().id, 5);
+        assert_eq!(plain_job(dir.path(), 0).unwrap().id, 6);
+        assert_eq!(one(dir.path(), 5).unwrap().unwrap().id, 5);
+        assert!(one(dir.path(), 2).unwrap().is_none());
     }
 
     #[test]

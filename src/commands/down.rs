@@ -55,18 +55,15 @@ pub(crate) fn run(args: &DownSettings, printer: &Printer) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Asks Ray to stop the cluster's running and pending jobs, and waits up to a minute for them.
+/// Asks Ray to stop the cluster's running and pending jobs, and waits up to a minute for the
+/// running ones.
 fn stop_jobs(api: &JobsApi, name: &str, printer: &Printer) -> Result<()> {
-    let active = api.active_ids()?;
-    for id in &active {
-        api.stop(id)?;
-    }
-    if !active.is_empty() {
+    let stopped = api.stop_all(Duration::from_secs(60))?;
+    if stopped.active > 0 {
         printer.info(&format!(
-            "stopping {} job(s) of cluster {name}",
-            active.len()
+            "stopped {} job(s) of cluster {name} ({} running, waited for)",
+            stopped.active, stopped.running
         ));
-        api.wait_none_active(Duration::from_secs(60))?;
     }
     Ok(())
 }

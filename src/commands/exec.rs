@@ -17,7 +17,7 @@ use crate::clusters::cluster::Cluster;
 use crate::clusters::elastic::Elastic;
 use crate::clusters::files;
 use crate::clusters::follow;
-use crate::clusters::jobs::{self, JobRecord};
+use crate::clusters::jobs::JobRecord;
 use crate::clusters::ranks::{self, RankSpec};
 use crate::commands::settings::exec::ExecSettings;
 use crate::error::{UsageError, show};
@@ -97,8 +97,20 @@ pub(crate) fn run_listed(
     follow::follow(&api, name, &job, Start::Beginning, printer)
 }
 
-/// Records the job beside the cluster's log, writes its snapshot there, and gives it to Ray;
-/// the record and the snapshot go again if Ray did not take it.
+/// How many ids `exec` takes in turn while Ray answers that it has the one taken already.
+const ID_TRIES: u32 = 100;
+
+/// What became of one id's submission.
+enum Outcome {
+    Accepted(Box<JobRecord>),
+    /// Ray has a job under this id already (one whose record was lost, or whose submission's
+    /// answer was): its record is removed and the next id is taken.
+    IdTaken(u32),
+}
+
+/// Records the job under the next free id and gives it to Ray, taking the next id while Ray
+/// has the one taken already. Ray's list of jobs is not read: its length is the queue's, and
+/// a submission's cost must not grow with it.
 fn submit(
     cluster: &Cluster,
     api: &JobsApi,
@@ -107,15 +119,37 @@ fn submit(
     listing: Option<&Listing>,
     printer: &Printer,
 ) -> Result<JobRecord> {
+    let mut above = 0;
+    for _ in 0..ID_TRIES {
+        match submit_as(cluster, api, settings, ranks, listing, printer, above)? {
+            Outcome::Accepted(job) => return Ok(*job),
+            Outcome::IdTaken(id) => above = id,
+        }
+    }
+    anyhow::bail!(
+        "job not submitted to cluster {}: Ray already has jobs under the next {ID_TRIES} ids above {}, which no record here names",
+        cluster.name(),
+        above - ID_TRIES
+    )
+}
+
+/// Records the job beside the cluster's log under the next free id above `above`, writes its
+/// snapshot there, and gives it to Ray; the record and the snapshot go again if Ray did not
+/// take it.
+fn submit_as(
+    cluster: &Cluster,
+    api: &JobsApi,
+    settings: &ExecSettings,
+    ranks: Option<u32>,
+    listing: Option<&Listing>,
+    printer: &Printer,
+    above: u32,
+) -> Result<Outcome> {
     let workdir = &settings.workdir;
-    let known = api.jobs().context(format!(
-        "cannot list the jobs of cluster {}",
-        cluster.name()
-    ))?;
     let mut job = JobRecord::create(
         &cluster.run_dir,
         &cluster.run.record.job_id,
-        jobs::highest_in_ray(&known, &cluster.run.record.job_id),
+        above,
         settings.name.as_deref(),
         &settings.command,
         workdir,
@@ -176,6 +210,10 @@ fn submit(
         ]),
     };
     if let Err(e) = api.submit(&submit) {
+        if e.is_id_taken(&submit.submission_id) {
+            job.remove(&cluster.run_dir);
+            return Ok(Outcome::IdTaken(job.id));
+        }
         // The answer may be lost after Ray took the job (a timeout): then it is submitted, and
         // its id must never be given again.
         let taken = api
@@ -186,7 +224,7 @@ fn submit(
             return Err(e).context(format!("job not submitted to cluster {}", cluster.name()));
         }
     }
-    Ok(job)
+    Ok(Outcome::Accepted(Box::new(job)))
 }
 
 /// `--per-node`'s number of ranks: `-n`, or every node of the cluster now; more than it has

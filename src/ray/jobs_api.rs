@@ -101,6 +101,16 @@ pub(crate) enum ApiError {
     Unchecked { url: String },
 }
 
+impl ApiError {
+    /// Whether Ray refused the submission `submission_id` because it has a job under that id
+    /// already: its job agent's `Job with submission_id ... already exists`, which the
+    /// dashboard passes on inside an HTTP 500's traceback (an agent's own answer is a 400).
+    pub(crate) fn is_id_taken(&self, submission_id: &str) -> bool {
+        let said = format!("Job with submission_id {submission_id} already exists");
+        matches!(self, Self::Status { status: 400 | 500, body, .. } if body.contains(&said))
+    }
+}
+
 impl JobsApi {
     /// The API on `host:port`, with the token read from `token_file` (if any).
     pub(crate) fn new(host_port: &str, token_file: Option<&Path>) -> std::io::Result<Self> {
@@ -229,25 +239,50 @@ impl JobsApi {
             .map(|_| ())
     }
 
-    /// The submission ids of the running and pending jobs.
-    pub(crate) fn active_ids(&self) -> Result<Vec<String>, ApiError> {
-        Ok(self
-            .jobs()?
-            .into_iter()
-            .filter(JobInfo::active)
-            .filter_map(|j| j.submission_id)
-            .collect())
+    /// Whether any job is running or pending.
+    pub(crate) fn any_active(&self) -> Result<bool, ApiError> {
+        Ok(self.jobs()?.iter().any(JobInfo::active))
     }
 
-    /// Waits until no job is running or pending, at most `limit`; a failed request ends the
-    /// wait with its error.
-    pub(crate) fn wait_none_active(&self, limit: Duration) -> Result<(), ApiError> {
-        let deadline = Instant::now() + limit;
-        while Instant::now() < deadline && self.jobs()?.iter().any(JobInfo::active) {
-            std::thread::sleep(Duration::from_millis(500));
+    /// Asks Ray to stop every running and pending job, then waits, at most `limit`, for the
+    /// ones that were running to end (a pending job has no process: it ends with the cluster,
+    /// and Ray would only stop it once it had started). One list of the jobs, a request a job
+    /// to stop it, then a request a poll for each job still running: never the whole list
+    /// again, whose length is the queue's.
+    pub(crate) fn stop_all(&self, limit: Duration) -> Result<StoppedJobs, ApiError> {
+        let jobs = self.jobs()?;
+        let active: Vec<&JobInfo> = jobs.iter().filter(|j| j.active()).collect();
+        for id in active.iter().filter_map(|j| j.submission_id.as_deref()) {
+            self.stop(id)?;
         }
-        Ok(())
+        let mut running: Vec<&str> = (active.iter())
+            .filter(|j| j.status == "RUNNING")
+            .filter_map(|j| j.submission_id.as_deref())
+            .collect();
+        let stopped = StoppedJobs {
+            active: active.len(),
+            running: running.len(),
+        };
+        let deadline = Instant::now() + limit;
+        while !running.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(500));
+            let mut still = Vec::new();
+            for id in running {
+                if self.job(id)?.status == "RUNNING" {
+                    still.push(id);
+                }
+            }
+            running = still;
+        }
+        Ok(stopped)
     }
+}
+
+/// What [`JobsApi::stop_all`] asked Ray to stop: the running and pending jobs, and of them the
+/// running ones, waited for.
+pub(crate) struct StoppedJobs {
+    pub(crate) active: usize,
+    pub(crate) running: usize,
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
@@ -321,11 +320,20 @@ pub fn json_keys(v: &serde_json::Value) -> String {
     keys.join("\n")
 }
 
-/// Writes an executable shim script named `name` into `dir`.
+/// Writes an executable shim script named `name` into `dir`. Its file is written by a child
+/// (`install`), never open for writing in this process: a child that another test's thread
+/// forks meanwhile would hold such a file open until it execs, and running the shim then fails
+/// "Text file busy" (once seen: pyxis's `srun --help` shim, read as no pyxis).
 pub fn shim(dir: &Path, name: &str, body: &str) {
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/bash\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let staged = tempfile::NamedTempFile::new_in(dir).unwrap();
+    std::fs::write(staged.path(), format!("#!/bin/bash\n{body}\n")).unwrap();
+    let out = std::process::Command::new("install")
+        .args(["-m", "755"])
+        .arg(staged.path())
+        .arg(dir.join(name))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "install of the shim {name}: {out:?}");
 }
 
 /// Replaces run-specific text (times in file names) so output can be compared.

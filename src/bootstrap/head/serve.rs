@@ -143,9 +143,7 @@ impl Head<'_> {
             if let Some(signal) = signals::take().into_iter().find(|s| signals::stops(*s)) {
                 // Jobs that run get the grace: Ray is told first that the worker nodes go away
                 // (a cluster without one stops at once, with nothing to tell).
-                if signal == signals::TIME_WARNING
-                    && api.active_ids().is_ok_and(|ids| !ids.is_empty())
-                {
+                if signal == signals::TIME_WARNING && api.any_active().unwrap_or(false) {
                     self.drain(Deadline::TimeLimit, c.nodes.command_grace(), &mut false);
                 }
                 break stopped(&api, signal, c.nodes.command_grace());
@@ -176,7 +174,8 @@ impl Head<'_> {
 /// A cluster told to stop: its running jobs are stopped, with the stop grace. Slurm's
 /// warning is a signal of its own: the time limit is told from `down`.
 fn stopped(api: &JobsApi, signal: Signal, grace: Duration) -> Outcome {
-    let stopped = stop_jobs(api, grace);
+    // A failed request ends it: Ray's own stop follows.
+    let stopped = api.stop_all(grace).map_or(0, |s| s.running);
     let (ending, why) = if signal == signals::TIME_WARNING {
         (Ending::TimeLimit, "the allocation's time limit".to_owned())
     } else {
@@ -192,20 +191,6 @@ fn stopped(api: &JobsApi, signal: Signal, grace: Duration) -> Outcome {
             "the cluster was stopped by {why}; {stopped} running job(s) were stopped with the stop grace"
         )),
     }
-}
-
-/// Asks Ray to stop every running or pending job and waits for them to end, at most `grace`;
-/// returns how many there were.
-fn stop_jobs(api: &JobsApi, grace: Duration) -> usize {
-    let Ok(active) = api.active_ids() else {
-        return 0;
-    };
-    for id in &active {
-        let _ = api.stop(id);
-    }
-    // A failed request ends the wait: Ray's own stop follows.
-    let _ = api.wait_none_active(grace);
-    active.len()
 }
 
 #[cfg(test)]

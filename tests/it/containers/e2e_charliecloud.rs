@@ -21,7 +21,7 @@ pub(crate) const MARKER: &str = "rayslurm-test-image debian12";
 /// The lab and the image, when the container tests are asked for.
 pub(crate) fn lab_with_image() -> Option<(&'static Lab, Turn, PathBuf)> {
     if std::env::var("RAYSLURM_TEST_CONTAINERS").as_deref() != Ok("1") {
-        let why = "the container tests run in their own step (RAYSLURM_TEST_CONTAINERS=1 bash tests/run.sh)";
+        let why = "the container tests run in their own step (bash tests/step.sh containers)";
         crate::harness::skip(
             &crate::harness::this_test(),
             why,

@@ -1,5 +1,6 @@
 //! The end-to-end tests that run in a step of their own, not in tests/run.sh's: each step
-//! needs a part of the lab the other tests do not (the login node's sshd and a laptop, the
+//! needs a part of the lab the other tests do not (container runtimes and an image, the login
+//! node's sshd and a laptop, the
 //! preemptible partitions and minutes of Slurm's own time, 64 more nodes) and is run by
 //! `bash tests/step.sh STEP`, which .ci/run runs with a budget. tests/run.sh sets each step's
 //! variable to `0`; [`left_to_its_step`] then skips those tests, naming the command that runs
@@ -18,6 +19,12 @@ pub struct Step {
 
 /// Every step of its own (tests/step.sh has the same names, filters and budgets).
 pub const STEPS: &[Step] = &[
+    Step {
+        var: "RAYSLURM_TEST_CONTAINERS",
+        command: "bash tests/step.sh containers",
+        needs: "container runtimes (Charliecloud, enroot and pyxis) and the lab's image",
+        tests: &["containers::e2e_"],
+    },
     Step {
         var: "RAYSLURM_TEST_SSH",
         command: "bash tests/step.sh ssh",

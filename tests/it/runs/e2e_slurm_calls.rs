@@ -26,14 +26,11 @@ fn counting_shims(dir: &Path) -> (PathBuf, PathBuf) {
             .unwrap();
         let real = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         assert!(!real.is_empty(), "no {client} on PATH");
-        let script = format!(
-            "#!/bin/sh\necho \"$(date +%s) $(hostname) {client} $*\" >> '{}'\nexec '{real}' \"$@\"\n",
+        let body = format!(
+            "echo \"$(date +%s) $(hostname) {client} $*\" >> '{}'\nexec '{real}' \"$@\"",
             calls.display()
         );
-        let path = bin.join(client);
-        std::fs::write(&path, script).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        crate::harness::shim(&bin, client, &body);
     }
     (bin, calls)
 }
