@@ -195,7 +195,7 @@ impl JobsApi {
             Err(ApiError::Status {
                 url,
                 status,
-                body: text.trim().chars().take(300).collect(),
+                body: what_went_wrong(&text),
             })
         }
     }
@@ -285,9 +285,56 @@ pub(crate) struct StoppedJobs {
     pub(crate) running: usize,
 }
 
+/// What an error answer says, in 300 characters at most: a Python traceback's last exception
+/// line (`ValueError: ...`: Ray's dashboard ends its own traceback with its job agent's), else
+/// the answer's start.
+fn what_went_wrong(text: &str) -> String {
+    let text = text.trim();
+    let exception = |line: &&str| {
+        line.split_once(": ").is_some_and(|(name, _)| {
+            (name.ends_with("Error") || name.ends_with("Exception"))
+                && name
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '.' || c == '_')
+        })
+    };
+    let said = if text.starts_with("Traceback") {
+        text.lines().rev().find(exception).unwrap_or(text)
+    } else {
+        text
+    };
+    said.trim().chars().take(300).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_answer_is_its_traceback_last_line_or_its_start() {
+        // As Ray 2.60's dashboard passes on its job agent's refusal (an HTTP 500).
+        let agent = "Traceback (most recent call last):\n  File \"job_agent.py\", line 48, in submit_job\n    raise ValueError(...)\nValueError: Job with submission_id rayslurm-7-3 already exists. Please use a different submission_id.";
+        let head = format!(
+            "Traceback (most recent call last):\n  File \"job_head.py\", line 419, in submit_job\n    resp = await job_agent_client.submit_job_internal(submit_request)\nRuntimeError: Request failed with status code 400: {agent}\n.\n"
+        );
+        let said = what_went_wrong(&head);
+        assert!(
+            said.starts_with("ValueError: Job with submission_id rayslurm-7-3 already exists"),
+            "{said}"
+        );
+        let refused = ApiError::Status {
+            url: "u".into(),
+            status: 500,
+            body: said,
+        };
+        assert!(refused.is_id_taken("rayslurm-7-3"));
+        assert!(
+            !refused.is_id_taken("rayslurm-7-30"),
+            "another id's refusal"
+        );
+        assert_eq!(what_went_wrong("  no such job\n"), "no such job");
+        assert_eq!(what_went_wrong(&"x".repeat(1000)).len(), 300);
+    }
 
     #[test]
     fn a_job_serializes_as_the_api_takes_it() {

@@ -6,9 +6,10 @@ use std::time::Duration;
 use crate::clusters::lab_cluster::{exec_detached, rs, status_of, up_nodes, wait_queue};
 use crate::elastic::e2e_elastic::{down, running, wait_workers};
 
-/// 17 tasks of 1 CPU on nodes of 1 CPU, each holding its CPU until Ray counts 17 nodes alive:
-/// the head (one node) submits 16 worker jobs at once (`--max-pending-workers 16`), every task
-/// runs on a node of its own, and the worker jobs are given back once idle.
+/// A placement group of 17 bundles of 2 CPUs, one a node (`STRICT_SPREAD`), on nodes of 2 CPUs
+/// (the scale nodes'): the head (one node) submits 16 worker jobs at once
+/// (`--max-pending-workers 16`), a task runs in each bundle, on 17 hosts, and the worker jobs
+/// are given back once idle.
 #[test]
 fn an_elastic_cluster_grows_to_16_worker_jobs_for_work_that_needs_17_nodes() {
     let Some((lab, _turn, _alone)) = super::lab_scale(17) else {
@@ -34,14 +35,17 @@ fn an_elastic_cluster_grows_to_16_worker_jobs_for_work_that_needs_17_nodes() {
             "300",
         ],
     );
-    let work = "import ray, socket, time
+    let work = "import ray, socket
+from ray.util.placement_group import placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy as In
 ray.init()
-@ray.remote(num_cpus=1)
+group = placement_group([{'CPU': 2}] * 17, strategy='STRICT_SPREAD')
+ray.get(group.ready())
+@ray.remote(num_cpus=2)
 def host():
-    while sum(n['Alive'] for n in ray.nodes()) < 17:
-        time.sleep(1)
     return socket.gethostname()
-print('hosts', len(set(ray.get([host.remote() for _ in range(17)]))))";
+hosts = [host.options(scheduling_strategy=In(group, placement_group_bundle_index=i)).remote() for i in range(17)]
+print('hosts', len(set(ray.get(hosts))))";
     let id = exec_detached(&dir, &name, &["--", "python", "-c", work]);
     let grown = wait_workers(
         &name,

@@ -17,7 +17,8 @@ fn requests(stderr: &str) -> Vec<&str> {
         .collect()
 }
 
-/// A 1-CPU cluster runs one job of 1 CPU and queues 1,000 more behind it.
+/// A cluster of one 2-CPU node (a scale node) runs one job of 2 CPUs and queues 1,000 more
+/// behind it.
 #[test]
 fn a_queue_of_1000_jobs_is_one_request_to_see_and_each_submission_one_request() {
     let Some((lab, _turn, _alone)) = super::lab_scale(1) else {
@@ -26,15 +27,15 @@ fn a_queue_of_1000_jobs_is_one_request_to_see_and_each_submission_one_request() 
     let dir = lab.workdir("queue1000");
     let name = format!("q1000x{}", std::process::id());
     let cluster = up_nodes(lab, &dir, &name, "1", &["-p", &lab.scale_partition]);
-    let holder = exec_detached(&dir, &name, &["--num-cpus", "1", "--", "sleep", "3600"]);
+    let holder = exec_detached(&dir, &name, &["--num-cpus", "2", "--", "sleep", "3600"]);
     assert_eq!(holder, 1);
     for n in 2..=1000 {
-        let id = exec_detached(&dir, &name, &["--num-cpus", "1", "--", "true"]);
+        let id = exec_detached(&dir, &name, &["--num-cpus", "2", "--", "true"]);
         assert_eq!(id, n);
     }
     let (code, stdout, stderr) = rs(
         &dir,
-        &["-v", "exec", &name, "-d", "--num-cpus", "1", "--", "true"],
+        &["-v", "exec", &name, "-d", "--num-cpus", "2", "--", "true"],
     );
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(stdout.trim(), "1001", "{stderr}");
@@ -50,7 +51,7 @@ fn a_queue_of_1000_jobs_is_one_request_to_see_and_each_submission_one_request() 
     std::fs::remove_file(records.join("1001.json")).unwrap();
     let (code, stdout, stderr) = rs(
         &dir,
-        &["-v", "exec", &name, "-d", "--num-cpus", "1", "--", "true"],
+        &["-v", "exec", &name, "-d", "--num-cpus", "2", "--", "true"],
     );
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(stdout.trim(), "1002", "{stderr}");
