@@ -157,8 +157,9 @@ fn try_once(
 }
 
 /// Whether the raylet a try started has exited: it was started (seen alive, or its log is
-/// there) and no marked raylet is alive, at two looks in a row. Looked at once a second (a walk
-/// of `/proc`); two looks, since `ray start` opens the raylet's log just before starting it.
+/// there: the raylet opens it itself as it starts) and no marked raylet is alive, at two looks
+/// in a row. Looked at once a second (a walk of `/proc`); two looks, so that one look that
+/// missed a live raylet does not end the try.
 #[derive(Default)]
 struct RayletWatch {
     seen: bool,

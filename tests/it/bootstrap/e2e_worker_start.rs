@@ -70,9 +70,12 @@ fn a_workers_ray_start_that_fails_once_is_tried_again_and_the_run_goes_on() {
 
 /// A worker whose raylet dies while `ray start` still waits for it (as Ray's raylet aborts when
 /// its dashboard agent is slow to start) ends that try at once and tries again: `ray start`
-/// itself, told here to wait 300 s, would outlast the 150 s ready timeout (room for a second try on a node loaded by every other test). The raylet is killed
-/// as soon as it is seen (later, `ray start` may already have returned), before the worker's
-/// once-a-second look can see it alive: its log, there, says it was started.
+/// itself, told here to wait 300 s, would outlast the 150 s ready timeout (room for a second
+/// try on a node loaded by every other test). The raylet is killed as soon as its own log
+/// (`raylet.out`, which it opens itself as it starts) is there, before the worker's
+/// once-a-second look may have seen it alive: the log says it was started. (Killed sooner, on
+/// a loaded node, before it had opened its log, nothing would show it had started: Ray's own
+/// abort comes after 15 s of waiting for its agent, log written.)
 #[test]
 fn a_worker_whose_raylet_dies_while_starting_tries_again_at_once() {
     let Some((lab, _turn)) = lab() else {
@@ -88,6 +91,8 @@ fn a_worker_whose_raylet_dies_while_starting_tries_again_at_once() {
   for _ in $(seq 600); do
     for p in $(pgrep -x raylet); do
       if tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep -qx "RAYSLURM_RUN_MARK=$RAYSLURM_RUN_MARK"; then
+        out=$(tr '\0' '\n' < /proc/$p/cmdline | sed -n 's/^--stdout_filepath=//p')
+        for _ in $(seq 200); do [ -e "$out" ] && break; sleep 0.05; done
         kill -9 "$p"; echo 'simulated: the raylet died while starting' >&2; wait "$started"; exit $?
       fi
     done

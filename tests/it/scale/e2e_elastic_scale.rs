@@ -67,4 +67,12 @@ print('hosts', len(set(ray.get(hosts))))";
         <[_]>::is_empty,
     );
     down(&dir, &name, &cluster);
+    // Each given back once: when idle, not again when the cluster ends.
+    let log = cluster.log_text();
+    for (id, _) in &grown {
+        let said = log
+            .matches(&format!("giving back worker job {id} ("))
+            .count();
+        assert_eq!(said, 1, "worker job {id}: {log}");
+    }
 }

@@ -147,8 +147,12 @@ impl Jobs {
 
     /// Gives these jobs back.
     pub(super) fn cancel(&mut self, ids: &[String], node: &str, why: &str) {
-        for job in self.jobs.iter_mut().filter(|j| ids.contains(&j.id)) {
-            say(node, format!("giving back worker job {} ({why})", job.id));
+        let given: std::collections::HashSet<&String> = ids.iter().collect();
+        for job in self.jobs.iter_mut().filter(|j| given.contains(&j.id)) {
+            // One given back already is cancelled again (in case), without a second word.
+            if job.phase != Phase::Stopping {
+                say(node, format!("giving back worker job {} ({why})", job.id));
+            }
             job.phase = Phase::Stopping;
             job.since = Local::now();
         }
