@@ -259,7 +259,7 @@ mod tests {
             );
         }
         // Many items, each small enough, that add up to too many.
-        let many = vec!["a[1-600000]"; 2].join(",");
+        let many = ["a[1-600000]"; 2].join(",");
         assert!(matches!(
             expand(&many),
             Err(HostlistError::TooMany { count: 1_200_000 })
