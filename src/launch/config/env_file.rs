@@ -63,7 +63,35 @@ pub(crate) fn parse(name: &str, text: &str) -> Result<Vec<(String, String)>, Usa
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, Instant};
+
     use super::*;
+
+    /// A file of 100,000 lines, each key given twice, is read in time linear in its lines
+    /// (a step that looked back over the keys read so far would take minutes): each key
+    /// once, with its last value, in the order of the last lines that gave them, and an
+    /// `--env` after the file winning over it.
+    #[test]
+    fn a_file_of_100000_lines_is_read_in_linear_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.env");
+        let first = (0..50_000).map(|i| format!("K_{i}=first{i}\n"));
+        let second = (0..50_000).map(|i| format!("export K_{i}=\"second {i}\"\n"));
+        std::fs::write(&path, first.chain(second).collect::<String>()).unwrap();
+        let t0 = Instant::now();
+        let flag = ["K_7=flag".to_owned()];
+        let vars = crate::launch::config::env_vars(&[path], ("--env", &flag[..]));
+        let took = t0.elapsed();
+        let vars = vars.unwrap();
+        eprintln!("100,000 env lines read in {took:?}");
+        let var = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        assert_eq!(vars.len(), 50_000);
+        assert_eq!(vars[0], var("K_0", "second 0"));
+        assert_eq!(vars[7], var("K_8", "second 8"));
+        assert_eq!(vars[49_998], var("K_49999", "second 49999"));
+        assert_eq!(vars[49_999], var("K_7", "flag"));
+        assert!(took < Duration::from_secs(5), "{took:?}");
+    }
 
     #[test]
     fn lines_comments_quotes() {

@@ -8,6 +8,7 @@
 //! tests/run.sh's, which skips them on purpose (`RAYSLURM_TEST_SCALE=0`). No timing is asserted
 //! but the loose bounds of a failure's report; docs/scale.md has the figures.
 
+mod bad_input;
 mod e2e_elastic_scale;
 mod e2e_queue_1000;
 mod e2e_scale;
