@@ -1,7 +1,8 @@
 //! Runs at scale on the lab's `scale` partition (`cluster.sh up 8 2 --scale 64`: 64 small nodes
 //! beside the usual lab): a Ray run on 32 nodes with a task on each, a `--per-node` run of 64
 //! ranks with a setup on each and one rank failing, a node killed in a 32-node Ray run, an
-//! elastic cluster grown to 16 worker jobs at once, a cluster with 1,000 jobs in its queue.
+//! elastic cluster grown to 16 worker jobs at once, a cluster with 1,000 jobs in its queue;
+//! and, with no cluster, bad input at scale (`bad_input`) and `status` of 1,000 runs.
 //!
 //! Each holds the partition alone (a 32-node Ray start is minutes of CPU on the lab's 2 cores),
 //! one after another: a step of their own (`bash tests/step.sh scale`, run by .ci/run), not
