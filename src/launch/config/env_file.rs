@@ -90,7 +90,7 @@ mod tests {
         assert_eq!(vars[7], var("K_8", "second 8"));
         assert_eq!(vars[49_998], var("K_49999", "second 49999"));
         assert_eq!(vars[49_999], var("K_7", "flag"));
-        assert!(took < Duration::from_secs(5), "{took:?}");
+        assert!(took < Duration::from_secs(10), "{took:?}");
     }
 
     #[test]

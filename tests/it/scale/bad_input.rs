@@ -180,7 +180,9 @@ fn launch_dry_run_with_an_env_file_of_10000_lines_exports_every_variable() {
         asked.len() == 1 && asked[0].starts_with("--test-only "),
         "{asked:?}"
     );
-    assert!(took < Duration::from_secs(10), "{took:?}");
+    // No bound on `took`: beside the end-to-end tests this took 12 s once on 2 cores, and a
+    // quadratic step at 10,000 lines is caught where no load hides it, by env_file's unit test
+    // (100,000 lines).
 }
 
 /// Slurm's node list is read before anything else the bootstrap does: one naming a billion
@@ -204,7 +206,8 @@ fn bootstrap_refuses_a_node_list_of_a_billion_nodes_at_once_naming_it() {
         .expect_stderr_contains("cannot read SLURM_JOB_NODELIST `node[1-999999999]`")
         .expect_stderr_contains("names 999999999 hosts or more, more than the 1000000")
         .run();
-    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    // Loose (the suite loads 2 cores): expanding a billion names would take minutes, or fail.
+    assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
 }
 
 /// What `logs -f` printed of the numbered log: how many lines, the first and the last, and
