@@ -63,7 +63,17 @@ pub(crate) fn run_listed(
     check_fits(&info, settings, cluster.name())?;
     let grows_to = Elastic::of(&cluster.run.record, &cluster.run_dir)?.map(|e| e.max_nodes);
     let ranks = rank_count(&info, grows_to, settings, cluster.name())?;
-    let job = submit(&cluster, &api, settings, ranks, listing.as_ref(), printer)?;
+    let job = with_a_free_id(cluster.name(), |above| {
+        submit_as(
+            &cluster,
+            &api,
+            settings,
+            ranks,
+            listing.as_ref(),
+            printer,
+            above,
+        )
+    })?;
     let name = cluster.name();
     if settings.json {
         let submitted = Submitted {
@@ -108,27 +118,22 @@ enum Outcome {
     IdTaken(u32),
 }
 
-/// Records the job under the next free id and gives it to Ray, taking the next id while Ray
-/// has the one taken already. Ray's list of jobs is not read: its length is the queue's, and
-/// a submission's cost must not grow with it.
-fn submit(
-    cluster: &Cluster,
-    api: &JobsApi,
-    settings: &ExecSettings,
-    ranks: Option<u32>,
-    listing: Option<&Listing>,
-    printer: &Printer,
+/// Submits under the next free id (`submit_above` of the id to be above), taking the next id
+/// while Ray has the one taken already. Ray's list of jobs is not read: its length is the
+/// queue's, and a submission's cost must not grow with it.
+fn with_a_free_id(
+    cluster: &str,
+    mut submit_above: impl FnMut(u32) -> Result<Outcome>,
 ) -> Result<JobRecord> {
     let mut above = 0;
     for _ in 0..ID_TRIES {
-        match submit_as(cluster, api, settings, ranks, listing, printer, above)? {
+        match submit_above(above)? {
             Outcome::Accepted(job) => return Ok(*job),
             Outcome::IdTaken(id) => above = id,
         }
     }
     anyhow::bail!(
-        "job not submitted to cluster {}: Ray already has jobs under the next {ID_TRIES} ids above {}, which no record here names",
-        cluster.name(),
+        "job not submitted to cluster {cluster}: Ray already has jobs under the next {ID_TRIES} ids above {}, which no record here names",
         above - ID_TRIES
     )
 }
