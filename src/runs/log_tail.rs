@@ -10,6 +10,8 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use crate::sys::file_tail::start_of_last_lines;
+
 /// Where reading starts when the file is first seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Start {
@@ -136,73 +138,9 @@ fn copy_all(file: &mut File, out: &mut dyn Write) -> io::Result<u64> {
     Ok(total)
 }
 
-/// The offset at which the last `n` lines of `file` begin (a last line without a newline
-/// counts as a line), read backwards in blocks so a huge log costs only its tail.
-pub(crate) fn start_of_last_lines(file: &mut File, n: u64) -> io::Result<u64> {
-    const BLOCK: u64 = 64 * 1024;
-    let len = file.metadata()?.len();
-    if n == 0 {
-        return Ok(len);
-    }
-    let mut end = len;
-    let mut newlines = 0u64;
-    let mut skip_final_newline = true;
-    let mut buf = vec![0u8; BLOCK as usize];
-    while end > 0 {
-        let start = end.saturating_sub(BLOCK);
-        let chunk = &mut buf[..(end - start) as usize];
-        file.seek(SeekFrom::Start(start))?;
-        file.read_exact(chunk)?;
-        for (i, &byte) in chunk.iter().enumerate().rev() {
-            if byte != b'\n' {
-                skip_final_newline = false;
-                continue;
-            }
-            if skip_final_newline {
-                // The newline that ends the last line does not start another.
-                skip_final_newline = false;
-                continue;
-            }
-            newlines += 1;
-            if newlines == n {
-                return Ok(start + i as u64 + 1);
-            }
-        }
-        end = start;
-    }
-    Ok(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn last(text: &str, n: u64) -> String {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("log");
-        std::fs::write(&path, text).unwrap();
-        let mut file = File::open(&path).unwrap();
-        let offset = start_of_last_lines(&mut file, n).unwrap() as usize;
-        text[offset..].to_owned()
-    }
-
-    #[test]
-    fn last_lines() {
-        assert_eq!(last("a\nb\nc\n", 2), "b\nc\n");
-        assert_eq!(last("a\nb\nc", 2), "b\nc");
-        assert_eq!(last("a\nb\nc\n", 5), "a\nb\nc\n");
-        assert_eq!(last("a\nb\nc\n", 0), "");
-        assert_eq!(last("", 3), "");
-        assert_eq!(last("\n\n\n", 1), "\n");
-        assert_eq!(last("a\n\nb\n", 2), "\nb\n");
-    }
-
-    #[test]
-    fn last_lines_across_blocks() {
-        let text: String = (0..50_000).map(|i| format!("line {i}\n")).collect();
-        assert_eq!(last(&text, 2), "line 49998\nline 49999\n");
-        assert_eq!(last(&text, 50_000), text);
-    }
 
     fn pump(tail: &mut LogTail) -> (String, Option<TailEvent>) {
         let mut out = Vec::new();

@@ -39,6 +39,8 @@ pub(super) struct Ports {
     pub(super) host: String,
     pub(super) others: Vec<(&'static str, u16)>,
     pub(super) metrics_asked: bool,
+    /// The head's Ray temp root, where the dashboard's logs say why it ended, if it does.
+    pub(super) ray_temp: Option<PathBuf>,
 }
 
 /// What the run must do about a finished check.
@@ -62,7 +64,7 @@ impl AuthCheck {
             // A dashboard that answered and enforces the token is kept from changing hands:
             // Ray's programs send it the token on the node's IP for as long as they live.
             if matches!(checked, Ok(Checked::Refused | Checked::OwnTokenRefused(_))) {
-                kept_ports::keep_dashboard(&ports.node, ports.dashboard);
+                kept_ports::keep_dashboard(&ports.node, ports.dashboard, ports.ray_temp);
             }
             // Asked once the dashboard has answered (or not): by then every service is up.
             let open = ray_auth::open_without_token(&ports.host, &ports.others);
@@ -180,6 +182,7 @@ mod tests {
             host: "127.0.0.1".into(),
             others: Vec::new(),
             metrics_asked: false,
+            ray_temp: None,
         }
     }
 

@@ -168,6 +168,7 @@ impl StartUp<'_> {
             },
             others: head.ports.other_http().to_vec(),
             metrics_asked: self.args.cluster.ray.ray_metrics,
+            ray_temp: self.started.temp.as_ref().map(|t| t.path.clone()),
         };
         let check = AuthCheck::spawn(token.to_owned(), ports, auth_check::PATIENCE);
         if !self.args.cluster.serve.on {

@@ -90,6 +90,7 @@ impl Started {
     /// [`Started::keep_logs_and_finish`]).
     pub(super) fn stop_everything(&mut self, node: &str, keep_logs: bool) -> Stopping {
         let t0 = Instant::now();
+        super::kept_ports::teardown_begins();
         if let Some(command) = &mut self.command {
             command.stop_leftovers();
         }

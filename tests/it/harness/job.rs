@@ -167,14 +167,30 @@ impl Job {
 }
 
 /// A test that fails cancels its job: left running, it would hold its nodes until its time
-/// limit, and every test queued behind it would wait that long too.
+/// limit, and every test queued behind it would wait that long too. It also prints the end of
+/// the job's log, which libtest shows with the failure: CI keeps only its own output.
 impl Drop for Job {
     fn drop(&mut self) {
         if std::thread::panicking() {
             let _ = std::process::Command::new("scancel").arg(&self.id).status();
+            let log = self.log_text();
+            let lines: Vec<&str> = log.lines().collect();
+            let shown = &lines[lines.len().saturating_sub(LOG_LINES_SHOWN)..];
+            eprintln!(
+                "job {}'s log {} ({} of {} lines; Ray's logs, if kept, in {}):\n{}",
+                self.id,
+                self.log.display(),
+                shown.len(),
+                lines.len(),
+                self.ray_logs().display(),
+                shown.join("\n")
+            );
         }
     }
 }
+
+/// How much of a failed test's job log is printed.
+const LOG_LINES_SHOWN: usize = 60;
 
 /// Launches in a fresh shared directory with the lab's Ray and a small object store.
 pub(crate) fn launch(lab: &Lab, name: &str, args: &[&str]) -> Job {
