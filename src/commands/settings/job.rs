@@ -129,9 +129,11 @@ fn env_and_secrets(
     secret: &[String],
 ) -> Result<Vec<EnvVar>, UsageError> {
     let secrets = config::env_vars(&[], ("--secret", secret))?;
+    let secret_keys: std::collections::HashSet<&str> =
+        secrets.iter().map(|(k, _)| k.as_str()).collect();
     let mut vars: Vec<EnvVar> = config::env_vars(env_file, ("--env", env))?
         .into_iter()
-        .filter(|(key, _)| !secrets.iter().any(|(k, _)| k == key))
+        .filter(|(key, _)| !secret_keys.contains(key.as_str()))
         .map(|(key, value)| EnvVar {
             key,
             value,
